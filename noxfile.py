@@ -1,0 +1,45 @@
+"""Development sessions: tests, features, lint, typecheck, docs, bench."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "features", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("python", "-m", "pytest", "--cov", *session.posargs)
+
+
+@nox.session
+def features(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("python", "-m", "behave", "--format", "progress", "features", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy", "--strict", "src")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks", *session.posargs)

@@ -1,0 +1,87 @@
+"""toolcycle: an embeddable runtime that drives tools through their lifecycle.
+
+A `ToolRuntime` runs `ToolInstance` objects through four stages (discover,
+activate, execute, deactivate) plan by plan, enforcing capabilities, caching
+activations, validating with JSON Schema draft 2020-12, propagating cancellation
+and tracing every call.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from toolcycle.cache import ToolLifecycleCache
+from toolcycle.cancellation import CancellationToken
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import (
+    ToolAccessDeniedError,
+    ToolActivationError,
+    ToolCancelledError,
+    ToolCheckpointRequiredError,
+    ToolDeactivationError,
+    ToolExecutionError,
+    ToolNotActivatedError,
+    ToolNotFoundError,
+    ToolRegistrationError,
+    ToolRuntimeError,
+    ToolSchemaValidationError,
+)
+from toolcycle.models import (
+    BoundResource,
+    Change,
+    SourceKind,
+    Tool,
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionTrace,
+    ToolResult,
+    TraceStatus,
+    Validation,
+    ValidationIssue,
+)
+from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.runtime import ToolRuntime
+from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
+from toolcycle.validation import ValidationLimits
+
+try:
+    __version__ = version("toolcycle")
+except PackageNotFoundError:  # pragma: no cover - only when run from a bare source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "BoundResource",
+    "CancellationToken",
+    "Change",
+    "NullTracer",
+    "SourceKind",
+    "StructlogTracer",
+    "Tool",
+    "ToolAccessDeniedError",
+    "ToolActivationError",
+    "ToolCancelledError",
+    "ToolCapability",
+    "ToolCheckpointRequiredError",
+    "ToolDeactivationError",
+    "ToolDescriptor",
+    "ToolExecutionContext",
+    "ToolExecutionError",
+    "ToolExecutionTrace",
+    "ToolInstance",
+    "ToolLifecycleCache",
+    "ToolNotActivatedError",
+    "ToolNotFoundError",
+    "ToolRegistrationError",
+    "ToolResult",
+    "ToolRuntime",
+    "ToolRuntimeError",
+    "ToolSchemaValidationError",
+    "ToolSource",
+    "TraceListener",
+    "TraceStatus",
+    "Tracer",
+    "Validation",
+    "ValidationIssue",
+    "ValidationLimits",
+    "__version__",
+]

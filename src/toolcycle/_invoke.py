@@ -1,0 +1,198 @@
+"""Calling one stage of a tool, whether it is a plain function or a coroutine.
+
+The runtime's pipeline does not care how a tool is written; this module does.
+From sync code, a coroutine runs on the runtime's portal thread and a plain
+function runs inline. From async code, a coroutine is awaited as a task that the
+plan's cancellation token cancels, and a plain function runs on the runtime's
+thread pool so that it never blocks the event loop.
+
+A call with a timeout that may outlive its caller (a hung sync function) runs
+on a fresh daemon thread instead of the pool: Python cannot stop a thread, so
+the best it can do is not let the stuck thread hold a pool worker or keep the
+process alive at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import threading
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._portal import Portal, PortalTimeoutError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolcycle.cancellation import CancellationToken
+
+__all__ = ["InvokeTimeoutError", "Invoker"]
+
+
+class InvokeTimeoutError(TimeoutError):
+    """A stage did not finish within its timeout."""
+
+
+class Invoker:
+    """Runs tool stages for one runtime; owns its portal thread and worker pool."""
+
+    __slots__ = ("_lock", "_max_workers", "_pool", "portal")
+
+    def __init__(self, *, max_workers: int = 8) -> None:
+        self.portal = Portal()
+        self._max_workers = max_workers
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def call(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        token: CancellationToken | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Call ``fn(*args)`` from sync code and return its result.
+
+        Raises:
+            InvokeTimeoutError: the call did not finish within ``timeout``.
+            asyncio.CancelledError: ``token`` cancelled a coroutine mid-run.
+            Exception: whatever ``fn`` raised.
+        """
+        on_cancel = token.on_cancel if token is not None else None
+        try:
+            if inspect.iscoroutinefunction(fn):
+                return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
+            result = fn(*args) if timeout is None else _in_thread(fn, args, timeout)
+            if inspect.isawaitable(result):
+                return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
+            return result
+        except PortalTimeoutError:
+            raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+
+    async def acall(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        token: CancellationToken | None = None,
+        timeout: float | None = None,
+        detached: bool = False,
+    ) -> Any:
+        """Call ``fn(*args)`` from async code and return its result.
+
+        Args:
+            fn: the stage.
+            args: its arguments.
+            token: cancels an awaited coroutine the moment it is cancelled.
+            timeout: seconds before giving up with `InvokeTimeoutError`.
+            detached: run a sync ``fn`` on a fresh daemon thread, not the pool.
+
+        Raises:
+            InvokeTimeoutError: the call did not finish within ``timeout``.
+            asyncio.CancelledError: ``token`` or the caller cancelled it.
+            Exception: whatever ``fn`` raised.
+        """
+        try:
+            if inspect.iscoroutinefunction(fn):
+                return await _cancellable(fn(*args), token, timeout)
+            if detached or timeout is not None:
+                result = await _athread(fn, args, timeout)
+            else:
+                loop = asyncio.get_running_loop()
+                context = contextvars.copy_context()
+                result = await loop.run_in_executor(self._ensure_pool(), context.run, fn, *args)
+            if inspect.isawaitable(result):
+                return await _cancellable(_await(result), token, timeout)
+            return result
+        except TimeoutError:
+            raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+
+    def _ensure_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._max_workers, thread_name_prefix="toolcycle-worker"
+                )
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the portal thread and the pool (without waiting for running calls)."""
+        self.portal.close()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _cancellable(coro: Any, token: CancellationToken | None, timeout: float | None) -> Any:
+    """Await ``coro`` as a task that ``token`` cancels."""
+    task = asyncio.ensure_future(coro)
+    unregister = None
+    if token is not None:
+        loop = asyncio.get_running_loop()
+        unregister = token.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+    try:
+        if timeout is None:
+            return await task
+        return await asyncio.wait_for(task, timeout)
+    finally:
+        if unregister is not None:
+            unregister()
+
+
+def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
+    """Run ``fn`` on a fresh daemon thread and wait for it at most ``timeout`` seconds."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    _start_thread(fn, args, future.set_result, future.set_exception)
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+
+
+async def _athread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
+    """Async twin of `_in_thread`; the loop is never blocked."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(method: Callable[[Any], object], value: Any) -> None:
+        def apply() -> None:
+            if not future.done():
+                method(value)
+
+        try:
+            loop.call_soon_threadsafe(apply)
+        except RuntimeError:  # pragma: no cover - the loop closed before the thread ended
+            pass
+
+    _start_thread(
+        fn,
+        args,
+        lambda value: settle(future.set_result, value),
+        lambda exc: settle(future.set_exception, exc),
+    )
+    return await asyncio.wait_for(asyncio.shield(future), timeout)
+
+
+def _start_thread(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    on_result: Callable[[Any], object],
+    on_error: Callable[[BaseException], object],
+) -> None:
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:
+            on_error(exc)
+        else:
+            on_result(result)
+
+    threading.Thread(target=run, name="toolcycle-call", daemon=True).start()
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

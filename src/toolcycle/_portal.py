@@ -1,0 +1,171 @@
+"""The one event-loop thread a runtime owns, for running coroutines from sync code.
+
+A sync caller (``runtime.execute``) of an async tool cannot await, and must not
+start a loop of its own: it may already be inside one. So each runtime starts,
+on first need, a daemon thread running its own loop, and sync callers submit
+coroutines to it and block until they finish. The loop is made with
+``asyncio.new_event_loop()``, which honours the host's policy without changing
+it, and it is stopped by ``close()``.
+
+Calling a portal from its own thread would wait on itself forever, so that is
+refused with a clear error instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolcycle.errors import ToolRuntimeError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+__all__ = ["Portal", "PortalTimeoutError"]
+
+T = TypeVar("T")
+
+# After a cancellation request, how long a sync caller waits for the task to
+# run its cleanup before returning anyway.
+_CANCEL_GRACE_SECONDS = 5.0
+
+
+class PortalTimeoutError(TimeoutError):
+    """A coroutine run through the portal did not finish within its timeout."""
+
+
+class Portal:
+    """A lazily started event-loop thread; thread-safe."""
+
+    __slots__ = ("_closed", "_lock", "_loop", "_thread")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def started(self) -> bool:
+        """Whether the loop thread is running."""
+        return self._loop is not None
+
+    def in_portal_thread(self) -> bool:
+        """Whether the current thread is the portal's own loop thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise ToolRuntimeError("the runtime is closed; it runs no more async work")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=serve, name="toolcycle-portal", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def call(
+        self,
+        coro: Coroutine[Any, Any, T],
+        *,
+        timeout: float | None = None,
+        on_cancel: Callable[[Callable[[], object]], Callable[[], None]] | None = None,
+    ) -> T:
+        """Run ``coro`` on the loop thread and return its result, blocking this thread.
+
+        The coroutine runs in a copy of the caller's context variables.
+
+        Args:
+            coro: the coroutine to run; it is closed unstarted if it cannot run.
+            timeout: seconds to wait before cancelling it and raising
+                `PortalTimeoutError`; None waits for ever.
+            on_cancel: registers a callback to run on cancellation (such as
+                ``CancellationToken.on_cancel``); the task is then cancelled and
+                `asyncio.CancelledError` is raised here once it has finished.
+
+        Raises:
+            ToolRuntimeError: called from the portal's own thread, or after close.
+        """
+        if self.in_portal_thread():
+            coro.close()
+            raise ToolRuntimeError(
+                "a sync call of an async tool was made from the runtime's own event-loop "
+                "thread, where it would wait on itself; await runtime.aexecute(...) instead"
+            )
+        try:
+            loop = self._ensure_loop()
+        except ToolRuntimeError:
+            coro.close()
+            raise
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        context = contextvars.copy_context()
+        tasks: list[asyncio.Task[T]] = []
+
+        def start() -> None:
+            task = loop.create_task(coro, context=context)
+            tasks.append(task)
+            task.add_done_callback(lambda t: _settle(t, future))
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+
+        loop.call_soon_threadsafe(start)
+        unregister = on_cancel(cancel) if on_cancel is not None else None
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            cancel()
+            try:
+                return future.result(_CANCEL_GRACE_SECONDS)
+            except (concurrent.futures.TimeoutError, asyncio.CancelledError):
+                raise PortalTimeoutError(f"did not finish within {timeout} seconds") from None
+        finally:
+            if unregister is not None:
+                unregister()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the loop and join its thread; later calls raise. Idempotent."""
+        with self._lock:
+            self._closed = True
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        if thread is threading.current_thread():
+            loop.call_soon(loop.stop)
+            return
+
+        async def shutdown() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await loop.shutdown_asyncgens()
+            loop.stop()
+
+        loop.call_soon_threadsafe(lambda: loop.create_task(shutdown()))
+        thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
+
+
+def _settle(task: asyncio.Task[T], future: concurrent.futures.Future[T]) -> None:
+    """Copy a finished task's outcome onto the future a sync caller waits on."""
+    if task.cancelled():
+        future.set_exception(asyncio.CancelledError())
+    elif (exc := task.exception()) is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(task.result())

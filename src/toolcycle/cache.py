@@ -1,0 +1,255 @@
+"""The per-plan activation cache: activate at most once, deactivate exactly once.
+
+For every plan the cache remembers which tools were activated, in order. The
+first call of a tool in a plan becomes the *owner* of its activation; calls that
+arrive while it is activating wait for it and share its outcome, whether they
+come from threads or from tasks (single flight). A failed activation is not
+cached: the waiters see the failure, and the next call tries again.
+
+When the plan ends, the cache hands every activated tool to a teardown function
+in reverse order of activation, exactly once, and collects what went wrong as
+`ToolDeactivationError`s instead of raising. The cache knows the tool protocol
+but nothing of validation or tracing; the runtime supplies how to call a
+(possibly async) ``deactivate``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import ToolDeactivationError, ToolRuntimeError
+
+if TYPE_CHECKING:
+    from toolcycle.protocols import ToolInstance
+
+__all__ = ["Activation", "ToolLifecycleCache"]
+
+
+class Activation:
+    """One tool's activation in one plan; pending until its owner finishes it."""
+
+    __slots__ = ("_callbacks", "_done", "_lock", "error", "instance", "name")
+
+    def __init__(self, name: str, instance: ToolInstance) -> None:
+        self.name = name
+        self.instance = instance
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], object]] = []
+
+    @property
+    def done(self) -> bool:
+        """Whether the owner has finished, successfully or not."""
+        return self._done.is_set()
+
+    def _finish(self, error: BaseException | None) -> None:
+        with self._lock:
+            self.error = error
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def wait(self) -> None:
+        """Block until the owner has finished."""
+        self._done.wait()
+
+    async def wait_async(self) -> None:
+        """Wait, without blocking the event loop, until the owner has finished."""
+        if self._done.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        finished = loop.create_future()
+
+        def resolve() -> None:
+            if not finished.done():
+                finished.set_result(None)
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(resolve)
+
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(wake)
+                registered = True
+            else:
+                registered = False
+        if registered:
+            await finished
+
+
+@dataclass(slots=True, eq=False)
+class _Plan:
+    ctx: ToolExecutionContext
+    activations: dict[str, Activation] = field(default_factory=dict)
+    order: list[Activation] = field(default_factory=list)
+    ended: bool = False
+
+
+Teardown = Callable[[Activation, ToolExecutionContext], None]
+AsyncTeardown = Callable[[Activation, ToolExecutionContext], Awaitable[None]]
+
+
+class ToolLifecycleCache:
+    """Activation state of every open plan; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._plans: dict[str, _Plan] = {}
+
+    def begin(
+        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance
+    ) -> tuple[Activation, bool]:
+        """Return the activation of ``name`` in the plan and whether the caller owns it.
+
+        The owner must activate the tool and then call `finish`. Everyone else
+        waits on the activation (``wait`` or ``wait_async``) and reads ``error``.
+
+        Raises:
+            ToolRuntimeError: the plan has ended.
+        """
+        with self._lock:
+            plan = self._open(ctx)
+            activation = plan.activations.get(name)
+            if activation is not None:
+                return activation, False
+            activation = Activation(name, instance)
+            plan.activations[name] = activation
+            return activation, True
+
+    def finish(
+        self, ctx: ToolExecutionContext, activation: Activation, error: BaseException | None
+    ) -> bool:
+        """Record the owner's outcome and wake the waiters.
+
+        Returns:
+            True if the tool is now active in the plan; False if activation failed
+            (nothing is cached) or if the plan ended meanwhile, in which case the
+            caller must deactivate the tool itself.
+        """
+        with self._lock:
+            plan = self._plans.get(ctx.plan_id)
+            current = plan is not None and plan.activations.get(activation.name) is activation
+            cached = error is None and current and plan is not None and not plan.ended
+            if cached and plan is not None:
+                plan.order.append(activation)
+            elif current and plan is not None:
+                del plan.activations[activation.name]
+        if error is None and not cached:
+            error = ToolRuntimeError(
+                f"plan {ctx.plan_id!r} ended while tool {activation.name!r} was activating",
+                tool_name=activation.name,
+                plan_id=ctx.plan_id,
+            )
+        activation._finish(error)
+        return cached
+
+    def is_active(self, plan_id: str, name: str) -> bool:
+        """Whether ``name`` has been activated, successfully, in the plan."""
+        with self._lock:
+            plan = self._plans.get(plan_id)
+            return plan is not None and any(a.name == name for a in plan.order)
+
+    def active_tools(self, plan_id: str) -> tuple[str, ...]:
+        """The tools activated in the plan, in order of activation."""
+        with self._lock:
+            plan = self._plans.get(plan_id)
+            return tuple(a.name for a in plan.order) if plan else ()
+
+    def open_plans(self) -> tuple[ToolExecutionContext, ...]:
+        """The contexts of every plan the cache has seen and not yet ended."""
+        with self._lock:
+            return tuple(plan.ctx for plan in self._plans.values())
+
+    def track(self, ctx: ToolExecutionContext) -> None:
+        """Remember a plan even before it activates anything, so ``close`` ends it."""
+        with self._lock:
+            self._open(ctx)
+
+    def _open(self, ctx: ToolExecutionContext) -> _Plan:
+        if ctx.ended:
+            raise ToolRuntimeError(
+                f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+                plan_id=ctx.plan_id,
+            )
+        plan = self._plans.get(ctx.plan_id)
+        if plan is None:
+            plan = self._plans[ctx.plan_id] = _Plan(ctx)
+        return plan
+
+    def _take(self, ctx: ToolExecutionContext) -> list[Activation]:
+        with self._lock:
+            if ctx.ended:
+                return []
+            ctx._ended = True
+            plan = self._plans.pop(ctx.plan_id, None)
+            if plan is None:
+                return []
+            plan.ended = True
+            plan.ctx._ended = True
+            return list(reversed(plan.order))
+
+    def end_plan(
+        self, ctx: ToolExecutionContext, teardown: Teardown
+    ) -> list[ToolDeactivationError]:
+        """End the plan: tear down every activated tool once, newest first.
+
+        Errors are collected, never raised. An interrupt (``KeyboardInterrupt``,
+        ``SystemExit``) during one teardown still lets the others run, and is
+        raised again afterwards. Ending a plan that has already ended does
+        nothing and returns no errors.
+        """
+        errors: list[ToolDeactivationError] = []
+        interrupt: BaseException | None = None
+        for activation in self._take(ctx):
+            try:
+                teardown(activation, ctx)
+            except Exception as exc:
+                errors.append(_deactivation_error(activation, ctx, exc))
+            except BaseException as exc:
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
+        return errors
+
+    async def aend_plan(
+        self, ctx: ToolExecutionContext, teardown: AsyncTeardown
+    ) -> list[ToolDeactivationError]:
+        """Async twin of `end_plan`; awaits each teardown in turn.
+
+        A cancellation of the awaiting task during one teardown still lets the
+        others run, and is raised again afterwards.
+        """
+        errors: list[ToolDeactivationError] = []
+        interrupt: BaseException | None = None
+        for activation in self._take(ctx):
+            try:
+                await teardown(activation, ctx)
+            except Exception as exc:
+                errors.append(_deactivation_error(activation, ctx, exc))
+            except BaseException as exc:
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
+        return errors
+
+
+def _deactivation_error(
+    activation: Activation, ctx: ToolExecutionContext, exc: Exception
+) -> ToolDeactivationError:
+    if isinstance(exc, ToolDeactivationError):
+        return exc
+    error = ToolDeactivationError(
+        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
+        f"{type(exc).__name__}: {exc}",
+        tool_name=activation.name,
+        plan_id=ctx.plan_id,
+    )
+    error.__cause__ = exc
+    return error

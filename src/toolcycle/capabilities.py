@@ -1,0 +1,59 @@
+"""The capability check: may this plan run this tool?
+
+One rule per plan flag, from the design's table:
+
+==========================  ==========================  ================================
+plan                        tool                        error
+==========================  ==========================  ================================
+``read_only=True``          ``writes=True``             `ToolAccessDeniedError`
+``requires_checkpoint=True``  ``checkpointable=False``  `ToolCheckpointRequiredError`
+==========================  ==========================  ================================
+
+When both rules refuse a tool, the read-only denial is the one raised.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolcycle.errors import ToolAccessDeniedError, ToolCheckpointRequiredError
+
+if TYPE_CHECKING:
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import ToolDescriptor
+
+__all__ = ["check_capabilities", "is_allowed"]
+
+
+def check_capabilities(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> None:
+    """Return if the plan of ``ctx`` may run the tool; raise otherwise.
+
+    Raises:
+        ToolAccessDeniedError: the plan is read-only and the tool writes.
+        ToolCheckpointRequiredError: the plan requires checkpoints and the tool
+            is not checkpointable.
+    """
+    capability = descriptor.capability
+    if ctx.read_only and capability.writes:
+        raise ToolAccessDeniedError(
+            f"tool {descriptor.name!r} writes, and plan {ctx.plan_id!r} is read-only; "
+            "run it in a plan with read_only=False, or declare writes=False if it only reads",
+            tool_name=descriptor.name,
+            plan_id=ctx.plan_id,
+        )
+    if ctx.requires_checkpoint and not capability.checkpointable:
+        raise ToolCheckpointRequiredError(
+            f"tool {descriptor.name!r} cannot be rolled back, and plan {ctx.plan_id!r} "
+            "requires checkpoints; run it in a plan with requires_checkpoint=False, or "
+            "declare checkpointable=True if it records how to undo every change",
+            tool_name=descriptor.name,
+            plan_id=ctx.plan_id,
+        )
+
+
+def is_allowed(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> bool:
+    """Whether `check_capabilities` would let the plan of ``ctx`` run the tool."""
+    capability = descriptor.capability
+    return not (ctx.read_only and capability.writes) and not (
+        ctx.requires_checkpoint and not capability.checkpointable
+    )

@@ -1,0 +1,179 @@
+"""The ``toolcycle`` command line. The only module of the package that prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from toolcycle import (
+    Change,
+    NullTracer,
+    ToolCancelledError,
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolExecutionTrace,
+    ToolRuntime,
+    ToolRuntimeError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TextIO
+
+__all__ = ["main"]
+
+
+class _Notes:
+    """An in-memory note store shared by the demo's two tools."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, str] = {}
+        self.open = False
+
+
+class _WriteNote:
+    """Demo tool that writes: stores a note under a key."""
+
+    def __init__(self, store: _Notes, out: TextIO) -> None:
+        self._store = store
+        self._out = out
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="write_note",
+            description="Store a note under a key.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "minLength": 1},
+                    "text": {"type": "string"},
+                },
+                "required": ["key", "text"],
+                "additionalProperties": False,
+            },
+            output_schema={"type": "object", "properties": {"stored": {"type": "string"}}},
+            capability=ToolCapability(writes=True, checkpointable=True),
+            tags=frozenset({"demo"}),
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self._store.open = True
+        print(f"  activate   write_note for {ctx.plan_id}", file=self._out)
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, str]:
+        key = params["key"]
+        ctx.record_change(
+            Change(
+                kind="write",
+                target=key,
+                tool_name="write_note",
+                data={"previous": self._store.notes.get(key)},
+            )
+        )
+        self._store.notes[key] = params["text"]
+        return {"stored": key}
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self._store.open = False
+        print(f"  deactivate write_note for {ctx.plan_id}", file=self._out)
+
+
+class _SlowRead:
+    """Demo tool that reads: returns a note, waiting until the plan is cancelled if asked."""
+
+    def __init__(self, store: _Notes, out: TextIO, started: threading.Event) -> None:
+        self._store = store
+        self._out = out
+        self._started = started
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="read_note",
+            description="Return the note stored under a key.",
+            input_schema={
+                "type": "object",
+                "properties": {"key": {"type": "string"}, "wait": {"type": "boolean"}},
+                "required": ["key"],
+            },
+            capability=ToolCapability(writes=False, checkpointable=True),
+            tags=frozenset({"demo"}),
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        print(f"  activate   read_note for {ctx.plan_id}", file=self._out)
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> str | None:
+        token = ctx.cancellation_token
+        if params.get("wait"):
+            self._started.set()
+            while not token.is_cancelled:
+                threading.Event().wait(0.01)
+            token.check()
+        return self._store.notes.get(params["key"])
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        print(f"  deactivate read_note for {ctx.plan_id}", file=self._out)
+
+
+def _trace_line(trace: ToolExecutionTrace) -> str:
+    outcome = "ok" if trace.success else "error"
+    return (
+        f"{trace.tool_name:<11} {outcome:<5} {trace.status:<13} "
+        f"{trace.duration_ms:8.3f} ms {trace.result_size_bytes:5d} bytes"
+        + (f"  {' '.join(trace.error.split())}" if trace.error else "")
+    )
+
+
+def run_demo(out: TextIO) -> int:
+    """Run the demo plan, printing one line per call; return the exit status."""
+    store = _Notes()
+    started = threading.Event()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.add_trace_listener(lambda trace: print(_trace_line(trace), file=out))
+        runtime.register(_WriteNote(store, out))
+        runtime.register(_SlowRead(store, out, started))
+
+        print("plan 1: a writing plan", file=out)
+        with runtime.plan("plan-1") as ctx:
+            runtime.execute("write_note", {"key": "greeting", "text": "hello"}, ctx)
+            runtime.execute("read_note", {"key": "greeting"}, ctx)
+            runtime.execute("write_note", {"key": "", "text": 42}, ctx)
+            print(f"  changes recorded: {len(ctx.changes)}", file=out)
+
+        print("plan 2: a read-only plan", file=out)
+        with runtime.plan("plan-2", read_only=True) as ctx:
+            try:
+                runtime.execute("write_note", {"key": "k", "text": "t"}, ctx)
+            except ToolRuntimeError as denial:
+                print(f"  denied: {type(denial).__name__}", file=out)
+            token = ctx.cancellation_token
+            cancel_when_started = threading.Thread(
+                target=lambda: started.wait(5) and token.cancel("demo cancel"), daemon=True
+            )
+            cancel_when_started.start()
+            try:
+                runtime.execute("read_note", {"key": "greeting", "wait": True}, ctx)
+            except ToolCancelledError as cancelled:
+                print(f"  cancelled: {cancelled}", file=out)
+            cancel_when_started.join(5)
+        print(f"store open after the plans: {store.open}", file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``toolcycle`` console script."""
+    parser = argparse.ArgumentParser(prog="toolcycle", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("demo", help="run a small plan that shows each stage and outcome")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return run_demo(sys.stdout)
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
+    return 2  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    sys.exit(main())

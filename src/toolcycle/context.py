@@ -1,0 +1,109 @@
+"""The context of one plan, handed to every stage of every tool in it.
+
+A `ToolExecutionContext` is runtime state, not wire data, so it is a slotted
+dataclass rather than a pydantic model: it holds a lock, a cancellation token and
+a growing list of changes. Tools read its flags and resources and record what
+they change; the runtime marks it ended when the plan ends.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.cancellation import CancellationToken
+from toolcycle.models import BoundResource, Change
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+__all__ = ["ToolExecutionContext"]
+
+# The changes recorded by the call running in this thread or task, so that each
+# ToolResult lists exactly its own changes even when calls of a plan overlap.
+_call_changes: ContextVar[list[Change] | None] = ContextVar("toolcycle_call_changes", default=None)
+
+
+@dataclass(slots=True, eq=False)
+class ToolExecutionContext:
+    """Plan id, plan flags, bound resources, cancellation and recorded changes.
+
+    Args:
+        plan_id: identifies the plan; activations are cached per plan id.
+        read_only: refuse tools whose capability says they write.
+        requires_checkpoint: refuse tools that are not checkpointable.
+        resources: resources bound for the plan's tools.
+        cancellation_token: cancels every call of the plan; a new one by default.
+        metadata: free-form data for tools and listeners (never interpreted).
+    """
+
+    plan_id: str
+    read_only: bool = field(default=False, kw_only=True)
+    requires_checkpoint: bool = field(default=False, kw_only=True)
+    resources: tuple[BoundResource, ...] = field(default=(), kw_only=True)
+    cancellation_token: CancellationToken = field(default_factory=CancellationToken, kw_only=True)
+    metadata: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    _changes: list[Change] = field(default_factory=list, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _ended: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.plan_id, str) or not self.plan_id:
+            raise ValueError(f"plan_id must be a non-empty string, got {self.plan_id!r}")
+        resources: Iterable[BoundResource] = self.resources
+        self.resources = tuple(resources)
+        for resource in self.resources:
+            if not isinstance(resource, BoundResource):
+                raise TypeError(f"resources must be BoundResource objects, got {resource!r}")
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """Every change recorded in this plan so far, in the order recorded."""
+        with self._lock:
+            return tuple(self._changes)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the runtime has ended this plan; an ended plan runs nothing."""
+        return self._ended
+
+    def record_change(self, change: Change) -> None:
+        """Append a change to the plan's record (and to the current call's result)."""
+        if not isinstance(change, Change):
+            raise TypeError(f"record_change expects a Change, got {type(change).__name__}")
+        with self._lock:
+            self._changes.append(change)
+        current = _call_changes.get()
+        if current is not None:
+            current.append(change)
+
+    def resource(self, kind: str, name: str | None = None) -> BoundResource:
+        """Return the bound resource of that kind (and name, when given).
+
+        Raises:
+            LookupError: when the plan binds no such resource, or several and no
+                name was given.
+        """
+        matches = [r for r in self.resources if r.kind == kind and name in (None, r.name)]
+        if len(matches) == 1:
+            return matches[0]
+        wanted = f"{kind!r}" + (f" named {name!r}" if name is not None else "")
+        if not matches:
+            raise LookupError(f"plan {self.plan_id!r} binds no resource of kind {wanted}")
+        raise LookupError(
+            f"plan {self.plan_id!r} binds {len(matches)} resources of kind {wanted}; pass a name"
+        )
+
+
+@contextmanager
+def _collect_call_changes() -> Iterator[list[Change]]:
+    """Collect the changes recorded while the block runs in this thread or task."""
+    collected: list[Change] = []
+    token = _call_changes.set(collected)
+    try:
+        yield collected
+    finally:
+        _call_changes.reset(token)

@@ -1,0 +1,137 @@
+"""Every exception toolcycle raises, in one place.
+
+The tree::
+
+    ToolRuntimeError                  a run of a tool failed, or the runtime was misused
+    ├── ToolAccessDeniedError         a read-only plan asked for a tool that writes
+    ├── ToolCheckpointRequiredError   a checkpoint plan asked for a tool it cannot roll back
+    ├── ToolNotActivatedError         a stage that needs activation ran without it
+    ├── ToolActivationError           a tool's activate() failed
+    ├── ToolExecutionError            a tool's execute() failed (raised by raise_for_error)
+    ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
+    ├── ToolNotFoundError             no tool is registered under that name
+    └── ToolRegistrationError         a tool could not be registered
+
+    ToolCancelledError                the plan was cancelled; a signal, not a failure
+    ToolSchemaValidationError         a schema or a value does not satisfy JSON Schema
+
+`ToolCancelledError` and `ToolSchemaValidationError` stand apart on purpose: code
+that catches `ToolRuntimeError` to report a failed call must not swallow a
+cancellation, and a schema problem is a property of data, not of a run.
+
+Every error carries the tool name and plan id it concerns as keyword-only
+attributes (``None`` when it concerns no tool or plan).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolcycle.models import Validation
+
+__all__ = [
+    "ToolAccessDeniedError",
+    "ToolActivationError",
+    "ToolCancelledError",
+    "ToolCheckpointRequiredError",
+    "ToolDeactivationError",
+    "ToolExecutionError",
+    "ToolNotActivatedError",
+    "ToolNotFoundError",
+    "ToolRegistrationError",
+    "ToolRuntimeError",
+    "ToolSchemaValidationError",
+]
+
+
+class _ContextMixin:
+    """Holds the tool name and plan id an error concerns."""
+
+    tool_name: str | None
+    plan_id: str | None
+
+    def _set_context(self, tool_name: str | None, plan_id: str | None) -> None:
+        self.tool_name = tool_name
+        self.plan_id = plan_id
+
+
+class ToolRuntimeError(_ContextMixin, Exception):
+    """Base class of the failures and misuses of the runtime."""
+
+    def __init__(
+        self, message: str, *, tool_name: str | None = None, plan_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self._set_context(tool_name, plan_id)
+
+
+class ToolAccessDeniedError(ToolRuntimeError):
+    """A read-only plan asked to run a tool whose capability says it writes."""
+
+
+class ToolCheckpointRequiredError(ToolRuntimeError):
+    """A plan that requires checkpoints asked to run a tool that is not checkpointable."""
+
+
+class ToolNotActivatedError(ToolRuntimeError):
+    """A tool was asked to execute in a plan for which it was never activated."""
+
+
+class ToolActivationError(ToolRuntimeError):
+    """A tool's ``activate`` raised; the cause is chained and nothing was cached."""
+
+
+class ToolExecutionError(ToolRuntimeError):
+    """A tool call failed; raised by `ToolResult.raise_for_error` with the cause chained."""
+
+
+class ToolDeactivationError(ToolRuntimeError):
+    """A tool's ``deactivate`` raised or did not finish in time; collected at plan end."""
+
+
+class ToolNotFoundError(ToolRuntimeError):
+    """No tool is registered under the requested name."""
+
+
+class ToolRegistrationError(ToolRuntimeError):
+    """A tool could not be registered: ``discover`` failed, or the name is taken."""
+
+
+class ToolCancelledError(_ContextMixin, Exception):
+    """The plan's cancellation token was cancelled; always propagates, never a result."""
+
+    def __init__(
+        self,
+        message: str = "the plan was cancelled",
+        *,
+        reason: str | None = None,
+        tool_name: str | None = None,
+        plan_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self._set_context(tool_name, plan_id)
+
+
+class ToolSchemaValidationError(_ContextMixin, Exception):
+    """A schema is not a usable draft 2020-12 schema, or a value does not satisfy one.
+
+    Attributes:
+        validation: the issues found, each with a JSON Pointer and a keyword.
+        schema_kind: ``"input"`` or ``"output"`` when the schema belongs to a tool.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        validation: Validation | None = None,
+        schema_kind: str | None = None,
+        tool_name: str | None = None,
+        plan_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.validation = validation
+        self.schema_kind = schema_kind
+        self._set_context(tool_name, plan_id)

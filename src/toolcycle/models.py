@@ -1,0 +1,206 @@
+"""Immutable records that cross the runtime's boundaries.
+
+They are frozen pydantic models because they are serialised (traces go to logs,
+changes are persisted by plan executors) and validated when users build them.
+None of them has behaviour beyond small conveniences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NoReturn, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+from toolcycle.errors import ToolExecutionError
+
+__all__ = [
+    "BoundResource",
+    "Change",
+    "SourceKind",
+    "Tool",
+    "ToolCapability",
+    "ToolDescriptor",
+    "ToolExecutionTrace",
+    "ToolResult",
+    "TraceStatus",
+    "Validation",
+    "ValidationIssue",
+]
+
+SourceKind: TypeAlias = Literal["builtin", "mcp", "skill", "custom", "wrapped"]
+"""Where a tool comes from."""
+
+TraceStatus: TypeAlias = Literal["ok", "error", "denied", "invalid_input", "cancelled", "timed_out"]
+"""The outcome of one call, as recorded in its trace."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCapability(BaseModel):
+    """What a tool may do, as the capability check sees it.
+
+    The defaults are the safe assumption about a tool nobody described: it writes,
+    and it cannot be rolled back. A read-only plan and a checkpoint plan both refuse
+    such a tool until its author says otherwise.
+    """
+
+    model_config = _FROZEN
+
+    writes: bool = True
+    """The tool changes state outside itself (files, remote systems)."""
+    checkpointable: bool = False
+    """Every change the tool makes can be undone from what it records."""
+
+
+class Tool(BaseModel):
+    """The provider-neutral definition of a tool: what a model is shown."""
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1, max_length=256)
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_printable(cls, value: str) -> str:
+        if value != value.strip() or not value.isprintable():
+            raise ValueError(
+                f"a tool name must be printable and have no surrounding whitespace, got {value!r}"
+            )
+        return value
+
+
+class ToolDescriptor(Tool):
+    """What ``discover()`` returns: the definition plus capability and provenance."""
+
+    capability: ToolCapability = Field(default_factory=ToolCapability)
+    source: SourceKind = "custom"
+    tags: frozenset[str] = frozenset()
+
+
+class BoundResource(BaseModel):
+    """A resource a plan binds for its tools, such as a workspace directory."""
+
+    model_config = _FROZEN
+
+    kind: str = Field(min_length=1)
+    """What sort of resource it is, for example ``"workspace"``."""
+    name: str = Field(min_length=1)
+    """How tools and users refer to it within the plan."""
+    location: str = ""
+    """Where it is: a path, a URL, a connection string without secrets."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class Change(BaseModel):
+    """One change a tool made, recorded in its plan's context in order."""
+
+    model_config = _FROZEN
+
+    kind: str = Field(min_length=1)
+    """What happened, for example ``"write"`` or ``"delete"``."""
+    target: str
+    """What it happened to, for example a path inside the workspace."""
+    tool_name: str | None = None
+    description: str = ""
+    recorded_at: str | None = None
+    """ISO-8601 UTC time the change was made, when the tool knows it."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """JSON-compatible details, such as what is needed to undo the change."""
+
+
+class ValidationIssue(BaseModel):
+    """One reason a value does not satisfy a schema."""
+
+    model_config = _FROZEN
+
+    pointer: str
+    """JSON Pointer (RFC 6901) of the failing value; ``""`` is the whole value."""
+    keyword: str
+    """The schema keyword that failed, for example ``"type"`` or ``"required"``."""
+    message: str
+    """A short sentence saying what is wrong, meant for a person or a model."""
+
+
+class Validation(BaseModel):
+    """The outcome of checking one value against one schema."""
+
+    model_config = _FROZEN
+
+    valid: bool
+    issues: tuple[ValidationIssue, ...] = ()
+
+    def summary(self) -> str:
+        """Return the issues as one line each, ``pointer: message``."""
+        return "\n".join(f"{issue.pointer or '/'}: {issue.message}" for issue in self.issues)
+
+
+class ToolExecutionTrace(BaseModel):
+    """The record of one call that reached ``execute``, whatever its outcome."""
+
+    model_config = _FROZEN
+
+    tool_name: str
+    plan_id: str
+    call_id: str
+    started_at: str
+    """ISO-8601 UTC time the call reached the runtime."""
+    ended_at: str
+    """ISO-8601 UTC time the runtime finished with it."""
+    duration_ms: float
+    result_size_bytes: int = 0
+    """UTF-8 size of the JSON-serialised output; 0 when there is none."""
+    success: bool
+    status: TraceStatus
+    error: str | None = None
+    error_type: str | None = None
+    output_valid: bool | None = None
+    """Whether the output satisfied the output schema; None when nothing was checked."""
+
+
+class ToolResult(BaseModel):
+    """The outcome of a call: output on success, error details on failure.
+
+    A tool may also return a ``ToolResult`` itself to report its own failure
+    without raising; the runtime then adds the trace.
+    """
+
+    model_config = _FROZEN
+
+    success: bool
+    output: Any = None
+    error: str | None = None
+    """The failure in one message; None on success."""
+    error_type: str | None = None
+    """The class name of the exception behind the failure, when there was one."""
+    validation: Validation | None = None
+    """The problems of a rejected input, when that is why the call failed."""
+    trace: ToolExecutionTrace | None = None
+    changes: tuple[Change, ...] = ()
+    """The changes this call recorded, in order."""
+
+    _exception: BaseException | None = PrivateAttr(default=None)
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The exception the tool raised, when the failure came from one."""
+        return self._exception
+
+    def raise_for_error(self) -> None:
+        """Raise `ToolExecutionError` if the call failed, chaining the original exception.
+
+        Raises:
+            ToolExecutionError: when ``success`` is false.
+        """
+        if not self.success:
+            self._raise()
+
+    def _raise(self) -> NoReturn:
+        tool_name = self.trace.tool_name if self.trace else None
+        plan_id = self.trace.plan_id if self.trace else None
+        error = ToolExecutionError(
+            self.error or "the tool call failed", tool_name=tool_name, plan_id=plan_id
+        )
+        raise error from self._exception

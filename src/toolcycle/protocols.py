@@ -1,0 +1,64 @@
+"""What a tool and a tool source must provide; the layer between tools and the runtime.
+
+Above this module is the runtime, which drives tools through their stages and
+enforces plans. Below it are the implementations: MCP servers, Agent Skills,
+built-ins, wrapped functions, and anything a user writes. A tool needs four
+methods and nothing else; the runtime supplies caching, capability checks,
+validation, tracing and cancellation around them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Iterable
+
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import ToolDescriptor
+
+__all__ = ["ToolInstance", "ToolSource"]
+
+
+@runtime_checkable
+class ToolInstance(Protocol):
+    """A tool the runtime can drive through discover, activate, execute and deactivate.
+
+    ``activate``, ``execute`` and ``deactivate`` may each be a plain method or an
+    ``async def``; the runtime detects which at registration.
+
+    Duties:
+        - ``discover`` is cheap and side-effect free: it returns metadata only.
+        - ``activate`` prepares the tool for one plan (start a process, open a
+          client, load instructions). The runtime calls it at most once per plan.
+        - ``execute`` runs one call with parameters the runtime has already
+          validated against ``input_schema``. It returns JSON-compatible output,
+          or a `ToolResult` to report its own failure.
+        - ``deactivate`` releases what ``activate`` acquired. The runtime calls
+          it exactly once per activated plan, in reverse order of activation.
+    """
+
+    def discover(self) -> ToolDescriptor:
+        """Describe the tool without activating it."""
+        ...
+
+    def activate(self, ctx: ToolExecutionContext) -> None | Awaitable[None]:
+        """Prepare the tool for the plan of ``ctx``."""
+        ...
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        """Run one call with validated ``params``."""
+        ...
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None | Awaitable[None]:
+        """Release what ``activate`` acquired for the plan of ``ctx``."""
+        ...
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that yields tool instances, such as one MCP server or a skills folder."""
+
+    def tools(self) -> Iterable[ToolInstance]:
+        """Return the tools to register, in the order they should be listed."""
+        ...

@@ -1,0 +1,835 @@
+"""`ToolRuntime`: registration, the execute pipeline, and plan ends.
+
+``execute`` runs these steps, in this order (the design's seven, with the
+capability check moved ahead of activation so that a denied call starts nothing):
+
+1. check cancellation: a cancelled plan runs nothing and activates nothing;
+2. enforce the capability flags (read-only, checkpoint required);
+3. activate the tool for the plan if it is not yet (single flight);
+4. normalise the input to strict JSON and validate it against the input schema;
+5. run the tool, timed and traced;
+6. normalise the output, measure it, and validate it against the output schema;
+7. record the changes the tool made into the plan's context.
+
+Every call that reaches ``execute`` yields exactly one trace, delivered to the
+tracer and the listeners before ``execute`` returns or raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, Self
+
+from toolcycle._invoke import Invoker, InvokeTimeoutError
+from toolcycle._json import JSONCompatibilityError, encode
+from toolcycle.cache import Activation, ToolLifecycleCache
+from toolcycle.cancellation import CancellationToken
+from toolcycle.capabilities import check_capabilities
+from toolcycle.context import ToolExecutionContext, _collect_call_changes
+from toolcycle.errors import (
+    ToolAccessDeniedError,
+    ToolActivationError,
+    ToolCancelledError,
+    ToolCheckpointRequiredError,
+    ToolDeactivationError,
+    ToolNotFoundError,
+    ToolRegistrationError,
+    ToolRuntimeError,
+)
+from toolcycle.models import (
+    BoundResource,
+    Change,
+    ToolDescriptor,
+    ToolExecutionTrace,
+    ToolResult,
+    TraceStatus,
+    Validation,
+    ValidationIssue,
+)
+from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.tracing import (
+    StructlogTracer,
+    TraceListener,
+    Tracer,
+    get_logger,
+    iso_utc,
+)
+from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimits, validate_output
+
+if TYPE_CHECKING:
+    from toolcycle._types import Clock, JSONSchema
+
+__all__ = ["ToolRuntime"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+@dataclass(slots=True, frozen=True)
+class _Entry:
+    """A registered tool with everything that can be computed before its first call."""
+
+    descriptor: ToolDescriptor
+    instance: ToolInstance
+    input: CompiledSchema
+    output: CompiledSchema | None
+
+
+@dataclass(slots=True)
+class _Call:
+    """The bookkeeping of one call, from arrival to trace."""
+
+    name: str
+    ctx: ToolExecutionContext
+    call_id: str
+    started: float
+    t0: float
+
+
+class _Outcome:
+    """What running a tool produced: output, a failure, or a timeout."""
+
+    __slots__ = ("error", "output", "timed_out")
+
+    def __init__(
+        self, output: Any = None, error: Exception | None = None, timed_out: bool = False
+    ) -> None:
+        self.output = output
+        self.error = error
+        self.timed_out = timed_out
+
+
+class ToolRuntime:
+    """Drives tools through discover, activate, execute and deactivate, plan by plan.
+
+    Args:
+        strict_output: fail a call whose output does not match its output schema
+            (by default the mismatch is logged and recorded in the trace only).
+        schema_documents: schemas that ``$ref`` may point to, by URI; nothing is
+            ever retrieved over the network or from disk.
+        limits: caps on schema and value sizes; see `ValidationLimits`.
+        tracer: where traces go besides the listeners; a `StructlogTracer` (silent
+            until the host configures logging) by default.
+        deactivate_timeout: seconds one ``deactivate`` may take at plan end before
+            it is abandoned and reported; None waits for ever. A sync
+            ``deactivate`` with a timeout runs on a helper thread.
+        max_workers: size of the thread pool that runs sync tools for ``aexecute``.
+        clock: wall-clock seconds since the epoch, for trace timestamps.
+        timer: monotonic seconds, for trace durations.
+    """
+
+    def __init__(
+        self,
+        *,
+        strict_output: bool = False,
+        schema_documents: Mapping[str, JSONSchema] | None = None,
+        limits: ValidationLimits | None = None,
+        tracer: Tracer | None = None,
+        deactivate_timeout: float | None = 30.0,
+        max_workers: int = 8,
+        clock: Clock = time.time,
+        timer: Clock = time.perf_counter,
+    ) -> None:
+        self.strict_output = strict_output
+        self._compiler = SchemaCompiler(schema_documents, limits=limits)
+        self._tracer: Tracer = tracer if tracer is not None else StructlogTracer()
+        self._deactivate_timeout = deactivate_timeout
+        self._clock = clock
+        self._timer = timer
+        self._lock = threading.RLock()
+        self._tools: dict[str, _Entry] = {}
+        self._listeners: list[TraceListener] = []
+        self._cache = ToolLifecycleCache()
+        self._invoker = Invoker(max_workers=max_workers)
+        self._closed = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def cache(self) -> ToolLifecycleCache:
+        """The per-plan activation cache (read it; the runtime drives it)."""
+        return self._cache
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has been called."""
+        return self._closed
+
+    # -- registration -------------------------------------------------------------
+
+    def register(self, instance: ToolInstance) -> ToolDescriptor:
+        """Register a tool: discover it once and compile both of its schemas.
+
+        Returns:
+            The descriptor the tool will be known by.
+
+        Raises:
+            TypeError: ``instance`` does not implement `ToolInstance`.
+            ToolRegistrationError: ``discover()`` raised or did not return a
+                `ToolDescriptor`, or the name is already registered.
+            ToolSchemaValidationError: a schema is not a usable 2020-12 schema.
+        """
+        self._check_open()
+        if not isinstance(instance, ToolInstance):
+            raise TypeError(
+                f"{instance!r} is not a tool: it needs discover, activate, execute and "
+                "deactivate methods (see toolcycle.ToolInstance)"
+            )
+        try:
+            descriptor = instance.discover()
+        except Exception as exc:
+            raise ToolRegistrationError(
+                f"discover() of {type(instance).__name__} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(descriptor, ToolDescriptor):
+            raise ToolRegistrationError(
+                f"discover() of {type(instance).__name__} returned {type(descriptor).__name__}; "
+                "it must return a toolcycle.ToolDescriptor"
+            )
+        name = descriptor.name
+        descriptor = descriptor.model_copy(deep=True)  # later edits by the tool change nothing
+        compiled_input = self._compiler.compile(
+            descriptor.input_schema, kind="input", tool_name=name
+        )
+        compiled_output = (
+            None
+            if descriptor.output_schema is None
+            else self._compiler.compile(descriptor.output_schema, kind="output", tool_name=name)
+        )
+        with self._lock:
+            if name in self._tools:
+                raise ToolRegistrationError(
+                    f"a tool named {name!r} is already registered; unregister it first or "
+                    "give the new one another name",
+                    tool_name=name,
+                )
+            self._tools[name] = _Entry(descriptor, instance, compiled_input, compiled_output)
+        return descriptor
+
+    def register_source(self, source: ToolSource) -> list[ToolDescriptor]:
+        """Register every tool of a source, all or nothing.
+
+        Raises:
+            ToolRegistrationError, ToolSchemaValidationError, TypeError: as
+                `register`; tools of the source registered before the failure are
+                unregistered again.
+        """
+        registered: list[ToolDescriptor] = []
+        try:
+            for instance in source.tools():
+                registered.append(self.register(instance))  # noqa: PERF401 - undo on failure
+        except BaseException:
+            for descriptor in registered:
+                self.unregister(descriptor.name)
+            raise
+        return registered
+
+    def unregister(self, name: str) -> ToolDescriptor:
+        """Remove a tool; plans that activated it still deactivate it when they end.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+        """
+        with self._lock:
+            entry = self._tools.pop(name, None)
+        if entry is None:
+            raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
+        return entry.descriptor
+
+    def descriptors(self) -> tuple[ToolDescriptor, ...]:
+        """The descriptors of every registered tool, in order of registration."""
+        with self._lock:
+            return tuple(entry.descriptor for entry in self._tools.values())
+
+    def descriptor(self, name: str) -> ToolDescriptor:
+        """The descriptor of one tool.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+        """
+        return self._entry(name).descriptor
+
+    def add_trace_listener(self, listener: TraceListener) -> Callable[[], None]:
+        """Call ``listener`` with every trace; returns a function that removes it.
+
+        A listener that raises is logged and never breaks a call.
+        """
+        with self._lock:
+            self._listeners = [*self._listeners, listener]
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = [item for item in self._listeners if item is not listener]
+
+        return remove
+
+    # -- plans ----------------------------------------------------------------------
+
+    def new_context(
+        self,
+        plan_id: str | None = None,
+        *,
+        read_only: bool = False,
+        requires_checkpoint: bool = False,
+        resources: Iterable[BoundResource] = (),
+        cancellation_token: CancellationToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolExecutionContext:
+        """Create a context for a new plan, tracked so that ``close()`` ends it."""
+        self._check_open()
+        ctx = ToolExecutionContext(
+            plan_id or f"plan-{uuid.uuid4().hex[:12]}",
+            read_only=read_only,
+            requires_checkpoint=requires_checkpoint,
+            resources=tuple(resources),
+            cancellation_token=cancellation_token or CancellationToken(),
+            metadata=dict(metadata or {}),
+        )
+        self._cache.track(ctx)
+        return ctx
+
+    @contextmanager
+    def plan(
+        self,
+        plan_id: str | None = None,
+        *,
+        read_only: bool = False,
+        requires_checkpoint: bool = False,
+        resources: Iterable[BoundResource] = (),
+        cancellation_token: CancellationToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Iterator[ToolExecutionContext]:
+        """A plan scope: yields a new context and ends the plan on exit, however it exits."""
+        ctx = self.new_context(
+            plan_id,
+            read_only=read_only,
+            requires_checkpoint=requires_checkpoint,
+            resources=resources,
+            cancellation_token=cancellation_token,
+            metadata=metadata,
+        )
+        try:
+            yield ctx
+        finally:
+            self.end_plan(ctx)
+
+    @asynccontextmanager
+    async def aplan(
+        self,
+        plan_id: str | None = None,
+        *,
+        read_only: bool = False,
+        requires_checkpoint: bool = False,
+        resources: Iterable[BoundResource] = (),
+        cancellation_token: CancellationToken | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[ToolExecutionContext]:
+        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
+        ctx = self.new_context(
+            plan_id,
+            read_only=read_only,
+            requires_checkpoint=requires_checkpoint,
+            resources=resources,
+            cancellation_token=cancellation_token,
+            metadata=metadata,
+        )
+        try:
+            yield ctx
+        finally:
+            await self.aend_plan(ctx)
+
+    def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """Deactivate every tool activated in the plan, newest first, exactly once.
+
+        Never raises for a failing or hanging ``deactivate``: each is logged and
+        returned. Ending an ended plan does nothing.
+        """
+        errors = self._cache.end_plan(ctx, self._teardown)
+        _log_deactivation_errors(errors)
+        return errors
+
+    async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """Async twin of `end_plan`: async ``deactivate`` methods are awaited here."""
+        errors = await self._cache.aend_plan(ctx, self._ateardown)
+        _log_deactivation_errors(errors)
+        return errors
+
+    def close(self) -> None:
+        """End every open plan, then stop the runtime's thread and pool. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for ctx in self._cache.open_plans():
+            self.end_plan(ctx)
+        self._invoker.close()
+
+    # -- execute ----------------------------------------------------------------------
+
+    def execute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Run one call through the pipeline and return its result.
+
+        Failures of the call (invalid input, a tool that raises, bad output) come
+        back as a failed `ToolResult`; misuse and denials raise.
+
+        Args:
+            name: the registered tool.
+            params: the arguments; never mutated.
+            ctx: the plan's context.
+            timeout: seconds before the call is abandoned with status
+                ``timed_out``. An async tool is cancelled then; a sync tool runs
+                on a pool thread and is left to finish on its own.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not
+                run this tool.
+            ToolActivationError: the tool's ``activate`` failed.
+        """
+        call, entry = self._admit(name, ctx)
+        activation, owner = self._begin_activation(call, entry)
+        if owner:
+            try:
+                error = self._activate_now(entry, ctx)
+            except BaseException as exc:  # KeyboardInterrupt and friends
+                self._abandon_activation(call, activation, exc)
+                raise
+            self._finish_activation(call, activation, error)
+        else:
+            activation.wait()
+            self._check_shared_activation(call, activation)
+        data = self._validate_input(call, entry, params)
+        if isinstance(data, ToolResult):
+            return data
+        with _collect_call_changes() as changes:
+            outcome = self._run_sync(call, entry, data, timeout)
+            return self._finish(call, entry, outcome, changes)
+
+    async def aexecute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Async twin of `execute`.
+
+        Async tools are awaited on the caller's loop and cancelled the moment the
+        plan's token is; sync tools run on the runtime's thread pool, so they never
+        block the loop. Cancelling the awaiting task cancels the call and is
+        re-raised as ``asyncio.CancelledError``.
+        """
+        call, entry = self._admit(name, ctx)
+        activation, owner = self._begin_activation(call, entry)
+        if owner:
+            try:
+                error = await self._aactivate_now(entry, ctx)
+            except BaseException as exc:  # our caller was cancelled or interrupted
+                self._abandon_activation(call, activation, exc)
+                raise
+            self._finish_activation(call, activation, error)
+        else:
+            await activation.wait_async()
+            self._check_shared_activation(call, activation)
+        data = self._validate_input(call, entry, params)
+        if isinstance(data, ToolResult):
+            return data
+        with _collect_call_changes() as changes:
+            outcome = await self._run_async(call, entry, data, timeout)
+            return self._finish(call, entry, outcome, changes)
+
+    # -- pipeline steps (shared by execute and aexecute) --------------------------------
+
+    def _admit(self, name: str, ctx: ToolExecutionContext) -> tuple[_Call, _Entry]:
+        """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
+        call = _Call(name, ctx, uuid.uuid4().hex, self._clock(), self._timer())
+        if not isinstance(ctx, ToolExecutionContext):
+            raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+        entry = self._tools.get(name)
+        if entry is None:
+            error: ToolRuntimeError = ToolNotFoundError(
+                f"no tool named {name!r} is registered; known tools: "
+                + (", ".join(sorted(self._tools)[:20]) or "none"),
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
+            self._emit(call, "error", error=error)
+            raise error
+        if self._closed or ctx.ended:
+            error = ToolRuntimeError(
+                "the runtime is closed"
+                if self._closed
+                else f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
+            self._emit(call, "error", error=error)
+            raise error
+        token = ctx.cancellation_token
+        if token.is_cancelled:
+            self._raise_cancelled(call, None)
+        try:
+            check_capabilities(entry.descriptor, ctx)
+        except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
+            self._emit(call, "denied", error=denial)
+            raise
+        return call, entry
+
+    def _begin_activation(self, call: _Call, entry: _Entry) -> tuple[Activation, bool]:
+        try:
+            return self._cache.begin(call.ctx, call.name, entry.instance)
+        except ToolRuntimeError as error:
+            error._set_context(call.name, call.ctx.plan_id)
+            self._emit(call, "error", error=error)
+            raise
+
+    def _finish_activation(
+        self, call: _Call, activation: Activation, error: BaseException | None
+    ) -> None:
+        cached = self._cache.finish(call.ctx, activation, error)
+        if error is None and not cached:
+            # The plan ended while we were activating: undo it ourselves.
+            self._cache_miss_teardown(activation, call.ctx)
+        self._check_shared_activation(call, activation)
+
+    def _abandon_activation(self, call: _Call, activation: Activation, exc: BaseException) -> None:
+        """The owner is leaving mid-activation: wake the waiters with the failure."""
+        self._cache.finish(call.ctx, activation, exc)
+        self._emit(call, "cancelled", error=exc)
+
+    def _check_shared_activation(self, call: _Call, activation: Activation) -> None:
+        error = activation.error
+        if error is None:
+            return
+        if isinstance(error, ToolCancelledError | asyncio.CancelledError):
+            self._raise_cancelled(call, error)
+        if isinstance(error, ToolRuntimeError):
+            self._emit(call, "error", error=error)
+            raise error
+        wrapped = ToolActivationError(
+            f"activating tool {call.name!r} for plan {call.ctx.plan_id!r} failed: "
+            f"{type(error).__name__}: {error}",
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+        )
+        self._emit(call, "error", error=wrapped)
+        raise wrapped from error
+
+    def _raise_cancelled(self, call: _Call, cause: BaseException | None) -> NoReturn:
+        token = call.ctx.cancellation_token
+        if isinstance(cause, ToolCancelledError):
+            error = cause
+        else:
+            reason = token.reason
+            error = ToolCancelledError(
+                f"plan {call.ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
+                reason=reason,
+            )
+        if error.tool_name is None:
+            error._set_context(call.name, call.ctx.plan_id)
+        self._emit(call, "cancelled", error=error)
+        if cause is None or cause is error:
+            raise error
+        raise error from cause
+
+    def _validate_input(self, call: _Call, entry: _Entry, params: Any) -> Any:
+        """Step 4: return the normalised input, or a failed result explaining why not."""
+        if not isinstance(params, Mapping):
+            validation = Validation(
+                valid=False,
+                issues=(
+                    ValidationIssue(
+                        pointer="",
+                        keyword="type",
+                        message=f"the arguments must be a JSON object, got {type(params).__name__}",
+                    ),
+                ),
+            )
+        else:
+            data, validation = entry.input.validate(params)
+            if validation.valid:
+                return data
+        message = "the arguments do not match the input schema:\n" + validation.summary()
+        trace = self._emit(
+            call, "invalid_input", error_message=message, error_type="ToolSchemaValidationError"
+        )
+        return ToolResult(
+            success=False,
+            error=message,
+            error_type="ToolSchemaValidationError",
+            validation=validation,
+            trace=trace,
+        )
+
+    def _finish(
+        self, call: _Call, entry: _Entry, outcome: _Outcome, changes: list[Change]
+    ) -> ToolResult:
+        """Steps 6 and 7, and the trace."""
+        if outcome.timed_out:
+            message = f"tool {call.name!r} did not finish in time"
+            trace = self._emit(call, "timed_out", error_message=message, error_type="TimeoutError")
+            return ToolResult(
+                success=False,
+                error=message,
+                error_type="TimeoutError",
+                trace=trace,
+                changes=tuple(changes),
+            )
+        if outcome.error is not None:
+            return self._failed(call, outcome.error, changes)
+        output = outcome.output
+        success, error_message, error_type = True, None, None
+        if isinstance(output, ToolResult):
+            for change in output.changes:
+                call.ctx.record_change(change)
+            success, error_message, error_type = output.success, output.error, output.error_type
+            output = output.output
+        try:
+            data = entry.input.normalize(output)
+            payload = encode(data)
+        except (JSONCompatibilityError, ValueError, TypeError) as exc:
+            return self._failed(
+                call,
+                ToolRuntimeError(f"tool {call.name!r} returned output that is not JSON: {exc}"),
+                changes,
+                error_type="ToolOutputError",
+            )
+        output_valid: bool | None = None
+        if entry.output is not None and success:
+            verdict = validate_output(entry.output, data)
+            output_valid = verdict.valid
+            if not verdict.valid:
+                _log.warning(
+                    "tool.output_invalid",
+                    tool=call.name,
+                    plan_id=call.ctx.plan_id,
+                    issues=verdict.summary(),
+                )
+                if self.strict_output:
+                    success = False
+                    error_message = (
+                        "the output does not match the output schema:\n" + verdict.summary()
+                    )
+                    error_type = "ToolSchemaValidationError"
+        if not success and error_message is None:
+            error_message = f"tool {call.name!r} reported a failure"
+        status: TraceStatus = "ok" if success else "error"
+        trace = self._emit(
+            call,
+            status,
+            error_message=error_message,
+            error_type=error_type,
+            size=len(payload),
+            output_valid=output_valid,
+        )
+        return ToolResult(
+            success=success,
+            output=data,
+            error=error_message,
+            error_type=error_type,
+            trace=trace,
+            changes=tuple(changes),
+        )
+
+    def _failed(
+        self,
+        call: _Call,
+        exc: Exception,
+        changes: list[Change],
+        *,
+        error_type: str | None = None,
+    ) -> ToolResult:
+        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        kind = error_type or type(exc).__name__
+        trace = self._emit(call, "error", error_message=message, error_type=kind)
+        result = ToolResult(
+            success=False, error=message, error_type=kind, trace=trace, changes=tuple(changes)
+        )
+        result._exception = exc
+        return result
+
+    # -- running the tool ---------------------------------------------------------------
+
+    def _run_sync(
+        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
+    ) -> _Outcome:
+        ctx = call.ctx
+        try:
+            output = self._invoker.call(
+                entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
+            )
+        except InvokeTimeoutError:
+            return _Outcome(timed_out=True)
+        except (ToolCancelledError, asyncio.CancelledError) as exc:
+            self._raise_cancelled(call, exc)
+        except Exception as exc:
+            return _Outcome(error=exc)
+        return _Outcome(output)
+
+    async def _run_async(
+        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
+    ) -> _Outcome:
+        ctx = call.ctx
+        try:
+            output = await self._invoker.acall(
+                entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
+            )
+        except InvokeTimeoutError:
+            return _Outcome(timed_out=True)
+        except ToolCancelledError as exc:
+            self._raise_cancelled(call, exc)
+        except asyncio.CancelledError as exc:
+            if _caller_cancelled():
+                self._emit(call, "cancelled", error=exc)
+                raise
+            self._raise_cancelled(call, exc)
+        except Exception as exc:
+            return _Outcome(error=exc)
+        return _Outcome(output)
+
+    # -- activation and teardown ----------------------------------------------------------
+
+    def _activate_now(self, entry: _Entry, ctx: ToolExecutionContext) -> BaseException | None:
+        try:
+            self._invoker.call(entry.instance.activate, ctx, token=ctx.cancellation_token)
+        except (Exception, asyncio.CancelledError) as exc:
+            return exc
+        return None
+
+    async def _aactivate_now(
+        self, entry: _Entry, ctx: ToolExecutionContext
+    ) -> BaseException | None:
+        try:
+            await self._invoker.acall(entry.instance.activate, ctx, token=ctx.cancellation_token)
+        except Exception as exc:
+            return exc
+        except asyncio.CancelledError as exc:
+            if _caller_cancelled():
+                raise
+            return exc
+        return None
+
+    def _teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
+        """Deactivate one tool from sync code, within the deactivate timeout."""
+        timeout = self._deactivate_timeout
+        try:
+            self._invoker.call(activation.instance.deactivate, ctx, timeout=timeout)
+        except InvokeTimeoutError:
+            raise _hung(activation, ctx, timeout) from None
+
+    async def _ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
+        """Deactivate one tool from async code, within the deactivate timeout."""
+        timeout = self._deactivate_timeout
+        try:
+            await self._invoker.acall(
+                activation.instance.deactivate, ctx, timeout=timeout, detached=True
+            )
+        except InvokeTimeoutError:
+            raise _hung(activation, ctx, timeout) from None
+
+    def _cache_miss_teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
+        try:
+            self._teardown(activation, ctx)
+        except Exception as exc:
+            _log.warning(
+                "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
+            )
+
+    # -- traces -----------------------------------------------------------------------------
+
+    def _emit(
+        self,
+        call: _Call,
+        status: TraceStatus,
+        *,
+        error: BaseException | None = None,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        size: int = 0,
+        output_valid: bool | None = None,
+    ) -> ToolExecutionTrace:
+        if error is not None:
+            error_message = error_message or str(error) or type(error).__name__
+            error_type = error_type or type(error).__name__
+        ended = self._clock()
+        trace = ToolExecutionTrace(
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+            call_id=call.call_id,
+            started_at=iso_utc(call.started),
+            ended_at=iso_utc(max(ended, call.started)),
+            duration_ms=max(0.0, (self._timer() - call.t0) * 1000.0),
+            result_size_bytes=size,
+            success=status == "ok",
+            status=status,
+            error=error_message,
+            error_type=error_type,
+            output_valid=output_valid,
+        )
+        self._deliver(trace)
+        return trace
+
+    def _deliver(self, trace: ToolExecutionTrace) -> None:
+        for sink in (self._tracer.record, *self._listeners):
+            try:
+                sink(trace)
+            except Exception:
+                _log.exception("trace.listener_failed", tool=trace.tool_name, call_id=trace.call_id)
+
+    # -- small helpers ----------------------------------------------------------------------
+
+    def _entry(self, name: str) -> _Entry:
+        entry = self._tools.get(name)
+        if entry is None:
+            raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
+        return entry
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ToolRuntimeError("the runtime is closed")
+
+
+def _hung(
+    activation: Activation, ctx: ToolExecutionContext, timeout: float | None
+) -> ToolDeactivationError:
+    return ToolDeactivationError(
+        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} did not finish "
+        f"within {timeout} seconds; it was abandoned",
+        tool_name=activation.name,
+        plan_id=ctx.plan_id,
+    )
+
+
+def _caller_cancelled() -> bool:
+    """Whether the current task is being cancelled by its caller (not by a plan token)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _log_deactivation_errors(errors: list[ToolDeactivationError]) -> None:
+    for error in errors:
+        _log.warning(
+            "tool.deactivate_failed",
+            tool=error.tool_name,
+            plan_id=error.plan_id,
+            error=str(error),
+        )

@@ -1,0 +1,1 @@
+"""Tool sources: adapters that turn outside tools into `toolcycle.ToolInstance` objects."""

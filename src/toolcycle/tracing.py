@@ -1,0 +1,99 @@
+"""Traces of calls, and where they go.
+
+Every call that reaches ``execute`` yields one `ToolExecutionTrace`. The runtime
+hands it to a `Tracer` (structlog by default, silent until the host configures
+standard logging) and to any listeners the host adds.
+
+toolcycle is a guest in its host's process, so it never configures logging: its
+structlog loggers are built with explicit processors and write through the
+standard ``logging`` module under the ``toolcycle`` logger name, which is silent
+until the host attaches a handler or sets a level. The module-level structlog
+configuration (which prints to stdout by default) is never consulted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from toolcycle.models import ToolExecutionTrace
+
+# A library must not print: without this, a WARNING on an unconfigured host would
+# reach the standard library's last-resort handler and appear on stderr.
+logging.getLogger("toolcycle").addHandler(logging.NullHandler())
+
+__all__ = [
+    "NullTracer",
+    "StructlogTracer",
+    "TraceListener",
+    "Tracer",
+    "get_logger",
+    "iso_utc",
+]
+
+TraceListener = Callable[[ToolExecutionTrace], object]
+"""A callable that receives every trace; its return value is ignored."""
+
+
+class Tracer(Protocol):
+    """Receives the trace of every call; the runtime's one built-in sink."""
+
+    def record(self, trace: ToolExecutionTrace) -> None:
+        """Take one finished trace; must not block for long."""
+        ...
+
+
+class NullTracer:
+    """A tracer that drops every trace."""
+
+    def record(self, trace: ToolExecutionTrace) -> None:
+        """Drop the trace."""
+
+
+def get_logger(name: str = "toolcycle") -> Any:
+    """Return a structlog logger that writes through standard ``logging`` logger ``name``.
+
+    The processors are fixed here, so the host's structlog configuration, or its
+    absence, changes nothing.
+    """
+    return structlog.wrap_logger(
+        logging.getLogger(name),
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.processors.format_exc_info,
+            structlog.stdlib.render_to_log_kwargs,
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+    )
+
+
+class StructlogTracer:
+    """Logs each trace as one ``tool.call`` event on the ``toolcycle.trace`` logger.
+
+    Successful calls log at INFO, all other outcomes at WARNING. When the logger is
+    disabled for the level, the trace is dropped without building an event.
+    """
+
+    def __init__(self, name: str = "toolcycle.trace") -> None:
+        self._stdlib = logging.getLogger(name)
+        self._log = get_logger(name)
+
+    def record(self, trace: ToolExecutionTrace) -> None:
+        """Log the trace if the ``toolcycle.trace`` logger is enabled for its level."""
+        level = logging.INFO if trace.success else logging.WARNING
+        if not self._stdlib.isEnabledFor(level):
+            return
+        fields = trace.model_dump()
+        if trace.success:
+            self._log.info("tool.call", **fields)
+        else:
+            self._log.warning("tool.call", **fields)
+
+
+def iso_utc(seconds: float) -> str:
+    """Format seconds since the epoch as ISO-8601 in UTC, with microseconds."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")

@@ -1,0 +1,404 @@
+"""JSON Schema draft 2020-12, hardened for schemas and values nobody vouches for.
+
+Schemas come from MCP servers and values from language models, so this module
+treats both as hostile:
+
+- Validators are built once per schema and never retrieve anything: the
+  registry refuses every retrieval, so a remote or ``file://`` ``$ref`` is never
+  fetched. Documents a schema legitimately refers to can be pre-loaded.
+  A reference that does not resolve is an error when the schema is compiled,
+  naming the pointer, never a surprise at call time.
+- Schemas are capped in size and depth, and ``pattern`` / ``patternProperties``
+  regular expressions with nested unbounded quantifiers (the shape behind
+  catastrophic backtracking, such as ``(a+)+``) are refused at compile time.
+- Values are normalised to strict JSON and capped in size, depth and integer
+  width before they reach the validator; anything the validator still trips
+  over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
+- Messages quote only the schema's own words and the offending value, truncated.
+
+All ``jsonschema`` and ``referencing`` imports, and the translation of their
+exceptions, live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, relevance
+from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from toolcycle._json import JSONCompatibilityError, encode, normalize, pointer_token
+from toolcycle.errors import ToolSchemaValidationError
+from toolcycle.models import Validation, ValidationIssue
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from toolcycle._types import JSONSchema
+
+__all__ = [
+    "DRAFT_2020_12",
+    "CompiledSchema",
+    "SchemaCompiler",
+    "ValidationLimits",
+    "validate_input",
+    "validate_output",
+]
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+"""The ``$schema`` URI of the only dialect toolcycle accepts."""
+
+_MESSAGE_LIMIT = 240
+_MAX_ISSUES = 20
+
+# Keywords whose value is one subschema, an array of them, or an object of them.
+_SUBSCHEMA = (
+    "additionalProperties",
+    "contains",
+    "contentSchema",
+    "else",
+    "if",
+    "items",
+    "not",
+    "propertyNames",
+    "then",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+_SUBSCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties")
+
+_sre_parser: Any = importlib.import_module("re._parser")
+_UNBOUNDED = _sre_parser.MAXREPEAT
+_REPEATS = {
+    _sre_parser.MAX_REPEAT,
+    _sre_parser.MIN_REPEAT,
+    getattr(_sre_parser, "POSSESSIVE_REPEAT", _sre_parser.MAX_REPEAT),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationLimits:
+    """Caps applied before anything reaches the validator. All are inclusive.
+
+    Attributes:
+        max_schema_bytes: size of a schema serialised as compact JSON.
+        max_schema_depth: nesting of objects and arrays in a schema.
+        max_instance_nodes: values (scalars and containers) in one input or output.
+        max_instance_depth: nesting of objects and arrays in one input or output.
+        max_integer_bits: width of any integer in an input or output; 4096 bits is
+            about 1,233 decimal digits, well under Python's 4,300-digit
+            conversion limit.
+        max_pattern_length: characters of one ``pattern`` regular expression.
+    """
+
+    max_schema_bytes: int = 1_000_000
+    max_schema_depth: int = 64
+    max_instance_nodes: int = 100_000
+    max_instance_depth: int = 64
+    max_integer_bits: int = 4096
+    max_pattern_length: int = 1_000
+
+
+def _truncate(text: str, limit: int = _MESSAGE_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _pointer(path: Iterator[Any] | Any) -> str:
+    return "".join(f"/{pointer_token(part)}" for part in path)
+
+
+def _issue(error: ValidationError) -> ValidationIssue:
+    return ValidationIssue(
+        pointer=_pointer(error.absolute_path),
+        keyword=str(error.validator),
+        message=_truncate(error.message),
+    )
+
+
+def _issues(validator: Draft202012Validator, instance: Any) -> tuple[ValidationIssue, ...]:
+    errors = sorted(validator.iter_errors(instance), key=relevance)
+    return tuple(_issue(error) for error in errors[:_MAX_ISSUES])
+
+
+def _crash(exc: BaseException) -> Validation:
+    if isinstance(exc, RecursionError):
+        why = "the schema or the value nests too deeply, or the schema refers to itself in a loop"
+    else:
+        why = f"{type(exc).__name__}: {_truncate(str(exc), 120)}"
+    return Validation(
+        valid=False,
+        issues=(
+            ValidationIssue(
+                pointer="", keyword="$validator", message=f"the value could not be checked: {why}"
+            ),
+        ),
+    )
+
+
+class CompiledSchema:
+    """A schema checked once and compiled into a reusable validator."""
+
+    __slots__ = ("_limits", "_validator", "schema")
+
+    def __init__(
+        self,
+        schema: dict[str, Any] | bool,
+        validator: Draft202012Validator,
+        limits: ValidationLimits,
+    ) -> None:
+        self.schema = schema
+        self._validator = validator
+        self._limits = limits
+
+    def normalize(self, value: Any) -> Any:
+        """Return ``value`` as plain JSON data within this schema's limits.
+
+        Raises:
+            JSONCompatibilityError: naming the pointer of the first bad value.
+        """
+        limits = self._limits
+        return normalize(
+            value,
+            max_depth=limits.max_instance_depth,
+            max_nodes=limits.max_instance_nodes,
+            max_integer_bits=limits.max_integer_bits,
+        )
+
+    def check(self, instance: Any) -> Validation:
+        """Validate already-normalised JSON data; never raises."""
+        validator = self._validator
+        try:
+            if validator.is_valid(instance):
+                return _VALID
+            return Validation(valid=False, issues=_issues(validator, instance))
+        except Exception as exc:  # a validator crash is a verdict, never an escape
+            return _crash(exc)
+
+    def validate(self, value: Any) -> tuple[Any, Validation]:
+        """Normalise then validate ``value``; return the JSON data and the verdict."""
+        try:
+            data = self.normalize(value)
+        except JSONCompatibilityError as exc:
+            issue = ValidationIssue(pointer=exc.pointer, keyword=exc.keyword, message=exc.reason)
+            return None, Validation(valid=False, issues=(issue,))
+        return data, self.check(data)
+
+
+_VALID = Validation(valid=True)
+
+
+class SchemaCompiler:
+    """Compiles schemas offline against a fixed set of pre-loaded documents.
+
+    Args:
+        documents: schemas that ``$ref`` may point to, by absolute URI (the
+            URI a reference uses, not necessarily the document's ``$id``).
+        limits: the caps for schemas and for the values validated against them.
+    """
+
+    __slots__ = ("_meta", "_registry", "limits")
+
+    def __init__(
+        self,
+        documents: Mapping[str, JSONSchema] | None = None,
+        *,
+        limits: ValidationLimits | None = None,
+    ) -> None:
+        self.limits = limits or ValidationLimits()
+        resources = [
+            (uri, Resource.from_contents(dict(doc), default_specification=DRAFT202012))
+            for uri, doc in (documents or {}).items()
+        ]
+        # The default retrieve of a Registry raises, so nothing is ever fetched.
+        self._registry: Registry[Any] = Registry().with_resources(resources)
+        self._meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, registry=self._registry)
+
+    def compile(
+        self, schema: Any, *, kind: str = "input", tool_name: str | None = None
+    ) -> CompiledSchema:
+        """Check ``schema`` and build its validator.
+
+        Raises:
+            ToolSchemaValidationError: when the schema is not a usable 2020-12
+                schema: not an object or boolean, too large or deep, invalid
+                against the metaschema, with an unsafe or invalid ``pattern``, or
+                with a ``$ref`` that does not resolve offline.
+        """
+
+        def fail(pointer: str, keyword: str, message: str) -> ToolSchemaValidationError:
+            issue = ValidationIssue(pointer=pointer, keyword=keyword, message=message)
+            where = f" of tool {tool_name!r}" if tool_name else ""
+            return ToolSchemaValidationError(
+                f"the {kind} schema{where} is not usable: {pointer or '/'}: {message}",
+                validation=Validation(valid=False, issues=(issue,)),
+                schema_kind=kind,
+                tool_name=tool_name,
+            )
+
+        if not isinstance(schema, dict | bool):
+            raise fail(
+                "", "type", f"a schema must be an object or a boolean, got {type(schema).__name__}"
+            )
+        limits = self.limits
+        try:
+            data = normalize(schema, max_depth=limits.max_schema_depth, max_nodes=10**9)
+            size = len(encode(data))
+        except JSONCompatibilityError as exc:
+            raise fail(exc.pointer, exc.keyword, exc.reason) from None
+        if size > limits.max_schema_bytes:
+            raise fail(
+                "", "maxSchemaBytes", f"{size} bytes is over the limit of {limits.max_schema_bytes}"
+            )
+        if isinstance(data, dict) and data.get("$schema", DRAFT_2020_12) not in (
+            DRAFT_2020_12,
+            DRAFT_2020_12 + "#",
+        ):
+            raise fail("/$schema", "$schema", f"only draft 2020-12 ({DRAFT_2020_12}) is supported")
+        try:
+            meta_ok = self._meta.is_valid(data)
+            meta_issues = () if meta_ok else _issues(self._meta, data)
+        except Exception as exc:  # the metaschema check itself crashed
+            raise fail("", "$schema", _crash(exc).issues[0].message) from None
+        if meta_issues:
+            first = meta_issues[0]
+            raise fail(first.pointer, first.keyword, first.message)
+        if isinstance(data, dict):
+            resource = DRAFT202012.create_resource(data)
+            resolver = self._registry.combine(_SPECIFICATIONS).resolver_with_root(resource)
+            for pointer, keyword, message in _problems(data, resolver, "", limits, root=True):
+                raise fail(pointer, keyword, message)
+        validator = Draft202012Validator(data, registry=self._registry)
+        return CompiledSchema(data, validator, limits)
+
+
+def _problems(
+    node: Any, resolver: Any, pointer: str, limits: ValidationLimits, *, root: bool = False
+) -> Iterator[tuple[str, str, str]]:
+    """Yield (pointer, keyword, message) for unresolvable refs and unsafe patterns."""
+    if not isinstance(node, dict):
+        return
+    if not root and isinstance(node.get("$id"), str):
+        resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    for keyword in ("$ref", "$dynamicRef"):
+        ref = node.get(keyword)
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                hint = (
+                    "; fix the pointer or add the missing definition"
+                    if ref.startswith("#")
+                    else "; documents are never retrieved, so pre-load it with schema_documents"
+                )
+                yield (
+                    f"{pointer}/{pointer_token(keyword)}",
+                    keyword,
+                    f"the reference {_truncate(ref, 120)!r} does not resolve{hint}",
+                )
+    pattern = node.get("pattern")
+    if isinstance(pattern, str):
+        yield from _pattern_problems(pattern, f"{pointer}/pattern", limits)
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict):
+        for key in patterns:
+            yield from _pattern_problems(
+                key, f"{pointer}/patternProperties/{pointer_token(key)}", limits
+            )
+    for keyword in _SUBSCHEMA:
+        if keyword in node:
+            yield from _problems(node[keyword], resolver, f"{pointer}/{keyword}", limits)
+    for keyword in _SUBSCHEMA_ARRAYS:
+        items = node.get(keyword)
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                yield from _problems(item, resolver, f"{pointer}/{keyword}/{index}", limits)
+    for keyword in _SUBSCHEMA_MAPS:
+        members = node.get(keyword)
+        if isinstance(members, dict):
+            for key, item in members.items():
+                yield from _problems(
+                    item, resolver, f"{pointer}/{keyword}/{pointer_token(key)}", limits
+                )
+
+
+def _pattern_problems(
+    pattern: str, pointer: str, limits: ValidationLimits
+) -> Iterator[tuple[str, str, str]]:
+    if len(pattern) > limits.max_pattern_length:
+        yield (
+            pointer,
+            "pattern",
+            f"the pattern is longer than {limits.max_pattern_length} characters",
+        )
+        return
+    try:
+        parsed = _sre_parser.parse(pattern)
+        re.compile(pattern)
+    except re.error as exc:
+        yield pointer, "pattern", f"the pattern is not a valid regular expression: {exc}"
+        return
+    if _nested_unbounded(parsed, inside=False):
+        yield (
+            pointer,
+            "pattern",
+            (
+                f"the pattern {_truncate(pattern, 80)!r} repeats a group that itself repeats without "
+                "bound (as in (a+)+); that can take exponential time, so rewrite it without the "
+                "nested quantifier"
+            ),
+        )
+
+
+def _nested_unbounded(parsed: Any, *, inside: bool) -> bool:
+    for op, arg in parsed:
+        if op in _REPEATS:
+            _low, high, sub = arg
+            unbounded = high == _UNBOUNDED or high > 100
+            if unbounded and inside:
+                return True
+            if _nested_unbounded(sub, inside=inside or unbounded):
+                return True
+        elif op is _sre_parser.SUBPATTERN:
+            if _nested_unbounded(arg[-1], inside=inside):
+                return True
+        elif op is _sre_parser.BRANCH:
+            if any(_nested_unbounded(branch, inside=inside) for branch in arg[1]):
+                return True
+        elif op in (_sre_parser.ASSERT, _sre_parser.ASSERT_NOT):
+            if _nested_unbounded(arg[1], inside=inside):
+                return True
+        elif op is getattr(_sre_parser, "ATOMIC_GROUP", None) and _nested_unbounded(
+            arg, inside=inside
+        ):
+            return True
+    return False
+
+
+def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | None = None) -> Any:
+    """Normalise and validate a tool's input; return the JSON data the tool receives.
+
+    Raises:
+        ToolSchemaValidationError: with the `Validation` when the input is rejected.
+    """
+    data, validation = compiled.validate(params)
+    if not validation.valid:
+        raise ToolSchemaValidationError(
+            "the input does not match the tool's input schema:\n" + validation.summary(),
+            validation=validation,
+            schema_kind="input",
+            tool_name=tool_name,
+        )
+    return data
+
+
+def validate_output(compiled: CompiledSchema, output: Any) -> Validation:
+    """Validate already-normalised output and return the verdict for the runtime to log."""
+    return compiled.check(output)
