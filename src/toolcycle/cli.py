@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-__all__ = ["main"]
+__all__ = ["main", "run_demo"]
 
 
 class _Notes:

@@ -46,7 +46,6 @@ from toolcycle.models import (
     BoundResource,
     Change,
     ToolDescriptor,
-    ToolExecutionTrace,
     ToolResult,
     TraceStatus,
     Validation,
@@ -54,11 +53,12 @@ from toolcycle.models import (
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.tracing import (
+    CallRecord,
     StructlogTracer,
     TraceListener,
     Tracer,
+    TraceRecorder,
     get_logger,
-    iso_utc,
 )
 from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimits, validate_output
 
@@ -82,13 +82,11 @@ class _Entry:
 
 @dataclass(slots=True)
 class _Call:
-    """The bookkeeping of one call, from arrival to trace."""
+    """One call on its way through the pipeline."""
 
     name: str
     ctx: ToolExecutionContext
-    call_id: str
-    started: float
-    t0: float
+    record: CallRecord
 
 
 class _Outcome:
@@ -137,13 +135,12 @@ class ToolRuntime:
     ) -> None:
         self.strict_output = strict_output
         self._compiler = SchemaCompiler(schema_documents, limits=limits)
-        self._tracer: Tracer = tracer if tracer is not None else StructlogTracer()
+        self._traces = TraceRecorder(
+            tracer if tracer is not None else StructlogTracer(), clock=clock, timer=timer
+        )
         self._deactivate_timeout = deactivate_timeout
-        self._clock = clock
-        self._timer = timer
         self._lock = threading.RLock()
         self._tools: dict[str, _Entry] = {}
-        self._listeners: list[TraceListener] = []
         self._cache = ToolLifecycleCache()
         self._invoker = Invoker(max_workers=max_workers)
         self._closed = False
@@ -263,14 +260,7 @@ class ToolRuntime:
 
         A listener that raises is logged and never breaks a call.
         """
-        with self._lock:
-            self._listeners = [*self._listeners, listener]
-
-        def remove() -> None:
-            with self._lock:
-                self._listeners = [item for item in self._listeners if item is not listener]
-
-        return remove
+        return self._traces.add_listener(listener)
 
     # -- plans ----------------------------------------------------------------------
 
@@ -461,7 +451,7 @@ class ToolRuntime:
 
     def _admit(self, name: str, ctx: ToolExecutionContext) -> tuple[_Call, _Entry]:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
-        call = _Call(name, ctx, uuid.uuid4().hex, self._clock(), self._timer())
+        call = _Call(name, ctx, self._traces.start(name, ctx.plan_id))
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
         entry = self._tools.get(name)
@@ -472,7 +462,7 @@ class ToolRuntime:
                 tool_name=name,
                 plan_id=ctx.plan_id,
             )
-            self._emit(call, "error", error=error)
+            self._traces.finish(call.record, "error", error=error)
             raise error
         if self._closed or ctx.ended:
             error = ToolRuntimeError(
@@ -482,7 +472,7 @@ class ToolRuntime:
                 tool_name=name,
                 plan_id=ctx.plan_id,
             )
-            self._emit(call, "error", error=error)
+            self._traces.finish(call.record, "error", error=error)
             raise error
         token = ctx.cancellation_token
         if token.is_cancelled:
@@ -490,7 +480,7 @@ class ToolRuntime:
         try:
             check_capabilities(entry.descriptor, ctx)
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
-            self._emit(call, "denied", error=denial)
+            self._traces.finish(call.record, "denied", error=denial)
             raise
         return call, entry
 
@@ -499,7 +489,7 @@ class ToolRuntime:
             return self._cache.begin(call.ctx, call.name, entry.instance)
         except ToolRuntimeError as error:
             error._set_context(call.name, call.ctx.plan_id)
-            self._emit(call, "error", error=error)
+            self._traces.finish(call.record, "error", error=error)
             raise
 
     def _finish_activation(
@@ -514,7 +504,7 @@ class ToolRuntime:
     def _abandon_activation(self, call: _Call, activation: Activation, exc: BaseException) -> None:
         """The owner is leaving mid-activation: wake the waiters with the failure."""
         self._cache.finish(call.ctx, activation, exc)
-        self._emit(call, "cancelled", error=exc)
+        self._traces.finish(call.record, "cancelled", error=exc)
 
     def _check_shared_activation(self, call: _Call, activation: Activation) -> None:
         error = activation.error
@@ -523,7 +513,7 @@ class ToolRuntime:
         if isinstance(error, ToolCancelledError | asyncio.CancelledError):
             self._raise_cancelled(call, error)
         if isinstance(error, ToolRuntimeError):
-            self._emit(call, "error", error=error)
+            self._traces.finish(call.record, "error", error=error)
             raise error
         wrapped = ToolActivationError(
             f"activating tool {call.name!r} for plan {call.ctx.plan_id!r} failed: "
@@ -531,7 +521,7 @@ class ToolRuntime:
             tool_name=call.name,
             plan_id=call.ctx.plan_id,
         )
-        self._emit(call, "error", error=wrapped)
+        self._traces.finish(call.record, "error", error=wrapped)
         raise wrapped from error
 
     def _raise_cancelled(self, call: _Call, cause: BaseException | None) -> NoReturn:
@@ -546,7 +536,7 @@ class ToolRuntime:
             )
         if error.tool_name is None:
             error._set_context(call.name, call.ctx.plan_id)
-        self._emit(call, "cancelled", error=error)
+        self._traces.finish(call.record, "cancelled", error=error)
         if cause is None or cause is error:
             raise error
         raise error from cause
@@ -569,8 +559,11 @@ class ToolRuntime:
             if validation.valid:
                 return data
         message = "the arguments do not match the input schema:\n" + validation.summary()
-        trace = self._emit(
-            call, "invalid_input", error_message=message, error_type="ToolSchemaValidationError"
+        trace = self._traces.finish(
+            call.record,
+            "invalid_input",
+            error_message=message,
+            error_type="ToolSchemaValidationError",
         )
         return ToolResult(
             success=False,
@@ -586,7 +579,9 @@ class ToolRuntime:
         """Steps 6 and 7, and the trace."""
         if outcome.timed_out:
             message = f"tool {call.name!r} did not finish in time"
-            trace = self._emit(call, "timed_out", error_message=message, error_type="TimeoutError")
+            trace = self._traces.finish(
+                call.record, "timed_out", error_message=message, error_type="TimeoutError"
+            )
             return ToolResult(
                 success=False,
                 error=message,
@@ -633,8 +628,8 @@ class ToolRuntime:
         if not success and error_message is None:
             error_message = f"tool {call.name!r} reported a failure"
         status: TraceStatus = "ok" if success else "error"
-        trace = self._emit(
-            call,
+        trace = self._traces.finish(
+            call.record,
             status,
             error_message=error_message,
             error_type=error_type,
@@ -660,7 +655,7 @@ class ToolRuntime:
     ) -> ToolResult:
         message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         kind = error_type or type(exc).__name__
-        trace = self._emit(call, "error", error_message=message, error_type=kind)
+        trace = self._traces.finish(call.record, "error", error_message=message, error_type=kind)
         result = ToolResult(
             success=False, error=message, error_type=kind, trace=trace, changes=tuple(changes)
         )
@@ -699,7 +694,7 @@ class ToolRuntime:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
             if _caller_cancelled():
-                self._emit(call, "cancelled", error=exc)
+                self._traces.finish(call.record, "cancelled", error=exc)
                 raise
             self._raise_cancelled(call, exc)
         except Exception as exc:
@@ -753,47 +748,6 @@ class ToolRuntime:
             _log.warning(
                 "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
             )
-
-    # -- traces -----------------------------------------------------------------------------
-
-    def _emit(
-        self,
-        call: _Call,
-        status: TraceStatus,
-        *,
-        error: BaseException | None = None,
-        error_message: str | None = None,
-        error_type: str | None = None,
-        size: int = 0,
-        output_valid: bool | None = None,
-    ) -> ToolExecutionTrace:
-        if error is not None:
-            error_message = error_message or str(error) or type(error).__name__
-            error_type = error_type or type(error).__name__
-        ended = self._clock()
-        trace = ToolExecutionTrace(
-            tool_name=call.name,
-            plan_id=call.ctx.plan_id,
-            call_id=call.call_id,
-            started_at=iso_utc(call.started),
-            ended_at=iso_utc(max(ended, call.started)),
-            duration_ms=max(0.0, (self._timer() - call.t0) * 1000.0),
-            result_size_bytes=size,
-            success=status == "ok",
-            status=status,
-            error=error_message,
-            error_type=error_type,
-            output_valid=output_valid,
-        )
-        self._deliver(trace)
-        return trace
-
-    def _deliver(self, trace: ToolExecutionTrace) -> None:
-        for sink in (self._tracer.record, *self._listeners):
-            try:
-                sink(trace)
-            except Exception:
-                _log.exception("trace.listener_failed", tool=trace.tool_name, call_id=trace.call_id)
 
     # -- small helpers ----------------------------------------------------------------------
 

@@ -9,10 +9,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcycle import (
     BoundResource,
@@ -24,6 +23,9 @@ from toolcycle import (
     ToolExecutionTrace,
     ToolRuntime,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 __all__ = ["FakeTool", "StageCall", "capture_traces", "make_context"]
 

@@ -14,22 +14,30 @@ configuration (which prints to stdout by default) is never consulted.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from toolcycle.models import ToolExecutionTrace
+from toolcycle.models import ToolExecutionTrace, TraceStatus
+
+if TYPE_CHECKING:
+    from toolcycle._types import Clock
 
 # A library must not print: without this, a WARNING on an unconfigured host would
 # reach the standard library's last-resort handler and appear on stderr.
 logging.getLogger("toolcycle").addHandler(logging.NullHandler())
 
 __all__ = [
+    "CallRecord",
     "NullTracer",
     "StructlogTracer",
     "TraceListener",
+    "TraceRecorder",
     "Tracer",
     "get_logger",
     "iso_utc",
@@ -94,6 +102,97 @@ class StructlogTracer:
             self._log.warning("tool.call", **fields)
 
 
+_log = get_logger("toolcycle.tracing")
+
+
 def iso_utc(seconds: float) -> str:
     """Format seconds since the epoch as ISO-8601 in UTC, with microseconds."""
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
+
+
+class CallRecord:
+    """When and under which id one call started; the runtime holds it until the trace."""
+
+    __slots__ = ("call_id", "plan_id", "started", "t0", "tool_name")
+
+    def __init__(self, tool_name: str, plan_id: str, started: float, t0: float) -> None:
+        self.tool_name = tool_name
+        self.plan_id = plan_id
+        self.call_id = uuid.uuid4().hex
+        self.started = started
+        self.t0 = t0
+
+
+class TraceRecorder:
+    """Builds the trace of each call and delivers it to the tracer and the listeners.
+
+    Args:
+        tracer: the built-in sink.
+        clock: wall-clock seconds since the epoch, for timestamps.
+        timer: monotonic seconds, for durations.
+    """
+
+    def __init__(
+        self, tracer: Tracer, *, clock: Clock = time.time, timer: Clock = time.perf_counter
+    ) -> None:
+        self._tracer = tracer
+        self._clock = clock
+        self._timer = timer
+        self._lock = threading.Lock()
+        self._listeners: tuple[TraceListener, ...] = ()
+
+    def add_listener(self, listener: TraceListener) -> Callable[[], None]:
+        """Deliver every later trace to ``listener``; returns a function that removes it."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return remove
+
+    def start(self, tool_name: str, plan_id: str) -> CallRecord:
+        """Note the start of a call."""
+        return CallRecord(tool_name, plan_id, self._clock(), self._timer())
+
+    def finish(
+        self,
+        record: CallRecord,
+        status: TraceStatus,
+        *,
+        error: BaseException | None = None,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        size: int = 0,
+        output_valid: bool | None = None,
+    ) -> ToolExecutionTrace:
+        """Build the call's trace, deliver it, and return it.
+
+        ``error`` fills ``error_message`` and ``error_type`` when they are not given.
+        A sink that raises is logged and skipped; the others still receive the trace.
+        """
+        if error is not None:
+            error_message = error_message or str(error) or type(error).__name__
+            error_type = error_type or type(error).__name__
+        ended = self._clock()
+        trace = ToolExecutionTrace(
+            tool_name=record.tool_name,
+            plan_id=record.plan_id,
+            call_id=record.call_id,
+            started_at=iso_utc(record.started),
+            ended_at=iso_utc(max(ended, record.started)),
+            duration_ms=max(0.0, (self._timer() - record.t0) * 1000.0),
+            result_size_bytes=size,
+            success=status == "ok",
+            status=status,
+            error=error_message,
+            error_type=error_type,
+            output_valid=output_valid,
+        )
+        for sink in (self._tracer.record, *self._listeners):
+            try:
+                sink(trace)
+            except Exception:
+                _log.exception("trace.sink_failed", tool=trace.tool_name, call_id=trace.call_id)
+        return trace

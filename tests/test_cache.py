@@ -1,0 +1,139 @@
+"""ToolLifecycleCache: single flight, exactly-once teardown, ended plans."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from toolcycle import ToolDeactivationError, ToolLifecycleCache, ToolRuntimeError
+from toolcycle.cache import Activation
+from toolcycle.testing import FakeTool, make_context
+
+
+def test_first_caller_owns_and_later_callers_wait() -> None:
+    """begin() makes the first caller the owner; the second shares the activation."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    tool = FakeTool()
+    first, owner = cache.begin(ctx, "fake", tool)
+    second, second_owner = cache.begin(ctx, "fake", tool)
+    assert owner and not second_owner and first is second
+    assert cache.finish(ctx, first, None)
+    assert first.done and first.error is None
+    assert cache.is_active(ctx.plan_id, "fake")
+
+
+def test_failed_activation_is_forgotten() -> None:
+    """After a failure, the next begin() owns a fresh activation."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    activation, _ = cache.begin(ctx, "fake", FakeTool())
+    assert not cache.finish(ctx, activation, OSError("x"))
+    assert isinstance(activation.error, OSError)
+    again, owner = cache.begin(ctx, "fake", FakeTool())
+    assert owner and again is not activation
+    assert not cache.is_active(ctx.plan_id, "fake")
+
+
+def test_end_plan_tears_down_newest_first_exactly_once() -> None:
+    """end_plan hands each active tool to the teardown once, in reverse order."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    for name in ("a", "b", "c"):
+        activation, _ = cache.begin(ctx, name, FakeTool(name=name))
+        cache.finish(ctx, activation, None)
+    seen: list[str] = []
+    assert cache.end_plan(ctx, lambda a, c: seen.append(a.name)) == []
+    assert cache.end_plan(ctx, lambda a, c: seen.append(a.name)) == []
+    assert seen == ["c", "b", "a"]
+    assert ctx.ended and cache.open_plans() == ()
+
+
+def test_teardown_errors_are_collected_and_interrupts_re_raised_after_the_rest() -> None:
+    """Exceptions become ToolDeactivationErrors; an interrupt is raised after all ran."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    for name in ("a", "b", "c"):
+        activation, _ = cache.begin(ctx, name, FakeTool(name=name))
+        cache.finish(ctx, activation, None)
+    seen: list[str] = []
+
+    def teardown(activation: Activation, _: object) -> None:
+        seen.append(activation.name)
+        if activation.name == "c":
+            raise KeyboardInterrupt
+        if activation.name == "b":
+            raise OSError("b failed")
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.end_plan(ctx, teardown)
+    assert seen == ["c", "b", "a"]
+
+
+def test_teardown_error_message_names_tool_and_plan() -> None:
+    """A teardown failure is wrapped with the tool, the plan and the cause."""
+    cache = ToolLifecycleCache()
+    ctx = make_context("plan-x")
+    activation, _ = cache.begin(ctx, "t", FakeTool(name="t"))
+    cache.finish(ctx, activation, None)
+
+    def teardown(activation: Activation, _: object) -> None:
+        raise ValueError("nope")
+
+    (error,) = cache.end_plan(ctx, teardown)
+    assert isinstance(error, ToolDeactivationError)
+    assert (error.tool_name, error.plan_id) == ("t", "plan-x")
+    assert isinstance(error.__cause__, ValueError)
+
+
+def test_activation_finished_after_plan_end_is_not_cached() -> None:
+    """An activation that completes after its plan ended is refused and reported."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    activation, _ = cache.begin(ctx, "late", FakeTool())
+    assert cache.end_plan(ctx, lambda a, c: None) == []
+    assert not cache.finish(ctx, activation, None)
+    assert isinstance(activation.error, ToolRuntimeError)
+
+
+def test_begin_on_an_ended_plan_raises() -> None:
+    """A plan that has ended accepts no activations."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    cache.track(ctx)
+    cache.end_plan(ctx, lambda a, c: None)
+    with pytest.raises(ToolRuntimeError, match="has ended"):
+        cache.begin(ctx, "x", FakeTool())
+
+
+async def test_async_waiters_wake_when_the_owner_finishes() -> None:
+    """wait_async() returns once the owner calls finish, without blocking the loop."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    activation, _ = cache.begin(ctx, "fake", FakeTool())
+    waiter = asyncio.ensure_future(activation.wait_async())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    cache.finish(ctx, activation, None)
+    await asyncio.wait_for(waiter, 5)
+    await asyncio.wait_for(activation.wait_async(), 5)
+
+
+async def test_async_teardown_runs_in_reverse_order() -> None:
+    """aend_plan awaits each teardown, newest first, and collects failures."""
+    cache = ToolLifecycleCache()
+    ctx = make_context()
+    for name in ("a", "b"):
+        activation, _ = cache.begin(ctx, name, FakeTool(name=name))
+        cache.finish(ctx, activation, None)
+    seen: list[str] = []
+
+    async def teardown(activation: Activation, _: object) -> None:
+        seen.append(activation.name)
+        if activation.name == "b":
+            raise OSError("b")
+
+    errors = await cache.aend_plan(ctx, teardown)
+    assert seen == ["b", "a"] and [e.tool_name for e in errors] == ["b"]
+    assert await cache.aend_plan(ctx, teardown) == []

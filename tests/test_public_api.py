@@ -1,0 +1,170 @@
+"""The public API is pinned: exported names, module __all__s, and import direction."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import toolcycle
+
+SRC = Path(toolcycle.__file__).parent
+
+EXPECTED = {
+    "BoundResource",
+    "CancellationToken",
+    "Change",
+    "NullTracer",
+    "SourceKind",
+    "StructlogTracer",
+    "Tool",
+    "ToolAccessDeniedError",
+    "ToolActivationError",
+    "ToolCancelledError",
+    "ToolCapability",
+    "ToolCheckpointRequiredError",
+    "ToolDeactivationError",
+    "ToolDescriptor",
+    "ToolExecutionContext",
+    "ToolExecutionError",
+    "ToolExecutionTrace",
+    "ToolInstance",
+    "ToolLifecycleCache",
+    "ToolNotActivatedError",
+    "ToolNotFoundError",
+    "ToolRegistrationError",
+    "ToolResult",
+    "ToolRuntime",
+    "ToolRuntimeError",
+    "ToolSchemaValidationError",
+    "ToolSource",
+    "TraceListener",
+    "TraceStatus",
+    "Tracer",
+    "Validation",
+    "ValidationIssue",
+    "ValidationLimits",
+    "__version__",
+}
+
+# Which toolcycle modules each module may import (the layers of the house style).
+ALLOWED = {
+    "_types": set(),
+    "_json": set(),
+    "errors": {"models"},  # for annotations only, under TYPE_CHECKING
+    "models": {"errors"},
+    "cancellation": {"errors"},
+    "context": {"cancellation", "models"},
+    "protocols": {"context", "models"},
+    "validation": {"_json", "_types", "errors", "models"},
+    "tracing": {"_types", "models"},
+    "capabilities": {"context", "errors", "models"},
+    "_portal": {"errors"},
+    "_invoke": {"_portal", "cancellation"},
+    "cache": {"context", "errors", "protocols"},
+    "runtime": {
+        "_invoke",
+        "_json",
+        "_types",
+        "cache",
+        "cancellation",
+        "capabilities",
+        "context",
+        "errors",
+        "models",
+        "protocols",
+        "tracing",
+        "validation",
+    },
+    "testing": {""},
+    "cli": {""},
+    "__init__": {
+        "cache",
+        "cancellation",
+        "context",
+        "errors",
+        "models",
+        "protocols",
+        "runtime",
+        "tracing",
+        "validation",
+    },
+}
+
+
+def test_all_matches_the_expected_names() -> None:
+    """toolcycle.__all__ is exactly the documented public names, sorted."""
+    assert set(toolcycle.__all__) == EXPECTED
+    assert list(toolcycle.__all__) == sorted(toolcycle.__all__)
+    for name in toolcycle.__all__:
+        assert hasattr(toolcycle, name)
+
+
+def _modules() -> list[str]:
+    return [
+        info.name
+        for info in pkgutil.walk_packages([str(SRC)], prefix="toolcycle.")
+        if not info.name.startswith("toolcycle.sources.")
+    ]
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_every_module_has_a_correct_all(name: str) -> None:
+    """Each module's __all__ lists exactly its public, locally defined names."""
+    module = importlib.import_module(name)
+    exported = set(getattr(module, "__all__", ()))
+    if name == "toolcycle.sources":
+        assert exported == set()
+        return
+    for item in exported:
+        assert hasattr(module, item), f"{name}.__all__ names missing {item}"
+    defined = {
+        key
+        for key, value in vars(module).items()
+        if not key.startswith("_")
+        and getattr(value, "__module__", None) == name
+        and (isinstance(value, type) or callable(value))
+    }
+    assert defined <= exported, f"{name} defines public names missing from __all__"
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("toolcycle"):
+            found.add(node.module.removeprefix("toolcycle").lstrip("."))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("toolcycle"):
+                    found.add(alias.name.removeprefix("toolcycle").lstrip("."))
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(ALLOWED))
+def test_imports_point_down_the_layers(module: str) -> None:
+    """A core module imports only the toolcycle modules below it."""
+    imported = _imports(SRC / f"{module}.py")
+    allowed = ALLOWED[module]
+    if allowed == {""}:
+        assert all(not name.startswith("sources") for name in imported)
+        return
+    assert imported <= allowed, f"{module} imports {imported - allowed}"
+
+
+def test_core_never_imports_sources_or_testing() -> None:
+    """No core module imports toolcycle.sources or toolcycle.testing."""
+    for path in SRC.glob("*.py"):
+        if path.stem in {"testing", "cli"}:
+            continue
+        for name in _imports(path):
+            assert not name.startswith(("sources", "testing")), f"{path.name} imports {name}"
+
+
+def test_importing_sources_is_cheap() -> None:
+    """toolcycle.sources holds a docstring only."""
+    tree = ast.parse((SRC / "sources" / "__init__.py").read_text())
+    assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)

@@ -1,0 +1,71 @@
+"""Tracers: structlog through standard logging, silent by default."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from toolcycle import NullTracer, StructlogTracer, ToolExecutionTrace, ToolRuntime
+from toolcycle.testing import FakeTool
+
+
+def _trace(success: bool = True) -> ToolExecutionTrace:
+    return ToolExecutionTrace(
+        tool_name="t",
+        plan_id="p",
+        call_id="c",
+        started_at="2026-01-01T00:00:00.000000+00:00",
+        ended_at="2026-01-01T00:00:00.000100+00:00",
+        duration_ms=0.1,
+        success=success,
+        status="ok" if success else "error",
+        error=None if success else "bad",
+    )
+
+
+def test_structlog_tracer_logs_through_standard_logging(caplog: pytest.LogCaptureFixture) -> None:
+    """An enabled toolcycle.trace logger receives one tool.call record per trace."""
+    with caplog.at_level(logging.INFO, logger="toolcycle.trace"):
+        StructlogTracer().record(_trace())
+        StructlogTracer().record(_trace(success=False))
+    records = [r for r in caplog.records if r.name == "toolcycle.trace"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
+    assert records[0].getMessage() == "tool.call"
+    assert records[1].__dict__["error"] == "bad"
+
+
+def test_structlog_tracer_is_silent_when_logging_is_not_enabled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without a configured host, nothing reaches stdout or stderr."""
+    logging.getLogger("toolcycle.trace").setLevel(logging.NOTSET)
+    StructlogTracer().record(_trace(success=False))
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_null_tracer_drops_traces() -> None:
+    """NullTracer accepts a trace and does nothing."""
+    NullTracer().record(_trace())
+
+
+def test_runtime_default_tracer_is_structlog(caplog: pytest.LogCaptureFixture) -> None:
+    """A runtime built without a tracer logs calls on toolcycle.trace."""
+    with caplog.at_level(logging.INFO, logger="toolcycle.trace"), ToolRuntime() as runtime:
+        runtime.register(FakeTool())
+        with runtime.plan() as ctx:
+            runtime.execute("fake", {}, ctx)
+    assert any(r.name == "toolcycle.trace" for r in caplog.records)
+
+
+def test_output_mismatch_logs_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """An output that fails its schema logs tool.output_invalid at WARNING."""
+    with (
+        caplog.at_level(logging.WARNING, logger="toolcycle"),
+        ToolRuntime(tracer=NullTracer()) as runtime,
+    ):
+        runtime.register(FakeTool(output="x", output_schema={"type": "integer"}))
+        with runtime.plan() as ctx:
+            runtime.execute("fake", {}, ctx)
+    assert any(r.getMessage() == "tool.output_invalid" for r in caplog.records)
