@@ -65,9 +65,10 @@ ALLOWED = {
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation"},
     "cache": {"context", "errors", "protocols"},
+    "_results": {"_json", "context", "errors", "models", "tracing", "validation"},
     "runtime": {
         "_invoke",
-        "_json",
+        "_results",
         "_types",
         "cache",
         "cancellation",

@@ -21,13 +21,12 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from toolcycle._invoke import Invoker, InvokeTimeoutError
-from toolcycle._json import JSONCompatibilityError, encode
+from toolcycle._results import Outcome, build_result, check_input
 from toolcycle.cache import Activation, ToolLifecycleCache
 from toolcycle.cancellation import CancellationToken
 from toolcycle.capabilities import check_capabilities
@@ -47,9 +46,6 @@ from toolcycle.models import (
     Change,
     ToolDescriptor,
     ToolResult,
-    TraceStatus,
-    Validation,
-    ValidationIssue,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.tracing import (
@@ -60,9 +56,11 @@ from toolcycle.tracing import (
     TraceRecorder,
     get_logger,
 )
-from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimits, validate_output
+from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimits
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+
     from toolcycle._types import Clock, JSONSchema
 
 __all__ = ["ToolRuntime"]
@@ -87,19 +85,6 @@ class _Call:
     name: str
     ctx: ToolExecutionContext
     record: CallRecord
-
-
-class _Outcome:
-    """What running a tool produced: output, a failure, or a timeout."""
-
-    __slots__ = ("error", "output", "timed_out")
-
-    def __init__(
-        self, output: Any = None, error: Exception | None = None, timed_out: bool = False
-    ) -> None:
-        self.output = output
-        self.error = error
-        self.timed_out = timed_out
 
 
 class ToolRuntime:
@@ -451,9 +436,9 @@ class ToolRuntime:
 
     def _admit(self, name: str, ctx: ToolExecutionContext) -> tuple[_Call, _Entry]:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
-        call = _Call(name, ctx, self._traces.start(name, ctx.plan_id))
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+        call = _Call(name, ctx, self._traces.start(name, ctx.plan_id))
         entry = self._tools.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
@@ -543,153 +528,51 @@ class ToolRuntime:
 
     def _validate_input(self, call: _Call, entry: _Entry, params: Any) -> Any:
         """Step 4: return the normalised input, or a failed result explaining why not."""
-        if not isinstance(params, Mapping):
-            validation = Validation(
-                valid=False,
-                issues=(
-                    ValidationIssue(
-                        pointer="",
-                        keyword="type",
-                        message=f"the arguments must be a JSON object, got {type(params).__name__}",
-                    ),
-                ),
-            )
-        else:
-            data, validation = entry.input.validate(params)
-            if validation.valid:
-                return data
-        message = "the arguments do not match the input schema:\n" + validation.summary()
-        trace = self._traces.finish(
-            call.record,
-            "invalid_input",
-            error_message=message,
-            error_type="ToolSchemaValidationError",
-        )
-        return ToolResult(
-            success=False,
-            error=message,
-            error_type="ToolSchemaValidationError",
-            validation=validation,
-            trace=trace,
-        )
+        return check_input(self._traces, call.record, entry.input, params)
 
     def _finish(
-        self, call: _Call, entry: _Entry, outcome: _Outcome, changes: list[Change]
+        self, call: _Call, entry: _Entry, outcome: Outcome, changes: list[Change]
     ) -> ToolResult:
         """Steps 6 and 7, and the trace."""
-        if outcome.timed_out:
-            message = f"tool {call.name!r} did not finish in time"
-            trace = self._traces.finish(
-                call.record, "timed_out", error_message=message, error_type="TimeoutError"
-            )
-            return ToolResult(
-                success=False,
-                error=message,
-                error_type="TimeoutError",
-                trace=trace,
-                changes=tuple(changes),
-            )
-        if outcome.error is not None:
-            return self._failed(call, outcome.error, changes)
-        output = outcome.output
-        success, error_message, error_type = True, None, None
-        if isinstance(output, ToolResult):
-            for change in output.changes:
-                call.ctx.record_change(change)
-            success, error_message, error_type = output.success, output.error, output.error_type
-            output = output.output
-        try:
-            data = entry.input.normalize(output)
-            payload = encode(data)
-        except (JSONCompatibilityError, ValueError, TypeError) as exc:
-            return self._failed(
-                call,
-                ToolRuntimeError(f"tool {call.name!r} returned output that is not JSON: {exc}"),
-                changes,
-                error_type="ToolOutputError",
-            )
-        output_valid: bool | None = None
-        if entry.output is not None and success:
-            verdict = validate_output(entry.output, data)
-            output_valid = verdict.valid
-            if not verdict.valid:
-                _log.warning(
-                    "tool.output_invalid",
-                    tool=call.name,
-                    plan_id=call.ctx.plan_id,
-                    issues=verdict.summary(),
-                )
-                if self.strict_output:
-                    success = False
-                    error_message = (
-                        "the output does not match the output schema:\n" + verdict.summary()
-                    )
-                    error_type = "ToolSchemaValidationError"
-        if not success and error_message is None:
-            error_message = f"tool {call.name!r} reported a failure"
-        status: TraceStatus = "ok" if success else "error"
-        trace = self._traces.finish(
+        return build_result(
+            self._traces,
             call.record,
-            status,
-            error_message=error_message,
-            error_type=error_type,
-            size=len(payload),
-            output_valid=output_valid,
+            call.ctx,
+            entry.input,
+            entry.output,
+            outcome,
+            changes,
+            strict_output=self.strict_output,
         )
-        return ToolResult(
-            success=success,
-            output=data,
-            error=error_message,
-            error_type=error_type,
-            trace=trace,
-            changes=tuple(changes),
-        )
-
-    def _failed(
-        self,
-        call: _Call,
-        exc: Exception,
-        changes: list[Change],
-        *,
-        error_type: str | None = None,
-    ) -> ToolResult:
-        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        kind = error_type or type(exc).__name__
-        trace = self._traces.finish(call.record, "error", error_message=message, error_type=kind)
-        result = ToolResult(
-            success=False, error=message, error_type=kind, trace=trace, changes=tuple(changes)
-        )
-        result._exception = exc
-        return result
 
     # -- running the tool ---------------------------------------------------------------
 
     def _run_sync(
         self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
-    ) -> _Outcome:
+    ) -> Outcome:
         ctx = call.ctx
         try:
             output = self._invoker.call(
                 entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
             )
         except InvokeTimeoutError:
-            return _Outcome(timed_out=True)
+            return Outcome(timed_out=True)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._raise_cancelled(call, exc)
         except Exception as exc:
-            return _Outcome(error=exc)
-        return _Outcome(output)
+            return Outcome(error=exc)
+        return Outcome(output)
 
     async def _run_async(
         self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
-    ) -> _Outcome:
+    ) -> Outcome:
         ctx = call.ctx
         try:
             output = await self._invoker.acall(
                 entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
             )
         except InvokeTimeoutError:
-            return _Outcome(timed_out=True)
+            return Outcome(timed_out=True)
         except ToolCancelledError as exc:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -698,8 +581,8 @@ class ToolRuntime:
                 raise
             self._raise_cancelled(call, exc)
         except Exception as exc:
-            return _Outcome(error=exc)
-        return _Outcome(output)
+            return Outcome(error=exc)
+        return Outcome(output)
 
     # -- activation and teardown ----------------------------------------------------------
 

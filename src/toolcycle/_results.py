@@ -1,0 +1,152 @@
+"""Turning what a call produced into a `ToolResult` and its trace (steps 4, 6 and 7).
+
+The runtime decides *when* each step runs; this module decides *what* the result
+says: a rejected input, a tool failure, a timeout, or an output that is
+normalised, measured once and checked against the output schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._json import JSONCompatibilityError, encode
+from toolcycle.errors import ToolRuntimeError
+from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
+from toolcycle.tracing import get_logger
+from toolcycle.validation import validate_output
+
+if TYPE_CHECKING:
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import Change
+    from toolcycle.tracing import CallRecord, TraceRecorder
+    from toolcycle.validation import CompiledSchema
+
+__all__ = ["Outcome", "build_result", "check_input"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+class Outcome:
+    """What running a tool produced: output, a failure, or a timeout."""
+
+    __slots__ = ("error", "output", "timed_out")
+
+    def __init__(
+        self, output: Any = None, error: Exception | None = None, timed_out: bool = False
+    ) -> None:
+        self.output = output
+        self.error = error
+        self.timed_out = timed_out
+
+
+def check_input(
+    traces: TraceRecorder, record: CallRecord, schema: CompiledSchema, params: Any
+) -> Any:
+    """Step 4: return the normalised input, or a failed result explaining why not."""
+    if isinstance(params, Mapping):
+        data, validation = schema.validate(params)
+        if validation.valid:
+            return data
+    else:
+        issue = ValidationIssue(
+            pointer="",
+            keyword="type",
+            message=f"the arguments must be a JSON object, got {type(params).__name__}",
+        )
+        validation = Validation(valid=False, issues=(issue,))
+    message = "the arguments do not match the input schema:\n" + validation.summary()
+    kind = "ToolSchemaValidationError"
+    trace = traces.finish(record, "invalid_input", error_message=message, error_type=kind)
+    return ToolResult(
+        success=False, error=message, error_type=kind, validation=validation, trace=trace
+    )
+
+
+def build_result(
+    traces: TraceRecorder,
+    record: CallRecord,
+    ctx: ToolExecutionContext,
+    normaliser: CompiledSchema,
+    output_schema: CompiledSchema | None,
+    outcome: Outcome,
+    changes: list[Change],
+    *,
+    strict_output: bool,
+) -> ToolResult:
+    """Steps 6 and 7: normalise, measure and check the output; record returned changes."""
+    name = record.tool_name
+    if outcome.timed_out:
+        message = f"tool {name!r} did not finish in time"
+        trace = traces.finish(record, "timed_out", error_message=message, error_type="TimeoutError")
+        return ToolResult(
+            success=False,
+            error=message,
+            error_type="TimeoutError",
+            trace=trace,
+            changes=tuple(changes),
+        )
+    if outcome.error is not None:
+        return _failed(traces, record, outcome.error, changes)
+    output = outcome.output
+    success, error_message, error_type = True, None, None
+    if isinstance(output, ToolResult):
+        for change in output.changes:
+            ctx.record_change(change)
+        success, error_message, error_type = output.success, output.error, output.error_type
+        output = output.output
+    try:
+        data = normaliser.normalize(output)
+        payload = encode(data)
+    except (JSONCompatibilityError, ValueError, TypeError) as exc:
+        error = ToolRuntimeError(f"tool {name!r} returned output that is not JSON: {exc}")
+        return _failed(traces, record, error, changes, error_type="ToolOutputError")
+    output_valid: bool | None = None
+    if output_schema is not None and success:
+        verdict = validate_output(output_schema, data)
+        output_valid = verdict.valid
+        if not verdict.valid:
+            _log.warning(
+                "tool.output_invalid", tool=name, plan_id=ctx.plan_id, issues=verdict.summary()
+            )
+            if strict_output:
+                success = False
+                error_message = "the output does not match the output schema:\n" + verdict.summary()
+                error_type = "ToolSchemaValidationError"
+    if not success and error_message is None:
+        error_message = f"tool {name!r} reported a failure"
+    status: TraceStatus = "ok" if success else "error"
+    trace = traces.finish(
+        record,
+        status,
+        error_message=error_message,
+        error_type=error_type,
+        size=len(payload),
+        output_valid=output_valid,
+    )
+    return ToolResult(
+        success=success,
+        output=data,
+        error=error_message,
+        error_type=error_type,
+        trace=trace,
+        changes=tuple(changes),
+    )
+
+
+def _failed(
+    traces: TraceRecorder,
+    record: CallRecord,
+    exc: Exception,
+    changes: list[Change],
+    *,
+    error_type: str | None = None,
+) -> ToolResult:
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    kind = error_type or type(exc).__name__
+    trace = traces.finish(record, "error", error_message=message, error_type=kind)
+    result = ToolResult(
+        success=False, error=message, error_type=kind, trace=trace, changes=tuple(changes)
+    )
+    result._exception = exc
+    return result

@@ -1,0 +1,215 @@
+"""Edge paths of the pipeline: interrupted activations, plans ending mid-activation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from toolcycle import (
+    ToolCancelledError,
+    ToolExecutionContext,
+    ToolNotActivatedError,
+    ToolRuntime,
+    ToolRuntimeError,
+)
+from toolcycle.testing import FakeTool, capture_traces
+
+WAIT = 5.0
+
+
+def test_keyboard_interrupt_during_activation_is_not_cached(runtime: ToolRuntime) -> None:
+    """An interrupt in activate propagates, is traced, and the next call activates again."""
+    tool = FakeTool(activate_error=KeyboardInterrupt())
+    runtime.register(tool)
+    with capture_traces(runtime) as traces, runtime.plan() as ctx:
+        with pytest.raises(KeyboardInterrupt):
+            runtime.execute("fake", {}, ctx)
+        tool.activate_error = None
+        assert runtime.execute("fake", {}, ctx).success
+    assert [t.status for t in traces] == ["cancelled", "ok"]
+    assert tool.count("activate") == 2
+
+
+def test_activate_raising_cancelled_propagates_as_cancellation(runtime: ToolRuntime) -> None:
+    """A ToolCancelledError from activate is a cancellation, not an activation failure."""
+    runtime.register(FakeTool(activate_error=ToolCancelledError("stop")))
+    with runtime.plan() as ctx, pytest.raises(ToolCancelledError):
+        runtime.execute("fake", {}, ctx)
+
+
+def test_activate_raising_a_runtime_error_is_re_raised_unchanged(runtime: ToolRuntime) -> None:
+    """A toolcycle error from activate keeps its own type."""
+    runtime.register(FakeTool(activate_error=ToolNotActivatedError("needs setup")))
+    with runtime.plan() as ctx, pytest.raises(ToolNotActivatedError):
+        runtime.execute("fake", {}, ctx)
+
+
+def test_plan_ending_during_activation_deactivates_the_tool() -> None:
+    """If the plan ends while a tool activates, the call fails and the tool is undone."""
+    entered = threading.Event()
+    release = threading.Event()
+
+    class Slow(FakeTool):
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            super().activate(ctx)
+            entered.set()
+            assert release.wait(WAIT)
+
+    tool = Slow()
+    errors: list[BaseException] = []
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context()
+
+        def call() -> None:
+            try:
+                runtime.execute("fake", {}, ctx)
+            except ToolRuntimeError as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=call)
+        worker.start()
+        assert entered.wait(WAIT)
+        assert runtime.end_plan(ctx) == []
+        release.set()
+        worker.join(WAIT)
+    assert len(errors) == 1 and "ended while" in str(errors[0])
+    assert tool.stages(ctx.plan_id) == ["activate", "deactivate"]
+
+
+def test_execute_requires_a_context(runtime: ToolRuntime) -> None:
+    """Passing something other than a ToolExecutionContext is a TypeError."""
+    runtime.register(FakeTool())
+    with pytest.raises(TypeError, match="ToolExecutionContext"):
+        runtime.execute("fake", {}, "plan-1")  # type: ignore[arg-type]
+
+
+def test_closed_runtime_refuses_calls() -> None:
+    """Execute after close() raises ToolRuntimeError and says the runtime is closed."""
+    runtime = ToolRuntime()
+    runtime.register(FakeTool())
+    ctx = ToolExecutionContext("p")
+    runtime.close()
+    assert runtime.closed
+    with pytest.raises(ToolRuntimeError, match="closed"):
+        runtime.execute("fake", {}, ctx)
+
+
+class AsyncStages:
+    """An async tool whose activate and execute can be held on events."""
+
+    def __init__(self) -> None:
+        self.activate_gate: asyncio.Event | None = None
+        self.activations = 0
+        self.entered = asyncio.Event()
+        self.raise_cancelled = False
+        self.deactivate_hangs = False
+
+    def discover(self) -> Any:
+        from toolcycle import ToolCapability, ToolDescriptor
+
+        return ToolDescriptor(name="stages", capability=ToolCapability(writes=False))
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        self.activations += 1
+        self.entered.set()
+        if self.activate_gate is not None:
+            await self.activate_gate.wait()
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        if self.raise_cancelled:
+            raise ToolCancelledError("tool gave up")
+        return "ok"
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        if self.deactivate_hangs:
+            await asyncio.Event().wait()
+
+
+async def test_caller_cancelled_during_async_activation_caches_nothing() -> None:
+    """Cancelling the awaiting task mid-activation leaves the tool inactive."""
+    tool = AsyncStages()
+    tool.activate_gate = asyncio.Event()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            call = asyncio.ensure_future(runtime.aexecute("stages", {}, ctx))
+            await asyncio.wait_for(tool.entered.wait(), WAIT)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert runtime.cache.active_tools(ctx.plan_id) == ()
+            tool.activate_gate.set()
+            assert (await runtime.aexecute("stages", {}, ctx)).success
+    assert tool.activations == 2
+
+
+async def test_token_cancelled_during_async_activation_raises_cancelled() -> None:
+    """Cancelling the plan while an async activate is awaited raises ToolCancelledError."""
+    tool = AsyncStages()
+    tool.activate_gate = asyncio.Event()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            call = asyncio.ensure_future(runtime.aexecute("stages", {}, ctx))
+            await asyncio.wait_for(tool.entered.wait(), WAIT)
+            ctx.cancellation_token.cancel("abort")
+            with pytest.raises(ToolCancelledError):
+                await asyncio.wait_for(call, WAIT)
+
+
+async def test_async_tool_raising_cancelled_propagates() -> None:
+    """A ToolCancelledError raised inside an async tool reaches the aexecute caller."""
+    tool = AsyncStages()
+    tool.raise_cancelled = True
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            with pytest.raises(ToolCancelledError, match="gave up"):
+                await runtime.aexecute("stages", {}, ctx)
+
+
+async def test_hanging_async_deactivate_is_abandoned_by_aend_plan() -> None:
+    """aend_plan reports an async deactivate that outlives the timeout."""
+    tool = AsyncStages()
+    tool.deactivate_hangs = True
+    with ToolRuntime(deactivate_timeout=0.05) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context()
+        await runtime.aexecute("stages", {}, ctx)
+        errors = await runtime.aend_plan(ctx)
+    assert [e.tool_name for e in errors] == ["stages"]
+
+
+async def test_hanging_sync_deactivate_is_abandoned_by_aend_plan() -> None:
+    """aend_plan reports a sync deactivate that outlives the timeout, without blocking."""
+    never = threading.Event()
+
+    class Hangs(FakeTool):
+        def deactivate(self, ctx: ToolExecutionContext) -> None:
+            never.wait(WAIT)
+
+    try:
+        with ToolRuntime(deactivate_timeout=0.05) as runtime:
+            runtime.register(Hangs())
+            ctx = runtime.new_context()
+            await runtime.aexecute("fake", {}, ctx)
+            errors = await runtime.aend_plan(ctx)
+    finally:
+        never.set()
+    assert [e.tool_name for e in errors] == ["fake"]
+
+
+def test_hanging_async_deactivate_is_abandoned_by_end_plan() -> None:
+    """Sync end_plan also bounds an async deactivate."""
+    tool = AsyncStages()
+    tool.deactivate_hangs = True
+    with ToolRuntime(deactivate_timeout=0.05) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context()
+        runtime.execute("stages", {}, ctx)
+        errors = runtime.end_plan(ctx)
+    assert [e.tool_name for e in errors] == ["stages"]
