@@ -42,7 +42,7 @@ def test_main_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[s
 
 
 def test_module_entry_point_runs() -> None:
-    """python -m toolcycle.cli demo works as a process."""
+    """Running the module as a process runs the demo."""
     done = subprocess.run(
         [sys.executable, "-m", "toolcycle.cli", "demo"],
         capture_output=True,

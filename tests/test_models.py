@@ -40,7 +40,7 @@ def test_descriptor_refuses_bad_names(name: str) -> None:
 
 
 def test_descriptor_refuses_unknown_sources_and_fields() -> None:
-    """source must be one of the five kinds, and unknown fields are errors."""
+    """The source must be one of the five kinds, and unknown fields are errors."""
     with pytest.raises(pydantic.ValidationError):
         ToolDescriptor(name="t", source="plugin")  # type: ignore[arg-type]
     with pytest.raises(pydantic.ValidationError):

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _quickstart_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
     quickstart = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.+?)\n```", quickstart, flags=re.S)
+    return re.findall(r"```sh\n(.+?)\n```", quickstart, flags=re.DOTALL)
 
 
 def test_quickstart_has_exactly_two_commands() -> None:

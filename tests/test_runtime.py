@@ -699,7 +699,7 @@ async def test_aexecute_runs_sync_tools_off_the_loop() -> None:
 
 
 async def test_aexecute_timeout_of_async_tool(runtime: ToolRuntime) -> None:
-    """aexecute with a timeout reports timed_out and cancels the tool."""
+    """A timeout under aexecute reports timed_out and cancels the tool."""
     tool = AsyncTool()
     runtime.register(tool)
     async with runtime.aplan() as ctx:
