@@ -213,3 +213,53 @@ def test_hanging_async_deactivate_is_abandoned_by_end_plan() -> None:
         runtime.execute("stages", {}, ctx)
         errors = runtime.end_plan(ctx)
     assert [e.tool_name for e in errors] == ["stages"]
+
+
+def test_explicit_activate_activates_once_without_a_trace(runtime: ToolRuntime) -> None:
+    """activate() ahead of the first call activates once and records no trace."""
+    tool = FakeTool()
+    runtime.register(tool)
+    with capture_traces(runtime) as traces, runtime.plan() as ctx:
+        runtime.activate("fake", ctx)
+        runtime.activate("fake", ctx)
+        runtime.execute("fake", {}, ctx)
+    assert tool.stages(ctx.plan_id) == ["activate", "execute", "deactivate"]
+    assert [t.status for t in traces] == ["ok"]
+
+
+def test_explicit_activate_is_capability_checked(runtime: ToolRuntime) -> None:
+    """A plan cannot activate a tool it may not run."""
+    from toolcycle import ToolAccessDeniedError
+
+    tool = FakeTool(writes=True)
+    runtime.register(tool)
+    with runtime.plan(read_only=True) as ctx, pytest.raises(ToolAccessDeniedError):
+        runtime.activate("fake", ctx)
+    assert tool.count("activate") == 0
+
+
+def test_without_auto_activation_a_call_needs_explicit_activation() -> None:
+    """With auto_activate=False, calling an inactive tool raises ToolNotActivatedError."""
+    tool = FakeTool()
+    with ToolRuntime(auto_activate=False) as runtime, capture_traces(runtime) as traces:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            with pytest.raises(ToolNotActivatedError, match="runtime.activate"):
+                runtime.execute("fake", {}, ctx)
+            runtime.activate("fake", ctx)
+            assert runtime.execute("fake", {}, ctx).success
+    assert [t.status for t in traces] == ["error", "ok"]
+
+
+async def test_async_explicit_activation() -> None:
+    """aactivate() activates an async tool, and auto_activate=False is honoured by aexecute."""
+    tool = AsyncStages()
+    with ToolRuntime(auto_activate=False) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            with pytest.raises(ToolNotActivatedError):
+                await runtime.aexecute("stages", {}, ctx)
+            await runtime.aactivate("stages", ctx)
+            await runtime.aactivate("stages", ctx)
+            assert (await runtime.aexecute("stages", {}, ctx)).success
+    assert tool.activations == 1

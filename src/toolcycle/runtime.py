@@ -37,6 +37,7 @@ from toolcycle.errors import (
     ToolCancelledError,
     ToolCheckpointRequiredError,
     ToolDeactivationError,
+    ToolNotActivatedError,
     ToolNotFoundError,
     ToolRegistrationError,
     ToolRuntimeError,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 
     from toolcycle._types import Clock, JSONSchema
+    from toolcycle.models import ToolExecutionTrace, TraceStatus
 
 __all__ = ["ToolRuntime"]
 
@@ -85,6 +87,8 @@ class _Call:
     name: str
     ctx: ToolExecutionContext
     record: CallRecord
+    traced: bool = True
+    """False for an explicit ``activate``, which is not a call and leaves no trace."""
 
 
 class ToolRuntime:
@@ -93,6 +97,9 @@ class ToolRuntime:
     Args:
         strict_output: fail a call whose output does not match its output schema
             (by default the mismatch is logged and recorded in the trace only).
+        auto_activate: activate a tool on its first call in a plan. When False,
+            a call of a tool not yet activated with ``activate`` raises
+            `ToolNotActivatedError`.
         schema_documents: schemas that ``$ref`` may point to, by URI; nothing is
             ever retrieved over the network or from disk.
         limits: caps on schema and value sizes; see `ValidationLimits`.
@@ -110,6 +117,7 @@ class ToolRuntime:
         self,
         *,
         strict_output: bool = False,
+        auto_activate: bool = True,
         schema_documents: Mapping[str, JSONSchema] | None = None,
         limits: ValidationLimits | None = None,
         tracer: Tracer | None = None,
@@ -119,6 +127,7 @@ class ToolRuntime:
         timer: Clock = time.perf_counter,
     ) -> None:
         self.strict_output = strict_output
+        self.auto_activate = auto_activate
         self._compiler = SchemaCompiler(schema_documents, limits=limits)
         self._traces = TraceRecorder(
             tracer if tracer is not None else StructlogTracer(), clock=clock, timer=timer
@@ -380,17 +389,7 @@ class ToolRuntime:
             ToolActivationError: the tool's ``activate`` failed.
         """
         call, entry = self._admit(name, ctx)
-        activation, owner = self._begin_activation(call, entry)
-        if owner:
-            try:
-                error = self._activate_now(entry, ctx)
-            except BaseException as exc:  # KeyboardInterrupt and friends
-                self._abandon_activation(call, activation, exc)
-                raise
-            self._finish_activation(call, activation, error)
-        else:
-            activation.wait()
-            self._check_shared_activation(call, activation)
+        self._ensure_active(call, entry)
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
@@ -414,17 +413,7 @@ class ToolRuntime:
         re-raised as ``asyncio.CancelledError``.
         """
         call, entry = self._admit(name, ctx)
-        activation, owner = self._begin_activation(call, entry)
-        if owner:
-            try:
-                error = await self._aactivate_now(entry, ctx)
-            except BaseException as exc:  # our caller was cancelled or interrupted
-                self._abandon_activation(call, activation, exc)
-                raise
-            self._finish_activation(call, activation, error)
-        else:
-            await activation.wait_async()
-            self._check_shared_activation(call, activation)
+        await self._aensure_active(call, entry)
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
@@ -432,13 +421,87 @@ class ToolRuntime:
             outcome = await self._run_async(call, entry, data, timeout)
             return self._finish(call, entry, outcome, changes)
 
+    def activate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Activate a tool for the plan now, ahead of its first call; no-op if it is active.
+
+        The same checks as ``execute`` run first (cancellation, capabilities), so
+        a plan cannot activate a tool it may not run. No trace is recorded: an
+        activation is not a call.
+
+        Raises:
+            ToolNotFoundError, ToolRuntimeError, ToolCancelledError,
+            ToolAccessDeniedError, ToolCheckpointRequiredError,
+            ToolActivationError: as for ``execute``.
+        """
+        call, entry = self._admit(name, ctx, traced=False)
+        self._ensure_active(call, entry, explicit=True)
+
+    async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Async twin of `activate`."""
+        call, entry = self._admit(name, ctx, traced=False)
+        await self._aensure_active(call, entry, explicit=True)
+
     # -- pipeline steps (shared by execute and aexecute) --------------------------------
 
-    def _admit(self, name: str, ctx: ToolExecutionContext) -> tuple[_Call, _Entry]:
+    def _ensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
+        """Step 3 from sync code: activate once per plan, or wait for the activation."""
+        if not (explicit or self.auto_activate):
+            self._require_active(call)
+            return
+        activation, owner = self._begin_activation(call, entry)
+        if not owner:
+            activation.wait()
+            self._check_shared_activation(call, activation)
+            return
+        try:
+            error = self._activate_now(entry, call.ctx)
+        except BaseException as exc:  # KeyboardInterrupt and friends
+            self._abandon_activation(call, activation, exc)
+            raise
+        self._finish_activation(call, activation, error)
+
+    async def _aensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
+        """Step 3 from async code."""
+        if not (explicit or self.auto_activate):
+            self._require_active(call)
+            return
+        activation, owner = self._begin_activation(call, entry)
+        if not owner:
+            await activation.wait_async()
+            self._check_shared_activation(call, activation)
+            return
+        try:
+            error = await self._aactivate_now(entry, call.ctx)
+        except BaseException as exc:  # our caller was cancelled or interrupted
+            self._abandon_activation(call, activation, exc)
+            raise
+        self._finish_activation(call, activation, error)
+
+    def _require_active(self, call: _Call) -> None:
+        if self._cache.is_active(call.ctx.plan_id, call.name):
+            return
+        error = ToolNotActivatedError(
+            f"tool {call.name!r} is not activated for plan {call.ctx.plan_id!r}; call "
+            "runtime.activate(name, ctx) first, or build the runtime with auto_activate=True",
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+        )
+        self._emit(call, "error", error=error)
+        raise error
+
+    def _emit(self, call: _Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
+        """Finish the call's trace, unless the call is an explicit activation."""
+        if not call.traced:
+            return None
+        return self._traces.finish(call.record, status, **details)
+
+    def _admit(
+        self, name: str, ctx: ToolExecutionContext, *, traced: bool = True
+    ) -> tuple[_Call, _Entry]:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
-        call = _Call(name, ctx, self._traces.start(name, ctx.plan_id))
+        call = _Call(name, ctx, self._traces.start(name, ctx.plan_id), traced)
         entry = self._tools.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
@@ -447,7 +510,7 @@ class ToolRuntime:
                 tool_name=name,
                 plan_id=ctx.plan_id,
             )
-            self._traces.finish(call.record, "error", error=error)
+            self._emit(call, "error", error=error)
             raise error
         if self._closed or ctx.ended:
             error = ToolRuntimeError(
@@ -457,7 +520,7 @@ class ToolRuntime:
                 tool_name=name,
                 plan_id=ctx.plan_id,
             )
-            self._traces.finish(call.record, "error", error=error)
+            self._emit(call, "error", error=error)
             raise error
         token = ctx.cancellation_token
         if token.is_cancelled:
@@ -465,7 +528,7 @@ class ToolRuntime:
         try:
             check_capabilities(entry.descriptor, ctx)
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
-            self._traces.finish(call.record, "denied", error=denial)
+            self._emit(call, "denied", error=denial)
             raise
         return call, entry
 
@@ -474,7 +537,7 @@ class ToolRuntime:
             return self._cache.begin(call.ctx, call.name, entry.instance)
         except ToolRuntimeError as error:
             error._set_context(call.name, call.ctx.plan_id)
-            self._traces.finish(call.record, "error", error=error)
+            self._emit(call, "error", error=error)
             raise
 
     def _finish_activation(
@@ -489,7 +552,7 @@ class ToolRuntime:
     def _abandon_activation(self, call: _Call, activation: Activation, exc: BaseException) -> None:
         """The owner is leaving mid-activation: wake the waiters with the failure."""
         self._cache.finish(call.ctx, activation, exc)
-        self._traces.finish(call.record, "cancelled", error=exc)
+        self._emit(call, "cancelled", error=exc)
 
     def _check_shared_activation(self, call: _Call, activation: Activation) -> None:
         error = activation.error
@@ -498,7 +561,7 @@ class ToolRuntime:
         if isinstance(error, ToolCancelledError | asyncio.CancelledError):
             self._raise_cancelled(call, error)
         if isinstance(error, ToolRuntimeError):
-            self._traces.finish(call.record, "error", error=error)
+            self._emit(call, "error", error=error)
             raise error
         wrapped = ToolActivationError(
             f"activating tool {call.name!r} for plan {call.ctx.plan_id!r} failed: "
@@ -506,7 +569,7 @@ class ToolRuntime:
             tool_name=call.name,
             plan_id=call.ctx.plan_id,
         )
-        self._traces.finish(call.record, "error", error=wrapped)
+        self._emit(call, "error", error=wrapped)
         raise wrapped from error
 
     def _raise_cancelled(self, call: _Call, cause: BaseException | None) -> NoReturn:
@@ -521,7 +584,7 @@ class ToolRuntime:
             )
         if error.tool_name is None:
             error._set_context(call.name, call.ctx.plan_id)
-        self._traces.finish(call.record, "cancelled", error=error)
+        self._emit(call, "cancelled", error=error)
         if cause is None or cause is error:
             raise error
         raise error from cause
@@ -577,7 +640,7 @@ class ToolRuntime:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
             if _caller_cancelled():
-                self._traces.finish(call.record, "cancelled", error=exc)
+                self._emit(call, "cancelled", error=exc)
                 raise
             self._raise_cancelled(call, exc)
         except Exception as exc:

@@ -1,0 +1,80 @@
+"""Type-checked, never run: the public API as users write it, checked with assert_type.
+
+`nox -s typecheck` runs mypy --strict over this file as well as over src/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, assert_type
+
+from toolcycle import (
+    CancellationToken,
+    Change,
+    ToolCapability,
+    ToolDeactivationError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolExecutionTrace,
+    ToolInstance,
+    ToolResult,
+    ToolRuntime,
+    Validation,
+)
+
+
+class Echo:
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="echo", capability=ToolCapability(writes=False))
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return params
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+class AsyncEcho:
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="aecho")
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return params
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+def sync_usage() -> None:
+    tool: ToolInstance = Echo()
+    async_tool: ToolInstance = AsyncEcho()
+    with ToolRuntime() as runtime:
+        assert_type(runtime.register(tool), ToolDescriptor)
+        runtime.register(async_tool)
+        with runtime.plan(read_only=True) as ctx:
+            assert_type(ctx, ToolExecutionContext)
+            result = runtime.execute("echo", {"a": 1}, ctx, timeout=1.0)
+            assert_type(result, ToolResult)
+            assert_type(result.trace, ToolExecutionTrace | None)
+            assert_type(result.validation, Validation | None)
+            assert_type(result.changes, tuple[Change, ...])
+            token = ctx.cancellation_token
+            assert_type(token, CancellationToken)
+            assert_type(token.on_cancel(lambda: None), Callable[[], None])
+        errors = runtime.end_plan(ctx)
+        assert_type(errors, list[ToolDeactivationError])
+
+
+async def async_usage() -> None:
+    with ToolRuntime() as runtime:
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("aecho", {}, ctx)
+            assert_type(result, ToolResult)
+            await runtime.aactivate("aecho", ctx)
+        assert_type(await runtime.aend_plan(ctx), list[ToolDeactivationError])
