@@ -48,11 +48,6 @@ class Portal:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    @property
-    def started(self) -> bool:
-        """Whether the loop thread is running."""
-        return self._loop is not None
-
     def in_portal_thread(self) -> bool:
         """Whether the current thread is the portal's own loop thread."""
         return self._thread is not None and threading.current_thread() is self._thread
@@ -66,9 +61,11 @@ class Portal:
                 ready = threading.Event()
 
                 def serve() -> None:
-                    asyncio.set_event_loop(loop)
                     loop.call_soon(ready.set)
-                    loop.run_forever()
+                    try:
+                        loop.run_forever()
+                    finally:
+                        loop.close()
 
                 thread = threading.Thread(target=serve, name="toolcycle-portal", daemon=True)
                 thread.start()
@@ -143,22 +140,19 @@ class Portal:
             self._loop = self._thread = None
         if loop is None or thread is None:
             return
-        if thread is threading.current_thread():
-            loop.call_soon(loop.stop)
-            return
+        loop.call_soon_threadsafe(lambda: loop.create_task(_shutdown(loop)))
+        if thread is not threading.current_thread():
+            thread.join(timeout)
 
-        async def shutdown() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await loop.shutdown_asyncgens()
-            loop.stop()
 
-        loop.call_soon_threadsafe(lambda: loop.create_task(shutdown()))
-        thread.join(timeout)
-        if not thread.is_alive():
-            loop.close()
+async def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what still runs on the loop, then stop it; the loop thread closes it."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await loop.shutdown_asyncgens()
+    loop.stop()
 
 
 def _settle(task: asyncio.Task[T], future: concurrent.futures.Future[T]) -> None:

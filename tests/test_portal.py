@@ -1,0 +1,176 @@
+"""The runtime's loop thread and the stage invoker."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from toolcycle import CancellationToken, ToolRuntimeError
+from toolcycle._invoke import Invoker, InvokeTimeoutError
+from toolcycle._portal import Portal, PortalTimeoutError
+
+WAIT = 5.0
+
+
+@pytest.fixture
+def portal() -> Any:
+    """A portal closed after the test."""
+    p = Portal()
+    yield p
+    p.close()
+
+
+async def _value(x: int) -> int:
+    await asyncio.sleep(0)
+    return x
+
+
+async def _raise() -> None:
+    raise LookupError("inside")
+
+
+async def _forever(started: threading.Event | None = None) -> None:
+    if started is not None:
+        started.set()
+    await asyncio.Event().wait()
+
+
+def test_call_returns_the_result_and_raises_the_exception(portal: Portal) -> None:
+    """A coroutine's value comes back; its exception is raised in the caller."""
+    assert portal.call(_value(7)) == 7
+    with pytest.raises(LookupError, match="inside"):
+        portal.call(_raise())
+
+
+def test_call_runs_on_a_separate_daemon_thread(portal: Portal) -> None:
+    """The loop runs on a daemon thread named toolcycle-portal."""
+
+    async def where() -> tuple[str, bool]:
+        thread = threading.current_thread()
+        return thread.name, thread.daemon
+
+    assert portal.call(where()) == ("toolcycle-portal", True)
+    assert not portal.in_portal_thread()
+
+
+def test_timeout_cancels_the_task(portal: Portal) -> None:
+    """A coroutine over its timeout is cancelled and PortalTimeoutError raised."""
+    with pytest.raises(PortalTimeoutError):
+        portal.call(_forever(), timeout=0.02)
+
+
+def test_a_task_that_finishes_after_cancellation_returns_its_value(portal: Portal) -> None:
+    """If the cancelled task still returns a value, the caller gets it."""
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "cleaned up"
+        return "unreachable"  # pragma: no cover - the wait never ends on its own
+
+    assert portal.call(stubborn(), timeout=0.02) == "cleaned up"
+
+
+def test_cancellation_callback_cancels_the_task(portal: Portal) -> None:
+    """A cancel registered through on_cancel stops the task with CancelledError."""
+    token = CancellationToken()
+    started = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            portal.call(_forever(started), on_cancel=token.on_cancel)
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(WAIT)
+    token.cancel()
+    worker.join(WAIT)
+    assert len(errors) == 1 and isinstance(errors[0], asyncio.CancelledError)
+
+
+def test_call_from_the_portal_thread_is_refused(portal: Portal) -> None:
+    """Blocking the loop thread on itself is refused with a clear error."""
+
+    async def nested() -> None:
+        portal.call(_value(1))
+
+    with pytest.raises(ToolRuntimeError, match="wait on itself"):
+        portal.call(nested())
+
+
+def test_call_after_close_is_refused() -> None:
+    """A closed portal runs nothing, and close() is idempotent."""
+    portal = Portal()
+    assert portal.call(_value(1)) == 1
+    portal.close()
+    portal.close()
+    with pytest.raises(ToolRuntimeError, match="closed"):
+        portal.call(_value(2))
+
+
+def test_close_cancels_pending_tasks() -> None:
+    """Tasks still running at close are cancelled so the thread can end."""
+    portal = Portal()
+    started = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            portal.call(_forever(started))
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(WAIT)
+    portal.close()
+    worker.join(WAIT)
+    assert errors and isinstance(errors[0], asyncio.CancelledError)
+
+
+def test_close_from_the_portal_thread_stops_the_loop() -> None:
+    """Closing from inside the loop thread stops it without waiting on itself."""
+    portal = Portal()
+
+    async def close_inside() -> str:
+        portal.close()
+        return "closing"
+
+    assert portal.call(close_inside()) == "closing"
+
+
+def test_invoker_runs_awaitables_returned_by_sync_functions() -> None:
+    """A plain function that returns an awaitable has it awaited, sync or async."""
+    invoker = Invoker()
+    try:
+        assert invoker.call(lambda: _value(3)) == 3
+
+        async def main() -> Any:
+            return await invoker.acall(lambda: _value(4))
+
+        assert asyncio.run(main()) == 4
+    finally:
+        invoker.close()
+
+
+def test_invoker_timeout_of_a_sync_function_from_async_code() -> None:
+    """A sync function over its timeout under acall raises InvokeTimeoutError."""
+    invoker = Invoker()
+    release = threading.Event()
+
+    async def main() -> None:
+        await invoker.acall(release.wait, WAIT, timeout=0.02)
+
+    try:
+        with pytest.raises(InvokeTimeoutError):
+            asyncio.run(main())
+    finally:
+        release.set()
+        invoker.close()
