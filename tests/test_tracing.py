@@ -69,3 +69,17 @@ def test_output_mismatch_logs_a_warning(caplog: pytest.LogCaptureFixture) -> Non
         with runtime.plan() as ctx:
             runtime.execute("fake", {}, ctx)
     assert any(r.getMessage() == "tool.output_invalid" for r in caplog.records)
+
+
+def test_call_ids_are_unique_within_and_across_runtimes() -> None:
+    """Every call gets its own call_id, also between two runtimes."""
+    ids: list[str] = []
+    for _ in range(2):
+        with ToolRuntime(tracer=NullTracer()) as runtime:
+            runtime.register(FakeTool())
+            with runtime.plan() as ctx:
+                for _ in range(50):
+                    trace = runtime.execute("fake", {}, ctx).trace
+                    assert trace is not None
+                    ids.append(trace.call_id)
+    assert len(set(ids)) == 100
