@@ -8,6 +8,7 @@ import pydantic
 import pytest
 
 from toolcycle import (
+    BoundResource,
     Change,
     ToolCapability,
     ToolDescriptor,
@@ -77,3 +78,10 @@ def test_raise_for_error_passes_on_success_and_raises_on_failure() -> None:
     with pytest.raises(ToolExecutionError, match="the tool call failed") as info:
         ToolResult(success=False).raise_for_error()
     assert info.value.tool_name is None
+
+
+def test_bound_resource_defaults_to_writable() -> None:
+    """A bound resource is writable unless marked read_only."""
+    workspace = BoundResource(kind="workspace", name="ws", location="/tmp/ws")
+    assert workspace.read_only is False
+    assert BoundResource(kind="workspace", name="ws", read_only=True).read_only

@@ -91,6 +91,8 @@ class BoundResource(BaseModel):
     """How tools and users refer to it within the plan."""
     location: str = ""
     """Where it is: a path, a URL, a connection string without secrets."""
+    read_only: bool = False
+    """Tools must not change this resource, even in a plan that may write."""
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
