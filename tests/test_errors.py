@@ -34,6 +34,11 @@ def test_standalone_errors_are_not_runtime_errors(name: str) -> None:
     assert issubclass(cls, Exception)
 
 
+def test_definition_error_is_a_registration_error() -> None:
+    """A bad function definition is a kind of registration failure."""
+    assert toolcycle.ToolDefinitionError.__bases__ == (toolcycle.ToolRegistrationError,)
+
+
 def test_errors_carry_tool_and_plan_context() -> None:
     """Context attributes are keyword-only and default to None."""
     error = toolcycle.ToolActivationError("failed", tool_name="t", plan_id="p")

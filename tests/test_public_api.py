@@ -14,9 +14,11 @@ import toolcycle
 SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
+    "AsyncFunctionTool",
     "BoundResource",
     "CancellationToken",
     "Change",
+    "FunctionTool",
     "NullTracer",
     "SourceKind",
     "StructlogTracer",
@@ -27,6 +29,7 @@ EXPECTED = {
     "ToolCapability",
     "ToolCheckpointRequiredError",
     "ToolDeactivationError",
+    "ToolDefinitionError",
     "ToolDescriptor",
     "ToolExecutionContext",
     "ToolExecutionError",
@@ -48,12 +51,16 @@ EXPECTED = {
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "tool",
+    "wrap",
 }
 
 # Which toolcycle modules each module may import (the layers of the house style).
 ALLOWED = {
     "_types": set(),
     "_json": set(),
+    "_docstrings": set(),
+    "callables": {"_docstrings", "cancellation", "context", "errors", "models"},
     "errors": {"models"},  # for annotations only, under TYPE_CHECKING
     "models": {"errors"},
     "cancellation": {"errors"},
@@ -71,6 +78,7 @@ ALLOWED = {
         "_results",
         "_types",
         "cache",
+        "callables",
         "cancellation",
         "capabilities",
         "context",
@@ -84,6 +92,7 @@ ALLOWED = {
     "cli": {""},
     "__init__": {
         "cache",
+        "callables",
         "cancellation",
         "context",
         "errors",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from toolcycle.cache import ToolLifecycleCache
+from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
@@ -19,6 +20,7 @@ from toolcycle.errors import (
     ToolCancelledError,
     ToolCheckpointRequiredError,
     ToolDeactivationError,
+    ToolDefinitionError,
     ToolExecutionError,
     ToolNotActivatedError,
     ToolNotFoundError,
@@ -50,9 +52,11 @@ except PackageNotFoundError:  # pragma: no cover - only when run from a bare sou
     __version__ = "0.0.0"
 
 __all__ = [
+    "AsyncFunctionTool",
     "BoundResource",
     "CancellationToken",
     "Change",
+    "FunctionTool",
     "NullTracer",
     "SourceKind",
     "StructlogTracer",
@@ -63,6 +67,7 @@ __all__ = [
     "ToolCapability",
     "ToolCheckpointRequiredError",
     "ToolDeactivationError",
+    "ToolDefinitionError",
     "ToolDescriptor",
     "ToolExecutionContext",
     "ToolExecutionError",
@@ -84,4 +89,6 @@ __all__ = [
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "tool",
+    "wrap",
 ]

@@ -11,6 +11,7 @@ The tree::
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     └── ToolRegistrationError         a tool could not be registered
+        └── ToolDefinitionError       a function cannot be described as a tool
 
     ToolCancelledError                the plan was cancelled; a signal, not a failure
     ToolSchemaValidationError         a schema or a value does not satisfy JSON Schema
@@ -36,6 +37,7 @@ __all__ = [
     "ToolCancelledError",
     "ToolCheckpointRequiredError",
     "ToolDeactivationError",
+    "ToolDefinitionError",
     "ToolExecutionError",
     "ToolNotActivatedError",
     "ToolNotFoundError",
@@ -135,3 +137,7 @@ class ToolSchemaValidationError(_ContextMixin, Exception):
         self.validation = validation
         self.schema_kind = schema_kind
         self._set_context(tool_name, plan_id)
+
+
+class ToolDefinitionError(ToolRegistrationError):
+    """A function cannot become a tool; raised where it is decorated or wrapped."""

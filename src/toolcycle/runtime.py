@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self
 from toolcycle._invoke import Invoker, InvokeTimeoutError
 from toolcycle._results import Outcome, build_result, check_input
 from toolcycle.cache import Activation, ToolLifecycleCache
+from toolcycle.callables import wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext, _collect_call_changes
@@ -157,19 +158,25 @@ class ToolRuntime:
 
     # -- registration -------------------------------------------------------------
 
-    def register(self, instance: ToolInstance) -> ToolDescriptor:
+    def register(self, instance: ToolInstance | Callable[..., Any]) -> ToolDescriptor:
         """Register a tool: discover it once and compile both of its schemas.
+
+        A plain callable is wrapped with `toolcycle.wrap` first (with its safe
+        capability defaults); decorate it with ``@tool`` to set options.
 
         Returns:
             The descriptor the tool will be known by.
 
         Raises:
-            TypeError: ``instance`` does not implement `ToolInstance`.
+            TypeError: ``instance`` is neither a `ToolInstance` nor callable.
+            ToolDefinitionError: a callable cannot be described as a tool.
             ToolRegistrationError: ``discover()`` raised or did not return a
                 `ToolDescriptor`, or the name is already registered.
             ToolSchemaValidationError: a schema is not a usable 2020-12 schema.
         """
         self._check_open()
+        if not isinstance(instance, ToolInstance) and callable(instance):
+            instance = wrap(instance)
         if not isinstance(instance, ToolInstance):
             raise TypeError(
                 f"{instance!r} is not a tool: it needs discover, activate, execute and "

@@ -1,0 +1,152 @@
+"""Read a function's docstring: its summary and the text for each parameter.
+
+Three styles are understood, because all three are common in the wild:
+
+- Google: an ``Args:`` (or ``Arguments:``, ``Parameters:``) section with
+  ``name (type): text`` entries, continuation lines indented further;
+- NumPy: a ``Parameters`` heading underlined with dashes, ``name : type`` lines
+  followed by indented text;
+- Sphinx: ``:param name: text`` (or ``:param type name: text``) fields.
+
+The summary is the first paragraph. Anything the parser does not recognise is
+ignored rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+__all__ = ["Docstring", "parse_docstring"]
+
+_GOOGLE_HEADERS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
+_GOOGLE_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+_NUMPY_ENTRY = re.compile(r"^(\w+)\s*(?::.*)?$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+_SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
+
+
+class Docstring:
+    """A parsed docstring."""
+
+    __slots__ = ("params", "summary")
+
+    def __init__(self, summary: str, params: dict[str, str]) -> None:
+        self.summary = summary
+        self.params = params
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Parse ``doc`` (already a function's ``__doc__``, or None)."""
+    if not doc:
+        return Docstring("", {})
+    lines = inspect.cleandoc(doc).splitlines()
+    summary_lines: list[str] = []
+    for line in lines:
+        if not line.strip() or _is_section_start(line):
+            break
+        summary_lines.append(line.strip())
+    params = _google(lines) or _numpy(lines) or _sphinx(lines)
+    return Docstring(" ".join(summary_lines), params)
+
+
+def _is_section_start(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith(":") or bool(_SECTION.match(stripped))
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+def _google(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    section_indent: int | None = None  # set while inside an Args-like section
+    entry_indent = 0
+    current: str | None = None
+    buffer: list[str] = []
+
+    def flush() -> None:
+        nonlocal current, buffer
+        if current is not None:
+            params[current] = _join(buffer)
+        current, buffer = None, []
+
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if section_indent is None or indent <= section_indent:
+            flush()
+            header = _SECTION.match(stripped)
+            is_args = header is not None and header.group(1).lower() in _GOOGLE_HEADERS
+            section_indent = indent if is_args else None
+            continue
+        entry = _GOOGLE_ENTRY.match(stripped)
+        if entry and (current is None or indent <= entry_indent):
+            flush()
+            current, buffer, entry_indent = entry.group(1).lstrip("*"), [entry.group(3)], indent
+        elif current is not None:
+            buffer.append(stripped)
+    flush()
+    return params
+
+
+def _is_underline(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and set(stripped) == {"-"}
+
+
+def _numpy(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    starts = [
+        i + 2
+        for i in range(len(lines) - 1)
+        if lines[i].strip().lower() in {"parameters", "other parameters"}
+        and _is_underline(lines[i + 1])
+    ]
+    for start in starts:
+        current: str | None = None
+        buffer: list[str] = []
+        body = lines[start:]
+        for index, line in enumerate(body):
+            if not line.strip():
+                continue
+            if line.startswith((" ", "\t")):
+                if current is not None:
+                    buffer.append(line)
+                continue
+            if index + 1 < len(body) and _is_underline(body[index + 1]):
+                break  # the next section's heading
+            entry = _NUMPY_ENTRY.match(line.strip())
+            if entry is None:
+                break
+            if current is not None:
+                params[current] = _join(buffer)
+            current, buffer = entry.group(1), []
+        if current is not None:
+            params[current] = _join(buffer)
+    return params
+
+
+def _sphinx(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    current: str | None = None
+    buffer: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        match = _SPHINX_PARAM.match(stripped)
+        if match:
+            if current is not None:
+                params[current] = _join(buffer)
+            current, buffer = match.group(1), [match.group(2)]
+        elif stripped.startswith(":"):
+            if current is not None:
+                params[current] = _join(buffer)
+            current, buffer = None, []
+        elif current is not None and stripped:
+            buffer.append(stripped)
+    if current is not None:
+        params[current] = _join(buffer)
+    return params

@@ -1,0 +1,426 @@
+"""Wrapped callables: schema derivation, coercion, injection, hooks and bad definitions."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import threading
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from toolcycle import (
+    AsyncFunctionTool,
+    CancellationToken,
+    FunctionTool,
+    ToolDefinitionError,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+    wrap,
+)
+from toolcycle.validation import SchemaCompiler
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Point(BaseModel):
+    x: int
+    y: int = 0
+
+
+@dataclasses.dataclass
+class Box:
+    width: float
+    label: str = ""
+
+
+class Options(TypedDict):
+    verbose: bool
+
+
+def _props(fn_tool: FunctionTool) -> dict[str, Any]:
+    return fn_tool.discover().input_schema["properties"]
+
+
+def test_bare_decorator_keeps_the_function_callable() -> None:
+    """@tool returns a tool that still calls the function directly."""
+
+    @tool
+    def add(a: int, b: int = 2) -> int:
+        """Add two integers."""
+        return a + b
+
+    assert isinstance(add, FunctionTool)
+    assert add(1) == 3
+    descriptor = add.discover()
+    assert descriptor.name == "add" and descriptor.description == "Add two integers."
+    assert descriptor.source == "wrapped"
+    assert descriptor.input_schema["required"] == ["a"]
+    assert _props(add)["b"]["default"] == 2
+    assert descriptor.output_schema == {"type": "integer"}
+
+
+def test_decorator_options_set_name_description_capability_and_tags() -> None:
+    """@tool(...) options reach the descriptor."""
+
+    @tool(name="sum_up", description="Sums.", writes=False, checkpointable=True, tags=["math"])
+    def add(a: int) -> int:
+        return a
+
+    descriptor = add.discover()
+    assert (descriptor.name, descriptor.description) == ("sum_up", "Sums.")
+    assert not descriptor.capability.writes and descriptor.capability.checkpointable
+    assert descriptor.tags == frozenset({"math"})
+
+
+def test_wrapped_functions_default_to_the_safe_capability() -> None:
+    """Without options a wrapped function is assumed to write and not to roll back."""
+    capability = (
+        wrap(len).discover().capability if False else wrap(lambda_free).discover().capability
+    )
+    assert capability.writes and not capability.checkpointable
+
+
+def lambda_free(value: str) -> int:
+    """Count characters."""
+    return len(value)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        (str, {"type": "string"}),
+        (int, {"type": "integer"}),
+        (float, {"type": "number"}),
+        (bool, {"type": "boolean"}),
+        (None, {"type": "null"}),
+        (Literal["a", "b"], {"enum": ["a", "b"], "type": "string"}),
+        (list[int], {"items": {"type": "integer"}, "type": "array"}),
+        (dict[str, int], {"additionalProperties": {"type": "integer"}, "type": "object"}),
+        (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+        (Annotated[int, Field(ge=1, le=9)], {"maximum": 9, "minimum": 1, "type": "integer"}),
+    ],
+)
+def test_annotations_map_to_json_schema(annotation: Any, expected: dict[str, Any]) -> None:
+    """Each supported annotation yields the expected property schema."""
+
+    def fn(value):  # type: ignore[no-untyped-def]  # annotated below
+        return None
+
+    fn.__annotations__ = {"value": annotation}
+    schema = _props(wrap(fn))["value"]
+    schema.pop("title", None)
+    assert schema == expected
+
+
+def test_models_dataclasses_enums_and_typeddicts_use_local_defs() -> None:
+    """Structured parameters become local $defs that compile offline."""
+
+    def place(point: Point, box: Box, colour: Colour, options: Options) -> None:
+        return None
+
+    schema = wrap(place).discover().input_schema
+    assert set(schema["$defs"]) == {"Point", "Box", "Colour", "Options"}
+    assert _props(wrap(place))["point"] == {"$ref": "#/$defs/Point"}
+    SchemaCompiler().compile(schema)
+
+
+def test_tuple_parameters_use_prefix_items() -> None:
+    """A fixed tuple becomes prefixItems with an exact length."""
+
+    def pair(value: tuple[int, str]) -> None:
+        return None
+
+    schema = _props(wrap(pair))["value"]
+    assert schema["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
+    assert schema["minItems"] == schema["maxItems"] == 2
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        """Move a point.
+
+        Args:
+            point: where it starts.
+            steps (int): how far
+                to move it.
+        """,
+        """Move a point.
+
+        Parameters
+        ----------
+        point : Point
+            where it starts.
+        steps : int
+            how far
+            to move it.
+
+        Returns
+        -------
+        Point
+        """,
+        """Move a point.
+
+        :param point: where it starts.
+        :param int steps: how far
+            to move it.
+        :returns: the point.
+        """,
+    ],
+    ids=["google", "numpy", "sphinx"],
+)
+def test_docstring_styles_give_summary_and_parameter_descriptions(doc: str) -> None:
+    """Google, NumPy and Sphinx docstrings all fill the descriptions."""
+
+    def move(point: Point, steps: int = 1) -> Point:
+        return point
+
+    move.__doc__ = doc
+    descriptor = wrap(move).discover()
+    assert descriptor.description == "Move a point."
+    props = descriptor.input_schema["properties"]
+    assert props["point"]["description"] == "where it starts."
+    assert props["steps"]["description"] == "how far to move it."
+
+
+def test_field_description_wins_over_the_docstring() -> None:
+    """An explicit Field description is kept."""
+
+    def fn(a: Annotated[int, Field(description="from the field")]) -> None:
+        """Do.
+
+        Args:
+            a: from the docstring.
+        """
+
+    assert _props(wrap(fn))["a"]["description"] == "from the field"
+
+
+def test_arguments_are_coerced_into_annotated_types() -> None:
+    """A model parameter receives a model, an enum its member, a tuple a tuple."""
+    seen: dict[str, Any] = {}
+
+    @tool(writes=False)
+    def inspect_args(point: Point, colour: Colour, pair: tuple[int, int], box: Box) -> None:
+        seen.update(point=point, colour=colour, pair=pair, box=box)
+
+    with ToolRuntime() as runtime:
+        runtime.register(inspect_args)
+        with runtime.plan() as ctx:
+            params = {"point": {"x": 1}, "colour": "blue", "pair": [1, 2], "box": {"width": 2}}
+            assert runtime.execute("inspect_args", params, ctx).success
+    assert seen == {
+        "point": Point(x=1),
+        "colour": Colour.BLUE,
+        "pair": (1, 2),
+        "box": Box(width=2.0),
+    }
+
+
+def test_outputs_are_serialised_through_the_return_annotation() -> None:
+    """Model, dataclass and enum results become JSON data matching the output schema."""
+
+    @tool(writes=False)
+    def make(x: int) -> Point:
+        return Point(x=x)
+
+    @tool(writes=False)
+    def boxed(width: float) -> Box:
+        return Box(width=width)
+
+    @tool(writes=False)
+    def colour() -> Colour:
+        return Colour.RED
+
+    with ToolRuntime() as runtime:
+        for fn_tool in (make, boxed, colour):
+            runtime.register(fn_tool)
+        with runtime.plan() as ctx:
+            made = runtime.execute("make", {"x": 3}, ctx)
+            box = runtime.execute("boxed", {"width": 1.5}, ctx)
+            red = runtime.execute("colour", {}, ctx)
+    assert made.output == {"x": 3, "y": 0}
+    assert made.trace is not None and made.trace.output_valid is True
+    assert box.output == {"width": 1.5, "label": ""}
+    assert red.output == "red"
+
+
+def test_no_output_schema_without_annotation_or_for_none() -> None:
+    """-> None and a missing return annotation give no output schema."""
+
+    def nothing() -> None:
+        return None
+
+    def unannotated():  # type: ignore[no-untyped-def]
+        return 1
+
+    assert wrap(nothing).discover().output_schema is None
+    assert wrap(unannotated).discover().output_schema is None
+
+
+def test_context_and_token_are_injected_and_hidden_from_the_schema() -> None:
+    """Parameters annotated with the context or token are filled by the runtime."""
+    seen: list[Any] = []
+
+    @tool(writes=False)
+    def probe(x: int, context: ToolExecutionContext, stop: CancellationToken) -> int:
+        seen.extend([context, stop])
+        return x
+
+    assert set(_props(probe)) == {"x"}
+    with ToolRuntime() as runtime:
+        runtime.register(probe)
+        with runtime.plan() as ctx:
+            runtime.execute("probe", {"x": 1}, ctx)
+    assert seen == [ctx, ctx.cancellation_token]
+
+
+def test_register_wraps_a_plain_callable() -> None:
+    """runtime.register(fn) wraps an undecorated function."""
+
+    def shout(text: str) -> str:
+        """Shout the text."""
+        return text.upper()
+
+    with ToolRuntime() as runtime:
+        descriptor = runtime.register(shout)
+        with runtime.plan() as ctx:
+            assert runtime.execute("shout", {"text": "hi"}, ctx).output == "HI"
+    assert descriptor.source == "wrapped"
+
+
+async def test_async_functions_run_natively_under_aexecute() -> None:
+    """An async def tool is awaited on the caller's loop."""
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    @tool(writes=False)
+    async def fetch(key: str) -> str:
+        loops.append(asyncio.get_running_loop())
+        return key * 2
+
+    assert isinstance(fetch, AsyncFunctionTool)
+    with ToolRuntime() as runtime:
+        runtime.register(fetch)
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("fetch", {"key": "ab"}, ctx)
+    assert result.output == "abab"
+    assert loops == [asyncio.get_running_loop()]
+
+
+def test_async_function_under_sync_execute_runs_on_the_runtime_loop() -> None:
+    """Sync execute runs an async tool to completion on the runtime's own loop thread."""
+    threads: list[str] = []
+
+    @tool(writes=False)
+    async def where() -> str:
+        threads.append(threading.current_thread().name)
+        return "ok"
+
+    with ToolRuntime() as runtime:
+        runtime.register(where)
+        with runtime.plan() as ctx:
+            assert runtime.execute("where", {}, ctx).output == "ok"
+    assert threads == ["toolcycle-portal"]
+
+
+def test_hooks_run_once_per_plan() -> None:
+    """on_activate and on_deactivate open and close a resource once per plan."""
+    events: list[str] = []
+
+    @tool(writes=False)
+    def query(sql: str) -> str:
+        return sql
+
+    @query.on_activate
+    def _open(ctx: ToolExecutionContext) -> None:
+        events.append(f"open {ctx.plan_id}")
+
+    @query.on_deactivate
+    async def _close(ctx: ToolExecutionContext) -> None:
+        events.append(f"close {ctx.plan_id}")
+
+    with ToolRuntime() as runtime:
+        runtime.register(query)
+        with runtime.plan("p") as ctx:
+            runtime.execute("query", {"sql": "a"}, ctx)
+            runtime.execute("query", {"sql": "b"}, ctx)
+    assert events == ["open p", "close p"]
+
+
+def test_a_second_hook_of_the_same_kind_is_refused() -> None:
+    """Each tool has at most one hook of each kind."""
+
+    @tool
+    def fn() -> None:
+        return None
+
+    fn.on_activate(lambda ctx: None)
+    with pytest.raises(ToolDefinitionError, match="already has"):
+        fn.on_activate(lambda ctx: None)
+    with pytest.raises(ToolDefinitionError, match="needs a callable"):
+        fn.on_deactivate(3)  # type: ignore[arg-type]
+
+
+def _star_args(*values: int) -> None: ...
+def _star_kwargs(**values: int) -> None: ...
+def _positional_only(a: int, /) -> None: ...
+def _callable_param(callback: Any) -> None: ...
+def _alias_clash(a: int, b: Annotated[int, Field(alias="a")]) -> None: ...
+
+
+class _Opaque:
+    pass
+
+
+def _opaque(thing: _Opaque) -> None: ...
+def _opaque_return() -> _Opaque:
+    return _Opaque()
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (_star_args, r"\*values"),
+        (_star_kwargs, r"\*\*values"),
+        (_positional_only, "positional-only"),
+        (_alias_clash, "both map"),
+        (_opaque, "not JSON-compatible"),
+        (_opaque_return, "return annotation"),
+    ],
+)
+def test_bad_definitions_fail_at_decoration(fn: Any, message: str) -> None:
+    """Unsupported signatures raise ToolDefinitionError naming the problem."""
+    with pytest.raises(ToolDefinitionError, match=message):
+        tool(fn)
+
+
+def test_lambdas_need_a_name_and_non_callables_are_refused() -> None:
+    """A lambda must be given a name; a non-callable cannot be wrapped."""
+    with pytest.raises(ToolDefinitionError, match="name="):
+        wrap(lambda x: x)
+    assert wrap(lambda x: x, name="identity").discover().name == "identity"
+    with pytest.raises(ToolDefinitionError, match="not callable"):
+        FunctionTool(3)  # type: ignore[arg-type]
+
+
+def test_unresolvable_annotations_fail_at_decoration() -> None:
+    """A string annotation naming nothing is reported clearly."""
+
+    def fn(a: "Missing") -> None:  # type: ignore[name-defined]  # noqa: F821, UP037
+        return None
+
+    with pytest.raises(ToolDefinitionError, match="cannot be resolved"):
+        wrap(fn)
+
+
+def test_repr_names_the_tool() -> None:
+    """The repr says which function the tool wraps."""
+    assert "'lambda_free'" in repr(wrap(lambda_free))
