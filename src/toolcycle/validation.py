@@ -221,6 +221,21 @@ class SchemaCompiler:
         self._registry: Registry[Any] = Registry().with_resources(resources)
         self._meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, registry=self._registry)
 
+    def _is_2020_12(self, uri: object) -> bool:
+        """Whether ``uri`` names draft 2020-12 or a pre-loaded metaschema declaring it."""
+        if uri in (DRAFT_2020_12, DRAFT_2020_12 + "#"):
+            return True
+        if not isinstance(uri, str):
+            return False
+        try:
+            contents = self._registry.contents(uri.rstrip("#"))
+        except Exception:  # not pre-loaded: unknown dialect
+            return False
+        return isinstance(contents, dict) and contents.get("$schema") in (
+            DRAFT_2020_12,
+            DRAFT_2020_12 + "#",
+        )
+
     def compile(
         self, schema: Any, *, kind: str = "input", tool_name: str | None = None
     ) -> CompiledSchema:
@@ -257,11 +272,13 @@ class SchemaCompiler:
             raise fail(
                 "", "maxSchemaBytes", f"{size} bytes is over the limit of {limits.max_schema_bytes}"
             )
-        if isinstance(data, dict) and data.get("$schema", DRAFT_2020_12) not in (
-            DRAFT_2020_12,
-            DRAFT_2020_12 + "#",
-        ):
-            raise fail("/$schema", "$schema", f"only draft 2020-12 ({DRAFT_2020_12}) is supported")
+        if isinstance(data, dict) and not self._is_2020_12(data.get("$schema", DRAFT_2020_12)):
+            raise fail(
+                "/$schema",
+                "$schema",
+                f"only draft 2020-12 ({DRAFT_2020_12}) and pre-loaded dialects built on it "
+                "are supported",
+            )
         try:
             meta_ok = self._meta.is_valid(data)
             meta_issues = () if meta_ok else _issues(self._meta, data)
