@@ -1,86 +1,79 @@
-Feature: The per-plan activation cache
-  Each tool is activated at most once per plan and deactivated exactly once
-  when the plan ends.
+Feature: Per-plan activation cache
+  Each tool is activated at most once per plan, however many calls the plan
+  makes and from however many threads. A failed activation is not remembered:
+  the next call tries again.
 
   @req-cache-once
-  Scenario: Many calls in one plan activate once
-    Given a tool "reader" that reads
-    And a plan "p"
-    When I call "reader" 3 times
-    Then every call succeeds
-    And "reader" was activated 1 time in plan "p"
+  Scenario: Many calls in one plan activate the tool once
+    Given a plan "p1"
+    And a tool "echo" that reads
+    When I call "echo" 3 times
+    Then every call succeeded
+    And "echo" was activated 1 time in plan "p1"
+    And "echo" ran 3 times in plan "p1"
 
-  @req-cache-per-plan
-  Scenario: Each plan activates its own tools
-    Given a tool "reader" that reads
-    And a plan "a"
-    And a plan "b"
-    When I call "reader" in plan "a"
-    And I call "reader" in plan "b"
-    Then "reader" was activated 1 time in plan "a"
-    And "reader" was activated 1 time in plan "b"
+  @req-cache-once
+  Scenario: Each plan activates the tool once for itself
+    Given a plan "p1"
+    And a plan "p2"
+    And a tool "echo" that reads
+    When I call "echo" in plan "p1"
+    And I call "echo" in plan "p2"
+    And I call "echo" in plan "p1"
+    Then "echo" was activated 1 time in plan "p1"
+    And "echo" was activated 1 time in plan "p2"
+    And "echo" is active in plan "p1"
+
+  @req-cache-once
+  Scenario: An explicit activation ahead of the first call is reused by the calls
+    Given a plan "p1"
+    And a tool "echo" that reads
+    When I activate "echo" ahead of its first call
+    And I call "echo" 2 times
+    Then "echo" was activated 1 time in plan "p1"
+    And 2 traces were delivered
 
   @req-cache-single-flight
-  Scenario: Concurrent first calls share one activation
-    Given a tool "slow" whose activation waits until released
-    And a plan "p"
-    When 4 threads call "slow" at the same time
-    Then every call succeeds
-    And "slow" was activated 1 time in plan "p"
+  Scenario: Concurrent first calls from threads share one activation
+    Given a runtime that signals when calls enter it
+    And a plan "p1"
+    And a tool "slow-start" whose activation waits for a gate
+    When 4 threads make the first call of "slow-start" at the same time
+    Then every call succeeded
+    And 4 traces were delivered
+    And "slow-start" was activated 1 time in plan "p1"
+    And "slow-start" ran 4 times in plan "p1"
 
-  @req-cache-failed-not-cached
-  Scenario: A failed activation is not cached
-    Given a tool "remote" whose activation fails
-    And a plan "p"
-    When I call "remote"
-    And I call "remote"
+  @req-cache-single-flight
+  Scenario: Threads waiting on a failing activation all see the failure, and none is cached
+    Given a runtime that signals when calls enter it
+    And a plan "p1"
+    And a tool "slow-start" whose activation waits for a gate and then fails
+    When 3 threads make the first call of "slow-start" at the same time
+    Then every call raised ToolActivationError
+    And "slow-start" was activated 1 time in plan "p1"
+    And "slow-start" is not active in plan "p1"
+
+  @req-cache-failed-retry
+  Scenario: A failed activation is not cached and the next call retries it
+    Given a plan "p1"
+    And a tool "db" whose activation fails with ConnectionError
+    When I call "db"
     Then the call raises ToolActivationError
-    And "remote" was activated 2 times in plan "p"
-    And "remote" is not active in plan "p"
+    And "db" is not active in plan "p1"
+    When the activation of "db" is repaired
+    And I call "db"
+    Then the call succeeds
+    And "db" was activated 2 times in plan "p1"
+    And "db" is active in plan "p1"
 
-  @req-cache-deactivate-once
-  Scenario: The plan end deactivates each tool exactly once, newest first
-    Given a tool "first" that reads
-    And a tool "second" that reads
-    And a tool "third" that reads
-    And a plan "p"
-    When I call "second"
-    And I call "first"
-    And I call "third"
-    And plan "p" ends
-    And plan "p" ends
-    Then the tools were deactivated in the order third, first, second
-    And "first" was deactivated 1 time in plan "p"
-
-  @req-cache-teardown-errors
-  Scenario: A failing deactivation does not stop the others
-    Given a tool "good" that reads
-    And a tool "bad" whose deactivation fails
-    And a plan "p"
-    When I call "good"
-    And I call "bad"
-    And plan "p" ends
-    Then 1 deactivation error is reported
-    And "good" was deactivated 1 time in plan "p"
-
-  @req-cache-teardown-errors
-  Scenario: A hanging deactivation is abandoned after the timeout
-    Given a tool "good" that reads
-    And a tool "stuck" whose deactivation hangs
-    And a plan "p"
-    When I call "good"
-    And I call "stuck"
-    And plan "p" ends
-    Then 1 deactivation error is reported
-    And "good" was deactivated 1 time in plan "p"
-
-  @req-cache-close
-  Scenario: Closing the runtime ends every open plan
-    Given a tool "reader" that reads
-    And a plan "a"
-    And a plan "b"
-    When I call "reader" in plan "a"
-    And I call "reader" in plan "b"
-    And the runtime is closed
-    Then "reader" was deactivated 1 time in plan "a"
-    And "reader" was deactivated 1 time in plan "b"
+  @req-cache-failed-retry
+  Scenario: Only the activation that succeeded is deactivated
+    Given a plan "p1"
+    And a tool "db" whose activation fails with ConnectionError
+    When I call "db"
+    And the activation of "db" is repaired
+    And I call "db"
+    And plan "p1" ends
+    Then "db" was activated 2 times in plan "p1"
+    And "db" was deactivated 1 time in plan "p1"

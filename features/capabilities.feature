@@ -1,55 +1,75 @@
 Feature: Capability enforcement
-  A read-only plan never runs a tool that writes, and a plan that requires
-  checkpoints never runs a tool that cannot be rolled back.
+  A plan may be read-only, may require checkpoints, or both. A read-only plan
+  refuses tools that write; a plan that requires checkpoints refuses tools
+  that cannot be rolled back. Everything else is allowed.
 
-  @req-cap-read-only
-  Scenario: A read-only plan refuses a writing tool
-    Given a tool "writer" that writes and can be rolled back
-    And a read-only plan "p"
-    When I call "writer"
+  @req-cap-table
+  Scenario Outline: A <plan> plan and a tool with writes <writes>, checkpointable <checkpointable>
+    Given a <plan> plan "p"
+    And a tool "t" with writes <writes> and checkpointable <checkpointable>
+    When I call "t"
+    Then the outcome is "<outcome>"
+
+    @req-cap-read-only-denied
+    Examples: Read-only plans refuse tools that write
+      | plan      | writes | checkpointable | outcome               |
+      | read-only | true   | true           | ToolAccessDeniedError |
+      | read-only | true   | false          | ToolAccessDeniedError |
+
+    @req-cap-checkpoint-denied
+    Examples: Checkpoint plans refuse tools that cannot be rolled back
+      | plan       | writes | checkpointable | outcome                     |
+      | checkpoint | true   | false          | ToolCheckpointRequiredError |
+      | checkpoint | false  | false          | ToolCheckpointRequiredError |
+
+    @req-cap-both-denied
+    Examples: A plan with both flags applies both rules, and the read-only denial wins a tie
+      | plan                 | writes | checkpointable | outcome                     |
+      | read-only checkpoint | true   | false          | ToolAccessDeniedError       |
+      | read-only checkpoint | false  | false          | ToolCheckpointRequiredError |
+      | read-only checkpoint | true   | true           | ToolAccessDeniedError       |
+
+    @req-cap-allowed
+    Examples: The allowed combinations
+      | plan                 | writes | checkpointable | outcome |
+      | ordinary             | true   | false          | allowed |
+      | ordinary             | false  | true           | allowed |
+      | read-only            | false  | false          | allowed |
+      | read-only            | false  | true           | allowed |
+      | checkpoint           | true   | true           | allowed |
+      | checkpoint           | false  | true           | allowed |
+      | read-only checkpoint | false  | true           | allowed |
+
+  @req-cap-safe-default
+  Scenario Outline: A tool that declares no capability is treated as writing and not checkpointable
+    Given a <plan> plan "p"
+    And a tool "t" with the default capability
+    When I call "t"
+    Then the outcome is "<outcome>"
+
+    Examples:
+      | plan       | outcome                     |
+      | read-only  | ToolAccessDeniedError       |
+      | checkpoint | ToolCheckpointRequiredError |
+      | ordinary   | allowed                     |
+
+  @req-cap-denied-trace
+  Scenario: A denied call is traced as denied and the error names the tool and the plan
+    Given a read-only plan "audit"
+    And a tool "rm" with writes true and checkpointable false
+    When I call "rm"
     Then the call raises ToolAccessDeniedError
-    And the error names tool "writer" and plan "p"
+    And the error names tool "rm" and plan "audit"
     And the last trace has status "denied"
+    And the last trace reports success false
+    And "rm" was never activated
 
-  @req-cap-read-only
-  Scenario: A read-only plan runs a reading tool
-    Given a tool "reader" that reads
-    And a read-only plan "p"
-    When I call "reader"
+  @req-cap-denied-trace
+  Scenario: A denial in one plan does not affect another plan
+    Given a read-only plan "audit"
+    And a plan "work"
+    And a tool "rm" with writes true and checkpointable false
+    When I call "rm" in plan "audit"
+    And I call "rm" in plan "work"
     Then the call succeeds
-
-  @req-cap-checkpoint
-  Scenario: A checkpoint plan refuses a tool that cannot be rolled back
-    Given a tool "writer" that writes and cannot be rolled back
-    And a plan "p" that requires checkpoints
-    When I call "writer"
-    Then the call raises ToolCheckpointRequiredError
-    And "writer" was never activated
-
-  @req-cap-checkpoint
-  Scenario: A checkpoint plan runs a tool that can be rolled back
-    Given a tool "writer" that writes and can be rolled back
-    And a plan "p" that requires checkpoints
-    When I call "writer"
-    Then the call succeeds
-
-  @req-cap-checkpoint
-  Scenario: The checkpoint rule applies to reading tools too
-    Given a tool "scanner" that reads and cannot be rolled back
-    And a plan "p" that requires checkpoints
-    When I call "scanner"
-    Then the call raises ToolCheckpointRequiredError
-
-  @req-cap-both
-  Scenario: When both rules refuse, the read-only denial is raised
-    Given a tool "writer" that writes and cannot be rolled back
-    And a read-only plan "p" that requires checkpoints
-    When I call "writer"
-    Then the call raises ToolAccessDeniedError
-
-  @req-cap-unrestricted
-  Scenario: An unrestricted plan runs any tool
-    Given a tool "writer" that writes and cannot be rolled back
-    And a plan "p"
-    When I call "writer"
-    Then the call succeeds
+    And the trace statuses are "denied, ok"
