@@ -25,10 +25,18 @@ class JSONCompatibilityError(ValueError):
     """A value cannot be represented as strict JSON (or is larger than allowed)."""
 
     def __init__(self, pointer: str, reason: str, *, keyword: str = "type") -> None:
-        super().__init__(f"{pointer or '/'}: {reason}")
+        super().__init__(reason)
         self.pointer = pointer
         self.reason = reason
         self.keyword = keyword
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'}: {self.reason}"
+
+    def _within(self, key: object) -> JSONCompatibilityError:
+        """Prefix the pointer with one more reference token, as the error unwinds."""
+        self.pointer = f"/{pointer_token(key)}{self.pointer}"
+        return self
 
 
 def pointer_token(key: object) -> str:
@@ -37,6 +45,12 @@ def pointer_token(key: object) -> str:
 
 
 class _Walker:
+    """One normalisation pass.
+
+    Pointers are built only while an error unwinds, so the success path pays
+    nothing for them.
+    """
+
     __slots__ = ("active", "max_depth", "max_integer_bits", "max_nodes", "nodes")
 
     def __init__(self, max_depth: int, max_nodes: int, max_integer_bits: int) -> None:
@@ -46,64 +60,93 @@ class _Walker:
         self.nodes = 0
         self.active: set[int] = set()
 
-    def walk(self, value: Any, pointer: str, depth: int) -> Any:
+    def walk(self, value: Any, depth: int) -> Any:
         self.nodes += 1
         if self.nodes > self.max_nodes:
             raise JSONCompatibilityError(
-                pointer, f"the value has more than {self.max_nodes} elements", keyword="maxNodes"
+                "", f"the value has more than {self.max_nodes} elements", keyword="maxNodes"
             )
-        if value is None or value is True or value is False or type(value) is str:
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            if value.bit_length() > self.max_integer_bits:
-                raise JSONCompatibilityError(
-                    pointer,
-                    f"the integer has more than {self.max_integer_bits} bits",
-                    keyword="maxIntegerBits",
-                )
-            return int(value)
+        if kind is int:
+            return self._integer(value)
+        if kind is float:
+            return self._float(value)
+        if kind is dict or kind is list or kind is tuple:
+            return self._container(value, value, depth)
+        return self._other(value, depth)
+
+    def _integer(self, value: int) -> int:
+        if value.bit_length() > self.max_integer_bits:
+            raise JSONCompatibilityError(
+                "",
+                f"the integer has more than {self.max_integer_bits} bits",
+                keyword="maxIntegerBits",
+            )
+        return int(value)
+
+    def _float(self, value: float) -> float:
+        if not math.isfinite(value):
+            raise JSONCompatibilityError("", f"{value!r} is not a JSON number")
+        return float(value)
+
+    def _other(self, value: Any, depth: int) -> Any:
+        """Subclasses of the JSON types, models, dataclasses and other mappings."""
+        if isinstance(value, bool):  # pragma: no cover - bool cannot be subclassed
+            return bool(value)
+        if isinstance(value, int):
+            return self._integer(value)
         if isinstance(value, float):
-            if not math.isfinite(value):
-                raise JSONCompatibilityError(pointer, f"{value!r} is not a JSON number")
-            return float(value)
+            return self._float(value)
         if isinstance(value, str):
             return str(value)
-        if depth >= self.max_depth:
-            raise JSONCompatibilityError(
-                pointer, f"the value nests deeper than {self.max_depth} levels", keyword="maxDepth"
-            )
         if isinstance(value, BaseModel):
-            return self.walk(value.model_dump(mode="json"), pointer, depth)
+            return self.walk(value.model_dump(mode="json"), depth)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-            return self._container(value, fields, pointer, depth)
+            return self._container(value, fields, depth)
         if isinstance(value, Mapping | list | tuple):
-            return self._container(value, value, pointer, depth)
+            return self._container(value, value, depth)
         raise JSONCompatibilityError(
-            pointer, f"a value of type {type(value).__name__} is not JSON-compatible"
+            "", f"a value of type {type(value).__name__} is not JSON-compatible"
         )
 
-    def _container(self, owner: object, value: Any, pointer: str, depth: int) -> Any:
+    def _container(self, owner: object, value: Any, depth: int) -> Any:
+        if depth >= self.max_depth:
+            raise JSONCompatibilityError(
+                "", f"the value nests deeper than {self.max_depth} levels", keyword="maxDepth"
+            )
         marker = id(owner)
-        if marker in self.active:
-            raise JSONCompatibilityError(pointer, "the value contains itself", keyword="cycle")
-        self.active.add(marker)
+        active = self.active
+        if marker in active:
+            raise JSONCompatibilityError("", "the value contains itself", keyword="cycle")
+        active.add(marker)
         try:
             if isinstance(value, Mapping):
-                out: dict[str, Any] = {}
-                for key, item in value.items():
-                    if type(key) is not str:
-                        raise JSONCompatibilityError(
-                            pointer,
-                            f"object keys must be strings, got {type(key).__name__} {key!r:.40}",
-                        )
-                    out[key] = self.walk(item, f"{pointer}/{pointer_token(key)}", depth + 1)
-                return out
-            return [
-                self.walk(item, f"{pointer}/{index}", depth + 1) for index, item in enumerate(value)
-            ]
+                return self._object(value, depth + 1)
+            out: list[Any] = []
+            for index, item in enumerate(value):
+                try:
+                    out.append(self.walk(item, depth + 1))
+                except JSONCompatibilityError as error:
+                    raise error._within(index) from None
+            return out
         finally:
-            self.active.discard(marker)
+            active.discard(marker)
+
+    def _object(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise JSONCompatibilityError(
+                    "", f"object keys must be strings, got {type(key).__name__} {key!r:.40}"
+                )
+            try:
+                out[key] = self.walk(item, depth)
+            except JSONCompatibilityError as error:
+                raise error._within(key) from None
+        return out
 
 
 def normalize(
@@ -114,7 +157,7 @@ def normalize(
     Raises:
         JSONCompatibilityError: naming the JSON Pointer of the first offending value.
     """
-    return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, "", 0)
+    return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, 0)
 
 
 def encode(value: Any) -> bytes:

@@ -1,0 +1,1 @@
+"""Benchmarks of toolcycle, asv-style: ``time_*`` functions run by ``python -m benchmarks``."""

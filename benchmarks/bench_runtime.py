@@ -1,0 +1,153 @@
+"""Per-call overhead of the runtime on a trivial tool with small schemas.
+
+Each ``time_*`` function performs one call; ``setup()`` builds what they share, so
+asv (or ``python -m benchmarks``) times only the call. The baseline does what any
+careful caller would do without toolcycle: validate the input and the output with
+cached ``jsonschema`` validators around a bare call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolcycle import (
+    NullTracer,
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+)
+
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "integer"},
+        "b": {"type": "integer"},
+        "label": {"type": "string"},
+        "scale": {"type": "number"},
+    },
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"sum": {"type": "integer"}, "label": {"type": "string"}},
+    "required": ["sum"],
+}
+PARAMS = {"a": 2, "b": 3, "label": "total", "scale": 1.5}
+
+
+def add(params: dict[str, Any]) -> dict[str, Any]:
+    """The work itself: trivial on purpose, so the overhead shows."""
+    return {"sum": params["a"] + params["b"], "label": params.get("label", "")}
+
+
+class AddTool:
+    """``add`` as a hand-written sync tool."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="add",
+            input_schema=INPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA,
+            capability=ToolCapability(writes=False, checkpointable=True),
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return add(params)
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+class AsyncAddTool(AddTool):
+    """``add`` as an async tool."""
+
+    def discover(self) -> ToolDescriptor:
+        return super().discover().model_copy(update={"name": "aadd"})
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        return add(params)
+
+
+@tool(writes=False, checkpointable=True)
+def wrapped_add(a: int, b: int, label: str = "", scale: float = 1.0) -> dict[str, Any]:
+    """Add two integers."""
+    return {"sum": a + b, "label": label}
+
+
+_state: dict[str, Any] = {}
+
+
+def setup() -> None:
+    """Build the validators, the runtimes and a warm plan for every benchmark."""
+    if _state:
+        return
+    _state["input"] = Draft202012Validator(INPUT_SCHEMA)
+    _state["output"] = Draft202012Validator(OUTPUT_SCHEMA)
+    quiet = ToolRuntime(tracer=NullTracer())
+    for instance in (AddTool(), AsyncAddTool(), wrapped_add):
+        quiet.register(instance)
+    listened = ToolRuntime(tracer=NullTracer())
+    listened.register(AddTool())
+    listened.add_trace_listener(lambda trace: None)
+    _state["runtime"], _state["listened"] = quiet, listened
+    _state["ctx"] = quiet.new_context("bench")
+    _state["listened_ctx"] = listened.new_context("bench")
+    _state["loop"] = asyncio.new_event_loop()
+    for name in ("add", "aadd", "wrapped_add"):
+        quiet.execute(name, PARAMS if name != "wrapped_add" else {"a": 2, "b": 3}, _state["ctx"])
+    listened.execute("add", PARAMS, _state["listened_ctx"])
+
+
+def teardown() -> None:
+    """Close what setup opened."""
+    if _state:
+        _state["runtime"].close()
+        _state["listened"].close()
+        _state["loop"].close()
+        _state.clear()
+
+
+def time_bare_call() -> None:
+    """The function alone."""
+    add(dict(PARAMS))
+
+
+def time_baseline_validated_call() -> None:
+    """The function between two cached jsonschema validations: the fair baseline."""
+    params = dict(PARAMS)
+    _state["input"].validate(params)
+    _state["output"].validate(add(params))
+
+
+def time_runtime_execute() -> None:
+    """runtime.execute with warm activation, small schemas, a null tracer."""
+    _state["runtime"].execute("add", PARAMS, _state["ctx"])
+
+
+def time_runtime_execute_with_listener() -> None:
+    """The same with one trace listener attached."""
+    _state["listened"].execute("add", PARAMS, _state["listened_ctx"])
+
+
+def time_runtime_aexecute() -> None:
+    """Await runtime.aexecute of an async tool, one call per loop turn."""
+    _state["loop"].run_until_complete(_state["runtime"].aexecute("aadd", PARAMS, _state["ctx"]))
+
+
+def time_wrapped_function_execute() -> None:
+    """runtime.execute of a @tool function (schema derived from its signature)."""
+    _state["runtime"].execute("wrapped_add", {"a": 2, "b": 3}, _state["ctx"])
+
+
+def time_wrapped_function_direct() -> None:
+    """The @tool function called directly, bypassing the runtime."""
+    wrapped_add(2, 3)
