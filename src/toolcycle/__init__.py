@@ -42,6 +42,7 @@ from toolcycle.models import (
     ValidationIssue,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
@@ -56,8 +57,11 @@ __all__ = [
     "BoundResource",
     "CancellationToken",
     "Change",
+    "Checkpoint",
     "FunctionTool",
     "NullTracer",
+    "RollbackConflictError",
+    "RollbackReport",
     "SourceKind",
     "StructlogTracer",
     "Tool",
@@ -85,6 +89,7 @@ __all__ = [
     "TraceListener",
     "TraceStatus",
     "Tracer",
+    "UndoOutcome",
     "Validation",
     "ValidationIssue",
     "ValidationLimits",

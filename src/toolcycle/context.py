@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import CancellationToken
 from toolcycle.models import BoundResource, Change
+from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler, undo_changes
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = ["ToolExecutionContext"]
 
@@ -79,6 +80,44 @@ class ToolExecutionContext:
         current = _call_changes.get()
         if current is not None:
             current.append(change)
+
+    def checkpoint(self) -> Checkpoint:
+        """Mark the current end of the plan's changes, to roll back to later."""
+        with self._lock:
+            return Checkpoint(plan_id=self.plan_id, index=len(self._changes))
+
+    def rollback(
+        self,
+        to: Checkpoint | None = None,
+        *,
+        handlers: Mapping[str, UndoHandler] | None = None,
+    ) -> RollbackReport:
+        """Undo the changes recorded after ``to`` (all of them by default), newest first.
+
+        Each change is undone by the handler for its kind (the built-in file
+        handlers, plus ``handlers``). Undone changes leave ``changes``; those
+        that could not be undone (a conflict, no handler, an error) stay, in
+        order, and are listed in the report with the reason.
+
+        Raises:
+            ValueError: ``to`` belongs to another plan or lies beyond the record.
+        """
+        marker = to if to is not None else Checkpoint(plan_id=self.plan_id, index=0)
+        if marker.plan_id != self.plan_id:
+            raise ValueError(
+                f"checkpoint of plan {marker.plan_id!r} cannot roll back plan {self.plan_id!r}"
+            )
+        with self._lock:
+            if not 0 <= marker.index <= len(self._changes):
+                raise ValueError(
+                    f"checkpoint index {marker.index} is beyond the {len(self._changes)} "
+                    "changes recorded"
+                )
+            later = self._changes[marker.index :]
+            outcomes = undo_changes(later, handlers)
+            kept = [o.change for o in reversed(outcomes) if o.status != "undone"]
+            self._changes[marker.index :] = kept
+        return RollbackReport(checkpoint=marker, outcomes=outcomes)
 
     def resource(self, kind: str, name: str | None = None) -> BoundResource:
         """Return the bound resource of that kind (and name, when given).

@@ -1,0 +1,64 @@
+"""Built-in workspace tools (source ``builtin``): read, list, search, write, edit, delete.
+
+They act only inside the directory that a plan binds as a `BoundResource` of kind
+``workspace``. Read tools declare ``writes=False``; write tools declare
+``writes=True, checkpointable=True`` and record a `Change` per file that
+``ctx.rollback`` can undo byte for byte.
+
+    from toolcycle.builtins import workspace_tools
+
+    runtime.register_source(workspace_tools())
+"""
+
+from __future__ import annotations
+
+from toolcycle.builtins._read import ListDir, ReadFile, SearchText
+from toolcycle.builtins._workspace import (
+    NotTextError,
+    PathOutsideWorkspaceError,
+    WorkspaceError,
+    WorkspaceReadOnlyError,
+    WorkspaceTool,
+)
+from toolcycle.builtins._write import DeleteFile, EditFile, MakeDir, WriteFile
+
+__all__ = [
+    "DeleteFile",
+    "EditFile",
+    "ListDir",
+    "MakeDir",
+    "NotTextError",
+    "PathOutsideWorkspaceError",
+    "ReadFile",
+    "SearchText",
+    "WorkspaceError",
+    "WorkspaceReadOnlyError",
+    "WorkspaceTool",
+    "WorkspaceTools",
+    "WriteFile",
+    "workspace_tools",
+]
+
+
+class WorkspaceTools:
+    """The seven built-ins as one tool source, with shared size caps."""
+
+    def __init__(self, *, max_bytes: int = 1_000_000, max_entries: int = 1000) -> None:
+        self._tools: tuple[WorkspaceTool, ...] = (
+            ReadFile(max_bytes=max_bytes),
+            ListDir(max_entries=max_entries),
+            SearchText(max_bytes=max_bytes),
+            WriteFile(),
+            EditFile(max_bytes=max_bytes),
+            DeleteFile(),
+            MakeDir(),
+        )
+
+    def tools(self) -> tuple[WorkspaceTool, ...]:
+        """The tools, read tools first."""
+        return self._tools
+
+
+def workspace_tools(*, max_bytes: int = 1_000_000, max_entries: int = 1000) -> WorkspaceTools:
+    """The built-in workspace tools as a source for ``runtime.register_source``."""
+    return WorkspaceTools(max_bytes=max_bytes, max_entries=max_entries)
