@@ -108,9 +108,7 @@ class ListDir(WorkspaceTool):
             is_dir = entry.is_dir()
             entries.append(
                 {
-                    "path": self.relative(workspace, entry.resolve())
-                    if not entry.is_symlink()
-                    else entry.relative_to(root).as_posix(),
+                    "path": self.relative(workspace, entry),
                     "type": "dir" if is_dir else "file",
                     "size": 0 if is_dir else entry.stat().st_size,
                 }
