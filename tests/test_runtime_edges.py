@@ -263,3 +263,25 @@ async def test_async_explicit_activation() -> None:
             await runtime.aactivate("stages", ctx)
             assert (await runtime.aexecute("stages", {}, ctx)).success
     assert tool.activations == 1
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_raised_by_a_tool_is_traced_then_propagates(
+    runtime: ToolRuntime, interrupt: type[BaseException]
+) -> None:
+    """KeyboardInterrupt or SystemExit from a tool still leaves exactly one trace."""
+    runtime.register(FakeTool(execute_error=interrupt()))
+    with capture_traces(runtime) as traces, runtime.plan() as ctx:
+        with pytest.raises(interrupt):
+            runtime.execute("fake", {}, ctx)
+    assert [t.status for t in traces] == ["cancelled"]
+
+
+async def test_an_interrupt_raised_by_a_sync_tool_under_aexecute_is_traced() -> None:
+    """The async path traces an interrupt from a sync tool before re-raising it."""
+    with ToolRuntime() as runtime, capture_traces(runtime) as traces:
+        runtime.register(FakeTool(execute_error=SystemExit(3)))
+        async with runtime.aplan() as ctx:
+            with pytest.raises(SystemExit):
+                await runtime.aexecute("fake", {}, ctx)
+    assert [t.status for t in traces] == ["cancelled"]

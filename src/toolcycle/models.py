@@ -153,7 +153,8 @@ class ToolExecutionTrace(BaseModel):
     """ISO-8601 UTC time the runtime finished with it."""
     duration_ms: float
     result_size_bytes: int = 0
-    """UTF-8 size of the JSON-serialised output; 0 when there is none."""
+    """UTF-8 size of the compact JSON-serialised output (4 for ``null``); 0 for a call
+    that failed before producing output."""
     success: bool
     status: TraceStatus
     error: str | None = None

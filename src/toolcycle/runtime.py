@@ -631,6 +631,9 @@ class ToolRuntime:
             self._raise_cancelled(call, exc)
         except Exception as exc:
             return Outcome(error=exc)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+            self._emit(call, "cancelled", error=exc)
+            raise
         return Outcome(output)
 
     async def _run_async(
@@ -652,6 +655,9 @@ class ToolRuntime:
             self._raise_cancelled(call, exc)
         except Exception as exc:
             return Outcome(error=exc)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+            self._emit(call, "cancelled", error=exc)
+            raise
         return Outcome(output)
 
     # -- activation and teardown ----------------------------------------------------------
