@@ -22,6 +22,21 @@ def test_demo_shows_each_outcome_and_the_deactivations() -> None:
         if line.startswith(("write_note", "read_note"))
     ]
     assert statuses == ["ok", "ok", "invalid_input", "denied", "cancelled"]
+    workspace_lines = [
+        line.split()[:3]
+        for line in text.splitlines()
+        if line.startswith(("write_file", "edit_file", "read_file", "count_words", "delete_file"))
+    ]
+    assert workspace_lines == [
+        ["write_file", "ok", "ok"],
+        ["edit_file", "ok", "ok"],
+        ["read_file", "ok", "ok"],
+        ["count_words", "ok", "ok"],
+        ["delete_file", "error", "error"],
+    ]
+    assert "rolled back 3 changes; complete: True" in text
+    assert "README.txt is again: 'Tools run in plans. Plans end.'" in text
+    assert "notes/ exists after rollback: False" in text
     assert "deactivate write_note for plan-1" in text
     assert "deactivate read_note for plan-2" in text
     assert "store open after the plans: False" in text

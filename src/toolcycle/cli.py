@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolcycle import (
+    BoundResource,
     Change,
     NullTracer,
     ToolCancelledError,
@@ -17,7 +20,9 @@ from toolcycle import (
     ToolExecutionTrace,
     ToolRuntime,
     ToolRuntimeError,
+    tool,
 )
+from toolcycle.builtins import workspace_tools
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -118,6 +123,49 @@ class _SlowRead:
         print(f"  deactivate read_note for {ctx.plan_id}", file=self._out)
 
 
+@tool(writes=False, checkpointable=True)
+def count_words(text: str, ignore_case: bool = True) -> dict[str, int]:
+    """Count how often each word occurs in a text.
+
+    Args:
+        text: the text to count.
+        ignore_case: fold upper and lower case together.
+    """
+    counts: dict[str, int] = {}
+    for word in text.split():
+        key = word.strip(".,;:!?").lower() if ignore_case else word.strip(".,;:!?")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _workspace_plan(runtime: ToolRuntime, out: TextIO) -> None:
+    """Plan 3: a decorated function and the built-ins on a temporary workspace, rolled back."""
+    with tempfile.TemporaryDirectory(prefix="toolcycle-demo-") as folder:
+        root = Path(folder)
+        (root / "README.txt").write_text("Tools run in plans. Plans end.\n")
+        workspace = BoundResource(kind="workspace", name="demo", location=folder)
+        print("plan 3: a checkpoint plan on a temporary workspace", file=out)
+        with runtime.plan("plan-3", requires_checkpoint=True, resources=[workspace]) as ctx:
+            marker = ctx.checkpoint()
+            runtime.execute("write_file", {"path": "notes/todo.txt", "content": "write docs"}, ctx)
+            runtime.execute(
+                "edit_file",
+                {"path": "README.txt", "old": "Plans end.", "new": "Plans roll back."},
+                ctx,
+            )
+            text = runtime.execute("read_file", {"path": "README.txt"}, ctx).output["content"]
+            runtime.execute("count_words", {"text": text}, ctx)
+            runtime.execute("delete_file", {"path": "../outside.txt"}, ctx)
+            report = ctx.rollback(marker)
+            print(
+                f"  rolled back {len(report.undone)} changes; complete: {report.complete}",
+                file=out,
+            )
+            restored = (root / "README.txt").read_text().strip()
+            print(f"  README.txt is again: {restored!r}", file=out)
+            print(f"  notes/ exists after rollback: {(root / 'notes').exists()}", file=out)
+
+
 def _trace_line(trace: ToolExecutionTrace) -> str:
     outcome = "ok" if trace.success else "error"
     return (
@@ -135,6 +183,8 @@ def run_demo(out: TextIO) -> int:
         runtime.add_trace_listener(lambda trace: print(_trace_line(trace), file=out))
         runtime.register(_WriteNote(store, out))
         runtime.register(_SlowRead(store, out, started))
+        runtime.register(count_words)
+        runtime.register_source(workspace_tools())
 
         print("plan 1: a writing plan", file=out)
         with runtime.plan("plan-1") as ctx:
@@ -160,6 +210,7 @@ def run_demo(out: TextIO) -> int:
                 print(f"  cancelled: {cancelled}", file=out)
             cancel_when_started.join(5)
         print(f"store open after the plans: {store.open}", file=out)
+        _workspace_plan(runtime, out)
     return 0
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, relevance
+from jsonschema.exceptions import STRONG_MATCHES, WEAK_MATCHES, ValidationError
 from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
@@ -123,8 +123,19 @@ def _issue(error: ValidationError) -> ValidationIssue:
     )
 
 
+def _rank(error: ValidationError) -> tuple[int, bool, bool]:
+    """Sort key putting the most relevant error first, as ``best_match`` ranks them.
+
+    Shallower errors say more is wrong, so they come first; at one depth the weak
+    keywords (``anyOf``, ``oneOf``) come after the rest. The sort is stable, so
+    errors of equal rank keep the validator's order.
+    """
+    keyword = error.validator
+    return (len(error.path), keyword in WEAK_MATCHES, keyword not in STRONG_MATCHES)
+
+
 def _issues(validator: Draft202012Validator, instance: Any) -> tuple[ValidationIssue, ...]:
-    errors = sorted(validator.iter_errors(instance), key=relevance)
+    errors = sorted(validator.iter_errors(instance), key=_rank)
     return tuple(_issue(error) for error in errors[:_MAX_ISSUES])
 
 

@@ -12,6 +12,7 @@ They act only inside the directory that a plan binds as a `BoundResource` of kin
 
 from __future__ import annotations
 
+from toolcycle import ToolInstance
 from toolcycle.builtins._read import ListDir, ReadFile, SearchText
 from toolcycle.builtins._workspace import (
     NotTextError,
@@ -44,7 +45,7 @@ class WorkspaceTools:
     """The seven built-ins as one tool source, with shared size caps."""
 
     def __init__(self, *, max_bytes: int = 1_000_000, max_entries: int = 1000) -> None:
-        self._tools: tuple[WorkspaceTool, ...] = (
+        self._tools: tuple[ToolInstance, ...] = (
             ReadFile(max_bytes=max_bytes),
             ListDir(max_entries=max_entries),
             SearchText(max_bytes=max_bytes),
@@ -54,7 +55,7 @@ class WorkspaceTools:
             MakeDir(),
         )
 
-    def tools(self) -> tuple[WorkspaceTool, ...]:
+    def tools(self) -> tuple[ToolInstance, ...]:
         """The tools, read tools first."""
         return self._tools
 
