@@ -12,7 +12,8 @@ They act only inside the directory that a plan binds as a `BoundResource` of kin
 
 from __future__ import annotations
 
-from toolcycle import ToolInstance
+from typing import TYPE_CHECKING
+
 from toolcycle.builtins._read import ListDir, ReadFile, SearchText
 from toolcycle.builtins._workspace import (
     NotTextError,
@@ -22,6 +23,9 @@ from toolcycle.builtins._workspace import (
     WorkspaceTool,
 )
 from toolcycle.builtins._write import DeleteFile, EditFile, MakeDir, WriteFile
+
+if TYPE_CHECKING:
+    from toolcycle import ToolInstance
 
 __all__ = [
     "DeleteFile",
