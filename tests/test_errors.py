@@ -15,6 +15,7 @@ RUNTIME_ERRORS = [
     "ToolExecutionError",
     "ToolDeactivationError",
     "ToolNotFoundError",
+    "ToolOutputError",
     "ToolRegistrationError",
 ]
 

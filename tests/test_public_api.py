@@ -41,6 +41,7 @@ EXPECTED = {
     "ToolLifecycleCache",
     "ToolNotActivatedError",
     "ToolNotFoundError",
+    "ToolOutputError",
     "ToolRegistrationError",
     "ToolResult",
     "ToolRuntime",

@@ -285,3 +285,21 @@ async def test_an_interrupt_raised_by_a_sync_tool_under_aexecute_is_traced() -> 
             with pytest.raises(SystemExit):
                 await runtime.aexecute("fake", {}, ctx)
     assert [t.status for t in traces] == ["cancelled"]
+
+
+def test_a_tool_cancelled_from_within_says_so(runtime: ToolRuntime) -> None:
+    """A CancelledError raised by a tool while the plan is not cancelled names the tool."""
+    runtime.register(FakeTool(execute_error=asyncio.CancelledError()))
+    with runtime.plan() as ctx, pytest.raises(ToolCancelledError, match="'fake' was cancelled"):
+        runtime.execute("fake", {}, ctx)
+
+
+def test_output_that_is_not_json_keeps_a_tool_output_error(runtime: ToolRuntime) -> None:
+    """The failed result of a non-JSON output carries a ToolOutputError."""
+    from toolcycle import ToolOutputError
+
+    runtime.register(FakeTool(output={1: "x"}))
+    with runtime.plan() as ctx:
+        result = runtime.execute("fake", {}, ctx)
+    assert isinstance(result.exception, ToolOutputError)
+    assert result.exception.tool_name == "fake"

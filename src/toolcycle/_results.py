@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._json import JSONCompatibilityError, encode
-from toolcycle.errors import ToolRuntimeError
+from toolcycle.errors import ToolOutputError
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
 from toolcycle.tracing import get_logger
 from toolcycle.validation import validate_output
@@ -99,8 +99,12 @@ def build_result(
         data = normaliser.normalize(output)
         payload = encode(data)
     except (JSONCompatibilityError, ValueError, TypeError) as exc:
-        error = ToolRuntimeError(f"tool {name!r} returned output that is not JSON: {exc}")
-        return _failed(traces, record, error, changes, error_type="ToolOutputError")
+        error = ToolOutputError(
+            f"tool {name!r} returned output that is not JSON: {exc}",
+            tool_name=name,
+            plan_id=record.plan_id,
+        )
+        return _failed(traces, record, error, changes)
     output_valid: bool | None = None
     if output_schema is not None and success:
         verdict = validate_output(output_schema, data)

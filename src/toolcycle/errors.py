@@ -8,6 +8,7 @@ The tree::
     ├── ToolNotActivatedError         a stage that needs activation ran without it
     ├── ToolActivationError           a tool's activate() failed
     ├── ToolExecutionError            a tool's execute() failed (raised by raise_for_error)
+    ├── ToolOutputError               a tool returned output that is not strict JSON
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     └── ToolRegistrationError         a tool could not be registered
@@ -41,6 +42,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolNotActivatedError",
     "ToolNotFoundError",
+    "ToolOutputError",
     "ToolRegistrationError",
     "ToolRuntimeError",
     "ToolSchemaValidationError",
@@ -86,6 +88,10 @@ class ToolActivationError(ToolRuntimeError):
 
 class ToolExecutionError(ToolRuntimeError):
     """A tool call failed; raised by `ToolResult.raise_for_error` with the cause chained."""
+
+
+class ToolOutputError(ToolRuntimeError):
+    """A tool returned output that is not strict JSON; the call's result is a failure."""
 
 
 class ToolDeactivationError(ToolRuntimeError):

@@ -217,9 +217,9 @@ class ToolRuntime:
         """Register every tool of a source, all or nothing.
 
         Raises:
-            ToolRegistrationError, ToolSchemaValidationError, TypeError: as
-                `register`; tools of the source registered before the failure are
-                unregistered again.
+            ToolRegistrationError: as `register`; tools of the source registered
+                before the failure are unregistered again (likewise for the other
+                errors `register` raises).
         """
         registered: list[ToolDescriptor] = []
         try:
@@ -436,9 +436,13 @@ class ToolRuntime:
         activation is not a call.
 
         Raises:
-            ToolNotFoundError, ToolRuntimeError, ToolCancelledError,
-            ToolAccessDeniedError, ToolCheckpointRequiredError,
-            ToolActivationError: as for ``execute``.
+            ToolNotFoundError: no tool has that name.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ToolCancelledError: the plan is cancelled.
+            ToolAccessDeniedError: the plan is read-only and the tool writes.
+            ToolCheckpointRequiredError: the plan requires checkpoints and the tool
+                is not checkpointable.
+            ToolActivationError: the tool's ``activate`` failed.
         """
         call, entry = self._admit(name, ctx, traced=False)
         self._ensure_active(call, entry, explicit=True)
@@ -583,12 +587,14 @@ class ToolRuntime:
         token = call.ctx.cancellation_token
         if isinstance(cause, ToolCancelledError):
             error = cause
-        else:
+        elif token.is_cancelled:
             reason = token.reason
             error = ToolCancelledError(
                 f"plan {call.ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
                 reason=reason,
             )
+        else:  # the tool (or something it awaited) was cancelled, not the plan
+            error = ToolCancelledError(f"tool {call.name!r} was cancelled while it ran")
         if error.tool_name is None:
             error._set_context(call.name, call.ctx.plan_id)
         self._emit(call, "cancelled", error=error)
