@@ -6,6 +6,8 @@ import dataclasses
 import enum
 import json
 import math
+from collections import OrderedDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -21,10 +23,19 @@ class Point(BaseModel):
     tags: tuple[str, ...] = ()
 
 
+class Node(BaseModel):
+    children: list[Any] = []
+
+
 @dataclasses.dataclass
 class Box:
     width: float
     inner: Point
+
+
+@dataclasses.dataclass
+class Link:
+    next: Any = None
 
 
 class Level(enum.IntEnum):
@@ -35,69 +46,191 @@ class Mode(enum.StrEnum):
     FAST = "fast"
 
 
-def test_tuples_models_and_dataclasses_become_plain_data() -> None:
-    """Containers and records normalise to dicts and lists."""
-    value = {"t": (1, 2), "p": Point(x=1, tags=("a",)), "b": Box(width=1.5, inner=Point(x=2))}
-    assert normalize(value) == {
-        "t": [1, 2],
+class Shouty(str):
+    def __str__(self) -> str:
+        return self.upper()
+
+
+class Tagged(str):
+    """A string that is only equal to itself, so it can sit beside an equal plain key."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+class Lying(int):
+    def __int__(self) -> int:
+        return 0
+
+
+def _refusal(value: Any, **limits: Any) -> JSONCompatibilityError:
+    with pytest.raises(JSONCompatibilityError) as info:
+        normalize(value, **limits)
+    return info.value
+
+
+def test_tuples_become_lists() -> None:
+    """Tuples, nested or not, become lists."""
+    assert normalize((1, (2, (3,)), {"t": ()})) == [1, [2, [3]], {"t": []}]
+
+
+def test_models_dataclasses_and_mappings_become_dicts() -> None:
+    """Pydantic models, dataclasses and other mappings normalise to plain dicts."""
+    value = {
+        "p": Point(x=1, tags=("a",)),
+        "b": Box(width=1.5, inner=Point(x=2)),
+        "m": MappingProxyType({"k": (1,)}),
+        "o": OrderedDict(z=1),
+    }
+    out = normalize(value)
+    assert out == {
         "p": {"x": 1, "tags": ["a"]},
         "b": {"width": 1.5, "inner": {"x": 2, "tags": []}},
+        "m": {"k": [1]},
+        "o": {"z": 1},
     }
+    assert type(out["m"]) is dict and type(out["o"]) is dict
 
 
 def test_int_and_str_subclasses_become_plain_values() -> None:
     """IntEnum and StrEnum members become plain ints and strings; bools stay bools."""
-    out = normalize([Level.LOW, Mode.FAST, True, False, None])
-    assert out == [1, "fast", True, False, None]
-    assert [type(v) for v in out] == [int, str, bool, bool, type(None)]
+    out = normalize([Level.LOW, Mode.FAST, True, False, None, {"b": True}])
+    assert out == [1, "fast", True, False, None, {"b": True}]
+    assert [type(v) for v in out[:5]] == [int, str, bool, bool, type(None)]
+    assert type(out[5]["b"]) is bool
+
+
+def test_subclasses_keep_the_value_they_hold_whatever_their_conversions_say() -> None:
+    """A str or int subclass normalises to its own characters or value, not its __str__/__int__."""
+    out = normalize([Shouty("quiet"), Lying(7)])
+    assert out == ["quiet", 7]
+    assert [type(v) for v in out] == [str, int]
+
+
+def test_str_subclass_keys_become_plain_strings() -> None:
+    """A StrEnum key is a string: it becomes its plain value."""
+    out = normalize({Mode.FAST: 1, "slow": 2})
+    assert out == {"fast": 1, "slow": 2}
+    assert all(type(key) is str for key in out)
+
+
+def test_keys_that_collide_once_converted_are_refused() -> None:
+    """Two distinct keys that are one plain string would silently merge, so they are refused."""
+    error = _refusal({"outer": {Tagged("fast"): 1, "fast": 2}})
+    assert error.pointer == "/outer" and "same string" in error.reason
 
 
 @pytest.mark.parametrize(
-    ("value", "pointer", "keyword"),
+    ("value", "pointer"),
     [
-        ({"a": math.nan}, "/a", "type"),
-        ([1, math.inf], "/1", "type"),
-        ({1: "x"}, "", "type"),
-        ({"s": {1, 2}}, "/s", "type"),
-        ({"o": object()}, "/o", "type"),
+        ({"a": math.nan}, "/a"),
+        ([1, math.inf], "/1"),
+        ({"deep": [{"x": -math.inf}]}, "/deep/0/x"),
     ],
 )
-def test_values_outside_json_are_refused_with_a_pointer(
-    value: Any, pointer: str, keyword: str
-) -> None:
-    """NaN, infinity, non-string keys, sets and other objects are refused."""
-    with pytest.raises(JSONCompatibilityError) as info:
-        normalize(value)
-    assert (info.value.pointer, info.value.keyword) == (pointer, keyword)
+def test_nan_and_infinities_are_refused(value: Any, pointer: str) -> None:
+    """NaN, inf and -inf are not JSON numbers."""
+    error = _refusal(value)
+    assert (error.pointer, error.keyword) == (pointer, "type")
+    assert "not a JSON number" in error.reason
 
 
-def test_cycles_are_refused() -> None:
-    """A value that contains itself is refused at the point of the cycle."""
+@pytest.mark.parametrize("key", [1, None, (1, 2), True, 1.5])
+def test_non_string_keys_are_refused(key: Any) -> None:
+    """An object key that is not a string is refused, at the pointer of that object."""
+    error = _refusal({"obj": {key: "x"}})
+    assert (error.pointer, error.keyword) == ("/obj", "type")
+    assert "keys must be strings" in error.reason
+
+
+@pytest.mark.parametrize(
+    "value", [{1, 2}, frozenset({1}), b"bytes", object(), 1 + 2j, Point], ids=repr
+)
+def test_sets_and_other_objects_are_refused(value: Any) -> None:
+    """Sets, bytes, complex numbers, classes and arbitrary objects are not JSON."""
+    error = _refusal({"s": [value]})
+    assert (error.pointer, error.keyword) == ("/s/0", "type")
+    assert "not JSON-compatible" in error.reason
+
+
+def test_list_and_dict_cycles_are_refused_at_the_point_of_the_cycle() -> None:
+    """A list or dict that contains itself is refused, with the pointer of the repeat."""
     loop: list[Any] = [1]
     loop.append(loop)
-    with pytest.raises(JSONCompatibilityError) as info:
-        normalize({"x": loop})
-    assert info.value.keyword == "cycle" and info.value.pointer == "/x/1"
+    error = _refusal({"x": loop})
+    assert (error.keyword, error.pointer) == ("cycle", "/x/1")
+    me: dict[str, Any] = {}
+    me["self"] = {"again": me}
+    error = _refusal(me)
+    assert (error.keyword, error.pointer) == ("cycle", "/self/again")
+
+
+def test_dataclass_and_model_cycles_are_refused() -> None:
+    """A dataclass or a pydantic model that contains itself is refused with a pointer."""
+    link = Link()
+    link.next = link
+    error = _refusal([link])
+    assert (error.keyword, error.pointer) == ("cycle", "/0/next")
+    node = Node()
+    node.children.append(node)
+    error = _refusal({"tree": node})
+    assert (error.keyword, error.pointer) == ("cycle", "/tree")
+
+
+def test_a_model_that_cannot_be_serialised_is_refused() -> None:
+    """A model holding a value pydantic cannot dump is a normalisation error, not a crash."""
+    error = _refusal({"m": Node(children=[object()])})
+    assert (error.keyword, error.pointer) == ("type", "/m")
+    assert "Node" in error.reason
 
 
 def test_shared_but_acyclic_values_are_fine() -> None:
-    """The same list twice is not a cycle."""
+    """The same list twice is not a cycle, and each occurrence is copied."""
     shared = [1]
-    assert normalize({"a": shared, "b": shared}) == {"a": [1], "b": [1]}
+    out = normalize({"a": shared, "b": shared})
+    assert out == {"a": [1], "b": [1]}
+    assert out["a"] is not out["b"]
 
 
 def test_the_result_is_a_fresh_copy() -> None:
     """Mutating the normalised value leaves the input untouched."""
-    source = {"items": [1, {"k": "v"}]}
+    inner = {"k": "v"}
+    source = {"items": [1, inner], "box": Link(next=[1])}
     out = normalize(source)
     out["items"][1]["k"] = "changed"
     out["items"].append(2)
-    assert source == {"items": [1, {"k": "v"}]}
+    out["box"]["next"].append(2)
+    assert source["items"] == [1, {"k": "v"}] and inner == {"k": "v"}
+    assert source["box"] == Link(next=[1])
+    assert out is not source and out["items"] is not source["items"]
 
 
-def test_encode_is_compact_utf8() -> None:
-    """Encode uses no spaces and keeps non-ASCII characters as UTF-8."""
-    assert encode({"a": [1, "é"]}) == '{"a":[1,"é"]}'.encode()
+def test_limits_are_reported_with_their_keyword_and_pointer() -> None:
+    """Depth, node and integer-width caps raise with a keyword naming the cap."""
+    assert _refusal({"a": [[[]]]}, max_depth=3).keyword == "maxDepth"
+    assert normalize({"a": [[]]}, max_depth=3) == {"a": [[]]}
+    assert _refusal(list(range(10)), max_nodes=10).keyword == "maxNodes"
+    assert normalize(list(range(9)), max_nodes=10) == list(range(9))
+    error = _refusal({"n": [2**64]}, max_integer_bits=64)
+    assert (error.keyword, error.pointer) == ("maxIntegerBits", "/n/0")
+    assert normalize(2**64 - 1, max_integer_bits=64) == 2**64 - 1
+
+
+def test_encode_is_compact_utf8_keeping_non_ascii() -> None:
+    """Encoding uses no spaces and writes non-ASCII characters as UTF-8, not escapes."""
+    data = {"a": [1, "é"], "b": {"c": "日本 🎉"}, "d": None}
+    encoded = encode(data)
+    assert encoded == '{"a":[1,"é"],"b":{"c":"日本 🎉"},"d":null}'.encode()
+    assert b"\\u" not in encoded and b" " not in encoded.replace("日本 🎉".encode(), b"")
+    assert json.loads(encoded) == data
+
+
+def test_encode_refuses_nan() -> None:
+    """Encoding is strict too: NaN is never written."""
+    with pytest.raises(ValueError):
+        encode([math.nan])
 
 
 json_values = st.recursive(
@@ -113,8 +246,22 @@ json_values = st.recursive(
 )
 
 
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tuples(item) for key, item in value.items()}
+    return value
+
+
 @given(json_values)
 def test_json_values_round_trip(value: Any) -> None:
     """Any JSON value normalises to itself and survives encode and decode."""
     assert normalize(value) == value
     assert json.loads(encode(value)) == value
+
+
+@given(json_values)
+def test_tuples_anywhere_normalise_to_the_list_form(value: Any) -> None:
+    """Writing every list of a JSON value as a tuple normalises back to the same value."""
+    assert normalize(_tuples(value)) == value

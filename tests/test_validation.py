@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import builtins
 import io
+import math
+import re
 import socket
 import urllib.request
+from collections import Counter
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from toolcycle import ToolSchemaValidationError, ValidationLimits
+from toolcycle.models import Validation
 from toolcycle.validation import SchemaCompiler, validate_input, validate_output
 
 OBJECT = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+POINT_URI = "https://example.com/point.json"
+POINT = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 
 
 def _compile_error(schema: Any, **options: Any) -> ToolSchemaValidationError:
@@ -22,68 +29,103 @@ def _compile_error(schema: Any, **options: Any) -> ToolSchemaValidationError:
     return info.value
 
 
+def _first_issue(error: ToolSchemaValidationError) -> Any:
+    assert error.validation is not None and not error.validation.valid
+    return error.validation.issues[0]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
-    "ref", ["https://example.com/schema.json", "file:///etc/passwd", "other.json#/x"]
+    ("schema", "pointer"),
+    [
+        ({"$ref": "http://example.com/schema.json"}, "/$ref"),
+        ({"$ref": "https://example.com/schema.json#/$defs/a"}, "/$ref"),
+        ({"$ref": "file:///etc/passwd"}, "/$ref"),
+        ({"properties": {"x": {"$ref": "file:///etc/passwd"}}}, "/properties/x/$ref"),
+        ({"$defs": {"d": {"$ref": "http://127.0.0.1:9/x"}}}, "/$defs/d/$ref"),
+        ({"items": {"$ref": "other.json#/x"}}, "/items/$ref"),
+        ({"$dynamicRef": "https://example.com/meta#meta"}, "/$dynamicRef"),
+    ],
 )
-def test_references_outside_the_schema_are_never_retrieved(ref: str) -> None:
-    """A remote, file or relative $ref fails at compile time, naming its pointer."""
-    error = _compile_error({"properties": {"x": {"$ref": ref}}})
-    assert error.validation is not None
-    issue = error.validation.issues[0]
-    assert (issue.pointer, issue.keyword) == ("/properties/x/$ref", "$ref")
-    assert "pre-load" in issue.message
+def test_references_outside_the_schema_are_never_retrieved(schema: Any, pointer: str) -> None:
+    """A remote, file or relative reference fails at compile time, naming its pointer."""
+    error = _compile_error(schema)
+    issue = _first_issue(error)
+    assert issue.pointer == pointer
+    assert issue.keyword == pointer.rsplit("/", 1)[-1]
+    assert "never retrieved" in issue.message and "pre-load" in issue.message
     assert error.tool_name == "t" and error.schema_kind == "input"
 
 
 def test_nothing_is_opened_or_connected_while_compiling_and_validating(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Compiling and validating open no file and no socket."""
-    opened: list[Any] = []
+    """Compiling and validating, references included, open no file and no socket."""
+    calls: Counter[str] = Counter()
 
-    def refuse(name: str) -> Any:
-        def recorder(*args: Any, **kwargs: Any) -> Any:
-            opened.append((name, args))
-            raise AssertionError(f"{name} was called")
+    def counting(name: str, original: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return original(*args, **kwargs)
 
-        return recorder
+        return wrapper
 
-    documents = {"https://example.com/point.json": {"type": "object", "required": ["x"]}}
+    documents = {POINT_URI: POINT, "https://example.com/defs.json": {"$defs": {"s": POINT}}}
+    for target, name in [
+        (socket.socket, "connect"),
+        (socket, "create_connection"),
+        (urllib.request, "urlopen"),
+        (builtins, "open"),
+        (io, "open"),
+    ]:
+        monkeypatch.setattr(target, name, counting(name, getattr(target, name)))
+
     compiler = SchemaCompiler(documents)
-    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
-    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
-    monkeypatch.setattr(urllib.request, "urlopen", refuse("urlopen"))
-    monkeypatch.setattr(builtins, "open", refuse("open"))
-    monkeypatch.setattr(io, "open", refuse("io.open"))
-    schemas = [
-        OBJECT,
-        {"$ref": "https://example.com/point.json"},
-        {"$defs": {"p": {"type": "string"}}, "items": {"$ref": "#/$defs/p"}},
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "format": "uri"},
+    cases: list[tuple[Any, Any, bool]] = [
+        (OBJECT, {"a": 1}, True),
+        ({"$ref": POINT_URI}, {"x": 1}, True),
+        ({"$ref": POINT_URI}, {"x": "1"}, False),
+        ({"$ref": "https://example.com/defs.json#/$defs/s"}, {}, False),
+        ({"$defs": {"p": {"type": "string"}}, "items": {"$ref": "#/$defs/p"}}, ["s", 3], False),
+        ({"$schema": "https://json-schema.org/draft/2020-12/schema", "format": "uri"}, "x", True),
+        ({"$dynamicAnchor": "n", "items": {"$dynamicRef": "#n"}}, [[1]], True),
     ]
-    for schema in schemas:
-        compiled = compiler.compile(schema)
-        compiled.validate({"a": 1, "x": 2})
-        compiled.validate(["s", 3])
+    for schema, value, valid in cases:
+        assert compiler.compile(schema).validate(value)[1].valid is valid
     with pytest.raises(ToolSchemaValidationError):
         compiler.compile({"$ref": "https://example.com/missing.json"})
-    assert opened == []
+    with pytest.raises(ToolSchemaValidationError):
+        compiler.compile({"$ref": "file:///etc/hostname"})
+    assert sum(calls.values()) == 0, calls
 
 
 def test_pre_loaded_documents_resolve() -> None:
-    """A $ref to a pre-loaded document validates against it."""
-    documents = {"https://example.com/point.json": {"type": "object", "required": ["x"]}}
-    compiled = SchemaCompiler(documents).compile({"$ref": "https://example.com/point.json"})
-    assert compiled.validate({"x": 1})[1].valid
-    assert not compiled.validate({})[1].valid
+    """A $ref to a pre-loaded document, or to a definition inside one, validates against it."""
+    documents = {POINT_URI: POINT, "https://example.com/defs.json": {"$defs": {"p": POINT}}}
+    compiler = SchemaCompiler(documents=documents)
+    whole = compiler.compile({"$ref": POINT_URI})
+    assert whole.validate({"x": 1})[1].valid
+    assert not whole.validate({})[1].valid
+    part = compiler.compile({"items": {"$ref": "https://example.com/defs.json#/$defs/p"}})
+    assert part.validate([{"x": 1}])[1].valid
+    _, verdict = part.validate([{"x": 1}, {"x": "no"}])
+    assert not verdict.valid and verdict.issues[0].pointer == "/1/x"
 
 
-def test_a_missing_local_definition_is_a_compile_error() -> None:
-    """#/$defs/missing does not resolve, and the message says how to fix it."""
+def test_a_missing_local_definition_is_a_compile_error_naming_the_pointer() -> None:
+    """#/$defs/missing does not resolve: the error names the reference and where it is."""
     error = _compile_error({"$defs": {"a": {"$ref": "#/$defs/missing"}}})
-    assert error.validation is not None
-    assert error.validation.issues[0].pointer == "/$defs/a/$ref"
-    assert "add the missing definition" in error.validation.issues[0].message
+    issue = _first_issue(error)
+    assert (issue.pointer, issue.keyword) == ("/$defs/a/$ref", "$ref")
+    assert "#/$defs/missing" in issue.message
+    assert "fix the pointer or add the missing definition" in issue.message
+    assert "/$defs/a/$ref" in str(error)
 
 
 @pytest.mark.parametrize(
@@ -92,120 +134,251 @@ def test_a_missing_local_definition_is_a_compile_error() -> None:
         ({"type": "string", "pattern": "^(a+)+$"}, "/pattern"),
         ({"pattern": "(x*)*y"}, "/pattern"),
         ({"pattern": "((ab)+c?)+"}, "/pattern"),
+        ({"pattern": "^(a{1,3})+$"}, "/pattern"),
+        ({"pattern": "^(a{1,10}){1,10}$"}, "/pattern"),
+        ({"pattern": "(a)(?(1)(b+)+|c)"}, "/pattern"),
+        ({"patternProperties": {"^(a+)+$": {}}}, "/patternProperties/^(a+)+$"),
         ({"patternProperties": {"^(a|b+)+$": {}}}, "/patternProperties/^(a|b+)+$"),
+        ({"patternProperties": {"^(a/+)+$": {}}}, "/patternProperties/^(a~1+)+$"),
         ({"items": {"pattern": "(?:\\d+)*"}}, "/items/pattern"),
     ],
 )
 def test_nested_unbounded_quantifiers_are_refused(schema: dict[str, Any], pointer: str) -> None:
     """Patterns that can backtrack exponentially are refused at compile time."""
-    error = _compile_error(schema)
-    assert error.validation is not None
-    assert error.validation.issues[0].pointer == pointer
-    assert "exponential" in error.validation.issues[0].message
+    issue = _first_issue(_compile_error(schema))
+    assert (issue.pointer, issue.keyword) == (pointer, "pattern")
+    assert "exponential" in issue.message and "nested quantifier" in issue.message
 
 
-def test_safe_patterns_work_on_long_strings() -> None:
-    """A linear pattern validates a long string."""
-    compiled = SchemaCompiler().compile({"type": "string", "pattern": "^[a-z]+(-[a-z]+)?$"})
-    assert compiled.validate("a" * 10_000)[1].valid
-    assert not compiled.validate("a" * 10_000 + "!")[1].valid
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        ("^[a-z]+(-[a-z]+)?$", "a" * 10_000, "a" * 10_000 + "!"),
+        ("^(?:\\d{1,3}\\.){3}\\d{1,3}$", "192.168.0.1", "1.2.3"),
+        ("^([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}$", "fe80:0:0:0:0:0:0:1", "f" * 10_000),
+        ("^[a-z]+(\\.[a-z0-9-]+)*$", "a" + ".b-1" * 2_500, "a" + ".b" * 5_000 + "!"),
+        ("^([a-z]-?)+$", "a-" * 4_999 + "a", "a" * 10_000 + "!"),
+    ],
+)
+def test_safe_patterns_compile_and_work_on_long_strings(pattern: str, good: str, bad: str) -> None:
+    """Linear or tightly bounded patterns are accepted and validate long strings."""
+    compiled = SchemaCompiler().compile({"type": "string", "pattern": pattern})
+    assert compiled.validate(good)[1].valid
+    _, verdict = compiled.validate(bad)
+    assert not verdict.valid and verdict.issues[0].keyword == "pattern"
 
 
 def test_invalid_and_overlong_patterns_are_refused() -> None:
-    """A pattern that does not compile, or is too long, is a compile error."""
-    assert "not a valid regular expression" in str(_compile_error({"pattern": "(unclosed"}))
+    """A pattern that does not compile, or is longer than the limit, is a compile error."""
+    invalid = _first_issue(_compile_error({"properties": {"p": {"pattern": "(unclosed"}}}))
+    assert (invalid.pointer, invalid.keyword) == ("/properties/p/pattern", "pattern")
+    assert "not a valid regular expression" in invalid.message
+    bad_key = _first_issue(_compile_error({"patternProperties": {"[z-a]": {}}}))
+    assert bad_key.pointer == "/patternProperties/[z-a]"
     limits = ValidationLimits(max_pattern_length=10)
-    assert "longer than 10" in str(_compile_error({"pattern": "a" * 11}, limits=limits))
+    compiler = SchemaCompiler(limits=limits)
+    compiler.compile({"pattern": "a" * 10})
+    long = _first_issue(_compile_error({"pattern": "a" * 11}, limits=limits))
+    assert long.pointer == "/pattern" and "longer than 10" in long.message
 
 
-def test_schema_size_and_depth_are_capped() -> None:
-    """Schemas over the byte or depth limit are refused before any other check."""
+def test_schema_depth_and_size_are_capped_at_compile_time() -> None:
+    """Schemas over the depth or byte limit are refused; at the limit they compile."""
     deep: dict[str, Any] = {}
     node = deep
     for _ in range(80):
         node["items"] = {}
         node = node["items"]
-    assert _compile_error(deep).validation.issues[0].keyword == "maxDepth"  # type: ignore[union-attr]
+    assert _first_issue(_compile_error(deep)).keyword == "maxDepth"
+    shallow = ValidationLimits(max_schema_depth=3)
+    SchemaCompiler(limits=shallow).compile({"items": {"items": {}}})
+    assert (
+        _first_issue(_compile_error({"items": {"items": {"items": {}}}}, limits=shallow)).keyword
+        == "maxDepth"
+    )
     big = {"enum": list(range(1000))}
-    small = ValidationLimits(max_schema_bytes=100)
-    error = _compile_error(big, limits=small)
-    assert error.validation is not None and error.validation.issues[0].keyword == "maxSchemaBytes"
+    issue = _first_issue(_compile_error(big, limits=ValidationLimits(max_schema_bytes=100)))
+    assert issue.keyword == "maxSchemaBytes" and "over the limit of 100" in issue.message
 
 
-def test_instance_caps_give_a_failed_validation_not_an_exception() -> None:
-    """Deep, large or huge-integer values fail validation with a named keyword."""
+def test_schemas_that_are_not_strict_json_are_refused() -> None:
+    """NaN or a non-string key inside a schema is a compile error at its pointer."""
+    nan = _first_issue(_compile_error({"properties": {"a": {"minimum": math.nan}}}))
+    assert nan.pointer == "/properties/a/minimum"
+    key = _first_issue(_compile_error({"properties": {1: {}}}))
+    assert key.pointer == "/properties"
+
+
+def test_a_deep_instance_is_a_failed_validation_not_an_exception() -> None:
+    """A value nested 2,000 levels deep fails with maxDepth; at the limit it passes."""
+    compiled = SchemaCompiler().compile({"type": "array"})
+    data, verdict = compiled.validate(_nested(2_000))
+    assert data is None and not verdict.valid
+    assert verdict.issues[0].keyword == "maxDepth"
+    assert verdict.issues[0].pointer == "/0" * 64
+    assert compiled.validate(_nested(64))[1].valid
+
+
+def test_too_many_nodes_is_a_failed_validation() -> None:
+    """The node cap counts every value; one over it fails with maxNodes."""
     compiled = SchemaCompiler(limits=ValidationLimits(max_instance_nodes=100)).compile({})
-    deep: Any = []
-    for _ in range(2000):
-        deep = [deep]
-    assert compiled.validate(deep)[1].issues[0].keyword == "maxDepth"
-    assert compiled.validate(list(range(200)))[1].issues[0].keyword == "maxNodes"
-    huge = 10**5000
-    assert compiled.validate({"n": huge})[1].issues[0].keyword == "maxIntegerBits"
+    assert compiled.validate(list(range(99)))[1].valid
+    _, verdict = compiled.validate(list(range(100)))
+    assert not verdict.valid and verdict.issues[0].keyword == "maxNodes"
+
+
+def test_a_huge_integer_is_a_failed_validation() -> None:
+    """An integer of 5,000 digits fails with maxIntegerBits; 4,096 bits still passes."""
+    compiled = SchemaCompiler().compile({"type": "object"})
+    _, verdict = compiled.validate({"n": 10**5000})
+    assert not verdict.valid
+    assert (verdict.issues[0].keyword, verdict.issues[0].pointer) == ("maxIntegerBits", "/n")
+    assert compiled.validate({"n": -(2**4096 - 1)})[1].valid
+    assert not compiled.validate({"n": 2**4096})[1].valid
+
+
+def test_values_outside_json_are_a_failed_validation_not_an_exception() -> None:
+    """NaN, a set or a model that contains itself fails validation at its pointer."""
+
+    class Node(BaseModel):
+        children: list[Any] = []
+
+    node = Node()
+    node.children.append(node)
+    compiled = SchemaCompiler().compile({"type": "object"})
+    for value, pointer, keyword in [
+        ({"a": [math.nan]}, "/a/0", "type"),
+        ({"s": {1}}, "/s", "type"),
+        ({"n": node}, "/n", "cycle"),
+    ]:
+        data, verdict = compiled.validate(value)
+        assert data is None and not verdict.valid
+        assert (verdict.issues[0].pointer, verdict.issues[0].keyword) == (pointer, keyword)
 
 
 def test_a_reference_cycle_is_a_failed_validation() -> None:
     """A schema that refers to itself in a loop fails validation; nothing is raised."""
     compiled = SchemaCompiler().compile(
-        {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
     )
-    data, validation = compiled.validate(1)
-    assert data == 1 and not validation.valid
-    assert validation.issues[0].keyword == "$validator"
-    assert "loop" in validation.issues[0].message
+    data, verdict = compiled.validate({"k": 1})
+    assert data == {"k": 1} and not verdict.valid
+    assert verdict.issues[0].keyword == "$validator"
+    assert "loop" in verdict.issues[0].message
+    assert not validate_output(compiled, 1).valid
 
 
-def test_messages_are_truncated_and_pointers_escaped() -> None:
-    """Long offending values are cut short; keys with / and ~ are escaped."""
+def test_check_on_data_deeper_than_the_stack_never_raises() -> None:
+    """check() skips the caps, yet a recursion overflow becomes a $validator issue."""
+    compiled = SchemaCompiler().compile({"items": {"$ref": "#"}})
+    verdict = compiled.check(_nested(100_000))
+    assert not verdict.valid and verdict.issues[0].keyword == "$validator"
+
+
+def test_messages_are_truncated() -> None:
+    """A 10,000-character value failing maxLength gives a short message."""
+    compiled = SchemaCompiler().compile({"type": "string", "maxLength": 3})
+    _, verdict = compiled.validate("x" * 10_000)
+    message = verdict.issues[0].message
+    assert verdict.issues[0].keyword == "maxLength"
+    assert len(message) < 300 and message.endswith("...")
+    assert len(verdict.summary()) < 300
+
+
+def test_pointers_are_rfc_6901_escaped() -> None:
+    """Keys holding / and ~ are escaped as ~1 and ~0, in verdicts and in normalisation errors."""
     compiled = SchemaCompiler().compile(
-        {"properties": {"a/b~c": {"type": "string", "maxLength": 3}}}
+        {"properties": {"a/b~c": {"type": "array", "items": {"type": "string"}}}}
     )
-    _, validation = compiled.validate({"a/b~c": "x" * 10_000})
-    issue = validation.issues[0]
-    assert issue.pointer == "/a~1b~0c"
-    assert len(issue.message) <= 240
+    _, verdict = compiled.validate({"a/b~c": ["ok", 7]})
+    assert verdict.issues[0].pointer == "/a~1b~0c/1"
+    _, refused = compiled.validate({"~/": [math.inf]})
+    assert refused.issues[0].pointer == "/~0~1/0"
 
 
 @pytest.mark.parametrize(
-    ("schema", "keyword"),
+    ("schema", "pointer", "keyword"),
     [
-        ({"type": "strin"}, "anyOf"),
-        (["not", "a", "schema"], "type"),
-        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "$schema"),
-        ({"minLength": -1}, "minimum"),
+        ({"type": "strin"}, "/type", "anyOf"),
+        ({"minLength": -1}, "/minLength", "minimum"),
+        ({"properties": {"a": {"required": "a"}}}, "/properties/a/required", "type"),
+        (["not", "a", "schema"], "", "type"),
+        ("string", "", "type"),
+        (None, "", "type"),
+        (3, "", "type"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "/$schema", "$schema"),
+        ({"$schema": "https://json-schema.org/draft/2019-09/schema"}, "/$schema", "$schema"),
     ],
 )
-def test_unusable_schemas_are_refused(schema: Any, keyword: str) -> None:
-    """Metaschema violations, non-schemas and other dialects fail at compile time."""
-    error = _compile_error(schema)
-    assert error.validation is not None and error.validation.issues[0].keyword == keyword
+def test_unusable_schemas_are_refused_at_compile_time(
+    schema: Any, pointer: str, keyword: str
+) -> None:
+    """Metaschema violations, non-schemas and other dialects fail when compiled."""
+    issue = _first_issue(_compile_error(schema))
+    assert (issue.pointer, issue.keyword) == (pointer, keyword)
+
+
+def test_the_2020_12_schema_uri_is_accepted_with_or_without_a_fragment() -> None:
+    """$schema may name draft 2020-12 with or without the empty fragment."""
+    for uri in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2020-12/schema#",
+    ):
+        assert SchemaCompiler().compile({"$schema": uri, "type": "integer"}).check(1).valid
 
 
 def test_boolean_schemas_work() -> None:
-    """True accepts everything and false nothing."""
+    """True accepts everything and false nothing, at the root and inside a schema."""
     compiler = SchemaCompiler()
-    assert compiler.compile(True).validate({"a": 1})[1].valid
-    assert not compiler.compile(False).validate(None)[1].valid
+    assert compiler.compile(True).validate({"a": [1, None]})[1].valid
+    _, verdict = compiler.compile(False).validate(None)
+    assert not verdict.valid and verdict.issues[0].pointer == ""
+    closed = compiler.compile({"properties": {"a": True}, "additionalProperties": False})
+    assert closed.validate({"a": 1})[1].valid
+    assert not closed.validate({"b": 1})[1].valid
 
 
-def test_validate_input_raises_and_validate_output_returns() -> None:
-    """validate_input raises with the Validation; validate_output only reports."""
-    compiled = SchemaCompiler().compile(OBJECT)
-    assert validate_input(compiled, {"a": 1}) == {"a": 1}
+def test_validate_input_raises_with_the_validation() -> None:
+    """validate_input returns the normalised input, or raises carrying the Validation."""
+    compiled = SchemaCompiler().compile({"type": "object", "properties": {"t": {"type": "array"}}})
+    data = validate_input(compiled, {"t": (1, 2)})
+    assert data == {"t": [1, 2]}
     with pytest.raises(ToolSchemaValidationError) as info:
-        validate_input(compiled, {"a": "x"}, tool_name="t")
-    assert info.value.validation is not None and info.value.tool_name == "t"
+        validate_input(compiled, {"t": "x"}, tool_name="t")
+    error = info.value
+    assert error.validation is not None and not error.validation.valid
+    assert error.validation.issues[0].pointer == "/t"
+    assert (error.tool_name, error.schema_kind) == ("t", "input")
+    assert "/t" in str(error)
+
+
+def test_validate_output_returns_a_validation_and_never_raises() -> None:
+    """validate_output only reports, whether the output passes or not."""
+    compiled = SchemaCompiler().compile(OBJECT)
+    assert validate_output(compiled, {"a": 1}).valid
     verdict = validate_output(compiled, {"a": "x"})
+    assert isinstance(verdict, Validation)
     assert not verdict.valid and verdict.issues[0].pointer == "/a"
 
 
-def test_issues_are_capped_and_most_relevant_first() -> None:
-    """At most 20 issues are reported."""
-    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(40)}}
+def test_issues_are_capped_at_twenty_and_most_relevant_first() -> None:
+    """Shallow errors come first, weak keywords last, then the list is cut at 20."""
+    properties: dict[str, Any] = {"q": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
+    properties.update({f"p{i:02}": {"type": "integer"} for i in range(40)})
+    schema = {"type": "object", "required": ["missing"], "properties": properties}
     compiled = SchemaCompiler().compile(schema)
-    _, validation = compiled.validate({f"p{i}": "x" for i in range(40)})
-    assert len(validation.issues) == 20
-    assert all(issue.keyword == "type" for issue in validation.issues)
+    _, verdict = compiled.validate({"q": 1, **{f"p{i:02}": "x" for i in range(40)}})
+    assert len(verdict.issues) == 20
+    assert (verdict.issues[0].pointer, verdict.issues[0].keyword) == ("", "required")
+    assert [issue.pointer for issue in verdict.issues[1:]] == [f"/p{i:02}" for i in range(19)]
+    assert all(issue.keyword == "type" for issue in verdict.issues[1:])
+
+
+def test_a_weak_keyword_comes_after_a_definite_one_at_the_same_place() -> None:
+    """At one pointer, an anyOf failure is listed after a plain keyword failure."""
+    schema = {"anyOf": [{"type": "string"}, {"type": "null"}], "minimum": 5}
+    _, verdict = SchemaCompiler().compile(schema).validate(1)
+    assert [issue.keyword for issue in verdict.issues] == ["minimum", "anyOf"]
 
 
 def test_a_validator_crash_becomes_an_issue(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,8 +389,9 @@ def test_a_validator_crash_becomes_an_issue(monkeypatch: pytest.MonkeyPatch) -> 
         raise ValueError("internal")
 
     monkeypatch.setattr(type(compiled._validator), "is_valid", explode)
-    validation = compiled.check({"a": 1})
-    assert not validation.valid and "ValueError" in validation.issues[0].message
+    verdict = compiled.check({"a": 1})
+    assert not verdict.valid and verdict.issues[0].keyword == "$validator"
+    assert re.search(r"ValueError: internal", verdict.issues[0].message)
 
 
 def test_custom_dialects_must_be_pre_loaded_and_built_on_2020_12() -> None:
@@ -228,8 +402,15 @@ def test_custom_dialects_must_be_pre_loaded_and_built_on_2020_12() -> None:
         "https://example.com/old.json": {"$schema": "http://json-schema.org/draft-07/schema#"},
     }
     compiler = SchemaCompiler(documents)
-    compiler.compile({"$schema": meta_uri, "type": "string"})
-    with pytest.raises(ToolSchemaValidationError):
-        compiler.compile({"$schema": "https://example.com/old.json"})
-    with pytest.raises(ToolSchemaValidationError):
-        compiler.compile({"$schema": 7})
+    assert compiler.compile({"$schema": meta_uri, "type": "string"}).check("s").valid
+    for bad in ("https://example.com/old.json", "https://example.com/unknown.json", 7):
+        with pytest.raises(ToolSchemaValidationError):
+            compiler.compile({"$schema": bad})
+
+
+def test_the_false_schema_reports_the_keyword_false() -> None:
+    """A value against the boolean schema false is rejected under the keyword 'false'."""
+    from toolcycle.validation import SchemaCompiler as Compiler
+
+    issue = Compiler().compile(False).validate(1)[1].issues[0]
+    assert (issue.pointer, issue.keyword) == ("", "false")

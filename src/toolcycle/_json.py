@@ -95,14 +95,16 @@ class _Walker:
         """Subclasses of the JSON types, models, dataclasses and other mappings."""
         if isinstance(value, bool):  # pragma: no cover - bool cannot be subclassed
             return bool(value)
+        # The base type's own conversion gives the plain value the subclass holds,
+        # whatever its __str__ or __int__ say (an IntEnum member becomes its int).
         if isinstance(value, int):
-            return self._integer(value)
+            return self._integer(int.__int__(value))
         if isinstance(value, float):
-            return self._float(value)
+            return self._float(float.__float__(value))
         if isinstance(value, str):
-            return str(value)
+            return str.__str__(value)
         if isinstance(value, BaseModel):
-            return self.walk(value.model_dump(mode="json"), depth)
+            return self.walk(self._dump(value), depth)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             return self._container(value, fields, depth)
@@ -111,6 +113,20 @@ class _Walker:
         raise JSONCompatibilityError(
             "", f"a value of type {type(value).__name__} is not JSON-compatible"
         )
+
+    @staticmethod
+    def _dump(model: BaseModel) -> Any:
+        """Dump a model in JSON mode; its serialisation errors become ours."""
+        try:
+            return model.model_dump(mode="json")
+        except ValueError as exc:  # pydantic's PydanticSerializationError is one
+            message = str(exc)
+            keyword = "cycle" if "Circular reference" in message else "type"
+            raise JSONCompatibilityError(
+                "",
+                f"the {type(model).__name__} model cannot be serialised: {message:.160}",
+                keyword=keyword,
+            ) from None
 
     def _container(self, owner: object, value: Any, depth: int) -> Any:
         if depth >= self.max_depth:
@@ -137,15 +153,23 @@ class _Walker:
 
     def _object(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        converted = False
         for key, item in value.items():
             if type(key) is not str:
-                raise JSONCompatibilityError(
-                    "", f"object keys must be strings, got {type(key).__name__} {key!r:.40}"
-                )
+                if not isinstance(key, str):
+                    raise JSONCompatibilityError(
+                        "", f"object keys must be strings, got {type(key).__name__} {key!r:.40}"
+                    )
+                key = str.__str__(key)  # a str subclass such as a StrEnum member
+                converted = True
             try:
                 out[key] = self.walk(item, depth)
             except JSONCompatibilityError as error:
                 raise error._within(key) from None
+        if converted and len(out) != len(value):
+            raise JSONCompatibilityError(
+                "", "two keys are the same string once converted to plain strings"
+            )
         return out
 
 

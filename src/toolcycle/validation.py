@@ -23,6 +23,7 @@ exceptions, live here and nowhere else.
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,12 @@ _SUBSCHEMA_MAPS = ("$defs", "definitions", "dependentSchemas", "patternPropertie
 
 _sre_parser: Any = importlib.import_module("re._parser")
 _UNBOUNDED = _sre_parser.MAXREPEAT
+# A repeat bounded above this counts as unbounded.
+_BOUNDED_REPEAT = 100
+# Nested bounded repeats may split a string between them at most this many ways
+# (as a natural logarithm: 100,000 ways), which keeps a failed match fast.
+_LOG_SPLIT_BUDGET = math.log(100_000)
+_OUTER_CAP = 10**6
 _REPEATS = {
     _sre_parser.MAX_REPEAT,
     _sre_parser.MIN_REPEAT,
@@ -118,7 +125,8 @@ def _pointer(path: Iterator[Any] | Any) -> str:
 def _issue(error: ValidationError) -> ValidationIssue:
     return ValidationIssue(
         pointer=_pointer(error.absolute_path),
-        keyword=str(error.validator),
+        # jsonschema reports the boolean schema false with no keyword at all.
+        keyword="false" if error.validator is None else str(error.validator),
         message=_truncate(error.message),
     )
 
@@ -378,36 +386,133 @@ def _pattern_problems(
             pointer,
             "pattern",
             (
-                f"the pattern {_truncate(pattern, 80)!r} repeats a group that itself repeats without "
-                "bound (as in (a+)+); that can take exponential time, so rewrite it without the "
-                "nested quantifier"
+                f"the pattern {_truncate(pattern, 80)!r} repeats a group that itself repeats a "
+                "varying number of times (as in (a+)+ or (a{1,3})+); that can take exponential "
+                "time, so rewrite it without the nested quantifier"
             ),
         )
 
 
-def _nested_unbounded(parsed: Any, *, inside: bool) -> bool:
+def _nested_unbounded(parsed: Any, *, inside: bool, outer: int = 1) -> bool:
+    r"""Whether ``parsed`` nests a variable-length repeat inside a repeat that iterates a lot.
+
+    An unbounded repeat inside an unbounded one (``(a+)+``) is refused, and so is
+    any repeat that can match two or more different counts (``(a{1,3})+``) inside
+    an unbounded one. Inside bounded repeats, a variable repeat is refused when the
+    ways of splitting a string between them exceed a fixed budget
+    (``(a{1,10}){1,10}``), while ``(\d{1,3}\.){3}`` stays allowed.
+
+    Args:
+        parsed: a parsed (sub)pattern.
+        inside: an enclosing repeat is unbounded (or bounded above 100).
+        outer: the product of the upper bounds of the bounded repeats enclosing ``parsed``.
+    """
     for op, arg in parsed:
         if op in _REPEATS:
-            _low, high, sub = arg
-            unbounded = high == _UNBOUNDED or high > 100
-            if unbounded and inside:
+            low, high, sub = arg
+            unbounded = high == _UNBOUNDED or high > _BOUNDED_REPEAT
+            variable = high > 1 and low != high
+            if inside and (unbounded or variable):
                 return True
-            if _nested_unbounded(sub, inside=inside or unbounded):
+            if (
+                variable
+                and not unbounded
+                and outer > 1
+                and outer * math.log(high - low + 1) > _LOG_SPLIT_BUDGET
+            ):
+                return True
+            if _delimited(sub):  # each iteration starts at its own separator
+                if _nested_unbounded(sub, inside=False, outer=1):
+                    return True
+                continue
+            nested_outer = outer if unbounded else min(outer * max(high, 1), _OUTER_CAP)
+            if _nested_unbounded(sub, inside=inside or unbounded, outer=nested_outer):
                 return True
         elif op is _sre_parser.SUBPATTERN:
-            if _nested_unbounded(arg[-1], inside=inside):
+            if _nested_unbounded(arg[-1], inside=inside, outer=outer):
                 return True
         elif op is _sre_parser.BRANCH:
-            if any(_nested_unbounded(branch, inside=inside) for branch in arg[1]):
+            if any(_nested_unbounded(branch, inside=inside, outer=outer) for branch in arg[1]):
+                return True
+        elif op is _sre_parser.GROUPREF_EXISTS:
+            if any(
+                branch is not None and _nested_unbounded(branch, inside=inside, outer=outer)
+                for branch in arg[1:]
+            ):
                 return True
         elif op in (_sre_parser.ASSERT, _sre_parser.ASSERT_NOT):
-            if _nested_unbounded(arg[1], inside=inside):
+            if _nested_unbounded(arg[1], inside=inside, outer=outer):
                 return True
         elif op is getattr(_sre_parser, "ATOMIC_GROUP", None) and _nested_unbounded(
-            arg, inside=inside
+            arg, inside=inside, outer=outer
         ):
             return True
     return False
+
+
+def _delimited(sub: Any) -> bool:
+    r"""Whether every match of ``sub`` starts with a separator nothing else in it can match.
+
+    Then a string splits into iterations of a repeat of ``sub`` in one way only
+    (``(\.[a-z]+)*`` cuts at each dot), so the repeat cannot backtrack
+    between its iterations. Letters never count as separators (case folding).
+    """
+    items = list(sub)
+    while len(items) == 1 and items[0][0] is _sre_parser.SUBPATTERN:
+        items = list(items[0][1][-1])
+    if not items or items[0][0] is not _sre_parser.LITERAL:
+        return False
+    char = chr(items[0][1])
+    if char.lower() != char.upper():
+        return False
+    return not any(_may_consume(op, arg, char) for op, arg in items[1:])
+
+
+_CATEGORY_REGEX = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+def _may_consume(op: Any, arg: Any, char: str) -> bool:
+    """Whether the parsed item ``(op, arg)`` may consume ``char``; True when unsure."""
+    if op is _sre_parser.LITERAL:
+        return bool(chr(arg) == char)
+    if op is _sre_parser.NOT_LITERAL:
+        return bool(chr(arg) != char)
+    if op is _sre_parser.AT:
+        return False
+    if op is _sre_parser.IN:
+        return _set_matches(arg, char)
+    if op in _REPEATS:
+        return any(_may_consume(o, a, char) for o, a in arg[2])
+    if op is _sre_parser.SUBPATTERN:
+        return any(_may_consume(o, a, char) for o, a in arg[-1])
+    if op is _sre_parser.BRANCH:
+        return any(_may_consume(o, a, char) for branch in arg[1] for o, a in branch)
+    return True  # ANY, backreferences, lookarounds, conditionals: assume it may
+
+
+def _set_matches(items: Any, char: str) -> bool:
+    """Whether a character set ``[...]`` may match ``char``; True when unsure."""
+    negate = False
+    hit = False
+    for op, arg in items:
+        if op is _sre_parser.NEGATE:
+            negate = True
+        elif op is _sre_parser.LITERAL:
+            hit = hit or chr(arg) == char
+        elif op is _sre_parser.RANGE:
+            hit = hit or arg[0] <= ord(char) <= arg[1]
+        elif op is _sre_parser.CATEGORY and str(arg) in _CATEGORY_REGEX:
+            hit = hit or re.fullmatch(_CATEGORY_REGEX[str(arg)], char) is not None
+        else:
+            return True
+    return hit != negate
 
 
 def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | None = None) -> Any:
