@@ -11,9 +11,12 @@ from __future__ import annotations
 import statistics
 import sys
 import timeit
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from benchmarks import bench_runtime
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPEATS = 7
 TARGET_ADDED_US = 20.0
@@ -28,6 +31,7 @@ def measure(fn: Callable[[], None]) -> float:
 
 
 def main() -> int:
+    """Time every benchmark, print the table and the ratios; always returns 0."""
     bench_runtime.setup()
     try:
         names = [name for name in dir(bench_runtime) if name.startswith("time_")]
