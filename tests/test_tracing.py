@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolcycle import NullTracer, StructlogTracer, ToolExecutionTrace, ToolRuntime
 from toolcycle.testing import FakeTool
@@ -83,3 +85,14 @@ def test_call_ids_are_unique_within_and_across_runtimes() -> None:
                     assert trace is not None
                     ids.append(trace.call_id)
     assert len(set(ids)) == 100
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_iso_utc_matches_datetime_isoformat(seconds: float) -> None:
+    """The cached formatter gives exactly what datetime.isoformat gives."""
+    from datetime import UTC, datetime
+
+    from toolcycle.tracing import iso_utc
+
+    expected = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
+    assert iso_utc(seconds) == expected

@@ -162,6 +162,12 @@ class _Walker:
                     )
                 key = str.__str__(key)  # a str subclass such as a StrEnum member
                 converted = True
+            kind = type(item)
+            if (kind is str or kind is bool or item is None) and self.nodes < self.max_nodes:
+                # The commonest leaves, inline: a call per leaf is most of the cost.
+                self.nodes += 1
+                out[key] = item
+                continue
             try:
                 out[key] = self.walk(item, depth)
             except JSONCompatibilityError as error:

@@ -149,8 +149,11 @@ def _failed(
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     kind = error_type or type(exc).__name__
     trace = traces.finish(record, "error", error_message=message, error_type=kind)
-    result = ToolResult(
-        success=False, error=message, error_type=kind, trace=trace, changes=tuple(changes)
+    return ToolResult(
+        success=False,
+        error=message,
+        error_type=kind,
+        trace=trace,
+        changes=tuple(changes),
+        exception=exc,
     )
-    result._exception = exc
-    return result

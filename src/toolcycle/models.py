@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NoReturn, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from toolcycle.errors import ToolExecutionError
 
@@ -170,7 +171,7 @@ class ToolResult(BaseModel):
     without raising; the runtime then adds the trace.
     """
 
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     success: bool
     output: Any = None
@@ -183,13 +184,8 @@ class ToolResult(BaseModel):
     trace: ToolExecutionTrace | None = None
     changes: tuple[Change, ...] = ()
     """The changes this call recorded, in order."""
-
-    _exception: BaseException | None = PrivateAttr(default=None)
-
-    @property
-    def exception(self) -> BaseException | None:
-        """The exception the tool raised, when the failure came from one."""
-        return self._exception
+    exception: SkipJsonSchema[BaseException | None] = Field(default=None, exclude=True, repr=False)
+    """The exception behind the failure, when there was one; never serialised."""
 
     def raise_for_error(self) -> None:
         """Raise `ToolExecutionError` if the call failed, chaining the original exception.
@@ -206,4 +202,4 @@ class ToolResult(BaseModel):
         error = ToolExecutionError(
             self.error or "the tool call failed", tool_name=tool_name, plan_id=plan_id
         )
-        raise error from self._exception
+        raise error from self.exception

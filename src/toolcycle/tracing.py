@@ -106,9 +106,25 @@ class StructlogTracer:
 _log = get_logger("toolcycle.tracing")
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def iso_utc(seconds: float) -> str:
-    """Format seconds since the epoch as ISO-8601 in UTC, with microseconds."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
+    """Format seconds since the epoch as ISO-8601 in UTC, with microseconds.
+
+    The date and time up to the second are formatted once per second and reused:
+    every call formats two timestamps, and most fall in the same second.
+    """
+    global _second_cache
+    whole = int(seconds // 1)
+    micros = round((seconds - whole) * 1_000_000)
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    cached_second, prefix = _second_cache
+    if cached_second != whole:
+        prefix = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second_cache = (whole, prefix)
+    return f"{prefix}.{micros:06d}+00:00"
 
 
 class CallRecord:
