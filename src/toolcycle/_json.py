@@ -190,6 +190,10 @@ def normalize(
     return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, 0)
 
 
+# Built once: json.dumps with non-default options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode(value: Any) -> bytes:
     """Serialise already-normalised JSON data compactly as UTF-8."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return _ENCODER.encode(value).encode()

@@ -150,6 +150,16 @@ class ToolLifecycleCache:
         activation._finish(error)
         return cached
 
+    def settled(self, plan_id: str, name: str) -> bool:
+        """Whether ``name`` finished activating successfully in the plan (lock-free).
+
+        A fast path for warm calls: reading two dicts is atomic in CPython, and a
+        stale answer of False only sends the caller down the locked path.
+        """
+        plan = self._plans.get(plan_id)
+        activation = plan.activations.get(name) if plan is not None else None
+        return activation is not None and activation.done and activation.error is None
+
     def is_active(self, plan_id: str, name: str) -> bool:
         """Whether ``name`` has been activated, successfully, in the plan."""
         with self._lock:

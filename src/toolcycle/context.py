@@ -9,8 +9,7 @@ they change; the runtime marks it ended when the plan ends.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ from toolcycle.models import BoundResource, Change
 from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler, undo_changes
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Mapping
 
 __all__ = ["ToolExecutionContext"]
 
@@ -137,12 +136,12 @@ class ToolExecutionContext:
         )
 
 
-@contextmanager
-def _collect_call_changes() -> Iterator[list[Change]]:
-    """Collect the changes recorded while the block runs in this thread or task."""
+def _start_collecting() -> tuple[list[Change], Token[list[Change] | None]]:
+    """Start collecting the changes recorded by this thread or task's current call."""
     collected: list[Change] = []
-    token = _call_changes.set(collected)
-    try:
-        yield collected
-    finally:
-        _call_changes.reset(token)
+    return collected, _call_changes.set(collected)
+
+
+def _stop_collecting(token: Token[list[Change] | None]) -> None:
+    """Stop the collection started by `_start_collecting`."""
+    _call_changes.reset(token)

@@ -31,7 +31,7 @@ from toolcycle.cache import Activation, ToolLifecycleCache
 from toolcycle.callables import wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.capabilities import check_capabilities
-from toolcycle.context import ToolExecutionContext, _collect_call_changes
+from toolcycle.context import ToolExecutionContext, _start_collecting, _stop_collecting
 from toolcycle.errors import (
     ToolAccessDeniedError,
     ToolActivationError,
@@ -400,9 +400,12 @@ class ToolRuntime:
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
-        with _collect_call_changes() as changes:
+        changes, collecting = _start_collecting()
+        try:
             outcome = self._run_sync(call, entry, data, timeout)
             return self._finish(call, entry, outcome, changes)
+        finally:
+            _stop_collecting(collecting)
 
     async def aexecute(
         self,
@@ -424,9 +427,12 @@ class ToolRuntime:
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
-        with _collect_call_changes() as changes:
+        changes, collecting = _start_collecting()
+        try:
             outcome = await self._run_async(call, entry, data, timeout)
             return self._finish(call, entry, outcome, changes)
+        finally:
+            _stop_collecting(collecting)
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool for the plan now, ahead of its first call; no-op if it is active.
@@ -456,6 +462,8 @@ class ToolRuntime:
 
     def _ensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
         """Step 3 from sync code: activate once per plan, or wait for the activation."""
+        if self._cache.settled(call.ctx.plan_id, call.name):
+            return
         if not (explicit or self.auto_activate):
             self._require_active(call)
             return
@@ -473,6 +481,8 @@ class ToolRuntime:
 
     async def _aensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
         """Step 3 from async code."""
+        if self._cache.settled(call.ctx.plan_id, call.name):
+            return
         if not (explicit or self.auto_activate):
             self._require_active(call)
             return
