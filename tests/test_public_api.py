@@ -78,8 +78,10 @@ ALLOWED = {
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation"},
     "cache": {"context", "errors", "protocols"},
+    "_activation": {"_invoke", "cache", "context", "errors", "protocols", "tracing"},
     "_results": {"_json", "context", "errors", "models", "tracing", "validation"},
     "runtime": {
+        "_activation",
         "_invoke",
         "_results",
         "_types",

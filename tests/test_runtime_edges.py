@@ -303,3 +303,51 @@ def test_output_that_is_not_json_keeps_a_tool_output_error(runtime: ToolRuntime)
         result = runtime.execute("fake", {}, ctx)
     assert isinstance(result.exception, ToolOutputError)
     assert result.exception.tool_name == "fake"
+
+
+async def test_async_waiters_share_the_owner_activation() -> None:
+    """A task arriving while another activates waits for it instead of activating."""
+    tool = AsyncStages()
+    tool.activate_gate = asyncio.Event()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            owner = asyncio.ensure_future(runtime.aexecute("stages", {}, ctx))
+            await asyncio.wait_for(tool.entered.wait(), WAIT)
+            waiter = asyncio.ensure_future(runtime.aexecute("stages", {}, ctx))
+            for _ in range(5):
+                await asyncio.sleep(0)  # let the waiter reach the pending activation
+            assert not waiter.done()
+            tool.activate_gate.set()
+            results = await asyncio.wait_for(asyncio.gather(owner, waiter), WAIT)
+    assert tool.activations == 1 and all(r.success for r in results)
+
+
+def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged() -> None:
+    """If undoing a late activation fails, the call still fails cleanly."""
+    entered = threading.Event()
+    release = threading.Event()
+
+    class Slow(FakeTool):
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            entered.set()
+            assert release.wait(WAIT)
+
+    errors: list[BaseException] = []
+    with ToolRuntime() as runtime:
+        runtime.register(Slow(deactivate_error=OSError("cannot close")))
+        ctx = runtime.new_context()
+
+        def call() -> None:
+            try:
+                runtime.execute("fake", {}, ctx)
+            except ToolRuntimeError as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=call)
+        worker.start()
+        assert entered.wait(WAIT)
+        runtime.end_plan(ctx)
+        release.set()
+        worker.join(WAIT)
+    assert len(errors) == 1 and "ended while" in str(errors[0])

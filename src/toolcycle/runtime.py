@@ -25,20 +25,19 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
+from toolcycle._activation import Activator, caller_cancelled
 from toolcycle._invoke import Invoker, InvokeTimeoutError
 from toolcycle._results import Outcome, build_result, check_input
-from toolcycle.cache import Activation, ToolLifecycleCache
+from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext, _start_collecting, _stop_collecting
 from toolcycle.errors import (
     ToolAccessDeniedError,
-    ToolActivationError,
     ToolCancelledError,
     ToolCheckpointRequiredError,
     ToolDeactivationError,
-    ToolNotActivatedError,
     ToolNotFoundError,
     ToolRegistrationError,
     ToolRuntimeError,
@@ -138,6 +137,7 @@ class ToolRuntime:
         self._tools: dict[str, _Entry] = {}
         self._cache = ToolLifecycleCache()
         self._invoker = Invoker(max_workers=max_workers)
+        self._activator = Activator(self._cache, self._invoker, deactivate_timeout)
         self._closed = False
 
     def __enter__(self) -> Self:
@@ -344,13 +344,13 @@ class ToolRuntime:
         Never raises for a failing or hanging ``deactivate``: each is logged and
         returned. Ending an ended plan does nothing.
         """
-        errors = self._cache.end_plan(ctx, self._teardown)
+        errors = self._cache.end_plan(ctx, self._activator.teardown)
         _log_deactivation_errors(errors)
         return errors
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """Async twin of `end_plan`: async ``deactivate`` methods are awaited here."""
-        errors = await self._cache.aend_plan(ctx, self._ateardown)
+        errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
         _log_deactivation_errors(errors)
         return errors
 
@@ -461,54 +461,39 @@ class ToolRuntime:
     # -- pipeline steps (shared by execute and aexecute) --------------------------------
 
     def _ensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
-        """Step 3 from sync code: activate once per plan, or wait for the activation."""
-        if self._cache.settled(call.ctx.plan_id, call.name):
-            return
-        if not (explicit or self.auto_activate):
-            self._require_active(call)
-            return
-        activation, owner = self._begin_activation(call, entry)
-        if not owner:
-            activation.wait()
-            self._check_shared_activation(call, activation)
-            return
+        """Step 3 from sync code; a failure is traced, then raised."""
         try:
-            error = self._activate_now(entry, call.ctx)
-        except BaseException as exc:  # KeyboardInterrupt and friends
-            self._abandon_activation(call, activation, exc)
+            self._activator.ensure(
+                call.ctx, call.name, entry.instance, on_demand=explicit or self.auto_activate
+            )
+        except BaseException as exc:
+            self._activation_failed(call, exc)
             raise
-        self._finish_activation(call, activation, error)
 
     async def _aensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
-        """Step 3 from async code."""
-        if self._cache.settled(call.ctx.plan_id, call.name):
-            return
-        if not (explicit or self.auto_activate):
-            self._require_active(call)
-            return
-        activation, owner = self._begin_activation(call, entry)
-        if not owner:
-            await activation.wait_async()
-            self._check_shared_activation(call, activation)
-            return
+        """Step 3 from async code; a failure is traced, then raised."""
         try:
-            error = await self._aactivate_now(entry, call.ctx)
-        except BaseException as exc:  # our caller was cancelled or interrupted
-            self._abandon_activation(call, activation, exc)
+            await self._activator.aensure(
+                call.ctx, call.name, entry.instance, on_demand=explicit or self.auto_activate
+            )
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._emit(call, "cancelled", error=exc)
+                raise
+            self._raise_cancelled(call, exc)
+        except BaseException as exc:
+            self._activation_failed(call, exc)
             raise
-        self._finish_activation(call, activation, error)
 
-    def _require_active(self, call: _Call) -> None:
-        if self._cache.is_active(call.ctx.plan_id, call.name):
-            return
-        error = ToolNotActivatedError(
-            f"tool {call.name!r} is not activated for plan {call.ctx.plan_id!r}; call "
-            "runtime.activate(name, ctx) first, or build the runtime with auto_activate=True",
-            tool_name=call.name,
-            plan_id=call.ctx.plan_id,
-        )
-        self._emit(call, "error", error=error)
-        raise error
+    def _activation_failed(self, call: _Call, exc: BaseException) -> None:
+        """Trace a failed step 3, converting a cancellation into ToolCancelledError."""
+        if isinstance(exc, ToolCancelledError | asyncio.CancelledError):
+            self._raise_cancelled(call, exc)
+        if isinstance(exc, ToolRuntimeError):
+            exc._set_context(exc.tool_name or call.name, exc.plan_id or call.ctx.plan_id)
+            self._emit(call, "error", error=exc)
+        else:  # KeyboardInterrupt, SystemExit
+            self._emit(call, "cancelled", error=exc)
 
     def _emit(self, call: _Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
         """Finish the call's trace, unless the call is an explicit activation."""
@@ -552,46 +537,6 @@ class ToolRuntime:
             self._emit(call, "denied", error=denial)
             raise
         return call, entry
-
-    def _begin_activation(self, call: _Call, entry: _Entry) -> tuple[Activation, bool]:
-        try:
-            return self._cache.begin(call.ctx, call.name, entry.instance)
-        except ToolRuntimeError as error:
-            error._set_context(call.name, call.ctx.plan_id)
-            self._emit(call, "error", error=error)
-            raise
-
-    def _finish_activation(
-        self, call: _Call, activation: Activation, error: BaseException | None
-    ) -> None:
-        cached = self._cache.finish(call.ctx, activation, error)
-        if error is None and not cached:
-            # The plan ended while we were activating: undo it ourselves.
-            self._cache_miss_teardown(activation, call.ctx)
-        self._check_shared_activation(call, activation)
-
-    def _abandon_activation(self, call: _Call, activation: Activation, exc: BaseException) -> None:
-        """The owner is leaving mid-activation: wake the waiters with the failure."""
-        self._cache.finish(call.ctx, activation, exc)
-        self._emit(call, "cancelled", error=exc)
-
-    def _check_shared_activation(self, call: _Call, activation: Activation) -> None:
-        error = activation.error
-        if error is None:
-            return
-        if isinstance(error, ToolCancelledError | asyncio.CancelledError):
-            self._raise_cancelled(call, error)
-        if isinstance(error, ToolRuntimeError):
-            self._emit(call, "error", error=error)
-            raise error
-        wrapped = ToolActivationError(
-            f"activating tool {call.name!r} for plan {call.ctx.plan_id!r} failed: "
-            f"{type(error).__name__}: {error}",
-            tool_name=call.name,
-            plan_id=call.ctx.plan_id,
-        )
-        self._emit(call, "error", error=wrapped)
-        raise wrapped from error
 
     def _raise_cancelled(self, call: _Call, cause: BaseException | None) -> NoReturn:
         token = call.ctx.cancellation_token
@@ -665,7 +610,7 @@ class ToolRuntime:
         except ToolCancelledError as exc:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
-            if _caller_cancelled():
+            if caller_cancelled():
                 self._emit(call, "cancelled", error=exc)
                 raise
             self._raise_cancelled(call, exc)
@@ -675,54 +620,6 @@ class ToolRuntime:
             self._emit(call, "cancelled", error=exc)
             raise
         return Outcome(output)
-
-    # -- activation and teardown ----------------------------------------------------------
-
-    def _activate_now(self, entry: _Entry, ctx: ToolExecutionContext) -> BaseException | None:
-        try:
-            self._invoker.call(entry.instance.activate, ctx, token=ctx.cancellation_token)
-        except (Exception, asyncio.CancelledError) as exc:
-            return exc
-        return None
-
-    async def _aactivate_now(
-        self, entry: _Entry, ctx: ToolExecutionContext
-    ) -> BaseException | None:
-        try:
-            await self._invoker.acall(entry.instance.activate, ctx, token=ctx.cancellation_token)
-        except Exception as exc:
-            return exc
-        except asyncio.CancelledError as exc:
-            if _caller_cancelled():
-                raise
-            return exc
-        return None
-
-    def _teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
-        """Deactivate one tool from sync code, within the deactivate timeout."""
-        timeout = self._deactivate_timeout
-        try:
-            self._invoker.call(activation.instance.deactivate, ctx, timeout=timeout)
-        except InvokeTimeoutError:
-            raise _hung(activation, ctx, timeout) from None
-
-    async def _ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
-        """Deactivate one tool from async code, within the deactivate timeout."""
-        timeout = self._deactivate_timeout
-        try:
-            await self._invoker.acall(
-                activation.instance.deactivate, ctx, timeout=timeout, detached=True
-            )
-        except InvokeTimeoutError:
-            raise _hung(activation, ctx, timeout) from None
-
-    def _cache_miss_teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
-        try:
-            self._teardown(activation, ctx)
-        except Exception as exc:
-            _log.warning(
-                "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
-            )
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -735,23 +632,6 @@ class ToolRuntime:
     def _check_open(self) -> None:
         if self._closed:
             raise ToolRuntimeError("the runtime is closed")
-
-
-def _hung(
-    activation: Activation, ctx: ToolExecutionContext, timeout: float | None
-) -> ToolDeactivationError:
-    return ToolDeactivationError(
-        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} did not finish "
-        f"within {timeout} seconds; it was abandoned",
-        tool_name=activation.name,
-        plan_id=ctx.plan_id,
-    )
-
-
-def _caller_cancelled() -> bool:
-    """Whether the current task is being cancelled by its caller (not by a plan token)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _log_deactivation_errors(errors: list[ToolDeactivationError]) -> None:

@@ -1,0 +1,196 @@
+"""Step 3 and teardown: activating a tool once per plan and deactivating it once.
+
+The cache decides *who* activates (single flight) and *what* to tear down; this
+module calls the tool's (possibly async) ``activate`` and ``deactivate`` and
+turns what happened into one of the errors the runtime documents. It raises and
+never traces: the runtime records the trace of the call that was affected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from toolcycle._invoke import InvokeTimeoutError
+from toolcycle.errors import (
+    ToolActivationError,
+    ToolCancelledError,
+    ToolDeactivationError,
+    ToolNotActivatedError,
+    ToolRuntimeError,
+)
+from toolcycle.tracing import get_logger
+
+if TYPE_CHECKING:
+    from toolcycle._invoke import Invoker
+    from toolcycle.cache import Activation, ToolLifecycleCache
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.protocols import ToolInstance
+
+__all__ = ["Activator", "caller_cancelled"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+class Activator:
+    """Activates and deactivates tools for one runtime."""
+
+    __slots__ = ("_cache", "_deactivate_timeout", "_invoker")
+
+    def __init__(
+        self, cache: ToolLifecycleCache, invoker: Invoker, deactivate_timeout: float | None
+    ) -> None:
+        self._cache = cache
+        self._invoker = invoker
+        self._deactivate_timeout = deactivate_timeout
+
+    def ensure(
+        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
+    ) -> None:
+        """Make sure the tool is active in the plan, activating it if this call is first.
+
+        Args:
+            ctx: the plan.
+            name: the tool's registered name.
+            instance: the tool.
+            on_demand: activate if needed; otherwise an inactive tool is an error.
+
+        Raises:
+            ToolNotActivatedError: not active, and ``on_demand`` is false.
+            ToolActivationError: ``activate`` raised (shared by concurrent callers).
+            ToolCancelledError, asyncio.CancelledError: the activation was cancelled.
+            ToolRuntimeError: the plan ended meanwhile.
+        """
+        if self._cache.settled(ctx.plan_id, name):
+            return
+        if not on_demand:
+            self._require_active(ctx, name)
+            return
+        activation, owner = self._cache.begin(ctx, name, instance)
+        if not owner:
+            activation.wait()
+            self._raise_for(activation, ctx)
+            return
+        try:
+            self._invoker.call(instance.activate, ctx, token=ctx.cancellation_token)
+        except (Exception, asyncio.CancelledError) as exc:
+            self._finish(ctx, activation, exc)
+        except BaseException as exc:  # KeyboardInterrupt and friends: wake waiters, obey
+            self._cache.finish(ctx, activation, exc)
+            raise
+        else:
+            self._finish(ctx, activation, None)
+
+    async def aensure(
+        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
+    ) -> None:
+        """Async twin of `ensure`; an async ``activate`` is awaited on the caller's loop.
+
+        Raises:
+            asyncio.CancelledError: also when the awaiting task itself is cancelled,
+                in which case nothing is cached and waiting callers see the failure.
+        """
+        if self._cache.settled(ctx.plan_id, name):
+            return
+        if not on_demand:
+            self._require_active(ctx, name)
+            return
+        activation, owner = self._cache.begin(ctx, name, instance)
+        if not owner:
+            await activation.wait_async()
+            self._raise_for(activation, ctx)
+            return
+        try:
+            await self._invoker.acall(instance.activate, ctx, token=ctx.cancellation_token)
+        except Exception as exc:
+            self._finish(ctx, activation, exc)
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._cache.finish(ctx, activation, exc)
+                raise
+            self._finish(ctx, activation, exc)
+        except BaseException as exc:
+            self._cache.finish(ctx, activation, exc)
+            raise
+        else:
+            self._finish(ctx, activation, None)
+
+    def _require_active(self, ctx: ToolExecutionContext, name: str) -> None:
+        if not self._cache.is_active(ctx.plan_id, name):
+            raise ToolNotActivatedError(
+                f"tool {name!r} is not activated for plan {ctx.plan_id!r}; call "
+                "runtime.activate(name, ctx) first, or build the runtime with auto_activate=True",
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
+
+    def _finish(
+        self, ctx: ToolExecutionContext, activation: Activation, error: BaseException | None
+    ) -> None:
+        cached = self._cache.finish(ctx, activation, error)
+        if error is None and not cached:
+            # The plan ended while the tool was activating: undo it here.
+            try:
+                self.teardown(activation, ctx)
+            except Exception as exc:
+                _log.warning(
+                    "tool.deactivate_failed",
+                    tool=activation.name,
+                    plan_id=ctx.plan_id,
+                    error=str(exc),
+                )
+        self._raise_for(activation, ctx)
+
+    @staticmethod
+    def _raise_for(activation: Activation, ctx: ToolExecutionContext) -> None:
+        error = activation.error
+        if error is None:
+            return
+        if isinstance(error, ToolCancelledError | ToolRuntimeError | asyncio.CancelledError):
+            raise error
+        raise ToolActivationError(
+            f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
+            f"{type(error).__name__}: {error}",
+            tool_name=activation.name,
+            plan_id=ctx.plan_id,
+        ) from error
+
+    def teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
+        """Deactivate one tool from sync code, within the deactivate timeout.
+
+        Raises:
+            ToolDeactivationError: it did not finish in time.
+            Exception: whatever ``deactivate`` raised.
+        """
+        timeout = self._deactivate_timeout
+        try:
+            self._invoker.call(activation.instance.deactivate, ctx, timeout=timeout)
+        except InvokeTimeoutError:
+            raise _hung(activation, ctx, timeout) from None
+
+    async def ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
+        """Deactivate one tool from async code, within the deactivate timeout."""
+        timeout = self._deactivate_timeout
+        try:
+            await self._invoker.acall(
+                activation.instance.deactivate, ctx, timeout=timeout, detached=True
+            )
+        except InvokeTimeoutError:
+            raise _hung(activation, ctx, timeout) from None
+
+
+def caller_cancelled() -> bool:
+    """Whether the current task is being cancelled by its caller (not by a plan token)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _hung(
+    activation: Activation, ctx: ToolExecutionContext, timeout: float | None
+) -> ToolDeactivationError:
+    return ToolDeactivationError(
+        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} did not finish "
+        f"within {timeout} seconds; it was abandoned",
+        tool_name=activation.name,
+        plan_id=ctx.plan_id,
+    )
