@@ -306,8 +306,8 @@ def test_pointers_are_rfc_6901_escaped() -> None:
         ("string", "", "type"),
         (None, "", "type"),
         (3, "", "type"),
-        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "/$schema", "$schema"),
-        ({"$schema": "https://json-schema.org/draft/2019-09/schema"}, "/$schema", "$schema"),
+        ({"$schema": "http://example.com/my-dialect"}, "/$schema", "$schema"),
+        ({"$schema": "https://json-schema.org/draft/2099-01/schema"}, "/$schema", "$schema"),
     ],
 )
 def test_unusable_schemas_are_refused_at_compile_time(
@@ -394,18 +394,57 @@ def test_a_validator_crash_becomes_an_issue(monkeypatch: pytest.MonkeyPatch) -> 
     assert re.search(r"ValueError: internal", verdict.issues[0].message)
 
 
-def test_custom_dialects_must_be_pre_loaded_and_built_on_2020_12() -> None:
-    """A $schema naming a pre-loaded 2020-12 metaschema is accepted; others are not."""
+def test_custom_dialects_must_be_pre_loaded_and_built_on_a_known_draft() -> None:
+    """A $schema naming a pre-loaded metaschema of a known draft is accepted; others are not."""
     meta_uri = "https://example.com/meta.json"
     documents = {
         meta_uri: {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": meta_uri},
         "https://example.com/old.json": {"$schema": "http://json-schema.org/draft-07/schema#"},
+        "https://example.com/odd.json": {"$schema": "https://example.com/nothing"},
     }
     compiler = SchemaCompiler(documents)
     assert compiler.compile({"$schema": meta_uri, "type": "string"}).check("s").valid
-    for bad in ("https://example.com/old.json", "https://example.com/unknown.json", 7):
+    assert compiler.compile({"$schema": "https://example.com/old.json"}).check(1).valid
+    for bad in ("https://example.com/odd.json", "https://example.com/unknown.json", 7):
         with pytest.raises(ToolSchemaValidationError):
             compiler.compile({"$schema": bad})
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-04/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+    ],
+)
+def test_older_drafts_are_validated_under_their_own_rules(dialect: str) -> None:
+    """A schema declaring an older draft is compiled and validated as that draft."""
+    schema = {
+        "$schema": dialect,
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "items": [{"type": "string"}], "additionalItems": False},
+            "n": {"$ref": "#/definitions/count"},
+        },
+        "definitions": {"count": {"type": "integer"}},
+    }
+    compiled = SchemaCompiler().compile(schema)
+    assert compiled.check({"pair": ["a"], "n": 1}).valid
+    assert not compiled.check({"n": "x"}).valid
+    # Tuple-form items are a draft-07 (and older) feature; 2019-09 still has it too.
+    assert not compiled.check({"pair": ["a", 2]}).valid
+
+
+def test_draft_07_references_are_checked_offline() -> None:
+    """A draft-07 $ref that does not resolve is a compile error naming its pointer."""
+    error = _compile_error(
+        {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"$ref": "#/nope"}]}
+    )
+    assert error.validation is not None
+    assert error.validation.issues[0].pointer == "/items/0/$ref"
 
 
 def test_the_false_schema_reports_the_keyword_false() -> None:

@@ -1,4 +1,7 @@
-"""JSON Schema draft 2020-12, hardened for schemas and values nobody vouches for.
+"""JSON Schema, hardened for schemas and values nobody vouches for.
+
+Draft 2020-12 is the dialect of a schema that declares none; a schema may declare
+draft 2019-09, 07, 06 or 04 in ``$schema`` and is then validated by that draft's rules.
 
 Schemas come from MCP servers and values from language models, so this module
 treats both as hostile:
@@ -28,12 +31,18 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
 from jsonschema.exceptions import STRONG_MATCHES, WEAK_MATCHES, ValidationError
 from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
+from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
 
 from toolcycle._json import JSONCompatibilityError, encode, normalize, pointer_token
 from toolcycle.errors import ToolSchemaValidationError
@@ -41,6 +50,8 @@ from toolcycle.models import Validation, ValidationIssue
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
+
+    from jsonschema.protocols import Validator
 
     from toolcycle._types import JSONSchema
 
@@ -54,13 +65,24 @@ __all__ = [
 ]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-"""The ``$schema`` URI of the only dialect toolcycle accepts."""
+"""The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
+
+# The dialects a schema may declare in $schema (servers written with TypeScript
+# tooling often emit draft-07), with their validator and referencing rules.
+_DIALECTS: dict[str, tuple[type[Validator], Any]] = {
+    DRAFT_2020_12: (Draft202012Validator, DRAFT202012),
+    "https://json-schema.org/draft/2019-09/schema": (Draft201909Validator, DRAFT201909),
+    "http://json-schema.org/draft-07/schema": (Draft7Validator, DRAFT7),
+    "http://json-schema.org/draft-06/schema": (Draft6Validator, DRAFT6),
+    "http://json-schema.org/draft-04/schema": (Draft4Validator, DRAFT4),
+}
 
 _MESSAGE_LIMIT = 240
 _MAX_ISSUES = 20
 
 # Keywords whose value is one subschema, an array of them, or an object of them.
 _SUBSCHEMA = (
+    "additionalItems",
     "additionalProperties",
     "contains",
     "contentSchema",
@@ -74,7 +96,14 @@ _SUBSCHEMA = (
     "unevaluatedProperties",
 )
 _SUBSCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SUBSCHEMA_MAPS = ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties")
+_SUBSCHEMA_MAPS = (
+    "$defs",
+    "definitions",
+    "dependencies",
+    "dependentSchemas",
+    "patternProperties",
+    "properties",
+)
 
 _sre_parser: Any = importlib.import_module("re._parser")
 _UNBOUNDED = _sre_parser.MAXREPEAT
@@ -142,7 +171,7 @@ def _rank(error: ValidationError) -> tuple[int, bool, bool]:
     return (len(error.path), keyword in WEAK_MATCHES, keyword not in STRONG_MATCHES)
 
 
-def _issues(validator: Draft202012Validator, instance: Any) -> tuple[ValidationIssue, ...]:
+def _issues(validator: Validator, instance: Any) -> tuple[ValidationIssue, ...]:
     errors = sorted(validator.iter_errors(instance), key=_rank)
     return tuple(_issue(error) for error in errors[:_MAX_ISSUES])
 
@@ -170,7 +199,7 @@ class CompiledSchema:
     def __init__(
         self,
         schema: dict[str, Any] | bool,
-        validator: Draft202012Validator,
+        validator: Validator,
         limits: ValidationLimits,
     ) -> None:
         self.schema = schema
@@ -225,6 +254,8 @@ class SchemaCompiler:
 
     __slots__ = ("_meta", "_registry", "limits")
 
+    _meta: dict[str, Validator]
+
     def __init__(
         self,
         documents: Mapping[str, JSONSchema] | None = None,
@@ -238,22 +269,26 @@ class SchemaCompiler:
         ]
         # The default retrieve of a Registry raises, so nothing is ever fetched.
         self._registry: Registry[Any] = Registry().with_resources(resources)
-        self._meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, registry=self._registry)
+        self._meta = {
+            uri: cls(cls.META_SCHEMA, registry=self._registry)
+            for uri, (cls, _) in _DIALECTS.items()
+        }
 
-    def _is_2020_12(self, uri: object) -> bool:
-        """Whether ``uri`` names draft 2020-12 or a pre-loaded metaschema declaring it."""
-        if uri in (DRAFT_2020_12, DRAFT_2020_12 + "#"):
-            return True
+    def _dialect(self, uri: object) -> str | None:
+        """The known dialect ``uri`` names, directly or through a pre-loaded metaschema."""
         if not isinstance(uri, str):
-            return False
+            return None
+        plain = uri.rstrip("#")
+        if plain in _DIALECTS:
+            return plain
         try:
-            contents = self._registry.contents(uri.rstrip("#"))
-        except Exception:  # not pre-loaded: unknown dialect
-            return False
-        return isinstance(contents, dict) and contents.get("$schema") in (
-            DRAFT_2020_12,
-            DRAFT_2020_12 + "#",
-        )
+            contents = self._registry.contents(plain)
+        except Exception:  # not pre-loaded: an unknown dialect
+            return None
+        declared = contents.get("$schema") if isinstance(contents, dict) else None
+        if isinstance(declared, str) and declared.rstrip("#") in _DIALECTS:
+            return declared.rstrip("#")
+        return None
 
     def compile(
         self, schema: Any, *, kind: str = "input", tool_name: str | None = None
@@ -261,8 +296,8 @@ class SchemaCompiler:
         """Check ``schema`` and build its validator.
 
         Raises:
-            ToolSchemaValidationError: when the schema is not a usable 2020-12
-                schema: not an object or boolean, too large or deep, invalid
+            ToolSchemaValidationError: when the schema is not usable (draft 2020-12
+                unless its ``$schema`` names a supported older draft): not an object or boolean, too large or deep, invalid
                 against the metaschema, with an unsafe or invalid ``pattern``, or
                 with a ``$ref`` that does not resolve offline.
         """
@@ -291,39 +326,55 @@ class SchemaCompiler:
             raise fail(
                 "", "maxSchemaBytes", f"{size} bytes is over the limit of {limits.max_schema_bytes}"
             )
-        if isinstance(data, dict) and not self._is_2020_12(data.get("$schema", DRAFT_2020_12)):
+        declared = data.get("$schema", DRAFT_2020_12) if isinstance(data, dict) else DRAFT_2020_12
+        dialect = self._dialect(declared)
+        if dialect is None:
             raise fail(
                 "/$schema",
                 "$schema",
-                f"only draft 2020-12 ({DRAFT_2020_12}) and pre-loaded dialects built on it "
-                "are supported",
+                f"the dialect {_truncate(str(declared), 80)!r} is not supported; use draft "
+                "2020-12, 2019-09, 07, 06 or 04, or pre-load a metaschema built on one",
             )
+        validator_class, specification = _DIALECTS[dialect]
+        meta = self._meta[dialect]
         try:
-            meta_ok = self._meta.is_valid(data)
-            meta_issues = () if meta_ok else _issues(self._meta, data)
+            meta_ok = meta.is_valid(data)
+            meta_issues = () if meta_ok else _issues(meta, data)
         except Exception as exc:  # the metaschema check itself crashed
             raise fail("", "$schema", _crash(exc).issues[0].message) from None
         if meta_issues:
             first = meta_issues[0]
             raise fail(first.pointer, first.keyword, first.message)
         if isinstance(data, dict):
-            resource = DRAFT202012.create_resource(data)
+            resource = specification.create_resource(data)
             resolver = self._registry.combine(_SPECIFICATIONS).resolver_with_root(resource)
-            for pointer, keyword, message in _problems(data, resolver, "", limits, root=True):
+            for pointer, keyword, message in _problems(
+                data, resolver, "", limits, specification, root=True
+            ):
                 raise fail(pointer, keyword, message)
-        validator = Draft202012Validator(data, registry=self._registry)
+        validator = validator_class(data, registry=self._registry)
         return CompiledSchema(data, validator, limits)
 
 
 def _problems(
-    node: Any, resolver: Any, pointer: str, limits: ValidationLimits, *, root: bool = False
+    node: Any,
+    resolver: Any,
+    pointer: str,
+    limits: ValidationLimits,
+    specification: Any,
+    *,
+    root: bool = False,
 ) -> Iterator[tuple[str, str, str]]:
     """Yield (pointer, keyword, message) for unresolvable refs and unsafe patterns."""
+    if isinstance(node, list):  # draft-07 and older allow an array of schemas in items
+        for index, item in enumerate(node):
+            yield from _problems(item, resolver, f"{pointer}/{index}", limits, specification)
+        return
     if not isinstance(node, dict):
         return
-    if not root and isinstance(node.get("$id"), str):
-        resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
-    for keyword in ("$ref", "$dynamicRef"):
+    if not root and isinstance(node.get("$id", node.get("id")), str):
+        resolver = resolver.in_subresource(specification.create_resource(node))
+    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
         ref = node.get(keyword)
         if isinstance(ref, str):
             try:
@@ -350,18 +401,26 @@ def _problems(
             )
     for keyword in _SUBSCHEMA:
         if keyword in node:
-            yield from _problems(node[keyword], resolver, f"{pointer}/{keyword}", limits)
+            yield from _problems(
+                node[keyword], resolver, f"{pointer}/{keyword}", limits, specification
+            )
     for keyword in _SUBSCHEMA_ARRAYS:
         items = node.get(keyword)
         if isinstance(items, list):
             for index, item in enumerate(items):
-                yield from _problems(item, resolver, f"{pointer}/{keyword}/{index}", limits)
+                yield from _problems(
+                    item, resolver, f"{pointer}/{keyword}/{index}", limits, specification
+                )
     for keyword in _SUBSCHEMA_MAPS:
         members = node.get(keyword)
         if isinstance(members, dict):
             for key, item in members.items():
                 yield from _problems(
-                    item, resolver, f"{pointer}/{keyword}/{pointer_token(key)}", limits
+                    item,
+                    resolver,
+                    f"{pointer}/{keyword}/{pointer_token(key)}",
+                    limits,
+                    specification,
                 )
 
 
