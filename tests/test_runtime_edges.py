@@ -351,3 +351,54 @@ def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged() -> Non
         release.set()
         worker.join(WAIT)
     assert len(errors) == 1 and "ended while" in str(errors[0])
+
+
+def test_output_over_max_result_bytes_is_cut_with_a_marker() -> None:
+    """A large output becomes the start of its JSON text plus a marker, within the limit."""
+    big = {"rows": ["é" * 50 for _ in range(100)]}
+    with ToolRuntime(max_result_bytes=300) as runtime:
+        runtime.register(FakeTool(output=big, output_schema={"type": "object"}))
+        with runtime.plan() as ctx:
+            result = runtime.execute("fake", {}, ctx)
+    trace = result.trace
+    assert result.success and result.truncated
+    assert isinstance(result.output, str) and result.output.startswith('{"rows":["é')
+    assert "cut: output was" in result.output
+    assert trace is not None and trace.result_size_bytes <= 300
+    assert trace.original_size_bytes > 10_000
+    assert trace.output_valid is True  # the whole output was validated before the cut
+
+
+def test_output_within_the_limit_is_untouched(runtime: ToolRuntime) -> None:
+    """Below the limit nothing is cut and both sizes agree."""
+    runtime.register(FakeTool(output={"a": 1}))
+    with runtime.plan() as ctx:
+        result = runtime.execute("fake", {}, ctx)
+    assert not result.truncated and result.output == {"a": 1}
+    assert result.trace is not None
+    assert result.trace.result_size_bytes == result.trace.original_size_bytes == 7
+
+
+def test_the_result_limit_can_be_switched_off() -> None:
+    """max_result_bytes=None keeps every output whole."""
+    with ToolRuntime(max_result_bytes=None) as runtime:
+        runtime.register(FakeTool(output="x" * 5_000_000))
+        with runtime.plan() as ctx:
+            result = runtime.execute("fake", {}, ctx)
+    assert not result.truncated and len(result.output) == 5_000_000
+
+
+@pytest.mark.parametrize("limit", [0, 10, 60, 61, 62, 100, 1000])
+def test_cut_output_fits_the_limit_or_keeps_only_the_marker(limit: int) -> None:
+    """The cut text fits the limit whenever the marker does; otherwise it is the marker alone."""
+    from toolcycle._json import encode
+    from toolcycle._results import cut_output
+
+    payload = b'"' + "é".encode() * 500 + b'"'
+    text, size = cut_output(payload, limit)
+    marker = f" ...[cut: output was {len(payload)} bytes, limit {limit}]"
+    assert text.endswith(marker) and size == len(encode(text))
+    if len(encode(marker)) <= limit:
+        assert size <= limit
+    else:
+        assert text == marker

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from toolcycle.tracing import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Outcome", "build_result", "check_input"]
+__all__ = ["Outcome", "build_result", "check_input", "cut_output"]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -73,6 +73,7 @@ def build_result(
     changes: list[Change],
     *,
     strict_output: bool,
+    max_result_bytes: int | None = None,
 ) -> ToolResult:
     """Steps 6 and 7: normalise, measure and check the output; record returned changes."""
     name = record.tool_name
@@ -119,13 +120,18 @@ def build_result(
                 error_type = "ToolSchemaValidationError"
     if not success and error_message is None:
         error_message = f"tool {name!r} reported a failure"
+    original_size = size = len(payload)
+    truncated = max_result_bytes is not None and size > max_result_bytes
+    if truncated:
+        data, size = cut_output(payload, max_result_bytes or 0)
     status: TraceStatus = "ok" if success else "error"
     trace = traces.finish(
         record,
         status,
         error_message=error_message,
         error_type=error_type,
-        size=len(payload),
+        size=size,
+        original_size=original_size,
         output_valid=output_valid,
     )
     return ToolResult(
@@ -135,7 +141,25 @@ def build_result(
         error_type=error_type,
         trace=trace,
         changes=tuple(changes),
+        truncated=truncated,
     )
+
+
+def cut_output(payload: bytes, limit: int) -> tuple[str, int]:
+    """Cut serialised output to fit ``limit`` bytes as a JSON string ending in a marker.
+
+    The result is the beginning of the output's JSON text (cut at a character
+    boundary) followed by a marker saying how much was kept; its own JSON encoding
+    fits within ``limit``. Returns the string and that encoded size.
+    """
+    marker = f" ...[cut: output was {len(payload)} bytes, limit {limit}]"
+    keep = max(0, limit - len(marker.encode()) - 2)
+    while True:
+        text = payload[:keep].decode("utf-8", errors="ignore") + marker
+        size = len(encode(text))
+        if size <= limit or keep == 0:
+            return text, size
+        keep = max(0, keep - (size - limit))
 
 
 def _failed(

@@ -156,6 +156,9 @@ class ToolExecutionTrace(BaseModel):
     result_size_bytes: int = 0
     """UTF-8 size of the compact JSON-serialised output (4 for ``null``); 0 for a call
     that failed before producing output."""
+    original_size_bytes: int = 0
+    """The size before ``max_result_bytes`` cut the output; equal to
+    ``result_size_bytes`` when nothing was cut."""
     success: bool
     status: TraceStatus
     error: str | None = None
@@ -184,6 +187,8 @@ class ToolResult(BaseModel):
     trace: ToolExecutionTrace | None = None
     changes: tuple[Change, ...] = ()
     """The changes this call recorded, in order."""
+    truncated: bool = False
+    """The output was over ``max_result_bytes`` and is a cut JSON text with a marker."""
     exception: SkipJsonSchema[BaseException | None] = Field(default=None, exclude=True, repr=False)
     """The exception behind the failure, when there was one; never serialised."""
 

@@ -97,6 +97,11 @@ class ToolRuntime:
     Args:
         strict_output: fail a call whose output does not match its output schema
             (by default the mismatch is logged and recorded in the trace only).
+        max_result_bytes: the largest output, as compact UTF-8 JSON, a result
+            carries (1 MiB by default; None for no limit). A larger output is
+            replaced by the start of its JSON text and a marker, the result is
+            flagged ``truncated``, and the trace records both sizes. Output
+            validation sees the whole output, before the cut.
         auto_activate: activate a tool on its first call in a plan. When False,
             a call of a tool not yet activated with ``activate`` raises
             `ToolNotActivatedError`.
@@ -118,6 +123,7 @@ class ToolRuntime:
         *,
         strict_output: bool = False,
         auto_activate: bool = True,
+        max_result_bytes: int | None = 1_048_576,
         schema_documents: Mapping[str, JSONSchema] | None = None,
         limits: ValidationLimits | None = None,
         tracer: Tracer | None = None,
@@ -127,6 +133,7 @@ class ToolRuntime:
         timer: Clock = time.perf_counter,
     ) -> None:
         self.strict_output = strict_output
+        self.max_result_bytes = max_result_bytes
         self.auto_activate = auto_activate
         self._compiler = SchemaCompiler(schema_documents, limits=limits)
         self._traces = TraceRecorder(
@@ -574,6 +581,7 @@ class ToolRuntime:
             outcome,
             changes,
             strict_output=self.strict_output,
+            max_result_bytes=self.max_result_bytes,
         )
 
     # -- running the tool ---------------------------------------------------------------

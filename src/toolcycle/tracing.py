@@ -190,6 +190,7 @@ class TraceRecorder:
         error_message: str | None = None,
         error_type: str | None = None,
         size: int = 0,
+        original_size: int | None = None,
         output_valid: bool | None = None,
     ) -> ToolExecutionTrace:
         """Build the call's trace, deliver it, and return it.
@@ -209,6 +210,7 @@ class TraceRecorder:
             ended_at=iso_utc(max(ended, record.started)),
             duration_ms=max(0.0, (self._timer() - record.t0) * 1000.0),
             result_size_bytes=size,
+            original_size_bytes=size if original_size is None else original_size,
             success=status == "ok",
             status=status,
             error=error_message,
