@@ -47,6 +47,7 @@ EXPECTED = {
     "ToolRuntime",
     "ToolRuntimeError",
     "ToolSchemaValidationError",
+    "ToolSkippedWarning",
     "ToolSource",
     "TraceListener",
     "TraceStatus",

@@ -402,3 +402,28 @@ def test_cut_output_fits_the_limit_or_keeps_only_the_marker(limit: int) -> None:
         assert size <= limit
     else:
         assert text == marker
+
+
+def test_register_source_can_skip_tools_with_unusable_schemas(runtime: ToolRuntime) -> None:
+    """With skip_invalid_schemas, a bad schema is a warning naming the tool; the rest register."""
+    from toolcycle import ToolSkippedWarning
+
+    class Source:
+        def tools(self) -> list[FakeTool]:
+            return [
+                FakeTool(name="good"),
+                FakeTool(name="bad", input_schema={"type": "strin"}),
+                FakeTool(name="odd", input_schema={"$schema": "https://example.com/dialect"}),
+                FakeTool(name="also_good"),
+            ]
+
+    with pytest.warns(ToolSkippedWarning) as caught:
+        registered = runtime.register_source(Source(), skip_invalid_schemas=True)
+    assert [d.name for d in registered] == ["good", "also_good"]
+    messages = [str(w.message) for w in caught]
+    assert any("'bad'" in m for m in messages) and any("'odd'" in m for m in messages)
+    from toolcycle import ToolSchemaValidationError
+
+    with ToolRuntime() as strict, pytest.raises(ToolSchemaValidationError):
+        strict.register_source(Source())  # the default stays all or nothing
+    assert strict.descriptors() == ()

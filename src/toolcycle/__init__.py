@@ -28,6 +28,7 @@ from toolcycle.errors import (
     ToolRegistrationError,
     ToolRuntimeError,
     ToolSchemaValidationError,
+    ToolSkippedWarning,
 )
 from toolcycle.models import (
     BoundResource,
@@ -87,6 +88,7 @@ __all__ = [
     "ToolRuntime",
     "ToolRuntimeError",
     "ToolSchemaValidationError",
+    "ToolSkippedWarning",
     "ToolSource",
     "TraceListener",
     "TraceStatus",

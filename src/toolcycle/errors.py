@@ -17,6 +17,8 @@ The tree::
     ToolCancelledError                the plan was cancelled; a signal, not a failure
     ToolSchemaValidationError         a schema or a value does not satisfy JSON Schema
 
+    ToolSkippedWarning (UserWarning)  a source's tool was skipped at registration
+
 `ToolCancelledError` and `ToolSchemaValidationError` stand apart on purpose: code
 that catches `ToolRuntimeError` to report a failed call must not swallow a
 cancellation, and a schema problem is a property of data, not of a run.
@@ -46,6 +48,7 @@ __all__ = [
     "ToolRegistrationError",
     "ToolRuntimeError",
     "ToolSchemaValidationError",
+    "ToolSkippedWarning",
 ]
 
 
@@ -147,3 +150,7 @@ class ToolSchemaValidationError(_ContextMixin, Exception):
 
 class ToolDefinitionError(ToolRegistrationError):
     """A function cannot become a tool; raised where it is decorated or wrapped."""
+
+
+class ToolSkippedWarning(UserWarning):
+    """A tool of a source was not registered because its schema is unusable."""

@@ -21,6 +21,7 @@ import asyncio
 import threading
 import time
 import uuid
+import warnings
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Self
@@ -41,6 +42,8 @@ from toolcycle.errors import (
     ToolNotFoundError,
     ToolRegistrationError,
     ToolRuntimeError,
+    ToolSchemaValidationError,
+    ToolSkippedWarning,
 )
 from toolcycle.models import (
     BoundResource,
@@ -220,8 +223,21 @@ class ToolRuntime:
             self._tools[name] = _Entry(descriptor, instance, compiled_input, compiled_output)
         return descriptor
 
-    def register_source(self, source: ToolSource) -> list[ToolDescriptor]:
+    def register_source(
+        self, source: ToolSource, *, skip_invalid_schemas: bool = False
+    ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing.
+
+        Args:
+            source: yields the tools.
+            skip_invalid_schemas: instead of failing, skip each tool whose schema
+                is unusable (invalid, unknown dialect, unresolvable reference,
+                unsafe pattern) with a `ToolSkippedWarning` naming the tool and
+                the problem, and register the rest. Sources of schemas nobody
+                vouches for, such as MCP servers, use this.
+
+        Returns:
+            The descriptors registered, in the source's order.
 
         Raises:
             ToolRegistrationError: as `register`; tools of the source registered
@@ -231,7 +247,15 @@ class ToolRuntime:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
-                registered.append(self.register(instance))  # noqa: PERF401 - undo on failure
+                try:
+                    registered.append(self.register(instance))
+                except ToolSchemaValidationError as error:
+                    if not skip_invalid_schemas:
+                        raise
+                    warnings.warn(
+                        ToolSkippedWarning(f"tool {error.tool_name!r} was skipped: {error}"),
+                        stacklevel=2,
+                    )
         except BaseException:
             for descriptor in registered:
                 self.unregister(descriptor.name)
