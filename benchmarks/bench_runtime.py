@@ -1,7 +1,10 @@
 """Per-call overhead of the runtime on a trivial tool with small schemas.
 
-Each ``time_*`` function performs one call; ``setup()`` builds what they share, so
-asv (or ``python -m benchmarks``) times only the call. The baseline does what any
+Each ``time_*`` function performs one call, except the async ones, which await a
+batch of `ASYNC_BATCH` calls in one loop turn so that starting the loop does not
+swamp the call; their ``calls`` attribute says so, and ``python -m benchmarks``
+divides by it. ``setup()`` builds what they share, so asv (or
+``python -m benchmarks``) times only the calls. The baseline does what any
 careful caller would do without toolcycle: validate the input and the output with
 cached ``jsonschema`` validators around a bare call.
 """
@@ -21,6 +24,9 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
+
+ASYNC_BATCH = 100
+"""Calls awaited per run of an async benchmark."""
 
 INPUT_SCHEMA = {
     "type": "object",
@@ -98,13 +104,18 @@ def setup() -> None:
     listened = ToolRuntime(tracer=NullTracer())
     listened.register(AddTool())
     listened.add_trace_listener(lambda trace: None)
-    _state["runtime"], _state["listened"] = quiet, listened
+    default = ToolRuntime()  # the structlog tracer a host gets, silent until logging is set up
+    default.register(AddTool())
+    _state["runtime"], _state["listened"], _state["default"] = quiet, listened, default
     _state["ctx"] = quiet.new_context("bench")
     _state["listened_ctx"] = listened.new_context("bench")
+    _state["default_ctx"] = default.new_context("bench")
     _state["loop"] = asyncio.new_event_loop()
     for name in ("add", "aadd", "wrapped_add"):
         quiet.execute(name, PARAMS if name != "wrapped_add" else {"a": 2, "b": 3}, _state["ctx"])
     listened.execute("add", PARAMS, _state["listened_ctx"])
+    default.execute("add", PARAMS, _state["default_ctx"])
+    _state["loop"].run_until_complete(quiet.aexecute("add", PARAMS, _state["ctx"]))
 
 
 def teardown() -> None:
@@ -112,6 +123,7 @@ def teardown() -> None:
     if _state:
         _state["runtime"].close()
         _state["listened"].close()
+        _state["default"].close()
         _state["loop"].close()
         _state.clear()
 
@@ -138,9 +150,31 @@ def time_runtime_execute_with_listener() -> None:
     _state["listened"].execute("add", PARAMS, _state["listened_ctx"])
 
 
+def time_runtime_execute_default_tracer() -> None:
+    """runtime.execute as a host gets it: the default structlog tracer, logging unconfigured."""
+    _state["default"].execute("add", PARAMS, _state["default_ctx"])
+
+
+async def _await_batch(name: str) -> None:
+    runtime, ctx = _state["runtime"], _state["ctx"]
+    for _ in range(ASYNC_BATCH):
+        await runtime.aexecute(name, PARAMS, ctx)
+
+
 def time_runtime_aexecute() -> None:
-    """Await runtime.aexecute of an async tool, one call per loop turn."""
-    _state["loop"].run_until_complete(_state["runtime"].aexecute("aadd", PARAMS, _state["ctx"]))
+    """Await runtime.aexecute of an async tool, awaited on the caller's loop."""
+    _state["loop"].run_until_complete(_await_batch("aadd"))
+
+
+time_runtime_aexecute.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_runtime_aexecute_sync_tool() -> None:
+    """Await runtime.aexecute of the sync tool, which runs on the runtime's thread pool."""
+    _state["loop"].run_until_complete(_await_batch("add"))
+
+
+time_runtime_aexecute_sync_tool.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 def time_wrapped_function_execute() -> None:
