@@ -416,7 +416,8 @@ class ToolRuntime:
             ctx: the plan's context.
             timeout: seconds before the call is abandoned with status
                 ``timed_out``. An async tool is cancelled then; a sync tool runs
-                on a pool thread and is left to finish on its own.
+                on a daemon thread and is left to finish on its own (Python
+                cannot stop a thread).
 
         Raises:
             ToolNotFoundError: no tool has that name.
