@@ -61,12 +61,10 @@ class Activator:
             ToolCancelledError, asyncio.CancelledError: the activation was cancelled.
             ToolRuntimeError: the plan ended meanwhile.
         """
-        if self._cache.settled(ctx.plan_id, name):
+        claim = self._claim(ctx, name, instance, on_demand=on_demand)
+        if claim is None:
             return
-        if not on_demand:
-            self._require_active(ctx, name)
-            return
-        activation, owner = self._cache.begin(ctx, name, instance)
+        activation, owner = claim
         if not owner:
             activation.wait()
             self._raise_for(activation, ctx)
@@ -90,12 +88,10 @@ class Activator:
             asyncio.CancelledError: also when the awaiting task itself is cancelled,
                 in which case nothing is cached and waiting callers see the failure.
         """
-        if self._cache.settled(ctx.plan_id, name):
+        claim = self._claim(ctx, name, instance, on_demand=on_demand)
+        if claim is None:
             return
-        if not on_demand:
-            self._require_active(ctx, name)
-            return
-        activation, owner = self._cache.begin(ctx, name, instance)
+        activation, owner = claim
         if not owner:
             await activation.wait_async()
             self._raise_for(activation, ctx)
@@ -115,14 +111,26 @@ class Activator:
         else:
             self._finish(ctx, activation, None)
 
-    def _require_active(self, ctx: ToolExecutionContext, name: str) -> None:
-        if not self._cache.is_active(ctx.plan_id, name):
-            raise ToolNotActivatedError(
-                f"tool {name!r} is not activated for plan {ctx.plan_id!r}; call "
-                "runtime.activate(name, ctx) first, or build the runtime with auto_activate=True",
-                tool_name=name,
-                plan_id=ctx.plan_id,
-            )
+    def _claim(
+        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
+    ) -> tuple[Activation, bool] | None:
+        """The activation to wait for or to own, or None when there is nothing to do."""
+        if self._cache.settled(ctx.plan_id, name):
+            return None
+        if not on_demand:
+            if not self._cache.is_active(ctx.plan_id, name):
+                raise self._not_active(ctx, name)
+            return None
+        return self._cache.begin(ctx, name, instance)
+
+    @staticmethod
+    def _not_active(ctx: ToolExecutionContext, name: str) -> ToolNotActivatedError:
+        return ToolNotActivatedError(
+            f"tool {name!r} is not activated for plan {ctx.plan_id!r}; call "
+            "runtime.activate(name, ctx) first, or build the runtime with auto_activate=True",
+            tool_name=name,
+            plan_id=ctx.plan_id,
+        )
 
     def _finish(
         self, ctx: ToolExecutionContext, activation: Activation, error: BaseException | None
