@@ -21,6 +21,7 @@ EXPECTED = {
     "Checkpoint",
     "FunctionTool",
     "NullTracer",
+    "ProgressEvent",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",

@@ -33,6 +33,7 @@ from toolcycle.errors import (
 from toolcycle.models import (
     BoundResource,
     Change,
+    ProgressEvent,
     SourceKind,
     Tool,
     ToolCapability,
@@ -62,6 +63,7 @@ __all__ = [
     "Checkpoint",
     "FunctionTool",
     "NullTracer",
+    "ProgressEvent",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",

@@ -8,23 +8,47 @@ they change; the runtime marks it ended when the plan ends.
 
 from __future__ import annotations
 
+import logging
 import threading
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle.cancellation import CancellationToken
-from toolcycle.models import BoundResource, Change
+from toolcycle.models import BoundResource, Change, ProgressEvent
 from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler, undo_changes
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
+
+    ProgressReporter = Callable[[float, float | None, str | None], None]
 
 __all__ = ["ToolExecutionContext"]
 
-# The changes recorded by the call running in this thread or task, so that each
-# ToolResult lists exactly its own changes even when calls of a plan overlap.
-_call_changes: ContextVar[list[Change] | None] = ContextVar("toolcycle_call_changes", default=None)
+_log = logging.getLogger("toolcycle.context")
+
+
+class _CallRecord(Protocol):
+    """The part of the runtime's record of a call that progress reports update."""
+
+    tool_name: str
+    call_id: str
+    progress: int
+
+
+class _CallScope:
+    """What the call running in this thread or task collects: its changes and progress."""
+
+    __slots__ = ("changes", "record")
+
+    def __init__(self, record: _CallRecord | None) -> None:
+        self.changes: list[Change] = []
+        self.record = record
+
+
+# The scope of the call running in this thread or task, so that each ToolResult
+# lists exactly its own changes even when calls of a plan overlap.
+_call_scope: ContextVar[_CallScope | None] = ContextVar("toolcycle_call_scope", default=None)
 
 
 @dataclass(slots=True, eq=False)
@@ -38,6 +62,10 @@ class ToolExecutionContext:
         resources: resources bound for the plan's tools.
         cancellation_token: cancels every call of the plan; a new one by default.
         metadata: free-form data for tools and listeners (never interpreted).
+        on_progress: called with a `ProgressEvent` for every progress report a
+            tool of the plan makes. It may be called from any thread (an MCP
+            server's reports arrive on the thread of its connection), so keep it
+            short and thread-safe; an exception it raises is logged and ignored.
     """
 
     plan_id: str
@@ -46,6 +74,9 @@ class ToolExecutionContext:
     resources: tuple[BoundResource, ...] = field(default=(), kw_only=True)
     cancellation_token: CancellationToken = field(default_factory=CancellationToken, kw_only=True)
     metadata: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    on_progress: Callable[[ProgressEvent], object] | None = field(
+        default=None, kw_only=True, repr=False
+    )
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
@@ -76,9 +107,52 @@ class ToolExecutionContext:
             raise TypeError(f"record_change expects a Change, got {type(change).__name__}")
         with self._lock:
             self._changes.append(change)
-        current = _call_changes.get()
-        if current is not None:
-            current.append(change)
+        scope = _call_scope.get()
+        if scope is not None:
+            scope.changes.append(change)
+
+    def progress_reporter(self) -> ProgressReporter:
+        """Return a function that reports progress of the call running now.
+
+        Call it at the start of ``execute``; the function it returns may then be
+        called from any thread or task, with ``(progress, total, message)``.
+        Each report is counted in the call's trace and passed to ``on_progress``.
+        """
+        scope = _call_scope.get()
+        record = scope.record if scope is not None else None
+
+        def report(progress: float, total: float | None = None, message: str | None = None) -> None:
+            if record is not None:
+                record.progress += 1
+            callback = self.on_progress
+            if callback is None:
+                return
+            event = ProgressEvent(
+                tool_name=record.tool_name if record is not None else "",
+                plan_id=self.plan_id,
+                call_id=record.call_id if record is not None else None,
+                progress=progress,
+                total=total,
+                message=message,
+            )
+            try:
+                callback(event)
+            except Exception:
+                _log.exception("the on_progress callback of plan %r raised", self.plan_id)
+
+        return report
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress of the call running in this thread or task.
+
+        Args:
+            progress: how far the call is, in the tool's own unit.
+            total: the value ``progress`` reaches at the end, when known.
+            message: a short human-readable status.
+        """
+        self.progress_reporter()(progress, total, message)
 
     def checkpoint(self) -> Checkpoint:
         """Mark the current end of the plan's changes, to roll back to later."""
@@ -136,12 +210,14 @@ class ToolExecutionContext:
         )
 
 
-def _start_collecting() -> tuple[list[Change], Token[list[Change] | None]]:
-    """Start collecting the changes recorded by this thread or task's current call."""
-    collected: list[Change] = []
-    return collected, _call_changes.set(collected)
+def _start_collecting(
+    record: _CallRecord | None = None,
+) -> tuple[list[Change], Token[_CallScope | None]]:
+    """Start collecting the changes and progress of this thread or task's current call."""
+    scope = _CallScope(record)
+    return scope.changes, _call_scope.set(scope)
 
 
-def _stop_collecting(token: Token[list[Change] | None]) -> None:
+def _stop_collecting(token: Token[_CallScope | None]) -> None:
     """Stop the collection started by `_start_collecting`."""
-    _call_changes.reset(token)
+    _call_scope.reset(token)

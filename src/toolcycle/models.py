@@ -17,6 +17,7 @@ from toolcycle.errors import ToolExecutionError
 __all__ = [
     "BoundResource",
     "Change",
+    "ProgressEvent",
     "SourceKind",
     "Tool",
     "ToolCapability",
@@ -78,7 +79,15 @@ class ToolDescriptor(Tool):
 
     capability: ToolCapability = Field(default_factory=ToolCapability)
     source: SourceKind = "custom"
+    source_name: str | None = None
+    """Which source of its kind the tool comes from, such as the MCP server's name."""
     tags: frozenset[str] = frozenset()
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    """Hints from the tool's source that the runtime keeps but does not enforce, such
+    as MCP's ``destructiveHint``, ``idempotentHint`` and ``openWorldHint``."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one call may take unless the caller passes a smaller ``timeout``;
+    None for no limit of the tool's own."""
 
 
 class BoundResource(BaseModel):
@@ -165,6 +174,22 @@ class ToolExecutionTrace(BaseModel):
     error_type: str | None = None
     output_valid: bool | None = None
     """Whether the output satisfied the output schema; None when nothing was checked."""
+    progress_count: int = 0
+    """How many progress reports the tool made during the call."""
+
+
+class ProgressEvent(BaseModel):
+    """One progress report of a running call, as a context's ``on_progress`` receives it."""
+
+    model_config = _FROZEN
+
+    tool_name: str
+    plan_id: str
+    call_id: str | None
+    """The call's trace id; None when reported outside a call the runtime runs."""
+    progress: float
+    total: float | None = None
+    message: str | None = None
 
 
 class ToolResult(BaseModel):

@@ -82,6 +82,19 @@ class _Entry:
     input: CompiledSchema
     output: CompiledSchema | None
 
+    @property
+    def timeout(self) -> float | None:
+        return self.descriptor.timeout
+
+
+@dataclass(slots=True)
+class _SourceEntry:
+    """A registered source and the names its tools were registered under."""
+
+    source: ToolSource
+    names: list[str]
+    skip: bool
+
 
 @dataclass(slots=True)
 class _Call:
@@ -148,6 +161,7 @@ class ToolRuntime:
         self._cache = ToolLifecycleCache()
         self._invoker = Invoker(max_workers=max_workers)
         self._activator = Activator(self._cache, self._invoker, deactivate_timeout)
+        self._sources: list[_SourceEntry] = []
         self._closed = False
 
     def __enter__(self) -> Self:
@@ -224,17 +238,24 @@ class ToolRuntime:
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool = False
+        self, source: ToolSource, *, skip_invalid_schemas: bool | None = None
     ) -> list[ToolDescriptor]:
-        """Register every tool of a source, all or nothing.
+        """Register every tool of a source, all or nothing, and keep the source.
+
+        The runtime keeps the source for two optional duties a source may have:
+        when its ``stale`` attribute is true (an MCP server announced a changed
+        tool list), the next ``new_context``, ``plan`` or ``aplan`` registers its
+        tools afresh; and ``close()`` calls its ``close()`` method, if it has one.
 
         Args:
             source: yields the tools.
             skip_invalid_schemas: instead of failing, skip each tool whose schema
                 is unusable (invalid, unknown dialect, unresolvable reference,
                 unsafe pattern) with a `ToolSkippedWarning` naming the tool and
-                the problem, and register the rest. Sources of schemas nobody
-                vouches for, such as MCP servers, use this.
+                the problem, and register the rest. None (the default) uses the
+                source's own ``skip_invalid_schemas`` attribute, False if it has
+                none; sources of schemas nobody vouches for, such as MCP servers,
+                set it.
 
         Returns:
             The descriptors registered, in the source's order.
@@ -242,25 +263,53 @@ class ToolRuntime:
         Raises:
             ToolRegistrationError: as `register`; tools of the source registered
                 before the failure are unregistered again (likewise for the other
-                errors `register` raises).
+                errors `register` raises, and for what ``source.tools()`` raises).
         """
+        self._check_open()
+        skip = (
+            bool(getattr(source, "skip_invalid_schemas", False))
+            if skip_invalid_schemas is None
+            else skip_invalid_schemas
+        )
+        registered = self._register_all(source, skip, _warn_skipped)
+        with self._lock:
+            self._sources.append(_SourceEntry(source, [d.name for d in registered], skip))
+        return registered
+
+    def _register_all(
+        self, source: ToolSource, skip: bool, on_skip: Callable[[str], None]
+    ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
                     registered.append(self.register(instance))
                 except ToolSchemaValidationError as error:
-                    if not skip_invalid_schemas:
+                    if not skip:
                         raise
-                    warnings.warn(
-                        ToolSkippedWarning(f"tool {error.tool_name!r} was skipped: {error}"),
-                        stacklevel=2,
-                    )
+                    on_skip(f"tool {error.tool_name!r} was skipped: {error}")
         except BaseException:
             for descriptor in registered:
                 self.unregister(descriptor.name)
             raise
         return registered
+
+    def _refresh_stale_sources(self) -> None:
+        """Register afresh the tools of every source that says its list changed."""
+        with self._lock:
+            stale = [entry for entry in self._sources if getattr(entry.source, "stale", False)]
+            for entry in stale:
+                for name in entry.names:
+                    self._tools.pop(name, None)
+                try:
+                    registered = self._register_all(entry.source, entry.skip, _log_skipped)
+                except Exception as exc:
+                    # The old tools stay unknown rather than wrong; the source is
+                    # asked again before the next plan.
+                    entry.names = []
+                    _log.warning("source.refresh_failed", source=repr(entry.source), error=str(exc))
+                    continue
+                entry.names = [d.name for d in registered]
 
     def unregister(self, name: str) -> ToolDescriptor:
         """Remove a tool; plans that activated it still deactivate it when they end.
@@ -306,8 +355,15 @@ class ToolRuntime:
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> ToolExecutionContext:
-        """Create a context for a new plan, tracked so that ``close()`` ends it."""
+        """Create a context for a new plan, tracked so that ``close()`` ends it.
+
+        Sources whose tool list changed since they were registered (see
+        `register_source`) are registered afresh first, so the new plan sees
+        their current tools.
+        """
         self._check_open()
+        if self._sources:
+            self._refresh_stale_sources()
         ctx = ToolExecutionContext(
             plan_id or f"plan-{uuid.uuid4().hex[:12]}",
             read_only=read_only,
@@ -386,13 +442,26 @@ class ToolRuntime:
         return errors
 
     def close(self) -> None:
-        """End every open plan, then stop the runtime's thread and pool. Idempotent."""
+        """End every open plan, close the sources, stop the runtime's thread and pool.
+
+        A registered source with a ``close()`` method (an MCP server with
+        ``scope="runtime"``) is closed after the plans end; an error it raises
+        is logged. Idempotent.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            sources, self._sources = self._sources, []
         for ctx in self._cache.open_plans():
             self.end_plan(ctx)
+        for entry in sources:
+            close = getattr(entry.source, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:
+                    _log.warning("source.close_failed", source=repr(entry.source), error=str(exc))
         self._invoker.close()
 
     # -- execute ----------------------------------------------------------------------
@@ -432,9 +501,9 @@ class ToolRuntime:
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
-        changes, collecting = _start_collecting()
+        changes, collecting = _start_collecting(call.record)
         try:
-            outcome = self._run_sync(call, entry, data, timeout)
+            outcome = self._run_sync(call, entry, data, _smaller(timeout, entry.timeout))
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -459,9 +528,9 @@ class ToolRuntime:
         data = self._validate_input(call, entry, params)
         if isinstance(data, ToolResult):
             return data
-        changes, collecting = _start_collecting()
+        changes, collecting = _start_collecting(call.record)
         try:
-            outcome = await self._run_async(call, entry, data, timeout)
+            outcome = await self._run_async(call, entry, data, _smaller(timeout, entry.timeout))
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -665,6 +734,22 @@ class ToolRuntime:
     def _check_open(self) -> None:
         if self._closed:
             raise ToolRuntimeError("the runtime is closed")
+
+
+def _warn_skipped(message: str) -> None:
+    # stacklevel 4: register_source's caller, through _register_all and this function.
+    warnings.warn(ToolSkippedWarning(message), stacklevel=4)
+
+
+def _log_skipped(message: str) -> None:
+    _log.warning("source.tool_skipped", detail=message)
+
+
+def _smaller(a: float | None, b: float | None) -> float | None:
+    """The smaller of two optional limits; None means no limit."""
+    if a is None:
+        return b
+    return a if b is None or a <= b else b
 
 
 def _log_deactivation_errors(errors: list[ToolDeactivationError]) -> None:

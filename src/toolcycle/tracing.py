@@ -130,7 +130,7 @@ def iso_utc(seconds: float) -> str:
 class CallRecord:
     """When and under which id one call started; the runtime holds it until the trace."""
 
-    __slots__ = ("call_id", "plan_id", "started", "t0", "tool_name")
+    __slots__ = ("call_id", "plan_id", "progress", "started", "t0", "tool_name")
 
     def __init__(
         self, tool_name: str, plan_id: str, call_id: str, started: float, t0: float
@@ -140,6 +140,7 @@ class CallRecord:
         self.call_id = call_id
         self.started = started
         self.t0 = t0
+        self.progress = 0
 
 
 class TraceRecorder:
@@ -216,6 +217,7 @@ class TraceRecorder:
             error=error_message,
             error_type=error_type,
             output_valid=output_valid,
+            progress_count=record.progress,
         )
         for sink in (self._tracer.record, *self._listeners):
             try:

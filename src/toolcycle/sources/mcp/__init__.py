@@ -1,0 +1,29 @@
+"""MCP servers as a tool source, through the official MCP SDK (``toolcycle[mcp]``).
+
+Usage::
+
+    from toolcycle import ToolRuntime
+    from toolcycle.sources.mcp import McpServer
+
+    with ToolRuntime() as runtime:
+        runtime.register_source(McpServer.stdio("uvx", ["mcp-server-time"]))
+        with runtime.plan() as ctx:
+            runtime.execute("get_current_time", {"timezone": "UTC"}, ctx)
+
+This package is the only part of toolcycle that imports ``mcp``.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp as _mcp  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without mcp
+    raise ImportError(
+        "toolcycle.sources.mcp needs the MCP SDK, which is an optional extra: "
+        "pip install 'toolcycle[mcp]'"
+    ) from exc
+
+from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
+from toolcycle.sources.mcp._server import McpServer, McpTool
+
+__all__ = ["McpCallError", "McpServer", "McpServerError", "McpTool", "McpToolError"]

@@ -1,0 +1,252 @@
+"""One MCP session, opened, served and closed by one long-lived task.
+
+The SDK's transports and sessions are anyio contexts: the task that enters one
+must be the task that leaves it, or anyio raises "Attempted to exit cancel
+scope in a different task". So a `Connection` starts an owner task that enters
+the transport and the session, answers the handshake, then waits to be told to
+stop; activation, calls and deactivation only talk to the session it holds.
+Everything here runs on the MCP loop (see ``_loop``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import mcp_types
+from mcp.client import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from toolcycle.sources.mcp._content import McpServerError, map_error
+from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractAsyncContextManager
+
+    from mcp.client import IncomingMessage
+    from mcp.client._transport import TransportStreams
+
+    from toolcycle.sources.mcp._stdio import StdioProcess
+
+__all__ = ["Connection", "Endpoint"]
+
+_log = logging.getLogger("toolcycle.sources.mcp")
+
+# How long close() waits for the owner task to wind down before cancelling it.
+SHUTDOWN_DEADLINE = STDIN_GRACE + TERM_GRACE + KILL_GRACE + 2.0
+# How long a failed call waits for the transport to say why the server went away.
+_FAULT_WAIT = 1.5
+_CLIENT_INFO = mcp_types.Implementation(name="toolcycle", version="0")
+
+
+class Endpoint(Protocol):
+    """Where a server is: opens the transport's streams for one connection."""
+
+    def streams(
+        self, on_lost: Callable[[], None]
+    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
+        """The transport to enter, and the process behind it when there is one."""
+        ...
+
+
+class Connection:
+    """A live session with one server; all methods run on the MCP loop."""
+
+    def __init__(self, endpoint: Endpoint, name: str, on_list_changed: Callable[[], None]) -> None:
+        self.name = name
+        self._endpoint = endpoint
+        self._on_list_changed = on_list_changed
+        self._session: ClientSession | None = None
+        self._process: StdioProcess | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._lost = asyncio.Event()
+        self._failure: BaseException | None = None
+        self.broken = False
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id, for a stdio server."""
+        return self._process.pid if self._process is not None else None
+
+    def diagnostics(self) -> str:
+        """What the transport knows about the server's state: exit code, stderr tail."""
+        return self._process.diagnostics() if self._process is not None else ""
+
+    async def open(self, timeout: float | None) -> None:
+        """Start the owner task and wait until the handshake is done.
+
+        Raises:
+            McpServerError: the server did not start, broke off the handshake,
+                or did not finish it within ``timeout`` seconds.
+        """
+        self._task = asyncio.get_running_loop().create_task(
+            self._own(), name=f"toolcycle-mcp:{self.name}"
+        )
+        try:
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            await self.close()
+            raise self._error(f"did not finish starting within {timeout} seconds") from None
+        except asyncio.CancelledError:
+            await asyncio.shield(self.close())
+            raise
+        if self._session is None:
+            await self.close()
+            failure = _leaf(self._failure)
+            raise self._error(f"failed to start: {_describe(failure)}") from failure
+
+    async def _own(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                transport, self._process = self._endpoint.streams(self._mark_lost)
+                read, write = await stack.enter_async_context(transport)
+                session = ClientSession(
+                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                )
+                await stack.enter_async_context(session)
+                await session.initialize()
+                self._session = session
+                self._ready.set()
+                await self._stop.wait()
+        except (Exception, asyncio.CancelledError) as exc:
+            # Ours to end: the failure is kept for the error message, not re-raised.
+            self._failure = exc
+        finally:
+            self.broken = True
+            self._session = None
+            self._ready.set()
+
+    def _mark_lost(self) -> None:
+        """The transport lost the server: fail the session, let the owner clean up."""
+        self.broken = True
+        self._lost.set()
+        self._stop.set()
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._on_list_changed()
+        elif isinstance(message, Exception):
+            _log.debug("MCP server %r: transport error %r", self.name, message)
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        """Every tool the server lists, following ``nextCursor`` to the last page."""
+        session = self._live_session()
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params = None if cursor is None else mcp_types.PaginatedRequestParams(cursor=cursor)
+            try:
+                page = await session.list_tools(params=params)
+            except Exception as exc:
+                raise await self._translate(exc) from exc
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                raise self._error(f"repeated the tools/list cursor {cursor!r}; listing stopped")
+            seen.add(cursor)
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        on_progress: Callable[[float, float | None, str | None], None],
+    ) -> mcp_types.CallToolResult:
+        """Send one ``tools/call``; cancelling the caller cancels it on the server.
+
+        Raises:
+            McpServerError: the connection is lost (it is then marked broken).
+            McpCallError: the server answered with a JSON-RPC error.
+        """
+        session = self._live_session()
+
+        async def forward(progress: float, total: float | None, message: str | None) -> None:
+            on_progress(progress, total, message)
+
+        # send_request rather than call_tool: call_tool re-lists the tools to check
+        # the output itself, a round trip per new tool, while the runtime checks it.
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+        )
+        try:
+            return await session.send_request(
+                request, mcp_types.CallToolResult, progress_callback=forward
+            )
+        except Exception as exc:
+            raise await self._translate(exc) from exc
+
+    async def _translate(self, exc: Exception) -> Exception:
+        lost = self.broken or (
+            isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED
+        )
+        if lost and self._process is not None:
+            # The session may notice the closed pipe before the process is reaped.
+            with anyio.move_on_after(_FAULT_WAIT):
+                await self._lost.wait()
+        fault = (self.diagnostics() or "") if (lost or self.broken) else None
+        mapped = map_error(exc, server=self.name, fault=fault)
+        if mapped is None:
+            return exc
+        if isinstance(mapped, McpServerError):
+            self._mark_lost()
+            mapped.exit_code = self._process.exit_code if self._process is not None else None
+            mapped.stderr_tail = tuple(self._process.stderr_tail) if self._process else ()
+        return mapped
+
+    def _live_session(self) -> ClientSession:
+        if self._session is None or self.broken:
+            detail = self.diagnostics()
+            raise self._error("is not connected" + (f" ({detail})" if detail else ""))
+        return self._session
+
+    def _error(self, what: str) -> McpServerError:
+        detail = self.diagnostics()
+        process = self._process
+        return McpServerError(
+            f"MCP server {self.name!r} {what}"
+            + (f" ({detail})" if detail and detail not in what else ""),
+            server=self.name,
+            exit_code=process.exit_code if process is not None else None,
+            stderr_tail=tuple(process.stderr_tail) if process is not None else (),
+        )
+
+    async def close(self) -> None:
+        """Tell the owner to leave the session and transport, and wait for it (bounded).
+
+        Run it shielded: the shutdown must finish even when its caller is cancelled.
+        """
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_DEADLINE)
+        if not done:  # pragma: no cover - a transport that ignores its own deadlines
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task}, timeout=2.0)
+
+
+def _leaf(exc: BaseException | None) -> BaseException | None:
+    """The first real exception inside nested exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "it closed the connection"
+    if isinstance(exc, asyncio.CancelledError):
+        return "it was cancelled"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,186 @@
+"""From MCP's wire types to ours: tool listings, call results and errors.
+
+Every translation of an MCP type or exception into a toolcycle one is in this
+module, so that what a server can send and what a user sees are read side by
+side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+
+from toolcycle import (
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionError,
+    ToolResult,
+    ToolRuntimeError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "McpCallError",
+    "McpServerError",
+    "McpToolError",
+    "call_output",
+    "descriptor_of",
+    "map_error",
+]
+
+# The annotation hints we keep on the descriptor, by their wire names.
+_HINTS = {
+    "title": "title",
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+class McpServerError(ToolRuntimeError):
+    """An MCP server could not be reached, failed to start, broke the protocol or died.
+
+    Attributes:
+        server: the server's name.
+        exit_code: the process's exit code, when it is a process that exited.
+        stderr_tail: the last lines the process wrote to stderr.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str,
+        exit_code: int | None = None,
+        stderr_tail: tuple[str, ...] = (),
+        tool_name: str | None = None,
+        plan_id: str | None = None,
+    ) -> None:
+        super().__init__(message, tool_name=tool_name, plan_id=plan_id)
+        self.server = server
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+
+
+class McpCallError(ToolExecutionError):
+    """The server answered a ``tools/call`` with a JSON-RPC error.
+
+    Attributes:
+        code: the JSON-RPC error code, such as -32602 for invalid params.
+        data: the error's ``data`` member, if it sent one.
+    """
+
+    def __init__(self, message: str, *, code: int, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class McpToolError(ToolExecutionError):
+    """The ``error_type`` of a result whose server answered with ``isError: true``.
+
+    It is not raised: the call's `ToolResult` carries the server's text as
+    ``error`` and the content blocks as ``output``.
+    """
+
+
+def descriptor_of(
+    tool: mcp_types.Tool,
+    *,
+    server: str,
+    prefix: str,
+    timeout: float | None,
+    override: ToolCapability | Mapping[str, Any] | None,
+) -> ToolDescriptor:
+    """Describe one listed tool; its capability is derived from its annotations, safely."""
+    annotations: dict[str, Any] = {}
+    if tool.annotations is not None:
+        for attribute, wire in _HINTS.items():
+            value = getattr(tool.annotations, attribute)
+            if value is not None:
+                annotations[wire] = value
+    # Only an explicit readOnlyHint: true makes a tool read-only; MCP's own default
+    # for the hint is false, and a server's silence must not widen a plan.
+    capability = ToolCapability(writes=annotations.get("readOnlyHint") is not True)
+    if isinstance(override, ToolCapability):
+        capability = override
+    elif override is not None:
+        capability = ToolCapability.model_validate(capability.model_dump() | dict(override))
+    return ToolDescriptor(
+        name=prefix + tool.name,
+        description=tool.description or annotations.get("title", "") or "",
+        input_schema=dict(tool.input_schema),
+        output_schema=None if tool.output_schema is None else dict(tool.output_schema),
+        capability=capability,
+        source="mcp",
+        source_name=server,
+        annotations=annotations,
+        timeout=timeout,
+    )
+
+
+def content_json(blocks: list[mcp_types.ContentBlock]) -> list[dict[str, Any]]:
+    """Content blocks as MCP's own JSON form (base64 data with ``mimeType``, and so on)."""
+    return [
+        block.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"})
+        for block in blocks
+    ]
+
+
+def call_output(result: mcp_types.CallToolResult) -> Any:
+    """The output of a call: ``structuredContent`` if present, else the content blocks.
+
+    A result with ``isError: true`` becomes a failed `ToolResult` whose error is
+    the server's text.
+    """
+    if result.is_error:
+        texts = [b.text for b in result.content if isinstance(b, mcp_types.TextContent)]
+        message = "\n".join(texts) or "the server reported an error and sent no text"
+        return ToolResult(
+            success=False,
+            output=content_json(result.content),
+            error=message,
+            error_type=McpToolError.__name__,
+        )
+    if result.structured_content is not None:
+        return result.structured_content
+    return content_json(result.content)
+
+
+def map_error(exc: BaseException, *, server: str, fault: str | None) -> Exception | None:
+    """Translate what the SDK raised during a request; None if it is not the SDK's.
+
+    Args:
+        exc: the exception.
+        server: the server's name, for the message.
+        fault: what the transport knows when it has lost the server (exit code,
+            stderr tail), or None while the transport is healthy.
+
+    Returns:
+        `McpServerError` when the connection is lost, `McpCallError` for a
+        JSON-RPC error response, None for anything else.
+    """
+    closed = isinstance(
+        exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
+    )
+    if isinstance(exc, MCPError) and (exc.code == CONNECTION_CLOSED or fault is not None):
+        closed = True
+    if closed:
+        detail = f" ({fault})" if fault else ""
+        return McpServerError(
+            f"MCP server {server!r} closed the connection during the call{detail}", server=server
+        )
+    if isinstance(exc, MCPError):
+        return McpCallError(
+            f"MCP server {server!r} answered with error {exc.code}: {exc.message}",
+            code=exc.code,
+            data=exc.data,
+        )
+    return None

@@ -1,0 +1,88 @@
+"""The one event-loop thread every MCP connection of the process lives on.
+
+The SDK's sessions and transports are anyio contexts that must be entered and
+left by the same task, on the same loop. Callers come from anywhere: the
+runtime's sync path runs on its portal thread, async hosts on their own loops,
+sometimes several at once. So every connection is opened, served and closed on
+this loop, and callers hop to it: one thread switch each way.
+
+The thread is a daemon, started on first use and never stopped: a server's
+parent-death signal is tied to the thread that started it (see ``_stdio``), so
+the thread must live as long as the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+__all__ = ["hop", "on_loop", "run", "submit"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+
+def _ensure() -> asyncio.AbstractEventLoop:
+    global _loop, _thread
+    with _lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            thread = threading.Thread(target=serve, name="toolcycle-mcp", daemon=True)
+            thread.start()
+            ready.wait()
+            _loop, _thread = loop, thread
+        return _loop
+
+
+def on_loop() -> bool:
+    """Whether the current thread is the MCP loop's thread."""
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the MCP loop from sync code and return its result.
+
+    Raises:
+        RuntimeError: called from the MCP loop's own thread, where it would wait
+            on itself.
+    """
+    if on_loop():
+        coro.close()
+        raise RuntimeError("a blocking MCP call was made from the MCP loop's own thread")
+    future = asyncio.run_coroutine_threadsafe(coro, _ensure())
+    try:
+        return future.result()
+    except BaseException:
+        # KeyboardInterrupt in the waiting thread: the work must not outlive the caller.
+        future.cancel()
+        raise
+
+
+async def hop(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on the MCP loop from any loop; cancelling the caller cancels it."""
+    loop = _ensure()
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+def submit(coro: Coroutine[Any, Any, Any]) -> None:
+    """Start ``coro`` on the MCP loop without waiting for it (from any thread)."""
+    loop = _ensure()
+    if on_loop():
+        loop.create_task(coro)
+    else:
+        asyncio.run_coroutine_threadsafe(coro, loop)

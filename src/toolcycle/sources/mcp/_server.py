@@ -1,0 +1,425 @@
+"""`McpServer`, a tool source, and `McpTool`, one of its tools.
+
+A server's tools share connections: in each plan, the first activation of any
+of its tools opens one connection and the last deactivation closes it; with
+``scope="runtime"`` one connection serves every plan until ``close()``. The
+bookkeeping (`_Share`) lives on the MCP loop and is touched by nothing else,
+so it needs no locks: concurrent first activations find the opening in
+progress and wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+import weakref
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp.client._memory import InMemoryTransport
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from toolcycle.sources.mcp import _loop
+from toolcycle.sources.mcp._connection import Connection
+from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+
+    from mcp.client._transport import TransportStreams
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer
+
+    from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+
+__all__ = ["McpServer", "McpTool"]
+
+_log = logging.getLogger("toolcycle.sources.mcp")
+
+Scope = Literal["plan", "runtime"]
+_RUNTIME_KEY = ""  # plan ids are never empty, so this key cannot collide
+
+
+# -- endpoints: where a server is ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Stdio:
+    spec: StdioSpec
+    name: str
+
+    def streams(
+        self, on_lost: Callable[[], None]
+    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
+        process = StdioProcess(self.spec, self.name, on_lost)
+        return process.connect(), process
+
+
+@dataclass(frozen=True, slots=True)
+class _Http:
+    url: str
+    headers: Mapping[str, str] | None
+
+    def streams(
+        self, on_lost: Callable[[], None]
+    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
+        return self._connect(), None
+
+    @asynccontextmanager
+    async def _connect(self) -> AsyncIterator[TransportStreams]:
+        async with AsyncExitStack() as stack:
+            client = create_mcp_http_client(headers=dict(self.headers or {}))
+            await stack.enter_async_context(client)
+            yield await stack.enter_async_context(
+                streamable_http_client(self.url, http_client=client)
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _InProcess:
+    server: Any
+
+    def streams(
+        self, on_lost: Callable[[], None]
+    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
+        return InMemoryTransport(self.server), None
+
+
+# -- sharing connections among a server's tools -----------------------------------------------
+
+
+class _Share:
+    """The connection one plan (or the whole runtime) uses for one server."""
+
+    __slots__ = ("connection", "opening", "retired", "users")
+
+    def __init__(self) -> None:
+        self.connection: Connection | None = None
+        self.opening: asyncio.Task[Connection] | None = None
+        self.users = 0
+        self.retired: McpServerError | None = None
+        """Set when a reconnection after a fault failed too: calls then fail at once."""
+
+
+class McpServer:
+    """An MCP server as a tool source for `ToolRuntime.register_source`.
+
+    Build it with `stdio`, `http` or `in_process`; registering it lists its
+    tools (paging through ``tools/list``), and each becomes an `McpTool`.
+
+    Args:
+        endpoint: where the server is (use the constructors).
+        name: the server's name in descriptors, errors and logs.
+        prefix: put before every tool name, to keep two servers' tools apart.
+        timeout: seconds one call may take (a smaller ``timeout=`` of
+            ``execute`` wins); on expiry the request is cancelled on the server
+            and the result's trace says ``timed_out``. None for no limit.
+        startup_timeout: seconds for starting the server and the handshake,
+            and for the whole discovery that ``register_source`` does.
+        capabilities: per tool (by the server's name for it), a `ToolCapability`
+            or a mapping of fields that replaces what the annotations give.
+        scope: ``"plan"`` (one connection per plan, closed at plan end) or
+            ``"runtime"`` (one connection for every plan, closed by ``close()``,
+            which ``runtime.close()`` calls).
+    """
+
+    skip_invalid_schemas = True
+    """A tool with an unusable schema is skipped with a warning, the rest register."""
+
+    def __init__(
+        self,
+        endpoint: Any,
+        *,
+        name: str,
+        prefix: str = "",
+        timeout: float | None = None,
+        startup_timeout: float = 30.0,
+        capabilities: Mapping[str, ToolCapability | Mapping[str, Any]] | None = None,
+        scope: Scope = "plan",
+    ) -> None:
+        if scope not in ("plan", "runtime"):
+            raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        if startup_timeout <= 0:
+            raise ValueError(f"startup_timeout must be positive seconds, got {startup_timeout!r}")
+        self._endpoint = endpoint
+        self.name = name
+        self.prefix = prefix
+        self.timeout = timeout
+        self.startup_timeout = startup_timeout
+        self.capabilities = dict(capabilities or {})
+        self.scope: Scope = scope
+        self._shares: dict[str, _Share] = {}
+        self._stale = False
+        self._closed = False
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        **options: Any,
+    ) -> McpServer:
+        """A server started as a child process that speaks MCP on stdin and stdout.
+
+        The process gets the SDK's minimal environment (``HOME``, ``LOGNAME``,
+        ``PATH``, ``SHELL``, ``TERM``, ``USER``) with ``env`` over it, never the
+        whole parent environment. ``options`` are those of `McpServer`; ``name``
+        defaults to the command's file name.
+        """
+        options.setdefault("name", command.rsplit("/", 1)[-1])
+        spec = StdioSpec(command, tuple(args), None if env is None else dict(env), cwd)
+        return cls(_Stdio(spec, options["name"]), **options)
+
+    @classmethod
+    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> McpServer:
+        """A server reached over streamable HTTP at ``url``, sending ``headers`` with each request."""
+        options.setdefault("name", url)
+        return cls(_Http(url, None if headers is None else dict(headers)), **options)
+
+    @classmethod
+    def in_process(cls, server: Server[Any] | MCPServer, **options: Any) -> McpServer:
+        """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process."""
+        options.setdefault("name", getattr(server, "name", None) or "in-process")
+        return cls(_InProcess(server), **options)
+
+    def __repr__(self) -> str:
+        return f"McpServer(name={self.name!r}, scope={self.scope!r})"
+
+    # -- the source protocol ------------------------------------------------------------------
+
+    @property
+    def stale(self) -> bool:
+        """Whether the server announced a changed tool list since the last listing."""
+        return self._stale
+
+    def tools(self) -> list[McpTool]:
+        """List the server's tools (every page) as `McpTool` objects.
+
+        Raises:
+            McpServerError: the server could not be started or listed within
+                ``startup_timeout``.
+        """
+        self._check_open()
+        return _loop.run(self._discover())
+
+    async def _discover(self) -> list[McpTool]:
+        self._stale = False
+        try:
+            async with asyncio.timeout(self.startup_timeout):
+                listed = await self._list()
+        except TimeoutError:
+            raise McpServerError(
+                f"MCP server {self.name!r} did not list its tools within "
+                f"{self.startup_timeout} seconds",
+                server=self.name,
+            ) from None
+        return [
+            McpTool(
+                self,
+                descriptor_of(
+                    item,
+                    server=self.name,
+                    prefix=self.prefix,
+                    timeout=self.timeout,
+                    override=self.capabilities.get(item.name),
+                ),
+                item.name,
+            )
+            for item in listed
+        ]
+
+    async def _list(self) -> list[Any]:
+        live = next((s.connection for s in self._shares.values() if _usable(s.connection)), None)
+        if live is not None:
+            return await live.list_tools()
+        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        try:
+            await connection.open(None)
+            return await connection.list_tools()
+        finally:
+            await asyncio.shield(connection.close())
+
+    def _stale_marker(self) -> Callable[[], None]:
+        # Weak, so that a live connection does not keep its server alive: an
+        # unclosed server must be collectable for __del__ to warn and close.
+        server = weakref.ref(self)
+
+        def mark() -> None:
+            alive = server()
+            if alive is not None:
+                alive._stale = True
+
+        return mark
+
+    def close(self) -> None:
+        """Close every connection still open (the runtime-scope one, and any left). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if _loop.on_loop():
+            _loop.submit(self._close_all())
+        else:
+            _loop.run(self._close_all())
+
+    async def aclose(self) -> None:
+        """Async twin of `close`."""
+        self._closed = True
+        await _loop.hop(self._close_all())
+
+    async def _close_all(self) -> None:
+        shares, self._shares = list(self._shares.values()), {}
+        await asyncio.gather(*(_retire(share) for share in shares))
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True) and any(
+            _usable(s.connection) for s in getattr(self, "_shares", {}).values()
+        ):
+            warnings.warn(
+                f"{self!r} was garbage-collected with open connections; closing them. "
+                "Call runtime.close() (or server.close()) when done.",
+                ResourceWarning,
+                stacklevel=1,
+            )
+            self._closed = True
+            with contextlib.suppress(Exception):
+                _loop.submit(self._close_all())
+
+    # -- connections, on the MCP loop -----------------------------------------------------------
+
+    def _key(self, ctx: ToolExecutionContext) -> str:
+        return _RUNTIME_KEY if self.scope == "runtime" else ctx.plan_id
+
+    async def _acquire(self, ctx: ToolExecutionContext) -> None:
+        self._check_open()
+        share = self._shares.setdefault(self._key(ctx), _Share())
+        share.users += 1
+        try:
+            await self._connected(share)
+        except BaseException:
+            await asyncio.shield(self._release(ctx))
+            raise
+
+    async def _release(self, ctx: ToolExecutionContext) -> None:
+        key = self._key(ctx)
+        share = self._shares.get(key)
+        if share is None:
+            return
+        share.users -= 1
+        if share.users <= 0 and key != _RUNTIME_KEY:
+            del self._shares[key]
+            await _retire(share)
+
+    async def _connected(self, share: _Share) -> Connection:
+        """The share's usable connection, opening one (once) if it has none."""
+        if share.retired is not None:
+            raise share.retired
+        if _usable(share.connection):
+            return share.connection  # type: ignore[return-value]
+        if share.opening is None:
+            share.opening = asyncio.get_running_loop().create_task(self._open())
+        opening = share.opening
+        try:
+            connection = await asyncio.shield(opening)
+        finally:
+            if opening.done() and share.opening is opening:
+                share.opening = None
+        share.connection = connection
+        return connection
+
+    async def _open(self) -> Connection:
+        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        await connection.open(self.startup_timeout)
+        return connection
+
+    async def _call(
+        self,
+        ctx: ToolExecutionContext,
+        remote: str,
+        arguments: dict[str, Any],
+        report: Callable[[float, float | None, str | None], None],
+    ) -> Any:
+        share = self._shares.get(self._key(ctx))
+        if share is None:
+            raise McpServerError(
+                f"MCP server {self.name!r} has no connection for plan {ctx.plan_id!r}; "
+                "its tool was not activated in this plan",
+                server=self.name,
+            )
+        reconnect = share.connection is not None and share.connection.broken
+        try:
+            connection = await self._connected(share)
+        except McpServerError as error:
+            if reconnect:
+                # One fresh connection per fault; this one failed too, so the
+                # plan's later calls fail at once with the same error.
+                share.retired = error
+            raise
+        return await connection.call(remote, arguments, report)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
+
+
+def _usable(connection: Connection | None) -> bool:
+    return connection is not None and not connection.broken
+
+
+async def _retire(share: _Share) -> None:
+    """Close a share's connection, including one still opening; shielded from cancellation."""
+    opening, share.opening = share.opening, None
+    connection, share.connection = share.connection, None
+
+    async def close() -> None:
+        if opening is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                opened = await opening
+                await opened.close()
+        if connection is not None:
+            await connection.close()
+
+    await asyncio.shield(close())
+
+
+class McpTool:
+    """One tool of an `McpServer`, a `ToolInstance` like any other.
+
+    Every stage is a coroutine that runs on the MCP loop: from ``execute`` it is
+    driven through the runtime's portal thread, from ``aexecute`` awaited from
+    the caller's loop.
+    """
+
+    def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
+        self.server = server
+        self.remote_name = remote_name
+        self._descriptor = descriptor
+
+    def __repr__(self) -> str:
+        return f"McpTool({self._descriptor.name!r}, server={self.server.name!r})"
+
+    def discover(self) -> ToolDescriptor:
+        """The descriptor built from the server's listing."""
+        return self._descriptor
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        """Join the plan's connection to the server, opening it if this is the first tool."""
+        await _loop.hop(self.server._acquire(ctx))
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        """Send ``tools/call`` and return the structured content or the content blocks."""
+        report = ctx.progress_reporter()
+        result = await _loop.hop(self.server._call(ctx, self.remote_name, params, report))
+        return call_output(result)
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        """Leave the plan's connection; the last tool to leave closes it."""
+        await asyncio.shield(_loop.hop(self.server._release(ctx)))

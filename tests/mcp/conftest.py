@@ -1,0 +1,111 @@
+"""Fixtures for the MCP source: test servers in process and over stdio, and process checks."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from toolcycle import NullTracer, ToolRuntime, ToolSkippedWarning
+from toolcycle.sources.mcp import McpServer
+
+from .servers import build
+
+SERVERS = Path(__file__).with_name("servers.py")
+# The tools the test server lists that the runtime can register (two are skipped).
+VALID_TOOLS = [
+    "echo",
+    "add",
+    "fail",
+    "rpc_error",
+    "progress",
+    "slow",
+    "crash",
+    "big",
+    "content",
+    "environment",
+    "spawn",
+    "write",
+    "erase",
+    "draft7",
+    "add_tool",
+]
+
+
+@pytest.fixture
+def runtime() -> Iterator[ToolRuntime]:
+    """A runtime closed when the test ends (which closes its MCP servers)."""
+    rt = ToolRuntime(tracer=NullTracer(), deactivate_timeout=15.0)
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+def register(runtime: ToolRuntime, source: McpServer) -> list[str]:
+    """Register a test server's tools, accepting the two warnings for its invalid schemas."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ToolSkippedWarning)
+        return [d.name for d in runtime.register_source(source)]
+
+
+@pytest.fixture
+def sessions() -> dict[str, int]:
+    """Counts of connections the in-process server saw opened and closed."""
+    return {}
+
+
+@pytest.fixture
+def in_process(sessions: dict[str, int]) -> Callable[..., McpServer]:
+    """Make an in-process test server; keyword arguments go to McpServer."""
+
+    def make(page_size: int | None = None, **options: Any) -> McpServer:
+        options.setdefault("name", "local")
+        return McpServer.in_process(build(page_size=page_size, sessions=sessions), **options)
+
+    return make
+
+
+def stdio(*flags: str, **options: Any) -> McpServer:
+    """A test server over stdio, started with the current interpreter."""
+    options.setdefault("name", "remote")
+    return McpServer.stdio(sys.executable, [str(SERVERS), *flags], **options)
+
+
+def wait_gone(pids: Iterable[int], timeout: float = 10.0) -> list[int]:
+    """Wait (bounded) until none of the processes exists; return those still running."""
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _running(pid)]
+        if alive:
+            time.sleep(0.02)
+    return alive
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def children() -> set[int]:
+    """Every descendant of this test process, zombies included."""
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
