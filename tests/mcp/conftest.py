@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -12,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from toolcycle import NullTracer, ToolRuntime, ToolSkippedWarning
+from toolcycle import CancellationToken, NullTracer, ToolRuntime, ToolSkippedWarning
 from toolcycle.sources.mcp import McpServer
 
 from .servers import build
@@ -109,3 +110,33 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def cancel_a_slow_call(runtime: ToolRuntime, marker: Path, reason: str = "stop") -> BaseException:
+    """Start the slow tool on a thread, cancel its plan once it has begun, return what it raised.
+
+    The server writes ``marker`` when its handler is cancelled; the caller checks it.
+    """
+    started = threading.Event()
+    token = CancellationToken()
+    ctx = runtime.new_context(cancellation_token=token)
+    ctx.on_progress = lambda event: started.set()
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            runtime.execute("slow", {"seconds": 60, "marker": str(marker)}, ctx)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    try:
+        assert started.wait(15), "the slow tool never reported that it started"
+        token.cancel(reason)
+        thread.join(2)
+        assert not thread.is_alive(), "the cancelled call did not return within 2 s"
+    finally:
+        runtime.end_plan(ctx)
+    assert outcome, "the cancelled call returned instead of raising"
+    return outcome[0]

@@ -7,12 +7,10 @@ import gc
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from toolcycle import (
-    CancellationToken,
     ProgressEvent,
     ToolCancelledError,
     ToolCapability,
@@ -24,7 +22,7 @@ from toolcycle import (
 )
 from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError, McpTool
 
-from .conftest import VALID_TOOLS, register, wait_for
+from .conftest import VALID_TOOLS, cancel_a_slow_call, register, wait_for
 from .servers import PNG, WAV
 
 
@@ -332,42 +330,17 @@ def test_sync_execute_works_from_many_threads_at_once(runtime, in_process) -> No
     assert outputs == {w: [{"sum": w + i} for i in range(20)] for w in range(8)}
 
 
-def _start_slow_call(runtime: ToolRuntime, ctx, marker: Path) -> threading.Thread:
-    """Run the slow tool on a thread; the returned thread records its outcome on itself."""
-
-    def run() -> None:
-        try:
-            run.result = runtime.execute("slow", {"seconds": 60, "marker": str(marker)}, ctx)  # type: ignore[attr-defined]
-        except BaseException as exc:
-            run.error = exc  # type: ignore[attr-defined]
-
-    thread = threading.Thread(target=run)
-    thread.run_state = run  # type: ignore[attr-defined]
-    thread.start()
-    return thread
-
-
 def test_cancelling_the_plan_cancels_the_request_on_the_server(
     runtime, in_process, tmp_path
 ) -> None:
     """The call raises ToolCancelledError promptly and the server's handler is cancelled."""
     register(runtime, in_process())
-    started = threading.Event()
-    token = CancellationToken()
-    ctx = runtime.new_context(cancellation_token=token)
-    ctx.on_progress = lambda event: started.set()
     marker = tmp_path / "cancelled"
-    thread = _start_slow_call(runtime, ctx, marker)
-    assert started.wait(10), "the slow tool never reported that it started"
-    token.cancel("user pressed stop")
-    thread.join(2)
-    assert not thread.is_alive(), "the cancelled call did not return within 2 s"
-    error = thread.run_state.error  # type: ignore[attr-defined]
+    error = cancel_a_slow_call(runtime, marker, reason="user pressed stop")
     assert isinstance(error, ToolCancelledError) and error.reason == "user pressed stop"
     assert wait_for(marker.exists), "the server never saw the cancellation"
     # the connection is still good for the next call
     assert runtime.execute("add", {"a": 1, "b": 2}, runtime.new_context()).output == {"sum": 3}
-    runtime.end_plan(ctx)
 
 
 async def test_cancelling_the_awaiting_task_cancels_the_request_on_the_server(

@@ -229,6 +229,10 @@ class Connection:
         task = self._task
         if task is None or task.done():
             return
+        if self._session is None:
+            # Still in the handshake, which never looks at _stop: interrupt it.
+            # The transport's shutdown is shielded, so the process still ends.
+            task.cancel()
         done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_DEADLINE)
         if not done:  # pragma: no cover - a transport that ignores its own deadlines
             task.cancel()

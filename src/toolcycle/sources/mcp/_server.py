@@ -23,6 +23,7 @@ from mcp.client._memory import InMemoryTransport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from toolcycle import ToolActivationError
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
@@ -411,8 +412,20 @@ class McpTool:
         return self._descriptor
 
     async def activate(self, ctx: ToolExecutionContext) -> None:
-        """Join the plan's connection to the server, opening it if this is the first tool."""
-        await _loop.hop(self.server._acquire(ctx))
+        """Join the plan's connection to the server, opening it if this is the first tool.
+
+        Raises:
+            ToolActivationError: the server could not be started or reached; its
+                `McpServerError` is the cause.
+        """
+        try:
+            await _loop.hop(self.server._acquire(ctx))
+        except McpServerError as error:
+            raise ToolActivationError(
+                f"activating tool {self._descriptor.name!r} failed: {error}",
+                tool_name=self._descriptor.name,
+                plan_id=ctx.plan_id,
+            ) from error
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Send ``tools/call`` and return the structured content or the content blocks."""

@@ -1,0 +1,196 @@
+"""The MCP source against real server processes over stdio: faults, shutdown, leftovers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime, ToolRuntimeError
+from toolcycle.sources.mcp import McpServer, McpServerError
+
+from .conftest import (
+    SERVERS,
+    VALID_TOOLS,
+    cancel_a_slow_call,
+    children,
+    register,
+    stdio,
+    wait_for,
+    wait_gone,
+)
+
+
+def test_a_stdio_server_is_discovered_used_and_ended_with_its_plan(runtime) -> None:
+    """Discovery's own process ends at once; the plan's process ends with the plan."""
+    before = children()
+    assert register(runtime, stdio(name="remote")) == VALID_TOOLS
+    assert wait_gone(children() - before) == []
+    with runtime.plan() as ctx:
+        result = runtime.execute("echo", {"text": "over stdio"}, ctx)
+        assert result.output == {"text": "over stdio", "length": 10}
+        started = children() - before
+        assert len(started) == 1
+    assert wait_gone(started) == []
+
+
+def test_the_server_gets_a_minimal_environment_plus_what_is_passed(runtime, monkeypatch) -> None:
+    """The parent's variables stay out; env is added; PATH is kept even when env is given."""
+    monkeypatch.setenv("TOOLCYCLE_TEST_SECRET", "do-not-leak")
+    register(runtime, stdio(env={"GREETING": "hello"}))
+    with runtime.plan() as ctx:
+        env = runtime.execute("environment", {}, ctx).output
+    assert env["GREETING"] == "hello"
+    assert env["PATH"] == os.environ["PATH"]
+    assert "TOOLCYCLE_TEST_SECRET" not in env
+
+
+def test_a_crash_mid_call_fails_the_call_and_the_next_call_reconnects(runtime) -> None:
+    """The failed result names the server, its exit code and stderr; the plan goes on."""
+    before = children()
+    register(runtime, stdio(name="remote"))
+    with runtime.plan() as ctx:
+        crashed = runtime.execute("crash", {}, ctx)
+        assert not crashed.success and crashed.error_type == "McpServerError"
+        assert "'remote'" in (crashed.error or "") and "exit code 3" in (crashed.error or "")
+        assert "about to exit with code 3" in (crashed.error or "")
+        assert isinstance(crashed.exception, McpServerError)
+        assert crashed.exception.exit_code == 3
+        again = runtime.execute("add", {"a": 2, "b": 2}, ctx)
+        assert again.output == {"sum": 4}
+    assert wait_gone(children() - before) == []
+
+
+def test_a_server_that_exits_at_start_fails_registration_with_its_stderr(runtime) -> None:
+    """register_source raises a ToolRuntimeError with the exit code and the stderr tail."""
+    with pytest.raises(ToolRuntimeError) as caught:
+        runtime.register_source(stdio("--fail-at-start", name="broken"))
+    message = str(caught.value)
+    assert "'broken'" in message and "exit code 2" in message
+    assert "the configuration file is missing" in message
+    assert runtime.descriptors() == ()
+
+
+def test_a_server_that_fails_at_activation_gives_an_activation_error(runtime, tmp_path) -> None:
+    """A server that starts for discovery but not for the plan fails activation clearly."""
+    flag = tmp_path / "started"
+    before = children()
+    register(runtime, stdio("--fail-if-exists", str(flag), name="flaky"))
+    with runtime.plan() as ctx:
+        with pytest.raises(ToolActivationError) as caught:
+            runtime.execute("add", {"a": 1, "b": 1}, ctx)
+    assert "started a second time" in str(caught.value.__cause__)
+    assert isinstance(caught.value.__cause__, McpServerError)
+    assert caught.value.__cause__.exit_code == 2
+    assert wait_gone(children() - before) == []
+
+
+def test_a_server_that_never_answers_is_bounded_by_the_startup_timeout(runtime) -> None:
+    """A hung server fails discovery within startup_timeout, and its process is ended."""
+    before = children()
+    started = time.monotonic()
+    with pytest.raises(McpServerError, match="did not list its tools within 1.0 seconds"):
+        runtime.register_source(stdio("--hang-at-start", name="hung", startup_timeout=1.0))
+    assert time.monotonic() - started < 8
+    assert wait_gone(children() - before) == []
+
+
+def test_a_server_writing_garbage_to_stdout_is_a_clear_fault(runtime) -> None:
+    """A line that is not JSON-RPC ends the connection with an error quoting it."""
+    with pytest.raises(McpServerError, match="not JSON-RPC: 'Welcome to the server!"):
+        runtime.register_source(stdio("--garbage", name="noisy", startup_timeout=10))
+
+
+def test_a_command_that_does_not_exist_is_a_clear_error(runtime) -> None:
+    """Starting a missing executable fails registration with the OS error."""
+    with pytest.raises(McpServerError, match="'ghost' failed to start: FileNotFoundError"):
+        runtime.register_source(McpServer.stdio("/nonexistent/mcp-server", name="ghost"))
+
+
+def test_a_wrapper_and_its_grandchildren_are_ended_with_the_plan(runtime) -> None:
+    """A server started through a shell, and a process it spawned, leave nothing behind."""
+    command = f"{sys.executable} {SERVERS}; exit 0"  # the shell stays as the parent
+    before = children()
+    register(runtime, McpServer.stdio("/bin/sh", ["-c", command], name="wrapped"))
+    with runtime.plan() as ctx:
+        spawned = runtime.execute("spawn", {}, ctx).output
+        tree = children() - before
+        assert {spawned["pid"], spawned["server"]} <= tree
+        assert len(tree) == 3  # the shell, the server, the grandchild
+    assert wait_gone(tree) == []
+
+
+def test_cancelling_a_stdio_call_reaches_the_server(runtime, tmp_path) -> None:
+    """The server process's handler is cancelled and the call raises ToolCancelledError."""
+    register(runtime, stdio())
+    marker = tmp_path / "cancelled"
+    assert isinstance(cancel_a_slow_call(runtime, marker), ToolCancelledError)
+    assert wait_for(marker.exists), "the server never saw the cancellation"
+
+
+def test_runtime_scope_uses_one_process_for_every_plan(tmp_path) -> None:
+    """With scope='runtime' the plans share one server process, ended by close()."""
+    before = children()
+    runtime = ToolRuntime()
+    register(runtime, stdio(scope="runtime"))
+    pids = set()
+    for _ in range(2):
+        with runtime.plan() as ctx:
+            runtime.execute("add", {"a": 1, "b": 1}, ctx)
+            pids |= children() - before
+    assert len(pids) == 1
+    runtime.close()
+    assert wait_gone(pids) == []
+
+
+_HOST = textwrap.dedent(
+    """
+    import sys, warnings
+    from toolcycle import ToolRuntime, ToolSkippedWarning
+    from toolcycle.sources.mcp import McpServer
+    warnings.simplefilter("ignore", ToolSkippedWarning)
+    runtime = ToolRuntime()
+    runtime.register_source(McpServer.stdio(sys.executable, [{servers!r}], name="child"))
+    ctx = runtime.new_context()
+    runtime.activate("add", ctx)
+    print(runtime.execute("environment", {{}}, ctx).trace.call_id, flush=True)
+    {ending}
+    """
+)
+
+
+def _host_server_pids(ending: str) -> tuple[subprocess.Popen[str], set[int]]:
+    """Start a host process that leaves a server running, and find that server."""
+    host = subprocess.Popen(
+        [sys.executable, "-c", _HOST.format(servers=str(SERVERS), ending=ending)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert host.stdout is not None
+    assert host.stdout.readline(), "the host did not get as far as a call"
+    servers = {p.pid for p in psutil.Process(host.pid).children(recursive=True)}
+    assert len(servers) == 1
+    return host, servers
+
+
+def test_servers_die_with_a_host_that_is_killed() -> None:
+    """SIGKILL of the host (no exit handler runs) still ends its server: parent-death signal."""
+    host, servers = _host_server_pids("import time; time.sleep(60)")
+    with host:
+        host.send_signal(signal.SIGKILL)
+        host.wait(10)
+    assert wait_gone(servers) == []
+
+
+def test_servers_are_ended_by_the_exit_handler_when_the_host_exits() -> None:
+    """A host that exits without closing its runtime leaves no server behind."""
+    host, servers = _host_server_pids("sys.exit(0)")
+    with host:
+        assert host.wait(15) == 0
+    assert wait_gone(servers) == []
