@@ -19,6 +19,7 @@ from toolcycle.sources.mcp import McpServer
 from .servers import build
 
 SERVERS = Path(__file__).with_name("servers.py")
+RAW_SERVER = Path(__file__).with_name("raw_server.py")
 # The tools the test server lists that the runtime can register (two are skipped).
 VALID_TOOLS = [
     "echo",

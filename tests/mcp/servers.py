@@ -4,7 +4,8 @@
 same tools over stdio:
 
     python tests/mcp/servers.py [--page-size N] [--garbage] [--fail-at-start]
-                                [--hang-at-start] [--name NAME]
+                                [--hang-at-start] [--fail-if-exists PATH]
+                                [--hang-if-exists PATH] [--name NAME]
 
 The low-level API is used rather than ``MCPServer`` because the tests need what
 a decorator hides: pages of a tool list, schemas that are invalid on purpose,
@@ -279,6 +280,7 @@ def main() -> None:
     parser.add_argument(
         "--fail-if-exists", help="exit with code 2 if this file exists, else create it"
     )
+    parser.add_argument("--hang-if-exists", help="never answer if this file exists")
     options = parser.parse_args()
     print(f"{options.name}: starting, pid {os.getpid()}", file=sys.stderr, flush=True)
     if options.fail_at_start:
@@ -290,7 +292,7 @@ def main() -> None:
             print("fatal: started a second time", file=sys.stderr, flush=True)
             sys.exit(2)
         flag.write_text("started")
-    if options.hang_at_start:
+    if options.hang_at_start or (options.hang_if_exists and Path(options.hang_if_exists).exists()):
         time.sleep(600)
     if options.garbage:
         sys.stdout.write("Welcome to the server! This line is not JSON.\n")

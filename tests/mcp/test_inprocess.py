@@ -432,6 +432,29 @@ def test_a_closed_server_refuses_discovery_and_activation(runtime, in_process) -
             runtime.execute("add", {"a": 1, "b": 1}, ctx)
 
 
+async def test_executing_a_tool_that_was_not_activated_is_a_clear_error(
+    runtime, in_process
+) -> None:
+    """Driving McpTool.execute by hand, without activate, names the missing activation."""
+    add = next(t for t in in_process(name="manual").tools() if t.remote_name == "add")
+    with pytest.raises(
+        McpServerError, match="'manual' has no connection for plan .* not activated"
+    ):
+        await add.execute({"a": 1, "b": 2}, runtime.new_context())
+
+
+async def test_a_tool_driven_by_hand_runs_between_activate_and_deactivate(
+    runtime, in_process, sessions
+) -> None:
+    """The ToolInstance protocol works without the runtime: activate, execute, deactivate."""
+    add = next(t for t in in_process().tools() if t.remote_name == "add")
+    ctx = runtime.new_context()
+    await add.activate(ctx)
+    assert await add.execute({"a": 1, "b": 2}, ctx) == {"sum": 3}
+    await add.deactivate(ctx)
+    assert wait_for(lambda: sessions["opened"] == sessions["closed"] == 2)
+
+
 def test_a_server_collected_with_open_connections_warns_and_closes_them(
     in_process, sessions
 ) -> None:

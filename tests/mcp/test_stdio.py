@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
 import pytest
 
-from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime, ToolRuntimeError
+from toolcycle import (
+    CancellationToken,
+    ToolActivationError,
+    ToolCancelledError,
+    ToolRuntime,
+    ToolRuntimeError,
+)
 from toolcycle.sources.mcp import McpServer, McpServerError
 
 from .conftest import (
+    RAW_SERVER,
     SERVERS,
     VALID_TOOLS,
     cancel_a_slow_call,
@@ -127,11 +136,59 @@ def test_a_wrapper_and_its_grandchildren_are_ended_with_the_plan(runtime) -> Non
 
 
 def test_cancelling_a_stdio_call_reaches_the_server(runtime, tmp_path) -> None:
-    """The server process's handler is cancelled and the call raises ToolCancelledError."""
+    """The server's handler is cancelled, the call raises, and the plan's end ends the server."""
+    before = children()
     register(runtime, stdio())
     marker = tmp_path / "cancelled"
     assert isinstance(cancel_a_slow_call(runtime, marker), ToolCancelledError)
     assert wait_for(marker.exists), "the server never saw the cancellation"
+    assert wait_gone(children() - before) == []
+
+
+def test_cancelling_an_activation_ends_the_server_it_was_starting(runtime, tmp_path) -> None:
+    """A plan cancelled while its server starts raises promptly and leaves no process."""
+    flag = tmp_path / "hang"
+    before = children()
+    register(runtime, stdio("--hang-if-exists", str(flag), name="slowstart"))
+    flag.write_text("hang from now on")
+    token = CancellationToken()
+    ctx = runtime.new_context(cancellation_token=token)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            runtime.execute("add", {"a": 1, "b": 1}, ctx)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    assert wait_for(lambda: bool(children() - before), timeout=10), "the server never started"
+    starting = children() - before
+    token.cancel("not needed after all")
+    thread.join(5)
+    assert not thread.is_alive(), "the cancelled activation did not return within 5 s"
+    assert isinstance(outcome[0], ToolCancelledError)
+    runtime.end_plan(ctx)
+    assert wait_gone(starting) == []
+
+
+def test_a_reconnect_that_fails_fails_that_call_and_the_rest_of_the_plan(runtime, tmp_path) -> None:
+    """After a crash one fresh start is tried; when it fails, later calls fail at once."""
+    flag = tmp_path / "started"
+    before = children()
+    register(runtime, stdio("--fail-if-exists", str(flag), name="once"))
+    flag.unlink()  # discovery's start created it; the plan's first start may go ahead
+    with runtime.plan() as ctx:
+        assert runtime.execute("add", {"a": 1, "b": 1}, ctx).success
+        crashed = runtime.execute("crash", {}, ctx)
+        assert not crashed.success and "exit code 3" in (crashed.error or "")
+        retry = runtime.execute("add", {"a": 1, "b": 1}, ctx)
+        assert not retry.success and "started a second time" in (retry.error or "")
+        assert isinstance(retry.exception, McpServerError) and retry.exception.exit_code == 2
+        later = runtime.execute("add", {"a": 1, "b": 1}, ctx)
+        assert later.exception is retry.exception
+    assert wait_gone(children() - before) == []
 
 
 def test_runtime_scope_uses_one_process_for_every_plan(tmp_path) -> None:
@@ -194,3 +251,21 @@ def test_servers_are_ended_by_the_exit_handler_when_the_host_exits() -> None:
     with host:
         assert host.wait(15) == 0
     assert wait_gone(servers) == []
+
+
+def test_a_response_after_the_call_timed_out_is_dropped_and_logged(
+    runtime, tmp_path, caplog
+) -> None:
+    """The late answer never becomes another call's result, and the connection keeps working."""
+    caplog.set_level(logging.DEBUG, logger="mcp")
+    register(runtime, McpServer.stdio(sys.executable, [str(RAW_SERVER)], name="raw"))
+    release = tmp_path / "release"
+    with runtime.plan() as ctx:
+        timed_out = runtime.execute("late", {"release": str(release)}, ctx, timeout=0.5)
+        assert timed_out.trace.status == "timed_out"
+        release.write_text("go")
+        assert wait_for(lambda: "late request id" in caplog.text), (
+            "the late response was not logged"
+        )
+        quick = runtime.execute("quick", {"n": 7}, ctx)
+        assert quick.success and quick.output == {"n": 7}

@@ -382,6 +382,9 @@ async def _retire(share: _Share) -> None:
 
     async def close() -> None:
         if opening is not None:
+            # Nobody waits for it any more: interrupt the start rather than let
+            # it run to its startup timeout (a cancelled open ends its process).
+            opening.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 opened = await opening
                 await opened.close()

@@ -1,0 +1,113 @@
+"""A hand-written MCP server over stdio that answers requests it was told to cancel.
+
+SDK servers never answer a cancelled request, but other servers do: a
+response can cross the ``notifications/cancelled`` on the wire. This one makes
+that happen on purpose, to test that a late response is dropped without
+disturbing the connection:
+
+- ``late`` (argument ``release``, a path) answers only once that file exists,
+  whether or not the request was cancelled meanwhile;
+- ``quick`` answers at once with its own argument.
+
+It needs nothing but the standard library, so it starts in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_write_lock = threading.Lock()
+
+_TOOLS = [
+    {
+        "name": "late",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"release": {"type": "string"}},
+            "required": ["release"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "quick",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "annotations": {"readOnlyHint": True},
+    },
+]
+
+
+def _send(message: dict[str, Any]) -> None:
+    with _write_lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def _result(request_id: Any, n: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {
+            "content": [{"type": "text", "text": str(n)}],
+            "structuredContent": {"n": n},
+            "isError": False,
+        },
+    }
+
+
+def _answer_late(request_id: Any, release: Path) -> None:
+    deadline = time.monotonic() + 30
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _send(_result(request_id, "late"))
+
+
+def _handle(message: dict[str, Any]) -> None:
+    method = message.get("method")
+    request_id = message.get("id")
+    if method == "initialize":
+        _send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+    elif method == "tools/list":
+        _send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": _TOOLS}})
+    elif method == "tools/call":
+        params = message["params"]
+        arguments = params.get("arguments") or {}
+        if params["name"] == "late":
+            release = Path(arguments["release"])
+            threading.Thread(target=_answer_late, args=(request_id, release), daemon=True).start()
+        else:
+            _send(_result(request_id, arguments.get("n")))
+    elif method == "notifications/cancelled":
+        print(f"raw: told to cancel {message['params']}", file=sys.stderr, flush=True)
+    elif request_id is not None:
+        _send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32601, "message": f"no method {method}"},
+            }
+        )
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            _handle(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
