@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from toolcycle import (
+    NullTracer,
     ProgressEvent,
     ToolDescriptor,
     ToolExecutionContext,
@@ -230,3 +231,20 @@ def test_progress_outside_a_call_has_no_call_id_and_a_failing_callback_is_logged
         ctx.report_progress(4)
     assert any("on_progress callback" in r.getMessage() for r in caplog.records)
     ToolExecutionContext("silent").report_progress(1)  # no callback: nothing happens
+
+
+def test_a_plan_scope_passes_on_progress_to_its_context() -> None:
+    """runtime.plan(on_progress=...) sets the callback that the plan's reports reach."""
+    seen: list[ProgressEvent] = []
+
+    @tool(writes=False)
+    def step(ctx: ToolExecutionContext) -> int:
+        ctx.report_progress(1, 2, "half")
+        return 1
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(step)
+        with runtime.plan("p", on_progress=seen.append) as ctx:
+            assert ctx.on_progress is not None
+            assert runtime.execute("step", {}, ctx).trace.progress_count == 1
+    assert [(e.plan_id, e.progress, e.total, e.message) for e in seen] == [("p", 1, 2, "half")]

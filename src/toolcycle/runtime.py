@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 
     from toolcycle._types import Clock, JSONSchema
-    from toolcycle.models import ToolExecutionTrace, TraceStatus
+    from toolcycle.models import ProgressEvent, ToolExecutionTrace, TraceStatus
 
 __all__ = ["ToolRuntime"]
 
@@ -354,8 +354,12 @@ class ToolRuntime:
         resources: Iterable[BoundResource] = (),
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolExecutionContext:
         """Create a context for a new plan, tracked so that ``close()`` ends it.
+
+        ``on_progress`` receives a `ProgressEvent` for every progress report of
+        the plan's calls (see `ToolExecutionContext`).
 
         Sources whose tool list changed since they were registered (see
         `register_source`) are registered afresh first, so the new plan sees
@@ -371,6 +375,7 @@ class ToolRuntime:
             resources=tuple(resources),
             cancellation_token=cancellation_token or CancellationToken(),
             metadata=dict(metadata or {}),
+            on_progress=on_progress,
         )
         self._cache.track(ctx)
         return ctx
@@ -385,6 +390,7 @@ class ToolRuntime:
         resources: Iterable[BoundResource] = (),
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[[ProgressEvent], object] | None = None,
     ) -> Iterator[ToolExecutionContext]:
         """A plan scope: yields a new context and ends the plan on exit, however it exits."""
         ctx = self.new_context(
@@ -394,6 +400,7 @@ class ToolRuntime:
             resources=resources,
             cancellation_token=cancellation_token,
             metadata=metadata,
+            on_progress=on_progress,
         )
         try:
             yield ctx
@@ -410,6 +417,7 @@ class ToolRuntime:
         resources: Iterable[BoundResource] = (),
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[[ProgressEvent], object] | None = None,
     ) -> AsyncIterator[ToolExecutionContext]:
         """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
         ctx = self.new_context(
@@ -419,6 +427,7 @@ class ToolRuntime:
             resources=resources,
             cancellation_token=cancellation_token,
             metadata=metadata,
+            on_progress=on_progress,
         )
         try:
             yield ctx
