@@ -9,12 +9,17 @@ disturbing the connection:
   whether or not the request was cancelled meanwhile;
 - ``quick`` answers at once with its own argument.
 
+With ``--stubborn`` it ignores SIGTERM and keeps running after its stdin
+closes, so only SIGKILL ends it; with ``--blank-lines`` it writes an empty
+line before every message, which a client must skip.
+
 It needs nothing but the standard library, so it starts in a few milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 _write_lock = threading.Lock()
+_BLANK_LINES = "--blank-lines" in sys.argv
 
 _TOOLS = [
     {
@@ -43,7 +49,7 @@ _TOOLS = [
 
 def _send(message: dict[str, Any]) -> None:
     with _write_lock:
-        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.write(("\n" if _BLANK_LINES else "") + json.dumps(message) + "\n")
         sys.stdout.flush()
 
 
@@ -104,9 +110,15 @@ def _handle(message: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    stubborn = "--stubborn" in sys.argv
+    if stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin:
         if line.strip():
             _handle(json.loads(line))
+    if stubborn:
+        print("raw: stdin closed, staying anyway", file=sys.stderr, flush=True)
+        time.sleep(60)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,11 @@ import gc
 import subprocess
 import sys
 import threading
+from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp.server.lowlevel.server import Server
 
 from toolcycle import (
     ProgressEvent,
@@ -417,6 +420,46 @@ def test_list_changed_marks_the_server_stale_and_the_next_plan_sees_the_new_tool
         assert not server.stale
         assert runtime.execute("extra", {}, ctx).success
     assert runtime.descriptor("extra").source_name == "local"
+
+
+def test_a_refresh_reuses_the_open_runtime_scope_connection(runtime, in_process, sessions) -> None:
+    """With scope='runtime', listing the changed tools needs no second connection."""
+    server = in_process(scope="runtime")
+    register(runtime, server)
+    with runtime.plan() as ctx:
+        runtime.execute("add_tool", {}, ctx)
+        assert wait_for(lambda: server.stale)
+    opened = sessions["opened"]
+    with runtime.plan() as ctx:
+        assert runtime.execute("extra", {}, ctx).success
+    assert sessions["opened"] == opened  # the refresh listed over the live connection
+
+
+def test_a_server_repeating_its_cursor_fails_discovery_instead_of_looping(runtime) -> None:
+    """A tools/list that hands back the same cursor forever is stopped with a clear error."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        tool = types.Tool(name="again", input_schema={"type": "object"})
+        return types.ListToolsResult(tools=[tool], next_cursor="same")
+
+    looping = Server("looping", on_list_tools=list_tools)
+    with pytest.raises(McpServerError, match="repeated the tools/list cursor 'same'"):
+        runtime.register_source(McpServer.in_process(looping))
+    assert runtime.descriptors() == ()
+
+
+async def test_aclose_closes_the_connections_from_async_code(in_process, sessions) -> None:
+    """aclose() is close() for async hosts: the runtime-scope connection ends."""
+    runtime = ToolRuntime()
+    server = in_process(scope="runtime")
+    register(runtime, server)
+    async with runtime.aplan() as ctx:
+        await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)
+    await server.aclose()
+    assert wait_for(lambda: sessions["opened"] == sessions["closed"])
+    with pytest.raises(McpServerError, match="is closed"):
+        server.tools()
+    runtime.close()
 
 
 def test_a_closed_server_refuses_discovery_and_activation(runtime, in_process) -> None:

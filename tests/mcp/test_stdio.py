@@ -269,3 +269,32 @@ def test_a_response_after_the_call_timed_out_is_dropped_and_logged(
         )
         quick = runtime.execute("quick", {"n": 7}, ctx)
         assert quick.success and quick.output == {"n": 7}
+
+
+def test_a_server_that_ignores_stdin_and_sigterm_is_killed(runtime) -> None:
+    """The shutdown goes on to SIGKILL when closing stdin and SIGTERM do not end the server."""
+    before = children()
+    register(runtime, McpServer.stdio(sys.executable, [str(RAW_SERVER), "--stubborn"], name="mule"))
+    with runtime.plan() as ctx:
+        assert runtime.execute("quick", {"n": 1}, ctx).output == {"n": 1}
+        server = children() - before
+        assert len(server) == 1
+    assert wait_gone(server) == []
+
+
+def test_server_output_never_reaches_the_hosts_stdout_or_stderr(runtime, capfd, caplog) -> None:
+    """The server's stderr is kept and logged at DEBUG; the host's file descriptors stay clean."""
+    caplog.set_level(logging.DEBUG, logger="toolcycle.sources.mcp.stderr")
+    register(runtime, stdio(name="chatty"))
+    with runtime.plan() as ctx:
+        assert runtime.execute("add", {"a": 1, "b": 1}, ctx).success
+    out, err = capfd.readouterr()
+    assert "testserver: starting" not in out + err
+    assert "chatty: testserver: starting, pid" in caplog.text
+
+
+def test_blank_lines_between_messages_are_skipped(runtime) -> None:
+    """Empty lines on a server's stdout are not a fault."""
+    register(runtime, McpServer.stdio(sys.executable, [str(RAW_SERVER), "--blank-lines"]))
+    with runtime.plan() as ctx:
+        assert runtime.execute("quick", {"n": 2}, ctx).output == {"n": 2}

@@ -70,11 +70,6 @@ class Connection:
         self._failure: BaseException | None = None
         self.broken = False
 
-    @property
-    def pid(self) -> int | None:
-        """The server process's id, for a stdio server."""
-        return self._process.pid if self._process is not None else None
-
     def diagnostics(self) -> str:
         """What the transport knows about the server's state: exit code, stderr tail."""
         return self._process.diagnostics() if self._process is not None else ""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["StdioProcess", "StdioSpec", "live_groups"]
+__all__ = ["StdioProcess", "StdioSpec"]
 
 _log = logging.getLogger("toolcycle.sources.mcp.stderr")
 
@@ -52,11 +52,6 @@ _TAIL_LINES = 20
 
 # Process groups we started and have not yet seen end, for the exit handler.
 _live: dict[int, str] = {}
-
-
-def live_groups() -> dict[int, str]:
-    """The process groups of servers still running, by group id, with their names."""
-    return dict(_live)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,59 @@
+"""The MCP loop thread: hopping to it from sync code, other loops and itself."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from toolcycle.sources.mcp import _loop
+
+
+async def _where() -> str:
+    return threading.current_thread().name
+
+
+async def _boom() -> None:
+    raise ValueError("from the loop")
+
+
+def test_run_executes_on_the_mcp_thread_and_passes_errors_back() -> None:
+    """Sync callers get the coroutine's result, or its exception, from the toolcycle-mcp thread."""
+    assert _loop.run(_where()) == "toolcycle-mcp"
+    with pytest.raises(ValueError, match="from the loop"):
+        _loop.run(_boom())
+
+
+async def test_hop_from_another_loop_and_from_the_mcp_loop_itself() -> None:
+    """A hop switches threads once from a foreign loop, and awaits in place on its own loop."""
+    assert await _loop.hop(_where()) == "toolcycle-mcp"
+
+    async def nested() -> tuple[str, bool]:
+        return await _loop.hop(_where()), _loop.on_loop()
+
+    assert await _loop.hop(nested()) == ("toolcycle-mcp", True)
+
+
+def test_a_blocking_run_on_the_mcp_thread_is_refused() -> None:
+    """run() from the loop's own thread would wait on itself, so it raises instead."""
+
+    async def blocking() -> None:
+        _loop.run(_where())
+
+    with pytest.raises(RuntimeError, match="from the MCP loop's own thread"):
+        _loop.run(blocking())
+
+
+def test_submit_starts_work_without_waiting_from_any_thread() -> None:
+    """submit() from outside and from inside the loop both run the coroutine."""
+    done = threading.Event()
+
+    async def mark() -> None:
+        done.set()
+
+    async def submit_inside() -> None:
+        _loop.submit(mark())
+
+    _loop.submit(submit_inside())
+    assert done.wait(5)
+    assert not _loop.on_loop()
