@@ -290,6 +290,35 @@ def test_concurrent_first_activations_from_threads_open_one_connection(
     assert sessions == {"opened": 2, "closed": 2}
 
 
+def test_concurrent_first_activations_in_many_plans_open_one_runtime_connection(
+    runtime, in_process, sessions
+) -> None:
+    """With scope='runtime', four plans activating at once still open exactly one connection."""
+    register(runtime, in_process(scope="runtime"))
+    plans = [runtime.new_context() for _ in range(4)]
+    barrier = threading.Barrier(len(plans), timeout=10)
+    errors: list[BaseException] = []
+
+    def activate(ctx: Any) -> None:
+        try:
+            barrier.wait()
+            runtime.activate("add", ctx)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=activate, args=(ctx,)) for ctx in plans]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    for ctx in plans:
+        runtime.end_plan(ctx)
+    assert sessions == {"opened": 2, "closed": 1}  # the runtime's connection stays open
+    runtime.close()
+    assert wait_for(lambda: sessions == {"opened": 2, "closed": 2})
+
+
 async def test_concurrent_first_activations_from_tasks_open_one_connection(
     runtime, in_process, sessions
 ) -> None:
