@@ -1,0 +1,295 @@
+"""What toolcycle adds to a call to an MCP tool, and to connecting to an MCP server.
+
+Each toolcycle benchmark has a twin that talks to the same kind of server with the
+SDK alone, so that the ratio of the two is what the runtime costs:
+
+- Calls, in process and over stdio: ``runtime.execute("add", ...)`` and
+  ``runtime.aexecute`` with a warm activation (one plan kept open for the whole
+  run, a null tracer), against an SDK ``ClientSession`` that the benchmark holds
+  open itself and sends the same request on.
+- Activation over stdio: a new plan that activates one tool (start the server
+  process, ``initialize``) and ends (stop the process), against entering and
+  leaving ``stdio_client`` and ``ClientSession`` with an ``initialize`` in between.
+
+The direct sessions send ``tools/call`` with ``session.send_request(CallToolRequest,
+CallToolResult)``, the same request and result parsing the runtime's connection
+uses. ``session.call_tool`` is not used: in SDK 2.x it lists the server's tools the
+first time it meets a tool name (to learn its output schema) and then checks the
+structured content against that schema, work that toolcycle leaves to the runtime's
+own output validation, so it would not compare like with like.
+
+The direct sessions live on one event loop in this thread, each opened and served
+by a task of its own that stays parked between runs, so the loop, the session and
+the server are all warm; a run drives the loop once and awaits a batch of calls in
+it, as the async runtime benchmarks do. ``aexecute`` is batched the same way on the
+same loop; the runtime then hops to its own MCP loop for each call. ``execute`` has
+no loop to batch in: it is timed one call at a time, like a sync caller makes them.
+
+Batched functions say how many calls they make in their ``calls`` attribute. The
+two activation benchmarks start a process each time (about a second), so they say
+``number = 1`` and ``repeat = ACTIVATION_REPEATS``: run once per repeat, a fixed
+number of times, rather than calibrated by timeit. ``setup()`` opens everything
+and ``teardown()`` closes every runtime, session and server process it opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+import warnings
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mcp_types
+from mcp.client import ClientSession
+from mcp.client._memory import InMemoryTransport
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from toolcycle import NullTracer, ToolRuntime, ToolSkippedWarning
+from toolcycle.sources.mcp import McpServer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractAsyncContextManager
+    from types import ModuleType
+
+    from mcp.client._transport import TransportStreams
+
+SERVERS = Path(__file__).resolve().parent.parent / "tests" / "mcp" / "servers.py"
+"""The test suite's MCP server: ``build()`` for in process, run as a script for stdio."""
+
+ASYNC_BATCH = 100
+"""Calls awaited per run of a batched in-process benchmark."""
+
+STDIO_BATCH = 20
+"""Calls awaited per run of a batched stdio benchmark (each is a round trip to a process)."""
+
+ACTIVATION_REPEATS = 5
+"""How many times each activation benchmark runs; the runner reports best and median."""
+
+ARGUMENTS = {"a": 2, "b": 3}
+
+
+def _load_servers() -> ModuleType:
+    """Import tests/mcp/servers.py by its path (the tests are not a package on the path)."""
+    spec = importlib.util.spec_from_file_location("_bench_mcp_servers", SERVERS)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the test MCP server from {SERVERS}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _register(runtime: ToolRuntime, server: McpServer) -> None:
+    # The test server lists two tools with invalid schemas on purpose; they are skipped.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ToolSkippedWarning)
+        runtime.register_source(server)
+
+
+def _stdio_parameters() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(SERVERS)])
+
+
+def _add_request() -> mcp_types.CallToolRequest:
+    return mcp_types.CallToolRequest(
+        params=mcp_types.CallToolRequestParams(name="add", arguments=dict(ARGUMENTS))
+    )
+
+
+class _DirectSession:
+    """An SDK session opened, held and closed by one task on ``loop``.
+
+    The transport and the session are anyio contexts that the task entering them
+    must also leave, so one owner task does both and waits in between; calls only
+    use the session it holds.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: Callable[[], AbstractAsyncContextManager[TransportStreams]],
+    ) -> None:
+        self._loop = loop
+        self._transport = transport
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.session: ClientSession | None = None
+
+    async def _own(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                self.session = session
+                self._ready.set()
+                await self._stop.wait()
+        finally:
+            self.session = None
+            self._ready.set()
+
+    def open(self) -> None:
+        self._task = self._loop.create_task(self._own())
+        self._loop.run_until_complete(self._ready.wait())
+        if self.session is None:
+            self._loop.run_until_complete(self._task)  # raises why it did not open
+            raise RuntimeError("the direct MCP session closed while opening")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._loop.run_until_complete(self._task)
+            self._task = None
+
+    async def batch(self, count: int) -> None:
+        session = self.session
+        assert session is not None
+        for _ in range(count):
+            await session.send_request(_add_request(), mcp_types.CallToolResult)
+
+
+_state: dict[str, Any] = {}
+
+
+def setup() -> None:
+    """Start the servers, open the plans and the direct sessions, warm every path once."""
+    if _state:
+        return
+    servers = _load_servers()
+    loop = asyncio.new_event_loop()
+    _state["loop"] = loop
+    _state["devnull"] = open(os.devnull, "w")  # noqa: SIM115 - closed by teardown()
+    try:
+        local = ToolRuntime(tracer=NullTracer())
+        _state["local"] = local
+        _register(local, McpServer.in_process(servers.build(), name="local"))
+        remote = ToolRuntime(tracer=NullTracer())
+        _state["remote"] = remote
+        _register(remote, McpServer.stdio(sys.executable, [str(SERVERS)], name="remote"))
+        _state["local_ctx"] = local.new_context("bench-local")
+        _state["remote_ctx"] = remote.new_context("bench-remote")
+
+        def in_memory() -> AbstractAsyncContextManager[TransportStreams]:
+            return InMemoryTransport(servers.build())
+
+        def over_stdio() -> AbstractAsyncContextManager[TransportStreams]:
+            return stdio_client(_stdio_parameters(), errlog=_state["devnull"])
+
+        for key, transport in (("direct_local", in_memory), ("direct_remote", over_stdio)):
+            direct = _DirectSession(loop, transport)
+            direct.open()
+            _state[key] = direct
+        for runtime, ctx, direct in (
+            (local, _state["local_ctx"], _state["direct_local"]),
+            (remote, _state["remote_ctx"], _state["direct_remote"]),
+        ):
+            runtime.execute("add", ARGUMENTS, ctx)
+            loop.run_until_complete(runtime.aexecute("add", ARGUMENTS, ctx))
+            loop.run_until_complete(direct.batch(1))
+    except BaseException:
+        teardown()
+        raise
+
+
+def teardown() -> None:
+    """Close the runtimes (their plans and servers), the direct sessions and the loop."""
+    if not _state:
+        return
+    for key in ("local", "remote"):
+        if key in _state:
+            _state[key].close()
+    for key in ("direct_local", "direct_remote"):
+        if key in _state:
+            _state[key].close()
+    loop = _state["loop"]
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+    _state["devnull"].close()
+    _state.clear()
+
+
+async def _aexecute_batch(runtime: ToolRuntime, ctx: Any, count: int) -> None:
+    for _ in range(count):
+        await runtime.aexecute("add", ARGUMENTS, ctx)
+
+
+def time_mcp_direct_inprocess() -> None:
+    """SDK session over InMemoryTransport: send_request(CallToolRequest), batched."""
+    _state["loop"].run_until_complete(_state["direct_local"].batch(ASYNC_BATCH))
+
+
+time_mcp_direct_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_execute_inprocess() -> None:
+    """runtime.execute of an in-process MCP tool, warm activation, null tracer."""
+    _state["local"].execute("add", ARGUMENTS, _state["local_ctx"])
+
+
+def time_mcp_aexecute_inprocess() -> None:
+    """Await runtime.aexecute of an in-process MCP tool, batched like the direct session."""
+    _state["loop"].run_until_complete(
+        _aexecute_batch(_state["local"], _state["local_ctx"], ASYNC_BATCH)
+    )
+
+
+time_mcp_aexecute_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_direct_stdio() -> None:
+    """SDK session over stdio_client: send_request(CallToolRequest), batched."""
+    _state["loop"].run_until_complete(_state["direct_remote"].batch(STDIO_BATCH))
+
+
+time_mcp_direct_stdio.calls = STDIO_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_execute_stdio() -> None:
+    """runtime.execute of a tool on a stdio server process, warm activation, null tracer."""
+    _state["remote"].execute("add", ARGUMENTS, _state["remote_ctx"])
+
+
+def time_mcp_aexecute_stdio() -> None:
+    """Await runtime.aexecute of a tool on a stdio server process, batched."""
+    _state["loop"].run_until_complete(
+        _aexecute_batch(_state["remote"], _state["remote_ctx"], STDIO_BATCH)
+    )
+
+
+time_mcp_aexecute_stdio.calls = STDIO_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_activation_stdio() -> None:
+    """A new plan activates the stdio server's tool (start, initialize), then ends (stop)."""
+    runtime = _state["remote"]
+    with runtime.plan() as ctx:
+        runtime.activate("add", ctx)
+
+
+time_mcp_activation_stdio.number = 1  # type: ignore[attr-defined]
+time_mcp_activation_stdio.repeat = ACTIVATION_REPEATS  # type: ignore[attr-defined]
+time_mcp_activation_stdio.warmup_time = 0  # type: ignore[attr-defined]
+
+
+async def _open_and_close() -> None:
+    async with AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(
+            stdio_client(_stdio_parameters(), errlog=_state["devnull"])
+        )
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+
+
+def time_mcp_direct_session_open_stdio() -> None:
+    """Enter stdio_client and ClientSession, initialize, leave both (start and stop)."""
+    _state["loop"].run_until_complete(_open_and_close())
+
+
+time_mcp_direct_session_open_stdio.number = 1  # type: ignore[attr-defined]
+time_mcp_direct_session_open_stdio.repeat = ACTIVATION_REPEATS  # type: ignore[attr-defined]
+time_mcp_direct_session_open_stdio.warmup_time = 0  # type: ignore[attr-defined]
