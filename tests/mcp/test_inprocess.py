@@ -12,6 +12,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
 
 from toolcycle import (
     ProgressEvent,
@@ -462,6 +463,28 @@ def test_a_refresh_reuses_the_open_runtime_scope_connection(runtime, in_process,
     with runtime.plan() as ctx:
         assert runtime.execute("extra", {}, ctx).success
     assert sessions["opened"] == opened  # the refresh listed over the live connection
+
+
+def test_a_refresh_that_fails_is_tried_again_before_the_next_plan(runtime, caplog) -> None:
+    """A server that cannot list its changed tools stays stale, so a later plan gets them."""
+    failing = {"on": False}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        if failing["on"]:
+            raise MCPError(-32603, "the catalogue is being rebuilt")
+        return types.ListToolsResult(tools=[types.Tool(name="t", input_schema={"type": "object"})])
+
+    source = McpServer.in_process(Server("moody", on_list_tools=list_tools))
+    runtime.register_source(source)
+    source._stale = True  # as a notifications/tools/list_changed would
+    failing["on"] = True
+    runtime.end_plan(runtime.new_context())
+    assert runtime.descriptors() == ()
+    assert source.stale and "source.refresh_failed" in caplog.text
+    failing["on"] = False
+    runtime.end_plan(runtime.new_context())
+    assert [d.name for d in runtime.descriptors()] == ["t"]
+    assert not source.stale
 
 
 def test_a_server_repeating_its_cursor_fails_discovery_instead_of_looping(runtime) -> None:

@@ -213,16 +213,21 @@ class McpServer:
         return _loop.run(self._discover())
 
     async def _discover(self) -> list[McpTool]:
+        # Cleared before listing, so a list_changed that arrives meanwhile is kept.
         self._stale = False
         try:
             async with asyncio.timeout(self.startup_timeout):
                 listed = await self._list()
         except TimeoutError:
+            self._stale = True  # not listed: the next plan asks again
             raise McpServerError(
                 f"MCP server {self.name!r} did not list its tools within "
                 f"{self.startup_timeout} seconds",
                 server=self.name,
             ) from None
+        except BaseException:
+            self._stale = True
+            raise
         return [
             McpTool(
                 self,
