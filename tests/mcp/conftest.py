@@ -113,6 +113,27 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
     return True
 
 
+def at_once(calls: list[Callable[[], object]], timeout: float = 10.0) -> list[BaseException]:
+    """Run each call on its own thread, released together by a barrier; return what they raised."""
+    barrier = threading.Barrier(len(calls), timeout=timeout)
+    errors: list[BaseException] = []
+
+    def run(call: Callable[[], object]) -> None:
+        try:
+            barrier.wait()
+            call()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(t.is_alive() for t in threads), f"a call did not return within {timeout} s"
+    return errors
+
+
 def cancel_a_slow_call(runtime: ToolRuntime, marker: Path, reason: str = "stop") -> BaseException:
     """Start the slow tool on a thread, cancel its plan once it has begun, return what it raised.
 

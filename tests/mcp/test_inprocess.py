@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import mcp_types as types
@@ -26,7 +26,7 @@ from toolcycle import (
 )
 from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError, McpTool
 
-from .conftest import VALID_TOOLS, cancel_a_slow_call, register, wait_for
+from .conftest import VALID_TOOLS, at_once, cancel_a_slow_call, register, wait_for
 from .servers import PNG, WAV
 
 
@@ -270,22 +270,7 @@ def test_concurrent_first_activations_from_threads_open_one_connection(
     register(runtime, in_process())
     ctx = runtime.new_context()
     names = ["echo", "add", "fail", "progress", "content", "big", "draft7", "environment"]
-    barrier = threading.Barrier(len(names), timeout=10)
-    errors: list[BaseException] = []
-
-    def activate(name: str) -> None:
-        try:
-            barrier.wait()
-            runtime.activate(name, ctx)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=activate, args=(n,)) for n in names]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert errors == []
+    assert at_once([functools.partial(runtime.activate, name, ctx) for name in names]) == []
     assert sessions == {"opened": 2, "closed": 1}
     runtime.end_plan(ctx)
     assert sessions == {"opened": 2, "closed": 2}
@@ -297,22 +282,7 @@ def test_concurrent_first_activations_in_many_plans_open_one_runtime_connection(
     """With scope='runtime', four plans activating at once still open exactly one connection."""
     register(runtime, in_process(scope="runtime"))
     plans = [runtime.new_context() for _ in range(4)]
-    barrier = threading.Barrier(len(plans), timeout=10)
-    errors: list[BaseException] = []
-
-    def activate(ctx: Any) -> None:
-        try:
-            barrier.wait()
-            runtime.activate("add", ctx)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=activate, args=(ctx,)) for ctx in plans]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert errors == []
+    assert at_once([functools.partial(runtime.activate, "add", ctx) for ctx in plans]) == []
     for ctx in plans:
         runtime.end_plan(ctx)
     assert sessions == {"opened": 2, "closed": 1}  # the runtime's connection stays open
@@ -354,11 +324,7 @@ def test_sync_execute_works_from_many_threads_at_once(runtime, in_process) -> No
             runtime.execute("add", {"a": worker, "b": i}, ctx).output for i in range(20)
         ]
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    assert at_once([functools.partial(work, w) for w in range(8)], timeout=30) == []
     runtime.end_plan(ctx)
     assert outputs == {w: [{"sum": w + i} for i in range(20)] for w in range(8)}
 
