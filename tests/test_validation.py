@@ -453,3 +453,32 @@ def test_the_false_schema_reports_the_keyword_false() -> None:
 
     issue = Compiler().compile(False).validate(1)[1].issues[0]
     assert (issue.pointer, issue.keyword) == ("", "false")
+
+
+def test_identical_schemas_are_compiled_once_and_share_one_validator():
+    """A source listing many tools with one schema pays the metaschema check once."""
+    compiler = SchemaCompiler()
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    first = compiler.compile(schema, tool_name="a")
+    assert compiler.compile(dict(schema), tool_name="b") is first
+    assert compiler.compile({"type": "object"}) is not first
+
+
+def test_the_compiled_schema_cache_is_bounded_and_keeps_recent_schemas():
+    """The cache evicts the least recently used schema first."""
+    compiler = SchemaCompiler()
+    kept = compiler.compile({"title": "kept"})
+    oldest = compiler.compile({"title": "schema 0"})
+    for index in range(1, SchemaCompiler._CACHE_SIZE):
+        compiler.compile({"title": f"schema {index}"})
+        assert compiler.compile({"title": "kept"}) is kept  # touched, so never the oldest
+    assert compiler.compile({"title": "schema 0"}) is not oldest  # evicted, compiled afresh
+    assert len(compiler._compiled) == SchemaCompiler._CACHE_SIZE
+
+
+def test_an_unusable_schema_is_not_cached_and_fails_again_with_its_own_tool_name():
+    """Errors are not remembered; each tool's error names that tool."""
+    compiler = SchemaCompiler()
+    for name in ("a", "b"):
+        with pytest.raises(ToolSchemaValidationError, match=repr(name)):
+            compiler.compile({"type": 12}, tool_name=name)

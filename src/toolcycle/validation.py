@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ from toolcycle.errors import ToolSchemaValidationError
 from toolcycle.models import Validation, ValidationIssue
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from jsonschema.protocols import Validator
 
@@ -252,9 +253,11 @@ class SchemaCompiler:
         limits: the caps for schemas and for the values validated against them.
     """
 
-    __slots__ = ("_meta", "_registry", "limits")
+    __slots__ = ("_compiled", "_lock", "_meta", "_registry", "limits")
 
     _meta: dict[str, Validator]
+    _CACHE_SIZE = 1024
+    """How many compiled schemas are kept, least recently used first out."""
 
     def __init__(
         self,
@@ -273,6 +276,11 @@ class SchemaCompiler:
             uri: cls(cls.META_SCHEMA, registry=self._registry)
             for uri, (cls, _) in _DIALECTS.items()
         }
+        # Sources list many tools with the same schema (every skill has one
+        # shape); checking the metaschema and the patterns again for each
+        # would dominate their registration.
+        self._compiled: dict[bytes, CompiledSchema] = {}
+        self._lock = threading.Lock()
 
     def _dialect(self, uri: object) -> str | None:
         """The known dialect ``uri`` names, directly or through a pre-loaded metaschema."""
@@ -319,13 +327,32 @@ class SchemaCompiler:
         limits = self.limits
         try:
             data = normalize(schema, max_depth=limits.max_schema_depth, max_nodes=10**9)
-            size = len(encode(data))
+            key = encode(data)
         except JSONCompatibilityError as exc:
             raise fail(exc.pointer, exc.keyword, exc.reason) from None
-        if size > limits.max_schema_bytes:
+        if len(key) > limits.max_schema_bytes:
             raise fail(
-                "", "maxSchemaBytes", f"{size} bytes is over the limit of {limits.max_schema_bytes}"
+                "",
+                "maxSchemaBytes",
+                f"{len(key)} bytes is over the limit of {limits.max_schema_bytes}",
             )
+        with self._lock:
+            cached = self._compiled.pop(key, None)
+            if cached is not None:
+                self._compiled[key] = cached  # now the most recently used
+                return cached
+        compiled = self._compile(data, fail)
+        with self._lock:
+            self._compiled[key] = compiled
+            if len(self._compiled) > self._CACHE_SIZE:
+                del self._compiled[next(iter(self._compiled))]
+        return compiled
+
+    def _compile(
+        self, data: Any, fail: Callable[[str, str, str], ToolSchemaValidationError]
+    ) -> CompiledSchema:
+        """Check normalised schema data against its metaschema and the limits."""
+        limits = self.limits
         declared = data.get("$schema", DRAFT_2020_12) if isinstance(data, dict) else DRAFT_2020_12
         dialect = self._dialect(declared)
         if dialect is None:

@@ -1,0 +1,287 @@
+"""Reading a ``SKILL.md``: the YAML front matter without the body, and the body later.
+
+Discovery must stay fast for folders of large skills, so `read_front_matter`
+reads the file in chunks and stops at the line that closes the front matter;
+the Markdown body is read only when a skill is activated (`read_body`).
+
+The YAML is read the way the reference library reads it (StrictYAML): every
+scalar is a string (``yes``, ``1.0`` and ``null`` stay text), and flow
+collections (``{...}``, ``[...]``), tags, anchors, aliases, duplicate keys and
+sibling mappings at different indentations are refused. PyYAML's base loader
+(libyaml's C parser when present) does the parsing; this module walks its events
+and applies those refusals, which costs a fraction of StrictYAML's time.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+__all__ = ["FrontMatterError", "read_body", "read_front_matter", "skill_file"]
+
+_Loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+_CHUNK = 8192
+_BOMS = {
+    codecs.BOM_UTF8: "UTF-8 with a byte-order mark",
+    codecs.BOM_UTF16_LE: "UTF-16",
+    codecs.BOM_UTF16_BE: "UTF-16",
+}
+# The front matter opens with a line "---" and closes at the next such line
+# (trailing spaces allowed, as YAML allows them after a document marker).
+_OPENING = re.compile(r"---[ \t]*(?:\n|\Z)")
+_CLOSING = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
+
+
+class FrontMatterError(Exception):
+    """A ``SKILL.md`` whose front matter cannot be read.
+
+    Attributes:
+        rule: the short name of what is wrong, for reports and tests.
+        hint: what to change.
+    """
+
+    def __init__(self, rule: str, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.hint = hint
+
+
+def skill_file(folder: Path) -> Path | None:
+    """The skill's ``SKILL.md``, or its lowercase ``skill.md``; None if it has neither."""
+    for name in ("SKILL.md", "skill.md"):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
+    """Parse the front matter of ``file``, reading no further than its closing line.
+
+    Args:
+        file: the ``SKILL.md``.
+        max_bytes: how far to read looking for the closing line before giving up.
+
+    Returns:
+        The YAML mapping: string keys; strings, lists and mappings as values.
+
+    Raises:
+        FrontMatterError: the file is not UTF-8, has no front matter, or its
+            YAML is invalid, refused (see the module docstring) or not a mapping.
+        OSError: the file cannot be read.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    text = ""
+    read = 0
+    held_cr = False  # a "\r" at a chunk's end may be half of "\r\n"
+    with file.open("rb") as stream:
+        while True:
+            chunk = stream.read(_CHUNK)
+            if read == 0:
+                _check_bom(chunk)
+            at_eof = not chunk
+            try:
+                piece = decoder.decode(chunk, final=at_eof)
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(read + exc.start) from None
+            read += len(chunk)
+            if held_cr:
+                piece = "\r" + piece
+            held_cr = piece.endswith("\r") and not at_eof
+            if held_cr:
+                piece = piece[:-1]
+            text += _unix_newlines(piece)
+            found = _split(text, at_eof=at_eof)
+            if found is not None:
+                return parse_yaml(found[0])
+            if at_eof:
+                raise _unclosed()
+            if read > max_bytes:
+                raise FrontMatterError(
+                    "frontmatter-too-large",
+                    f"no line '---' closes the front matter within its first {max_bytes} bytes",
+                    "close the front matter with a line '---' after the last field",
+                )
+
+
+def read_body(file: Path) -> str:
+    """The Markdown after the front matter, with Unix newlines and without surrounding blanks.
+
+    Raises:
+        FrontMatterError: the file is no longer UTF-8 or has lost its front matter.
+        OSError: the file cannot be read.
+    """
+    data = file.read_bytes()
+    _check_bom(data)
+    try:
+        text = _unix_newlines(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(exc.start) from None
+    found = _split(text, at_eof=True)
+    if found is None:
+        raise _unclosed()
+    return found[1].strip()
+
+
+def _split(text: str, *, at_eof: bool) -> tuple[str, str] | None:
+    """(YAML, body) if ``text`` holds the whole front matter, else None.
+
+    Raises:
+        FrontMatterError: the text does not open with a line ``---``.
+    """
+    if not text.startswith("---") and (at_eof or len(text) >= 3):
+        raise FrontMatterError(
+            "frontmatter-missing",
+            "SKILL.md does not start with a line '---' opening its YAML front matter",
+            "put the fields between a line '---' at the very top and a second line '---'",
+        )
+    opening = _OPENING.match(text)
+    if opening is None:
+        if "\n" in text or at_eof:
+            raise FrontMatterError(
+                "frontmatter-missing",
+                "the first line of SKILL.md must be '---' alone",
+                "put the fields on the lines after the opening '---', not on it",
+            )
+        return None
+    closing = _CLOSING.search(text, opening.end())
+    if closing is None or (closing.end() == len(text) and not at_eof and text[-1] != "\n"):
+        # A "---" at the very end of what was read so far may yet become "----".
+        return None
+    return text[opening.end() : closing.start()], text[closing.end() :]
+
+
+def _unix_newlines(text: str) -> str:
+    # Universal newlines, as Python's text mode reads the file for the reference library.
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _check_bom(head: bytes) -> None:
+    for bom, what in _BOMS.items():
+        if head.startswith(bom):
+            raise FrontMatterError(
+                "encoding",
+                f"SKILL.md is saved as {what}, so it does not start with '---'",
+                "save it as UTF-8 without a byte-order mark",
+            )
+
+
+def _not_utf8(offset: int) -> FrontMatterError:
+    return FrontMatterError(
+        "encoding",
+        f"SKILL.md is not valid UTF-8 (at byte {offset})",
+        "save it as UTF-8",
+    )
+
+
+def _unclosed() -> FrontMatterError:
+    return FrontMatterError(
+        "frontmatter-unclosed",
+        "no line '---' closes the YAML front matter",
+        "add a line '---' after the last field, before the instructions",
+    )
+
+
+def parse_yaml(source: str) -> dict[str, Any]:
+    """Parse front-matter YAML into a mapping of strings, lists and mappings.
+
+    Raises:
+        FrontMatterError: invalid or refused YAML, or a document that is not a mapping.
+    """
+    events = yaml.parse(source, Loader=_Loader)
+    try:
+        next(events)  # StreamStartEvent
+        event = next(events)
+        if isinstance(event, yaml.StreamEndEvent):
+            raise _not_mapping("nothing")
+        value = _node(next(events), events)
+        next(events)  # DocumentEndEvent
+        if not isinstance(next(events), yaml.StreamEndEvent):
+            raise _yaml_error("the front matter holds more than one YAML document", None)
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise _yaml_error(problem, exc.problem_mark) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - libyaml marks all its errors
+        raise _yaml_error(str(exc), None) from None
+    if not isinstance(value, dict):
+        raise _not_mapping("a list" if isinstance(value, list) else "a single value")
+    return value
+
+
+def _node(event: Any, events: Iterator[Any]) -> Any:
+    """Build the value that starts with ``event``, applying StrictYAML's refusals."""
+    if isinstance(event, yaml.AliasEvent):
+        raise _refused("an alias", event, "write the value out again")
+    if event.anchor is not None:
+        raise _refused("an anchor", event, "remove '&" + event.anchor + "'")
+    if event.tag is not None:
+        raise _refused("a tag", event, f"remove {event.tag!r}; every value is read as text")
+    if isinstance(event, yaml.ScalarEvent):
+        return event.value
+    if event.flow_style:
+        raise _refused(
+            "a flow collection ({...} or [...])",
+            event,
+            "use block style (one '- item' or 'key: value' per line), or quote the text",
+        )
+    if isinstance(event, yaml.SequenceStartEvent):
+        items = []
+        while not isinstance(item := next(events), yaml.SequenceEndEvent):
+            items.append(_node(item, events))
+        return items
+    mapping: dict[str, Any] = {}
+    nested_column: int | None = None
+    while not isinstance(key_event := next(events), yaml.MappingEndEvent):
+        key = _node(key_event, events)
+        if not isinstance(key, str):
+            raise _refused("a key that is not text", key_event, "use a plain text key")
+        if key in mapping:
+            raise _yaml_error(f"the key {key!r} appears twice", key_event.start_mark)
+        value_event = next(events)
+        if isinstance(value_event, yaml.MappingStartEvent) and not value_event.flow_style:
+            # StrictYAML wants every mapping-valued key of one mapping indented alike.
+            column = getattr(value_event.start_mark, "column", 0)
+            if nested_column is not None and column != nested_column:
+                raise _yaml_error(
+                    "a nested mapping is indented differently from the one before it",
+                    value_event.start_mark,
+                )
+            nested_column = column
+        mapping[key] = _node(value_event, events)
+    return mapping
+
+
+def _refused(what: str, event: Any, hint: str) -> FrontMatterError:
+    return FrontMatterError(
+        "yaml-refused",
+        f"the front matter uses {what}{_where(event.start_mark)}, which skills do not allow",
+        hint,
+    )
+
+
+def _yaml_error(problem: str, mark: Any) -> FrontMatterError:
+    return FrontMatterError(
+        "yaml-syntax",
+        f"the front matter is not valid YAML{_where(mark)}: {problem}",
+        "fix the YAML between the two '---' lines; quote values that contain ': ' or '#'",
+    )
+
+
+def _not_mapping(what: str) -> FrontMatterError:
+    return FrontMatterError(
+        "yaml-not-mapping",
+        f"the front matter is {what}, not a mapping of fields",
+        "write one 'field: value' per line, starting with name and description",
+    )
+
+
+def _where(mark: Any) -> str:
+    # Line 1 of the YAML is line 2 of SKILL.md, after the opening '---'.
+    return "" if mark is None else f" (line {mark.line + 2}, column {mark.column + 1})"

@@ -1,0 +1,383 @@
+"""`Skill` and `SkillDirectory`: Agent Skills folders as tool sources."""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
+from toolcycle.sources.skills._rules import (
+    InvalidSkillWarning,
+    SkillReport,
+    SkillValidationError,
+    check_fields,
+)
+from toolcycle.sources.skills._tools import ScriptTool, SkillTool
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from toolcycle import ToolInstance
+
+__all__ = ["Skill", "SkillDirectory", "SkillLimits", "render_prompt"]
+
+_log = logging.getLogger("toolcycle.skills")
+# allowed-tools is space-delimited, but a pattern such as "Bash(git log:*)"
+# keeps its spaces inside the parentheses.
+_ALLOWED_TOOL = re.compile(r"[^\s(]+(?:\([^)]*\))?[^\s(]*")
+
+
+@dataclass(frozen=True, slots=True)
+class SkillLimits:
+    """The caps a skills source works within.
+
+    Attributes:
+        max_front_matter_bytes: how far discovery reads looking for the line
+            that closes the front matter.
+        max_file_bytes: the largest bundled file a call may read.
+        max_files: how many bundled files activation lists.
+        script_timeout: seconds a script may run (the ``timeout`` of each
+            ``run_script`` tool; a smaller ``timeout=`` of a call wins).
+        max_output_bytes: how much of a script's stdout, and of its stderr, is kept.
+    """
+
+    max_front_matter_bytes: int = 256 * 1024
+    max_file_bytes: int = 1024 * 1024
+    max_files: int = 1000
+    script_timeout: float = 60.0
+    max_output_bytes: int = 256 * 1024
+
+
+class Skill:
+    """One skill folder as a tool source; reads its front matter when created.
+
+    The skill becomes a read-only tool named after it whose description is the
+    skill's; with ``scripts=True`` and a ``scripts/`` folder, also a tool
+    ``<name>.run_script``.
+
+    Values the specification restricts but the reference library accepts are
+    kept in a reduced form with a warning report (in `reports`, and logged on
+    ``toolcycle.skills``): a ``license`` that is not text is dropped, as are
+    ``metadata`` that is not a mapping and its entries whose value is not text,
+    and ``allowed-tools`` entries that are not text.
+
+    Args:
+        path: the folder holding ``SKILL.md`` (or ``skill.md``).
+        scripts: offer the ``run_script`` tool. Off by default: scripts are
+            arbitrary code.
+        env: variables added to the small environment scripts run with.
+        limits: the caps; `SkillLimits` defaults if None.
+
+    Raises:
+        SkillValidationError: the skill breaks a rule of the specification.
+    """
+
+    __slots__ = (
+        "_env",
+        "allowed_tools",
+        "compatibility",
+        "description",
+        "license",
+        "limits",
+        "location",
+        "metadata",
+        "name",
+        "path",
+        "reports",
+        "scripts",
+    )
+
+    name: str
+    description: str
+    license: str | None
+    compatibility: str | None
+    metadata: dict[str, str]
+    allowed_tools: tuple[str, ...] | None
+    """The parsed ``allowed-tools`` field; None when the skill has none."""
+    path: Path
+    """The skill's folder, resolved."""
+    location: Path
+    """Its ``SKILL.md``."""
+    reports: tuple[SkillReport, ...]
+    """Warnings about values kept in a reduced form."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        scripts: bool = False,
+        env: Mapping[str, str] | None = None,
+        limits: SkillLimits | None = None,
+    ) -> None:
+        self.limits = limits or SkillLimits()
+        self.scripts = scripts
+        self._env = dict(env) if env is not None else None
+        folder = Path(path)
+        fields, location, errors = _read(folder, self.limits)
+        if errors:
+            raise SkillValidationError(errors)
+        self.path = folder.resolve()
+        self.location = self.path / location.name
+        self.name = fields["name"].strip()
+        self.description = fields["description"].strip()
+        self.compatibility = fields.get("compatibility")
+        notes: list[SkillReport] = []
+        self.license = _text_or_none(fields, "license", folder, notes)
+        self.metadata = _metadata(fields.get("metadata"), folder, notes)
+        self.allowed_tools = _allowed_tools(fields.get("allowed-tools"), folder, notes)
+        for note in notes:
+            _log.warning("%s", note)
+        self.reports = tuple(notes)
+
+    def __repr__(self) -> str:
+        return f"Skill({self.name!r}, path={str(self.path)!r})"
+
+    def annotations(self) -> dict[str, Any]:
+        """The descriptor annotations: ``location`` and the optional fields present."""
+        notes: dict[str, Any] = {"location": str(self.location)}
+        if self.license is not None:
+            notes["license"] = self.license
+        if self.compatibility is not None:
+            notes["compatibility"] = self.compatibility
+        if self.metadata:
+            notes["metadata"] = dict(self.metadata)
+        if self.allowed_tools is not None:
+            notes["allowed-tools"] = list(self.allowed_tools)
+        return notes
+
+    def tools(self) -> list[ToolInstance]:
+        """The skill's tool, and its ``run_script`` tool when scripts are enabled."""
+        found: list[ToolInstance] = [SkillTool(self)]
+        if self.scripts and (self.path / "scripts").is_dir():
+            found.append(ScriptTool(self, self._env))
+        return found
+
+
+class SkillDirectory:
+    """A folder of skill folders (or one skill folder) as a tool source.
+
+    Each `tools()` call (that is, each ``runtime.register_source``) scans the
+    folder afresh. A skill that breaks a rule is not registered: it is
+    reported in `reports` and with an `InvalidSkillWarning` saying which
+    skill, which rule and what to change, and the others register, unless
+    ``strict`` is set.
+
+    Args:
+        path: the folder.
+        recursive: find skills at any depth (a skill's own folder is not
+            searched further); otherwise each direct subfolder is a skill, and
+            one without ``SKILL.md`` is reported.
+        strict: raise `SkillValidationError` instead of skipping invalid skills.
+        scripts: offer each skill's ``run_script`` tool (see `Skill`).
+        env: variables added to the environment scripts run with.
+        limits: the caps; `SkillLimits` defaults if None.
+
+    Raises:
+        NotADirectoryError: ``path`` is not a folder.
+    """
+
+    __slots__ = ("_options", "_skills", "path", "recursive", "reports", "strict")
+
+    reports: tuple[SkillReport, ...]
+    """Everything the last scan found wrong, errors and warnings, in folder order."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        recursive: bool = False,
+        strict: bool = False,
+        scripts: bool = False,
+        env: Mapping[str, str] | None = None,
+        limits: SkillLimits | None = None,
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise NotADirectoryError(f"the skills folder {str(self.path)!r} is not a directory")
+        self.recursive = recursive
+        self.strict = strict
+        self._options: dict[str, Any] = {"scripts": scripts, "env": env, "limits": limits}
+        self._skills: list[Skill] | None = None
+        self.reports = ()
+
+    def __repr__(self) -> str:
+        return f"SkillDirectory({str(self.path)!r}, recursive={self.recursive})"
+
+    @property
+    def skills(self) -> list[Skill]:
+        """The valid skills of the last scan (scanning now if there was none)."""
+        return self._skills if self._skills is not None else self.scan()
+
+    def scan(self) -> list[Skill]:
+        """Read every skill's front matter; return the valid skills by folder.
+
+        Raises:
+            SkillValidationError: ``strict`` is set and some skill is invalid.
+        """
+        skills: list[Skill] = []
+        reports: list[SkillReport] = []
+        seen: dict[str, Path] = {}
+        for folder in self._folders():
+            try:
+                skill = Skill(folder, **self._options)
+            except SkillValidationError as error:
+                reports.extend(error.reports)
+                if not self.strict:
+                    warnings.warn(InvalidSkillWarning(error.reports), stacklevel=2)
+                continue
+            if skill.name in seen:
+                duplicate = SkillReport(
+                    skill.path,
+                    "name-duplicate",
+                    f"the name {skill.name!r} is also the name of {str(seen[skill.name])!r}",
+                    "rename one of the two skills (and its folder)",
+                )
+                reports.append(duplicate)
+                if not self.strict:
+                    warnings.warn(InvalidSkillWarning([duplicate]), stacklevel=2)
+                continue
+            seen[skill.name] = skill.path
+            reports.extend(skill.reports)
+            skills.append(skill)
+        self.reports = tuple(reports)
+        if self.strict and any(report.severity == "error" for report in reports):
+            raise SkillValidationError(reports)
+        self._skills = skills
+        return skills
+
+    def tools(self) -> list[ToolInstance]:
+        """Scan, then every valid skill's tools, by folder.
+
+        Raises:
+            SkillValidationError: ``strict`` is set and some skill is invalid.
+        """
+        return [tool for skill in self.scan() for tool in skill.tools()]
+
+    def prompt(self) -> str:
+        """The ``<available_skills>`` block for an agent's system prompt.
+
+        One ``<skill>`` element per valid skill of the last scan, with its name,
+        description and the location of its ``SKILL.md``, escaped for XML.
+        """
+        return render_prompt(self.skills)
+
+    def _folders(self) -> list[Path]:
+        """The candidate skill folders under `path`, sorted."""
+        if skill_file(self.path) is not None:
+            return [self.path]
+        if not self.recursive:
+            return sorted(
+                entry
+                for entry in self.path.iterdir()
+                if entry.is_dir() and not entry.name.startswith(".")
+            )
+        found: list[Path] = []
+        for folder, subfolders, _ in os.walk(self.path, followlinks=True):
+            here = Path(folder)
+            if here != self.path and skill_file(here) is not None:
+                found.append(here)
+                subfolders[:] = []  # a skill's own folders are its files, not skills
+            else:
+                subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        return sorted(found)
+
+
+def render_prompt(skills: list[Skill]) -> str:
+    """The ``<available_skills>`` block for ``skills``, in the reference library's layout."""
+    lines = ["<available_skills>"]
+    for skill in skills:
+        lines += [
+            "<skill>",
+            "<name>",
+            html.escape(skill.name),
+            "</name>",
+            "<description>",
+            html.escape(skill.description),
+            "</description>",
+            "<location>",
+            html.escape(str(skill.location)),
+            "</location>",
+            "</skill>",
+        ]
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list[SkillReport]]:
+    """The fields and ``SKILL.md`` of ``folder``, or the errors that make it invalid."""
+
+    def fail(rule: str, message: str, hint: str) -> tuple[dict[str, Any], Path, list[SkillReport]]:
+        return {}, folder, [SkillReport(folder, rule, message, hint)]
+
+    if not folder.is_dir():
+        return fail("folder-missing", "the skill folder does not exist", "check the path")
+    location = skill_file(folder)
+    if location is None:
+        return fail(
+            "file-missing",
+            "the folder has no SKILL.md",
+            "add a SKILL.md with name and description, or move the folder out",
+        )
+    try:
+        fields = read_front_matter(location, max_bytes=limits.max_front_matter_bytes)
+    except FrontMatterError as exc:
+        return fail(exc.rule, str(exc), exc.hint)
+    except OSError as exc:
+        return fail("file-unreadable", f"SKILL.md cannot be read: {exc}", "check its permissions")
+    return fields, location, check_fields(fields, folder)
+
+
+def _text_or_none(
+    fields: dict[str, Any], key: str, folder: Path, notes: list[SkillReport]
+) -> str | None:
+    value = fields.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    notes.append(_warning(folder, key, f"the field {key!r} is not text, so it is ignored"))
+    return None
+
+
+def _metadata(value: Any, folder: Path, notes: list[SkillReport]) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        notes.append(_warning(folder, "metadata", "'metadata' is not a mapping, so it is ignored"))
+        return {}
+    kept = {key: item for key, item in value.items() if isinstance(item, str)}
+    dropped = sorted(set(value) - set(kept))
+    if dropped:
+        names = ", ".join(repr(key) for key in dropped)
+        notes.append(_warning(folder, "metadata", f"metadata {names} are not text, so ignored"))
+    return kept
+
+
+def _allowed_tools(value: Any, folder: Path, notes: list[SkillReport]) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return tuple(_ALLOWED_TOOL.findall(value))
+    items = value if isinstance(value, list) else [value]
+    kept = tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
+    if len(kept) != len(items):
+        notes.append(
+            _warning(
+                folder, "allowed-tools", "entries of 'allowed-tools' that are not text are ignored"
+            )
+        )
+    return kept
+
+
+def _warning(folder: Path, field: str, message: str) -> SkillReport:
+    return SkillReport(
+        folder,
+        f"{field}-type",
+        message,
+        f"write {field!r} as the specification says (text, or for metadata text values)",
+        severity="warning",
+    )
