@@ -41,5 +41,6 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    session.install("-e", ".")
+    # The baselines need the MCP SDK, a stdio MCP server and skills-ref: the dev extra.
+    session.install("-e", ".[dev]")
     session.run("python", "-m", "benchmarks", *session.posargs)

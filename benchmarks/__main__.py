@@ -17,7 +17,7 @@ import sys
 import timeit
 from typing import TYPE_CHECKING
 
-from benchmarks import bench_mcp, bench_runtime
+from benchmarks import bench_mcp, bench_runtime, bench_skills
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,6 +27,7 @@ REPEATS = 7
 TARGET_ADDED_US = 20.0
 MCP_CALL_TARGET = 1.10
 MCP_ACTIVATION_TARGET = 1.05
+SKILLS_SPEEDUP_TARGET = 5.0
 
 
 def measure(fn: Callable[[], None]) -> tuple[float, float]:
@@ -57,7 +58,7 @@ def run_module(module: ModuleType) -> dict[str, tuple[float, float]]:
 
 def main() -> int:
     """Time every benchmark, print the table and the ratios; always returns 0."""
-    timings = run_module(bench_runtime) | run_module(bench_mcp)
+    timings = run_module(bench_runtime) | run_module(bench_mcp) | run_module(bench_skills)
     results = {name: best * 1e6 for name, (best, _) in timings.items()}
     width = max(len(name) for name in results)
     print(f"{'benchmark':<{width}}  {'best us':>12}  {'median us':>12}")
@@ -87,6 +88,8 @@ def main() -> int:
     print(f"@tool through the runtime / called directly = {wrapped / direct:.1f}x")
     print()
     print_mcp_ratios(results)
+    print()
+    print_skills_ratios(results)
     return 0
 
 
@@ -104,6 +107,23 @@ def print_mcp_ratios(results: dict[str, float]) -> None:
     ratio = results["time_mcp_activation_stdio"] / results["time_mcp_direct_session_open_stdio"]
     label = "mcp activation (stdio) / direct session open"
     print(f"{label:<{width}} = {ratio:.2f}x (target <= {MCP_ACTIVATION_TARGET:.2f})")
+
+
+def print_skills_ratios(results: dict[str, float]) -> None:
+    """Skills discovery as a speed-up over skills-ref's read_properties, beside its target."""
+    rows = [
+        (f"skills read_properties / register_source ({bench_skills.SKILL_COUNT:,} x {size})", key)
+        for size, key in (("100 KB", "100kb"), ("1 KB", "1kb"))
+    ]
+    width = max(len(label) for label, _ in rows) + 1
+    for label, key in rows:
+        ours = results[f"time_skills_register_{key}"]
+        theirs = results[f"time_skills_read_properties_{key}"]
+        print(
+            f"{label:<{width}} = {theirs / ours:.1f}x faster "
+            f"(target >= {SKILLS_SPEEDUP_TARGET:.0f}x): "
+            f"toolcycle {ours / 1e3:.0f} ms, skills-ref {theirs / 1e3:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -85,8 +85,11 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
     return text.replace("\r\n", "\n")
 
 
-def bundled_files(root: Path, *, limit: int) -> tuple[list[str], bool]:
+def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str], bool]:
     """The regular files under ``root`` (relative, sorted), and whether the list was cut.
+
+    ``skill_file``, the ``SKILL.md`` at the top, is not listed: its body is the
+    instructions the list goes with.
 
     Hidden files and folders (a leading dot) are left out, as are symlinks whose
     target is outside ``root``; symlinked folders are not descended into, so a
@@ -97,7 +100,7 @@ def bundled_files(root: Path, *, limit: int) -> tuple[list[str], bool]:
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         base = Path(folder)
         for name in sorted(files):
-            if name.startswith("."):
+            if name.startswith(".") or (base == root and name == skill_file):
                 continue
             path = base / name
             if path.is_symlink():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -33,10 +34,11 @@ _BOMS = {
     codecs.BOM_UTF16_LE: "UTF-16",
     codecs.BOM_UTF16_BE: "UTF-16",
 }
-# The front matter opens with a line "---" and closes at the next such line
-# (trailing spaces allowed, as YAML allows them after a document marker).
-_OPENING = re.compile(r"---[ \t]*(?:\n|\Z)")
-_CLOSING = re.compile(r"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
+# The front matter opens with a line "---" and closes at the next such line;
+# trailing blanks are allowed, except a tab on the opening line, which StrictYAML
+# (handed the rest of that line by the reference library) refuses.
+_OPENING = re.compile(rb"--- *(?:\n|\Z)")
+_CLOSING = re.compile(rb"^---[ \t]*(?:\n|\Z)", re.MULTILINE)
 
 
 class FrontMatterError(Exception):
@@ -54,10 +56,14 @@ class FrontMatterError(Exception):
 
 
 def skill_file(folder: Path) -> Path | None:
-    """The skill's ``SKILL.md``, or its lowercase ``skill.md``; None if it has neither."""
+    """The skill's ``SKILL.md``, or its lowercase ``skill.md``; None if it has neither.
+
+    The first name that exists wins even if it is not a file (a folder
+    ``SKILL.md`` hides a file ``skill.md``), as in the reference library.
+    """
     for name in ("SKILL.md", "skill.md"):
         candidate = folder / name
-        if candidate.is_file():
+        if candidate.exists():
             return candidate
     return None
 
@@ -77,33 +83,28 @@ def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
             YAML is invalid, refused (see the module docstring) or not a mapping.
         OSError: the file cannot be read.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    text = ""
-    read = 0
+    # The search runs on bytes: "---" and newlines are ASCII, which UTF-8 never
+    # uses inside a multi-byte character, so only the front matter is decoded.
+    data = b""
     held_cr = False  # a "\r" at a chunk's end may be half of "\r\n"
     with file.open("rb") as stream:
         while True:
             chunk = stream.read(_CHUNK)
-            if read == 0:
+            if not data and not held_cr:
                 _check_bom(chunk)
             at_eof = not chunk
-            try:
-                piece = decoder.decode(chunk, final=at_eof)
-            except UnicodeDecodeError as exc:
-                raise _not_utf8(read + exc.start) from None
-            read += len(chunk)
             if held_cr:
-                piece = "\r" + piece
-            held_cr = piece.endswith("\r") and not at_eof
+                chunk = b"\r" + chunk
+            held_cr = chunk.endswith(b"\r") and not at_eof
             if held_cr:
-                piece = piece[:-1]
-            text += _unix_newlines(piece)
-            found = _split(text, at_eof=at_eof)
+                chunk = chunk[:-1]
+            data += _unix_newlines(chunk)
+            found = _split(data, at_eof=at_eof)
             if found is not None:
-                return parse_yaml(found[0])
+                return parse_yaml(_decode(found[0], offset=found[2]))
             if at_eof:
                 raise _unclosed()
-            if read > max_bytes:
+            if len(data) > max_bytes:
                 raise FrontMatterError(
                     "frontmatter-too-large",
                     f"no line '---' closes the front matter within its first {max_bytes} bytes",
@@ -120,47 +121,54 @@ def read_body(file: Path) -> str:
     """
     data = file.read_bytes()
     _check_bom(data)
-    try:
-        text = _unix_newlines(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _not_utf8(exc.start) from None
-    found = _split(text, at_eof=True)
+    data = _unix_newlines(data)
+    found = _split(data, at_eof=True)
     if found is None:
         raise _unclosed()
-    return found[1].strip()
+    return _decode(found[1], offset=found[3]).strip()
 
 
-def _split(text: str, *, at_eof: bool) -> tuple[str, str] | None:
-    """(YAML, body) if ``text`` holds the whole front matter, else None.
+def _decode(data: bytes, *, offset: int) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(offset + exc.start) from None
+
+
+def _split(data: bytes, *, at_eof: bool) -> tuple[bytes, bytes, int, int] | None:
+    """(YAML, body, start of YAML, start of body) once ``data`` holds the front matter.
+
+    Returns None while more of the file is needed to tell.
 
     Raises:
-        FrontMatterError: the text does not open with a line ``---``.
+        FrontMatterError: the data does not open with a line ``---``.
     """
-    if not text.startswith("---") and (at_eof or len(text) >= 3):
+    if not data.startswith(b"---") and (at_eof or len(data) >= 3):
         raise FrontMatterError(
             "frontmatter-missing",
             "SKILL.md does not start with a line '---' opening its YAML front matter",
             "put the fields between a line '---' at the very top and a second line '---'",
         )
-    opening = _OPENING.match(text)
+    opening = _OPENING.match(data)
     if opening is None:
-        if "\n" in text or at_eof:
+        if b"\n" in data or at_eof:
             raise FrontMatterError(
                 "frontmatter-missing",
                 "the first line of SKILL.md must be '---' alone",
                 "put the fields on the lines after the opening '---', not on it",
             )
         return None
-    closing = _CLOSING.search(text, opening.end())
-    if closing is None or (closing.end() == len(text) and not at_eof and text[-1] != "\n"):
+    closing = _CLOSING.search(data, opening.end())
+    if closing is None or (closing.end() == len(data) and not at_eof and data[-1:] != b"\n"):
         # A "---" at the very end of what was read so far may yet become "----".
         return None
-    return text[opening.end() : closing.start()], text[closing.end() :]
+    start, end = opening.end(), closing.end()
+    return data[start : closing.start()], data[end:], start, end
 
 
-def _unix_newlines(text: str) -> str:
+def _unix_newlines(data: bytes) -> bytes:
     # Universal newlines, as Python's text mode reads the file for the reference library.
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 
 def _check_bom(head: bytes) -> None:
@@ -195,7 +203,26 @@ def parse_yaml(source: str) -> dict[str, Any]:
     Raises:
         FrontMatterError: invalid or refused YAML, or a document that is not a mapping.
     """
-    events = yaml.parse(source, Loader=_Loader)
+    padded = "\n" + source
+    bom = padded.find("\n\ufeff")
+    if bom >= 0:  # libyaml skips a byte-order mark that starts a line; StrictYAML reads it
+        raise _yaml_error(
+            "a line starts with a byte-order mark (U+FEFF)", _Mark(padded.count("\n", 0, bom), 0)
+        )
+    try:
+        events = list(yaml.parse(source, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise _yaml_error(problem, exc.problem_mark) from None
+    except yaml.YAMLError as exc:  # the reader's refusal of a control character
+        problem = str(exc).splitlines()[0]
+        raise _yaml_error(problem, None) from None
+    if "\t" in source:
+        _check_tabs(source, events)
+    return _document(iter(events))
+
+
+def _document(events: Iterator[Any]) -> dict[str, Any]:
     try:
         next(events)  # StreamStartEvent
         event = next(events)
@@ -205,14 +232,56 @@ def parse_yaml(source: str) -> dict[str, Any]:
         next(events)  # DocumentEndEvent
         if not isinstance(next(events), yaml.StreamEndEvent):
             raise _yaml_error("the front matter holds more than one YAML document", None)
-    except yaml.MarkedYAMLError as exc:
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise _yaml_error(problem, exc.problem_mark) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - libyaml marks all its errors
-        raise _yaml_error(str(exc), None) from None
+    except StopIteration:  # pragma: no cover - libyaml always ends a stream it parsed
+        raise _yaml_error("the YAML ends early", None) from None
     if not isinstance(value, dict):
         raise _not_mapping("a list" if isinstance(value, list) else "a single value")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    line: int
+    column: int
+
+
+def _check_tabs(source: str, events: list[Any]) -> None:
+    """Refuse tabs where StrictYAML does: anywhere but quoted text, block text and comments.
+
+    Raises:
+        FrontMatterError: naming the line and column of the first such tab.
+    """
+    scalars = [
+        (_index(event.start_mark), _index(event.end_mark), event.style in {"'", '"', "|", ">"})
+        for event in events
+        if isinstance(event, yaml.ScalarEvent)
+    ]
+    for match in re.finditer("\t", source):
+        at = match.start()
+        if any(start <= at < end and text for start, end, text in scalars):
+            continue
+        line_start = source.rfind("\n", 0, at) + 1
+        if _comment_before(source, line_start, at, scalars):
+            continue
+        line = source.count("\n", 0, at)
+        raise _yaml_error(
+            "a tab outside quoted text, block text or a comment", _Mark(line, at - line_start)
+        )
+
+
+def _comment_before(
+    source: str, start: int, end: int, scalars: list[tuple[int, int, bool]]
+) -> bool:
+    """Whether a comment opens between ``start`` and ``end`` (a "#" after a space, or first)."""
+    for index in range(start, end):
+        opens = source[index] == "#" and (index == start or source[index - 1] == " ")
+        if opens and not any(low <= index < high for low, high, _ in scalars):
+            return True
+    return False
+
+
+def _index(mark: Any) -> int:
+    return int(getattr(mark, "index", 0))
 
 
 def _node(event: Any, events: Iterator[Any]) -> Any:

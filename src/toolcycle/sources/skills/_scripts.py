@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toolcycle.sources.skills._files import SkillFileError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from pathlib import Path
 
 __all__ = ["command_for", "minimal_environment", "run_script"]
@@ -72,10 +72,14 @@ async def run_script(
 ) -> dict[str, Any]:
     """Run ``command`` to its end and return its exit code and capped output.
 
+    The script's end is its exit, not the end of its pipes: a background
+    process it left holding them is killed with its group, not waited for.
     Cancelling the awaiting task (a timeout, the plan's cancellation) kills the
     process group and waits for the script before the cancellation goes on.
     """
-    process = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    transport, capture = await loop.subprocess_exec(
+        lambda: _Capture(loop, max_output_bytes),
         *command,
         cwd=cwd,
         env=env,
@@ -84,21 +88,21 @@ async def run_script(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
-    assert process.stdout is not None and process.stderr is not None
-    readers = [
-        asyncio.ensure_future(_capped(process.stdout, max_output_bytes)),
-        asyncio.ensure_future(_capped(process.stderr, max_output_bytes)),
-    ]
-    feeder = asyncio.ensure_future(_feed(process, stdin))
+    finished = False
     try:
-        exit_code = await process.wait()
+        _feed(transport, stdin)
+        # Shielded: cancelling this wait must not cancel the future _settle awaits.
+        await asyncio.shield(capture.exited)
+        finished = True
     finally:
         # Whatever the script left in its group dies with it, and on cancellation
         # the script itself; the pipes then reach their end.
-        _kill_group(process.pid)
-        feeder.cancel()
-        await asyncio.shield(_reap(process))
-    (out, out_cut), (err, err_cut) = await _drain(readers)
+        _kill_group(transport.get_pid())
+        await asyncio.shield(_settle(transport, capture, drain=finished))
+    exit_code = transport.get_returncode()
+    assert exit_code is not None
+    out, out_cut = capture.output(1)
+    err, err_cut = capture.output(2)
     return {
         "exit_code": exit_code,
         "stdout": out,
@@ -108,42 +112,73 @@ async def run_script(
     }
 
 
-async def _capped(stream: asyncio.StreamReader, limit: int) -> tuple[str, bool]:
-    """Read ``stream`` to its end, keeping the first ``limit`` bytes."""
-    kept = bytearray()
-    cut = False
-    while chunk := await stream.read(65536):
-        room = limit - len(kept)
+class _Capture(asyncio.SubprocessProtocol):
+    """Keeps the first ``limit`` bytes of stdout and of stderr, reads (and drops) the rest.
+
+    Reading never stops, so a script writing more than it may keep never blocks
+    on a full pipe; ``exited`` is set when the script exits, whether or not its
+    pipes are still held open, ``closed`` when both output pipes have ended.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self._limit = limit
+        self._kept = {1: bytearray(), 2: bytearray()}
+        self._cut = {1: False, 2: False}
+        self._open = {1, 2}
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        chunk = data if isinstance(data, bytes) else data.encode()  # pipes are binary
+        kept = self._kept[fd]
+        room = self._limit - len(kept)
         if len(chunk) > room:
-            cut = True
+            self._cut[fd] = True
         kept += chunk[: max(room, 0)]
-    return kept.decode("utf-8", errors="replace"), cut
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def output(self, fd: int) -> tuple[str, bool]:
+        """The text kept from ``fd``, and whether some was left out (or never came)."""
+        cut = self._cut[fd] or fd in self._open
+        return self._kept[fd].decode("utf-8", errors="replace"), cut
 
 
-async def _feed(process: asyncio.subprocess.Process, text: str | None) -> None:
-    if text is None or process.stdin is None:
+def _feed(transport: asyncio.SubprocessTransport, text: str | None) -> None:
+    """Give ``text`` to the script's input and close it; the loop writes it as it is read."""
+    pipe = transport.get_pipe_transport(0)
+    if text is None or pipe is None:
         return
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(text.encode())
-        await process.stdin.drain()
-    process.stdin.close()
+    assert isinstance(pipe, asyncio.WriteTransport)
+    if text:
+        pipe.write(text.encode())
+    pipe.close()  # a script that stops reading ends the writing: a broken pipe is no error
 
 
-async def _drain(readers: Sequence[asyncio.Future[tuple[str, bool]]]) -> list[tuple[str, bool]]:
-    """The readers' results; a pipe held open by an escaped process is given up on."""
-    done, pending = await asyncio.wait(readers, timeout=_DRAIN_SECONDS)
-    for reader in pending:  # pragma: no cover - needs a process that left the group
-        reader.cancel()
-    return [reader.result() if reader in done else ("", True) for reader in readers]
+async def _settle(
+    transport: asyncio.SubprocessTransport, capture: _Capture, *, drain: bool
+) -> None:
+    """Wait for the (killed) script to be reaped, then, if ``drain``, for its pipes' end.
+
+    A pipe still held open by a process that left the group is given up on
+    after a while; the transport is closed either way.
+    """
+    try:
+        await capture.exited
+        if drain:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(capture.closed), _DRAIN_SECONDS)
+    finally:
+        transport.close()
 
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-
-
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()

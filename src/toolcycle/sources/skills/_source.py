@@ -324,6 +324,12 @@ def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list
             "the folder has no SKILL.md",
             "add a SKILL.md with name and description, or move the folder out",
         )
+    if not location.is_file():
+        return fail(
+            "file-missing",
+            f"{location.name} is not a regular file",
+            f"make {location.name} a file holding the front matter and instructions",
+        )
     try:
         fields = read_front_matter(location, max_bytes=limits.max_front_matter_bytes)
     except FrontMatterError as exc:

@@ -127,8 +127,9 @@ class SkillTool:
         """Read the instructions and list the bundled files for the plan of ``ctx``."""
         skill = self.skill
         instructions = read_body(skill.location)
-        files, cut = bundled_files(skill.path, limit=skill.limits.max_files)
-        files = [name for name in files if name != skill.location.name]
+        files, cut = bundled_files(
+            skill.path, limit=skill.limits.max_files, skill_file=skill.location.name
+        )
         self._plans.put(ctx, (instructions, files, cut))
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
@@ -200,7 +201,8 @@ class ScriptTool:
         still carries the output.
 
         Raises:
-            SkillFileError: the script is outside ``scripts/`` or cannot be run.
+            SkillFileError: the script is outside ``scripts/``, or cannot be run
+                or started.
         """
         skill = self.skill
         requested = params["script"]
@@ -213,13 +215,19 @@ class ScriptTool:
             )
         command = [*command_for(path, requested), *params.get("args", [])]
         ctx.cancellation_token.check()
-        output = await run_script(
-            command,
-            cwd=skill.path,
-            stdin=params.get("stdin"),
-            env=minimal_environment(self._env),
-            max_output_bytes=skill.limits.max_output_bytes,
-        )
+        try:
+            output = await run_script(
+                command,
+                cwd=skill.path,
+                stdin=params.get("stdin"),
+                env=minimal_environment(self._env),
+                max_output_bytes=skill.limits.max_output_bytes,
+            )
+        except OSError as exc:  # no "#!" line, or its interpreter is missing
+            raise SkillFileError(
+                f"the script {requested!r} could not be started: {exc.strerror or exc}; "
+                "give it a '#!' line naming an installed interpreter"
+            ) from None
         if output["exit_code"] == 0:
             return output
         tail = output["stderr"].strip()[-500:]

@@ -1,0 +1,431 @@
+"""Skills as tools: discovery and its reports, activation once per plan, reading files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import skills_ref
+
+from toolcycle import ToolActivationError, ToolRegistrationError, ToolRuntime, ToolSkippedWarning
+from toolcycle.sources.skills import (
+    InvalidSkillWarning,
+    Skill,
+    SkillDirectory,
+    SkillLimits,
+    SkillReport,
+    SkillTool,
+    SkillValidationError,
+    _tools,
+)
+
+from .conftest import CORPUS, make_skill
+
+VALID_CORPUS = [
+    "algorithmic-art",
+    "brand-guidelines",
+    "canvas-design",
+    "frontend-design",
+    "internal-comms",
+    "mcp-builder",
+    "skill-creator",
+    "slack-gif-creator",
+    "theme-factory",
+    "web-artifacts-builder",
+    "webapp-testing",
+]
+
+
+def register(runtime: ToolRuntime, source: Any) -> list[str]:
+    """Register ``source`` expecting no warning, and return the tool names."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return [descriptor.name for descriptor in runtime.register_source(source)]
+
+
+def test_the_corpus_registers_every_valid_skill_and_reports_the_invalid_one() -> None:
+    """Eleven real skills register; claude-api's 1,068-character description is reported."""
+    directory = SkillDirectory(CORPUS)
+    with ToolRuntime() as runtime:
+        with pytest.warns(InvalidSkillWarning, match="claude-api") as caught:
+            names = [d.name for d in runtime.register_source(directory)]
+    assert names == VALID_CORPUS
+    [warning] = caught
+    assert "1068 characters long" in str(warning.message)
+    assert "shorten it to at most 1024" in str(warning.message)
+    [report] = directory.reports
+    assert (report.path.name, report.rule, report.severity) == (
+        "claude-api",
+        "description-length",
+        "error",
+    )
+    assert isinstance(warning.message, ToolSkippedWarning)
+
+
+def test_strict_turns_reports_into_an_error_and_registers_nothing() -> None:
+    """With strict=True an invalid skill fails the whole registration."""
+    with ToolRuntime() as runtime:
+        with pytest.raises(SkillValidationError, match="description-length") as caught:
+            runtime.register_source(SkillDirectory(CORPUS, strict=True))
+        assert not runtime.descriptors()
+    assert isinstance(caught.value, ToolRegistrationError)
+    assert [r.rule for r in caught.value.reports] == ["description-length"]
+
+
+def test_an_invalid_skill_is_reported_with_every_rule_it_breaks(tmp_path: Path) -> None:
+    """The report lists each broken rule, with what to change."""
+    make_skill(tmp_path, "Bad--Name-", folder="other", extra="colour: red\n")
+    with pytest.raises(SkillValidationError) as caught:
+        Skill(tmp_path / "other")
+    rules = [report.rule for report in caught.value.reports]
+    assert rules == [
+        "field-unknown",
+        "name-lowercase",
+        "name-hyphen-edge",
+        "name-double-hyphen",
+        "name-folder",
+    ]
+    text = str(caught.value)
+    assert "5 problems" in text
+    assert "use 'bad--name-' instead" in text
+    assert "'colour'" in text
+
+
+def test_one_invalid_skill_never_stops_the_others(tmp_path: Path) -> None:
+    """Broken YAML, a missing SKILL.md and a bad name are each reported; good skills register."""
+    make_skill(tmp_path, "good")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "SKILL.md").write_text("---\nname: broken\ndescription: [x\n---\n")
+    (tmp_path / "empty").mkdir()
+    make_skill(tmp_path, "UPPER", folder="upper")
+    make_skill(tmp_path, "zeta")
+    directory = SkillDirectory(tmp_path)
+    with ToolRuntime() as runtime, pytest.warns(InvalidSkillWarning) as caught:
+        names = [d.name for d in runtime.register_source(directory)]
+    assert names == ["good", "zeta"]
+    assert [(r.path.name, r.rule) for r in directory.reports] == [
+        ("broken", "yaml-syntax"),
+        ("empty", "file-missing"),
+        ("upper", "name-lowercase"),
+        ("upper", "name-folder"),
+    ]
+    assert len(caught) == 3  # one warning per skill
+
+
+def test_a_single_skill_folder_is_a_directory_of_one(tmp_path: Path) -> None:
+    """SkillDirectory given a skill's own folder registers that skill alone."""
+    path = make_skill(tmp_path, "solo", files={"sub/SKILL.md": "not a skill"})
+    with ToolRuntime() as runtime:
+        assert register(runtime, SkillDirectory(path)) == ["solo"]
+
+
+def test_hidden_folders_and_plain_files_are_not_skills(tmp_path: Path) -> None:
+    """A .git folder or a README next to the skills is neither registered nor reported."""
+    make_skill(tmp_path, "real")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("# skills")
+    directory = SkillDirectory(tmp_path)
+    with ToolRuntime() as runtime:
+        assert register(runtime, directory) == ["real"]
+    assert directory.reports == ()
+
+
+def test_recursive_discovery_finds_nested_skills_but_not_inside_a_skill(tmp_path: Path) -> None:
+    """Skills are found at any depth; a skill's own subfolders are its files."""
+    make_skill(tmp_path / "team-a", "alpha", files={"examples/inner/SKILL.md": "---\n"})
+    make_skill(tmp_path / "team-b" / "deep", "beta")
+    (tmp_path / "team-c").mkdir()
+    directory = SkillDirectory(tmp_path, recursive=True)
+    with ToolRuntime() as runtime:
+        assert register(runtime, directory) == ["alpha", "beta"]
+    with pytest.warns(InvalidSkillWarning, match="file-missing"):
+        assert SkillDirectory(tmp_path).skills == []  # not recursive: the teams are not skills
+
+
+def test_two_skills_with_one_name_keep_the_first_and_report_the_second(tmp_path: Path) -> None:
+    """In recursive mode two folders may share a name; only the first registers."""
+    make_skill(tmp_path / "a", "same")
+    make_skill(tmp_path / "b", "same")
+    directory = SkillDirectory(tmp_path, recursive=True)
+    with pytest.warns(InvalidSkillWarning, match="name-duplicate"):
+        skills = directory.scan()
+    assert [skill.path for skill in skills] == [(tmp_path / "a" / "same").resolve()]
+    assert directory.reports[0].rule == "name-duplicate"
+
+
+def test_a_path_that_is_not_a_folder_is_refused_at_once(tmp_path: Path) -> None:
+    """A missing skills folder is an error when the source is made, naming the path."""
+    with pytest.raises(NotADirectoryError, match="nowhere"):
+        SkillDirectory(tmp_path / "nowhere")
+    with pytest.raises(SkillValidationError, match="folder-missing"):
+        Skill(tmp_path / "nowhere")
+
+
+def test_the_descriptor_says_skill_read_only_and_carries_the_optional_fields(
+    tmp_path: Path,
+) -> None:
+    """Name, description, source, capability and annotations come from the front matter."""
+    extra = (
+        "license: Apache-2.0\ncompatibility: Needs git\nmetadata:\n  author: me\n"
+        "allowed-tools: Bash(git log:*) Read  Write\n"
+    )
+    make_skill(tmp_path, "rich", description="  Reads rich text.  ", extra=extra)
+    with ToolRuntime() as runtime:
+        [descriptor] = runtime.register_source(SkillDirectory(tmp_path))
+    assert descriptor.name == "rich"
+    assert descriptor.description == "Reads rich text."
+    assert (descriptor.source, descriptor.source_name) == ("skill", "rich")
+    assert not descriptor.capability.writes
+    assert descriptor.capability.checkpointable
+    assert descriptor.annotations == {
+        "location": str((tmp_path / "rich" / "SKILL.md").resolve()),
+        "license": "Apache-2.0",
+        "compatibility": "Needs git",
+        "metadata": {"author": "me"},
+        "allowed-tools": ["Bash(git log:*)", "Read", "Write"],
+    }
+
+
+def test_allowed_tools_may_be_a_list(tmp_path: Path) -> None:
+    """A YAML list of patterns is kept in order."""
+    make_skill(tmp_path, "listed", extra="allowed-tools:\n  - Read\n  - Bash(ls -la)\n")
+    assert Skill(tmp_path / "listed").allowed_tools == ("Read", "Bash(ls -la)")
+    make_skill(tmp_path, "none")
+    assert Skill(tmp_path / "none").allowed_tools is None
+
+
+def test_values_the_specification_restricts_are_kept_reduced_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Non-text metadata, license and allowed-tools entries are dropped, logged and reported."""
+    extra = (
+        "license:\n  name: MIT\nmetadata:\n  ok: yes\n  nested:\n    a: b\n"
+        "allowed-tools:\n  - Read\n  - - nested\n"
+    )
+    make_skill(tmp_path, "loose", extra=extra)
+    with caplog.at_level(logging.WARNING, logger="toolcycle.skills"):
+        skill = Skill(tmp_path / "loose")
+    assert skill.license is None
+    assert skill.metadata == {"ok": "yes"}
+    assert skill.allowed_tools == ("Read",)
+    assert [(r.rule, r.severity) for r in skill.reports] == [
+        ("license-type", "warning"),
+        ("metadata-type", "warning"),
+        ("allowed-tools-type", "warning"),
+    ]
+    assert "'nested'" in caplog.text
+    assert skills_ref.validate(tmp_path / "loose") == []  # the reference accepts it too
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "SKILL.md").write_text("---\nname: flat\ndescription: d\nmetadata: x\n---")
+    assert Skill(tmp_path / "flat").metadata == {}
+
+
+def test_activation_reads_the_instructions_once_per_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two calls in one plan read SKILL.md's body once; a second plan reads it again."""
+    path = make_skill(tmp_path, "once", body="Step one.\n")
+    reads: list[Path] = []
+    real = _tools.read_body
+
+    def counting(file: Path) -> str:
+        reads.append(file)
+        return real(file)
+
+    monkeypatch.setattr(_tools, "read_body", counting)
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        with runtime.plan(read_only=True) as ctx:
+            first = runtime.execute("once", {}, ctx)
+            (path / "SKILL.md").write_text("---\nname: once\ndescription: d\n---\nStep two.\n")
+            second = runtime.execute("once", {}, ctx)
+        assert first.output["text"] == second.output["text"] == "Step one."
+        assert len(reads) == 1
+        with runtime.plan() as ctx:
+            assert runtime.execute("once", {}, ctx).output["text"] == "Step two."
+        assert len(reads) == 2
+
+
+def test_ending_a_plan_forgets_what_its_activation_loaded(tmp_path: Path) -> None:
+    """Nothing of a plan stays in the tool once the plan has ended."""
+    make_skill(tmp_path, "tidy")
+    skill = Skill(tmp_path / "tidy")
+    [tool] = skill.tools()
+    assert isinstance(tool, SkillTool)
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            runtime.execute("tidy", {}, ctx).raise_for_error()
+            assert len(tool._plans) == 1
+        assert len(tool._plans) == 0
+
+
+def test_the_instructions_list_the_bundled_files(tmp_path: Path) -> None:
+    """Files under the folder are listed relative and sorted, without SKILL.md or hidden files."""
+    files = {
+        "references/guide.md": "guide",
+        "references/api/b.md": "b",
+        "assets/logo.svg": "<svg/>",
+        "scripts/run.py": "print(1)",
+        ".hidden": "x",
+        ".cache/y": "y",
+    }
+    make_skill(tmp_path, "files", files=files)
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        with runtime.plan() as ctx:
+            output = runtime.execute("files", {}, ctx).output
+    assert output == {
+        "path": "SKILL.md",
+        "text": "# Instructions\n\nFollow these steps.",
+        "files": [
+            "assets/logo.svg",
+            "references/api/b.md",
+            "references/guide.md",
+            "scripts/run.py",
+        ],
+    }
+
+
+def test_a_long_file_list_is_cut_and_says_so(tmp_path: Path) -> None:
+    """With more files than max_files, the list stops there with files_truncated."""
+    make_skill(tmp_path, "many", files={f"references/{i:02}.md": "x" for i in range(12)})
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path, limits=SkillLimits(max_files=5)))
+        with runtime.plan() as ctx:
+            output = runtime.execute("many", {}, ctx).output
+    assert output["files_truncated"] is True
+    assert output["files"] == [f"references/{i:02}.md" for i in range(5)]
+
+
+def test_a_bundled_file_is_read_on_demand(tmp_path: Path) -> None:
+    """{"path": ...} returns that file's text, with Unix newlines."""
+    make_skill(tmp_path, "reader", files={"references/guide.md": "Line 1\r\nLine 2\r\n"})
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        with runtime.plan(read_only=True, requires_checkpoint=True) as ctx:
+            result = runtime.execute("reader", {"path": "references/guide.md"}, ctx)
+    assert result.output == {"path": "references/guide.md", "text": "Line 1\nLine 2\n"}
+
+
+@pytest.mark.parametrize(
+    ("requested", "message"),
+    [
+        ("../secret.txt", "'..' part"),
+        ("references/../../secret.txt", "'..' part"),
+        ("/etc/passwd", "absolute"),
+        ("~/secret.txt", "absolute"),
+        ("references\\..\\..\\secret.txt", "forward slashes"),
+        ("references/nul\x00.md", "forward slashes"),
+        ("link-out.txt", "leads outside"),
+        ("linked-dir/secret.txt", "leads outside"),
+        ("references/missing.md", "has no file"),
+        ("references", "not a regular file"),
+        ("big.txt", "over the limit of 100 bytes"),
+        ("image.png", "binary"),
+        ("latin1.txt", "not UTF-8 text (at byte 3)"),
+    ],
+)
+def test_reads_outside_the_folder_or_of_unusable_files_are_refused(
+    tmp_path: Path, requested: str, message: str
+) -> None:
+    """Escapes, absolute paths, outward symlinks, non-files, large and binary files fail."""
+    (tmp_path / "secret.txt").write_text("secret")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("secret")
+    files: dict[str, str | bytes] = {
+        "references/guide.md": "ok",
+        "big.txt": "x" * 101,
+        "image.png": b"\x89PNG\r\n\x00\x00",
+        "latin1.txt": "caf\xe9".encode("latin-1"),
+    }
+    path = make_skill(tmp_path / "skills", "guarded", files=files)
+    os.symlink(tmp_path / "secret.txt", path / "link-out.txt")
+    os.symlink(tmp_path / "outside", path / "linked-dir")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(path, limits=SkillLimits(max_file_bytes=100)))
+        with runtime.plan() as ctx:
+            result = runtime.execute("guarded", {"path": requested}, ctx)
+            listing = runtime.execute("guarded", {}, ctx).output["files"]
+    assert not result.success
+    assert result.error_type == "SkillFileError"
+    assert message in (result.error or "")
+    assert "secret" not in str(result.output)
+    assert "link-out.txt" not in listing  # outward links are not offered either
+
+
+def test_symlinks_inside_the_folder_and_a_symlinked_skill_folder_work(tmp_path: Path) -> None:
+    """A link to a file of the same skill reads; a skill reached through a link registers."""
+    path = make_skill(tmp_path / "real", "linked", files={"references/a.md": "A"})
+    os.symlink(path / "references" / "a.md", path / "alias.md")
+    (tmp_path / "skills").mkdir()
+    os.symlink(path, tmp_path / "skills" / "linked")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path / "skills"))
+        with runtime.plan() as ctx:
+            result = runtime.execute("linked", {"path": "alias.md"}, ctx)
+            files = runtime.execute("linked", {}, ctx).output["files"]
+    assert result.output == {"path": "alias.md", "text": "A"}
+    assert "alias.md" in files
+
+
+def test_an_instructions_file_that_turned_invalid_fails_activation(tmp_path: Path) -> None:
+    """A SKILL.md broken after discovery fails activation with the problem named."""
+    path = make_skill(tmp_path, "fragile")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        (path / "SKILL.md").write_bytes(b"---\nname: fragile\ndescription: d\n---\n\xff")
+        with runtime.plan() as ctx, pytest.raises(ToolActivationError, match="not valid UTF-8"):
+            runtime.execute("fragile", {}, ctx)
+
+
+def test_the_prompt_block_matches_the_reference_library(tmp_path: Path) -> None:
+    """prompt() gives skills-ref's to_prompt output for the same skill folders."""
+    shutil.copytree(CORPUS, tmp_path / "corpus")
+    make_skill(tmp_path / "corpus", "escape-me", description="Use <b> & \"quotes\" 'too'.")
+    directory = SkillDirectory(tmp_path / "corpus")
+    with pytest.warns(InvalidSkillWarning):
+        ours = directory.prompt()
+    folders = sorted(skill.path for skill in directory.skills)
+    assert ours == skills_ref.to_prompt(folders)
+    assert "Use &lt;b&gt; &amp; &quot;quotes&quot; &#x27;too&#x27;." in ours
+
+
+def test_an_empty_directory_renders_an_empty_block(tmp_path: Path) -> None:
+    """No skills, no <skill> elements: the same text as the reference library."""
+    assert SkillDirectory(tmp_path).prompt() == skills_ref.to_prompt([])
+
+
+def test_a_report_reads_as_one_line_naming_skill_rule_and_fix(tmp_path: Path) -> None:
+    """str(report) has the folder, the message, the rule and the hint."""
+    report = SkillReport(
+        tmp_path / "x", "name-lowercase", "the name 'X' is not lowercase", "use 'x'"
+    )
+    assert str(report) == (
+        f"skill 'x' ({tmp_path / 'x'}): the name 'X' is not lowercase [name-lowercase]; use 'x'"
+    )
+
+
+def test_the_skills_package_exports_exactly_its_public_names() -> None:
+    """The public API of toolcycle.sources.skills is pinned."""
+    import toolcycle.sources.skills as package
+
+    assert package.__all__ == [
+        "InvalidSkillWarning",
+        "ScriptTool",
+        "Skill",
+        "SkillDirectory",
+        "SkillFileError",
+        "SkillLimits",
+        "SkillReport",
+        "SkillTool",
+        "SkillValidationError",
+    ]
+    assert all(
+        getattr(package, name).__module__.startswith(package.__name__) for name in package.__all__
+    )
