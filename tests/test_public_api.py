@@ -78,7 +78,7 @@ ALLOWED = {
     "tracing": {"_types", "models"},
     "capabilities": {"context", "errors", "models"},
     "_portal": {"errors"},
-    "_invoke": {"_portal", "cancellation"},
+    "_invoke": {"_portal", "cancellation", "errors"},
     "cache": {"context", "errors", "protocols"},
     "_activation": {"_invoke", "cache", "context", "errors", "protocols", "tracing"},
     "_results": {"_json", "context", "errors", "models", "tracing", "validation"},

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from toolcycle._invoke import InvokeTimeoutError
+from toolcycle._invoke import InvokeTimeoutError, own_loop
 from toolcycle.errors import (
     ToolActivationError,
     ToolCancelledError,
@@ -70,7 +70,9 @@ class Activator:
             self._raise_for(activation, ctx)
             return
         try:
-            self._invoker.call(instance.activate, ctx, token=ctx.cancellation_token)
+            self._invoker.call(
+                instance.activate, ctx, token=ctx.cancellation_token, loop=own_loop(instance)
+            )
         except (Exception, asyncio.CancelledError) as exc:
             self._finish(ctx, activation, exc)
         except BaseException as exc:  # KeyboardInterrupt and friends: wake waiters, obey
@@ -172,7 +174,8 @@ class Activator:
         """
         timeout = self._deactivate_timeout
         try:
-            self._invoker.call(activation.instance.deactivate, ctx, timeout=timeout)
+            instance = activation.instance
+            self._invoker.call(instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance))
         except InvokeTimeoutError:
             raise _hung(activation, ctx, timeout) from None
 

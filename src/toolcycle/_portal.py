@@ -24,7 +24,7 @@ from toolcycle.errors import ToolRuntimeError
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-__all__ = ["Portal", "PortalTimeoutError"]
+__all__ = ["Portal", "PortalTimeoutError", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -106,31 +106,7 @@ class Portal:
         except ToolRuntimeError:
             coro.close()
             raise
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        context = contextvars.copy_context()
-        tasks: list[asyncio.Task[T]] = []
-
-        def start() -> None:
-            task = loop.create_task(coro, context=context)
-            tasks.append(task)
-            task.add_done_callback(lambda t: _settle(t, future))
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
-
-        loop.call_soon_threadsafe(start)
-        unregister = on_cancel(cancel) if on_cancel is not None else None
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            cancel()
-            try:
-                return future.result(_CANCEL_GRACE_SECONDS)
-            except (concurrent.futures.TimeoutError, asyncio.CancelledError):
-                raise PortalTimeoutError(f"did not finish within {timeout} seconds") from None
-        finally:
-            if unregister is not None:
-                unregister()
+        return run_blocking(loop, coro, timeout=timeout, on_cancel=on_cancel)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop and join its thread; later calls raise. Idempotent."""
@@ -143,6 +119,48 @@ class Portal:
         loop.call_soon_threadsafe(lambda: loop.create_task(_shutdown(loop)))
         if thread is not threading.current_thread():
             thread.join(timeout)
+
+
+def run_blocking(
+    loop: asyncio.AbstractEventLoop,
+    coro: Coroutine[Any, Any, T],
+    *,
+    timeout: float | None = None,
+    on_cancel: Callable[[Callable[[], object]], Callable[[], None]] | None = None,
+) -> T:
+    """Run ``coro`` as a task on ``loop`` (running in another thread) and wait for it.
+
+    The arguments and the behaviour on timeout and cancellation are those of
+    `Portal.call`; the caller makes sure this thread is not ``loop``'s own.
+
+    Raises:
+        PortalTimeoutError: ``coro`` did not finish within ``timeout``.
+    """
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+    tasks: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coro, context=context)
+        tasks.append(task)
+        task.add_done_callback(lambda t: _settle(t, future))
+
+    def cancel() -> None:
+        loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+
+    loop.call_soon_threadsafe(start)
+    unregister = on_cancel(cancel) if on_cancel is not None else None
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        cancel()
+        try:
+            return future.result(_CANCEL_GRACE_SECONDS)
+        except (concurrent.futures.TimeoutError, asyncio.CancelledError):
+            raise PortalTimeoutError(f"did not finish within {timeout} seconds") from None
+    finally:
+        if unregister is not None:
+            unregister()
 
 
 async def _shutdown(loop: asyncio.AbstractEventLoop) -> None:

@@ -27,6 +27,11 @@ class ToolInstance(Protocol):
     ``activate``, ``execute`` and ``deactivate`` may each be a plain method or an
     ``async def``; the runtime detects which at registration.
 
+    A tool whose coroutine stages must run on one event loop of its own (an
+    MCP connection lives on one loop) may name it in an optional ``event_loop``
+    attribute: a sync ``runtime.execute`` then runs its ``async def execute``
+    on that loop directly, crossing one thread instead of two.
+
     Duties:
         - ``discover`` is cheap and side-effect free: it returns metadata only.
         - ``activate`` prepares the tool for one plan (start a process, open a

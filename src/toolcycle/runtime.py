@@ -81,6 +81,8 @@ class _Entry:
     instance: ToolInstance
     input: CompiledSchema
     output: CompiledSchema | None
+    loop: asyncio.AbstractEventLoop | None = None
+    """The tool's own event loop (its ``event_loop`` attribute), if it has one."""
 
     @property
     def timeout(self) -> float | None:
@@ -195,7 +197,8 @@ class ToolRuntime:
             TypeError: ``instance`` is neither a `ToolInstance` nor callable.
             ToolDefinitionError: a callable cannot be described as a tool.
             ToolRegistrationError: ``discover()`` raised or did not return a
-                `ToolDescriptor`, or the name is already registered.
+                `ToolDescriptor`, the name is already registered, or the tool's
+                ``event_loop`` attribute is not an event loop.
             ToolSchemaValidationError: a schema is not a usable 2020-12 schema.
         """
         self._check_open()
@@ -218,6 +221,13 @@ class ToolRuntime:
                 "it must return a toolcycle.ToolDescriptor"
             )
         name = descriptor.name
+        loop = getattr(instance, "event_loop", None)
+        if loop is not None and not isinstance(loop, asyncio.AbstractEventLoop):
+            raise ToolRegistrationError(
+                f"the event_loop attribute of tool {name!r} is a {type(loop).__name__}, "
+                "not an asyncio event loop",
+                tool_name=name,
+            )
         descriptor = descriptor.model_copy(deep=True)  # later edits by the tool change nothing
         compiled_input = self._compiler.compile(
             descriptor.input_schema, kind="input", tool_name=name
@@ -234,7 +244,7 @@ class ToolRuntime:
                     "give the new one another name",
                     tool_name=name,
                 )
-            self._tools[name] = _Entry(descriptor, instance, compiled_input, compiled_output)
+            self._tools[name] = _Entry(descriptor, instance, compiled_input, compiled_output, loop)
         return descriptor
 
     def register_source(
@@ -695,7 +705,12 @@ class ToolRuntime:
         ctx = call.ctx
         try:
             output = self._invoker.call(
-                entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
+                entry.instance.execute,
+                data,
+                ctx,
+                token=ctx.cancellation_token,
+                timeout=timeout,
+                loop=entry.loop,
             )
         except InvokeTimeoutError:
             return Outcome(timed_out=True)

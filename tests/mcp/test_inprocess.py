@@ -27,7 +27,7 @@ from toolcycle import (
 from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError, McpTool
 
 from .conftest import VALID_TOOLS, at_once, cancel_a_slow_call, register, wait_for
-from .servers import PNG, WAV
+from .servers import PNG, WAV, build
 
 
 def test_register_source_skips_each_tool_with_an_unusable_schema_and_names_it(
@@ -564,3 +564,12 @@ def test_a_missing_sdk_gives_an_import_error_naming_the_extra() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     ).stdout
     assert "pip install 'toolcycle[mcp]'" in out
+
+
+def test_a_sync_call_runs_on_the_mcp_loop_without_the_runtimes_portal() -> None:
+    """McpTool names the MCP loop as its own, so execute crosses one thread, not two."""
+    with ToolRuntime() as runtime:
+        register(runtime, McpServer.in_process(build()))
+        with runtime.plan() as ctx:
+            assert runtime.execute("add", {"a": 1, "b": 2}, ctx).success
+        assert runtime._invoker.portal._loop is None

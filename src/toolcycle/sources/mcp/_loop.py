@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
-__all__ = ["hop", "on_loop", "run", "submit"]
+__all__ = ["event_loop", "hop", "on_loop", "run", "submit"]
 
 T = TypeVar("T")
 
@@ -45,6 +45,11 @@ def _ensure() -> asyncio.AbstractEventLoop:
             ready.wait()
             _loop, _thread = loop, thread
         return _loop
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """The MCP loop, started if it was not running yet."""
+    return _ensure()
 
 
 def on_loop() -> bool:

@@ -402,15 +402,16 @@ async def _retire(share: _Share) -> None:
 class McpTool:
     """One tool of an `McpServer`, a `ToolInstance` like any other.
 
-    Every stage is a coroutine that runs on the MCP loop: from ``execute`` it is
-    driven through the runtime's portal thread, from ``aexecute`` awaited from
-    the caller's loop.
+    Every stage is a coroutine whose work runs on the MCP loop. That loop is
+    the tool's ``event_loop``, so the runtime's sync ``execute`` runs the call
+    there directly; ``aexecute`` awaits it from the caller's loop, one hop away.
     """
 
     def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
         self.server = server
         self.remote_name = remote_name
         self._descriptor = descriptor
+        self.event_loop = _loop.event_loop()
 
     def __repr__(self) -> str:
         return f"McpTool({self._descriptor.name!r}, server={self.server.name!r})"
