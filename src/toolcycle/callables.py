@@ -67,6 +67,7 @@ class FunctionTool:
         description: str | None = None,
         writes: bool = True,
         checkpointable: bool = False,
+        sequential: bool = False,
         tags: Iterable[str] = (),
     ) -> None:
         if not callable(fn):
@@ -88,7 +89,9 @@ class FunctionTool:
                 description=description if description is not None else doc.summary,
                 input_schema=_input_schema(self._arguments, tool_name),
                 output_schema=output_schema,
-                capability=ToolCapability(writes=writes, checkpointable=checkpointable),
+                capability=ToolCapability(
+                    writes=writes, checkpointable=checkpointable, sequential=sequential
+                ),
                 source="wrapped",
                 tags=frozenset(tags),
             )
@@ -167,12 +170,14 @@ def wrap(
     description: str | None = None,
     writes: bool = True,
     checkpointable: bool = False,
+    sequential: bool = False,
     tags: Iterable[str] = (),
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
-    be rolled back unless you say otherwise.
+    be rolled back unless you say otherwise. ``sequential=True`` makes it run
+    alone in a batch of calls (see ``runtime.call_many``).
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -184,6 +189,7 @@ def wrap(
         description=description,
         writes=writes,
         checkpointable=checkpointable,
+        sequential=sequential,
         tags=tags,
     )
 
@@ -199,6 +205,7 @@ def tool(
     description: str | None = None,
     writes: bool = True,
     checkpointable: bool = False,
+    sequential: bool = False,
     tags: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
@@ -211,6 +218,7 @@ def tool(
     description: str | None = None,
     writes: bool = True,
     checkpointable: bool = False,
+    sequential: bool = False,
     tags: Iterable[str] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
@@ -226,6 +234,7 @@ def tool(
             description=description,
             writes=writes,
             checkpointable=checkpointable,
+            sequential=sequential,
             tags=tags,
         )
 

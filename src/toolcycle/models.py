@@ -12,14 +12,17 @@ from typing import Any, Literal, NoReturn, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from toolcycle._messages import result_message
 from toolcycle.errors import ToolExecutionError
 
 __all__ = [
     "BoundResource",
     "Change",
     "ProgressEvent",
+    "ProviderFormat",
     "SourceKind",
     "Tool",
+    "ToolCall",
     "ToolCapability",
     "ToolDescriptor",
     "ToolExecutionTrace",
@@ -31,6 +34,9 @@ __all__ = [
 
 SourceKind: TypeAlias = Literal["builtin", "mcp", "skill", "custom", "wrapped"]
 """Where a tool comes from."""
+
+ProviderFormat: TypeAlias = Literal["openai", "openai-responses", "anthropic", "gemini", "mcp"]
+"""A model provider's wire format for tool definitions, calls and results."""
 
 TraceStatus: TypeAlias = Literal["ok", "error", "denied", "invalid_input", "cancelled", "timed_out"]
 """The outcome of one call, as recorded in its trace."""
@@ -52,6 +58,8 @@ class ToolCapability(BaseModel):
     """The tool changes state outside itself (files, remote systems)."""
     checkpointable: bool = False
     """Every change the tool makes can be undone from what it records."""
+    sequential: bool = False
+    """In a batch of calls (``call_many``), nothing else runs while this tool does."""
 
 
 class Tool(BaseModel):
@@ -192,6 +200,20 @@ class ProgressEvent(BaseModel):
     message: str | None = None
 
 
+class ToolCall(BaseModel):
+    """A tool call as a model sent it, read from any provider's format."""
+
+    model_config = _FROZEN
+
+    id: str | None = None
+    """The provider's id of the call, which its result message must quote back."""
+    name: str
+    """The tool's name as the model wrote it (a provider-safe name maps back to ours)."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    format: ProviderFormat | Literal["plain"] = "plain"
+    """Which format the call came in; ``"plain"`` for ``{"name", "arguments"}``."""
+
+
 class ToolResult(BaseModel):
     """The outcome of a call: output on success, error details on failure.
 
@@ -216,6 +238,35 @@ class ToolResult(BaseModel):
     """The output was over ``max_result_bytes`` and is a cut JSON text with a marker."""
     exception: SkipJsonSchema[BaseException | None] = Field(default=None, exclude=True, repr=False)
     """The exception behind the failure, when there was one; never serialised."""
+    call: ToolCall | None = None
+    """The model's tool call this result answers, when it came from ``runtime.call``."""
+
+    def to_message(self, format: ProviderFormat | None = None) -> dict[str, Any]:
+        """The provider's tool-result message for this result, as plain JSON data.
+
+        Args:
+            format: the provider format; by default the one the call came in
+                (``"openai"`` for a plain call).
+
+        Raises:
+            ValueError: the result has no tool call (it came from ``execute``,
+                not ``call``), so there is no call id to answer.
+        """
+        if self.call is None:
+            raise ValueError(
+                "this result answers no tool call (it came from execute); "
+                "use runtime.call(tool_call, ctx) to get a result with a message"
+            )
+        call = self.call
+        chosen = format or (call.format if call.format != "plain" else "openai")
+        return result_message(
+            chosen,
+            call_id=call.id,
+            name=call.name,
+            success=self.success,
+            output=self.output,
+            error=self.error,
+        )
 
     def raise_for_error(self) -> None:
         """Raise `ToolExecutionError` if the call failed, chaining the original exception.

@@ -27,12 +27,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from toolcycle._activation import Activator, caller_cancelled
+from toolcycle._batch import run_batch
+from toolcycle._calls import parse_tool_call
+from toolcycle._definitions import definition
+from toolcycle._dispatch import REFUSED, refusal, resolve
 from toolcycle._invoke import Invoker, InvokeTimeoutError
+from toolcycle._names import FORMATS
 from toolcycle._results import Outcome, build_result, check_input
+from toolcycle._schemas import drop_absent_nulls
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import wrap
 from toolcycle.cancellation import CancellationToken
-from toolcycle.capabilities import check_capabilities
+from toolcycle.capabilities import check_capabilities, is_allowed
 from toolcycle.context import ToolExecutionContext, _start_collecting, _stop_collecting
 from toolcycle.errors import (
     ToolAccessDeniedError,
@@ -48,6 +54,8 @@ from toolcycle.errors import (
 from toolcycle.models import (
     BoundResource,
     Change,
+    ProviderFormat,
+    ToolCall,
     ToolDescriptor,
     ToolResult,
 )
@@ -553,6 +561,183 @@ class ToolRuntime:
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
+
+    # -- the agent loop: definitions for a model, and its tool calls -----------------------
+
+    def tool_definitions(
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        format: ProviderFormat = "openai",
+        strict: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The definitions of the tools the plan of ``ctx`` may run, for a model.
+
+        A tool the plan would refuse (one that writes, in a read-only plan; one
+        that is not checkpointable, in a checkpoint plan) is not offered. Names a
+        provider would not accept are mapped to ones it does, reversibly:
+        `call` maps them back.
+
+        Args:
+            ctx: the plan's context.
+            format: ``"openai"``, ``"openai-responses"``, ``"anthropic"``,
+                ``"gemini"`` or ``"mcp"``.
+            strict: for the OpenAI formats, offer strict mode with each schema
+                rewritten to what it accepts, where that keeps its meaning.
+
+        Raises:
+            ValueError: ``format`` is not one of the five.
+        """
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+        return [
+            definition(descriptor, format, strict=strict)
+            for descriptor in self.descriptors()
+            if is_allowed(descriptor, ctx)
+        ]
+
+    def call(
+        self, tool_call: Any, ctx: ToolExecutionContext, *, timeout: float | None = None
+    ) -> ToolResult:
+        """Run a model's tool call, in any provider's format, and answer it.
+
+        Nothing the model got wrong raises: an unreadable call, an unknown tool,
+        malformed JSON, invalid arguments, a tool the plan may not run or that
+        fails to activate each give a failed result whose error says what to do.
+        The result carries the call (`ToolResult.call`), so
+        ``result.to_message()`` builds the provider's tool-result message.
+
+        Args:
+            tool_call: the call as it arrived (see the agent-loop page for the
+                shapes), or a `ToolCall`.
+            ctx: the plan's context.
+            timeout: as for `execute`.
+
+        Raises:
+            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+        """
+        prepared = self._prepare_call(tool_call)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        call, name, arguments = prepared
+        try:
+            result = self.execute(name, arguments, ctx, timeout=timeout)
+        except REFUSED as exc:
+            return refusal(call, str(exc), type(exc).__name__)
+        return result.model_copy(update={"call": call})
+
+    async def acall(
+        self, tool_call: Any, ctx: ToolExecutionContext, *, timeout: float | None = None
+    ) -> ToolResult:
+        """Async twin of `call`."""
+        prepared = self._prepare_call(tool_call)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        return await self._acall_prepared(*prepared, ctx=ctx, timeout=timeout)
+
+    def call_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        *,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+    ) -> list[ToolResult]:
+        """Run a model's batch of tool calls concurrently; one result per call, in order.
+
+        Runs `acall_many` on the runtime's loop thread: async tools as tasks,
+        sync tools on the runtime's thread pool.
+
+        Raises:
+            ToolRuntimeError: called from the runtime's own loop thread, or the
+                plan has ended or the runtime is closed.
+        """
+        return self._invoker.portal.call(
+            self.acall_many(tool_calls, ctx, max_concurrency=max_concurrency, timeout=timeout)
+        )
+
+    async def acall_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        *,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+    ) -> list[ToolResult]:
+        """Run a model's batch of tool calls concurrently; one result per call, in order.
+
+        Each call is answered as by `acall`, and no call's failure loses another
+        call's result. A tool whose capability says ``sequential=True`` runs
+        alone: the calls before it finish first and the calls after it start
+        once it is done, so sequential calls keep the model's order. The plan's
+        token is checked just before each call starts; once it is cancelled,
+        nothing new starts, and each call that did not finish gets a failed
+        result with ``error_type="ToolCancelledError"`` (check
+        ``ctx.cancellation_token.is_cancelled`` after the batch).
+
+        Args:
+            tool_calls: the calls as they arrived, in the model's order.
+            ctx: the plan's context.
+            max_concurrency: the most calls running at once; None for no limit
+                (sync tools are bounded by the runtime's pool anyway).
+            timeout: for each call, as for `execute`.
+
+        Raises:
+            ValueError: ``max_concurrency`` is below 1.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+        """
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        prepared = [self._prepare_call(tool_call) for tool_call in tool_calls]
+
+        async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
+            return await self._acall_prepared(call, name, arguments, ctx=ctx, timeout=timeout)
+
+        return await run_batch(
+            prepared,
+            run=run,
+            sequential=lambda name: self._entry(name).descriptor.capability.sequential,
+            token=ctx.cancellation_token,
+            max_concurrency=max_concurrency,
+        )
+
+    async def _acall_prepared(
+        self,
+        call: ToolCall,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+    ) -> ToolResult:
+        try:
+            result = await self.aexecute(name, arguments, ctx, timeout=timeout)
+        except REFUSED as exc:
+            return refusal(call, str(exc), type(exc).__name__)
+        return result.model_copy(update={"call": call})
+
+    def _prepare_call(self, raw: Any) -> tuple[ToolCall, str, dict[str, Any]] | ToolResult:
+        """The call, the tool it means and its arguments; or the refusal to answer it with."""
+        self._check_open()
+        call, problem = parse_tool_call(raw)
+        if problem is not None:
+            return refusal(call, problem, "ToolCallError")
+        assert call is not None
+        with self._lock:
+            names = list(self._tools)
+        name = resolve(call.name, call.format, names)
+        if name is None:
+            return refusal(
+                call,
+                f"there is no tool named {call.name!r}; call one of the tools you were given",
+                "ToolNotFoundError",
+            )
+        arguments = call.arguments
+        if call.format in {"openai", "openai-responses"}:
+            # Strict mode sends null for an optional property that was left out.
+            arguments = drop_absent_nulls(arguments, self._entry(name).descriptor.input_schema)
+        return call, name, arguments
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool for the plan now, ahead of its first call; no-op if it is active.

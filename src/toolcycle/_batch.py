@@ -1,0 +1,94 @@
+"""Running a model's batch of tool calls at once, in order, losing no result.
+
+The batch is cut at each call of a ``sequential`` tool: the calls between two
+such cuts run together (at most ``max_concurrency`` at a time), a sequential
+call runs alone, and the groups run one after the other. So while a sequential
+tool runs nothing else of the batch does, and sequential calls keep the model's
+order. Each call checks the plan's token just before it starts: once the plan is
+cancelled, nothing new starts, and every call that did not finish gets a failed
+result saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.errors import ToolCancelledError
+from toolcycle.models import ToolResult
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from toolcycle.cancellation import CancellationToken
+    from toolcycle.models import ToolCall
+
+    Prepared = tuple[ToolCall, str, dict[str, Any]] | ToolResult
+    Run = Callable[[ToolCall, str, dict[str, Any]], Awaitable[ToolResult]]
+
+__all__ = ["run_batch"]
+
+
+async def run_batch(
+    prepared: Sequence[Prepared],
+    *,
+    run: Run,
+    sequential: Callable[[str], bool],
+    token: CancellationToken,
+    max_concurrency: int | None,
+) -> list[ToolResult]:
+    """One result per entry of ``prepared``, in its order.
+
+    Args:
+        prepared: each call with its tool and arguments, or the refusal that
+            already answers it.
+        run: runs one call (``runtime.acall`` without the parsing).
+        sequential: whether a tool must run alone.
+        token: the plan's cancellation token.
+        max_concurrency: the most calls running at once; None for no limit.
+    """
+    results: list[ToolResult | None] = [p if isinstance(p, ToolResult) else None for p in prepared]
+    limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def one(index: int, call: ToolCall, name: str, arguments: dict[str, Any]) -> None:
+        if limit is not None:
+            await limit.acquire()
+        try:
+            if token.is_cancelled:
+                results[index] = _cancelled(call, "before this call started")
+                return
+            try:
+                results[index] = await run(call, name, arguments)
+            except ToolCancelledError as exc:
+                results[index] = _cancelled(call, f"during this call ({exc})")
+        finally:
+            if limit is not None:
+                limit.release()
+
+    for group in _groups(prepared, sequential):
+        await asyncio.gather(*(one(index, *entry) for index, entry in group))
+    return [result for result in results if result is not None]
+
+
+def _groups(
+    prepared: Sequence[Prepared], sequential: Callable[[str], bool]
+) -> list[list[tuple[int, tuple[ToolCall, str, dict[str, Any]]]]]:
+    """The calls to run, cut into groups that run one after the other."""
+    groups: list[list[tuple[int, tuple[ToolCall, str, dict[str, Any]]]]] = [[]]
+    for index, entry in enumerate(prepared):
+        if isinstance(entry, ToolResult):
+            continue
+        if sequential(entry[1]):
+            groups += [[(index, entry)], []]
+        else:
+            groups[-1].append((index, entry))
+    return [group for group in groups if group]
+
+
+def _cancelled(call: ToolCall, when: str) -> ToolResult:
+    return ToolResult(
+        success=False,
+        error=f"the plan was cancelled {when}",
+        error_type=ToolCancelledError.__name__,
+        call=call,
+    )

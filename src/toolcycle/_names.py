@@ -1,0 +1,55 @@
+"""Tool names that a model provider accepts, and the way back to ours.
+
+Providers restrict tool names (OpenAI and Anthropic: ASCII letters, digits, ``_``
+and ``-``, at most 64 characters; Gemini also ``.``, starting with a letter or
+``_``; MCP: letters, digits, ``_``, ``-`` and ``.``, at most 128). A name that
+already fits is used as it is. Any other name has each character that does not
+fit replaced by ``_``, is cut to leave room, and ends with ``_`` and 8 hex digits
+of its SHA-256: the same name always maps to the same provider name, in every
+process, and two names that differ map to different ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+__all__ = ["FORMATS", "provider_name"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    valid: re.Pattern[str]
+    invalid_char: re.Pattern[str]
+    max_length: int
+    must_start: re.Pattern[str] | None = None
+
+
+_OPENAI = _Rule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
+_RULES = {
+    "openai": _OPENAI,
+    "openai-responses": _OPENAI,
+    "anthropic": _OPENAI,
+    "gemini": _Rule(
+        re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"),
+        re.compile(r"[^A-Za-z0-9_.-]"),
+        64,
+        must_start=re.compile(r"[A-Za-z_]"),
+    ),
+    "mcp": _Rule(re.compile(r"[A-Za-z0-9_.-]{1,128}"), re.compile(r"[^A-Za-z0-9_.-]"), 128),
+}
+FORMATS = tuple(_RULES)
+"""The provider formats, in the order the docs list them."""
+
+
+def provider_name(name: str, format: str) -> str:
+    """The name ``format`` accepts for the tool ``name``."""
+    rule = _RULES[format]
+    if rule.valid.fullmatch(name):
+        return name
+    base = rule.invalid_char.sub("_", name)
+    if rule.must_start is not None and not rule.must_start.match(base):
+        base = "_" + base
+    suffix = "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return base[: rule.max_length - len(suffix)] + suffix

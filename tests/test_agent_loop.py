@@ -1,0 +1,485 @@
+"""The agent loop's glue: tool definitions for models, tool calls in, result messages out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from toolcycle import (
+    NullTracer,
+    ToolCall,
+    ToolCancelledError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+)
+from toolcycle._names import provider_name
+from toolcycle._schemas import drop_absent_nulls, openai_strict
+
+FORMATS = ["openai", "openai-responses", "anthropic", "gemini", "mcp"]
+
+
+@tool(writes=False, checkpointable=True)
+def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+    """Current weather of a city.
+
+    Args:
+        city: the city's name.
+        unit: celsius or fahrenheit.
+    """
+    return {"city": city, "temperature": 21, "unit": unit}
+
+
+@tool(name="notes.save")
+def save_note(text: str) -> str:
+    """Save a note."""
+    return "saved"
+
+
+class Unavailable:
+    """A tool whose activation always fails."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="unavailable", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        raise ConnectionError("the backend is down")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        raise AssertionError("never runs")
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+@pytest.fixture
+def runtime() -> Iterator[ToolRuntime]:
+    """A runtime with the weather and notes tools."""
+    with ToolRuntime(tracer=NullTracer()) as rt:
+        rt.register(get_weather)
+        rt.register(save_note)
+        yield rt
+
+
+# -- definitions ---------------------------------------------------------------------------
+
+
+def test_openai_definitions_are_chat_completions_function_tools(runtime: ToolRuntime) -> None:
+    """Each tool is {"type": "function", "function": {...}} with its JSON Schema as parameters."""
+    with runtime.plan() as ctx:
+        weather, notes = runtime.tool_definitions(ctx, format="openai")
+    assert weather["type"] == "function"
+    function = weather["function"]
+    assert function["name"] == "get_weather"
+    assert function["description"].startswith("Current weather of a city.")
+    assert function["parameters"] == runtime.descriptor("get_weather").input_schema
+    assert function["strict"] is False
+    assert notes["function"]["name"] == provider_name("notes.save", "openai")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "keys"),
+    [
+        ("openai-responses", {"type", "name", "description", "parameters", "strict"}),
+        ("anthropic", {"name", "description", "input_schema"}),
+        ("gemini", {"name", "description", "parametersJsonSchema"}),
+        ("mcp", {"name", "description", "inputSchema", "outputSchema", "annotations"}),
+    ],
+)
+def test_each_format_has_its_providers_keys(runtime: ToolRuntime, fmt: str, keys: set[str]) -> None:
+    """The definition of one tool in each format has exactly the keys that format uses."""
+    with runtime.plan() as ctx:
+        first = runtime.tool_definitions(ctx, format=fmt)[0]  # type: ignore[arg-type]
+    assert set(first) == keys
+    assert first["name"] == "get_weather"
+
+
+def test_mcp_definitions_say_whether_the_tool_only_reads(runtime: ToolRuntime) -> None:
+    """ReadOnlyHint follows the capability; the output schema is offered when there is one."""
+    with runtime.plan() as ctx:
+        weather, notes = runtime.tool_definitions(ctx, format="mcp")
+    assert weather["annotations"] == {"readOnlyHint": True}
+    assert notes["annotations"] == {"readOnlyHint": False}
+    assert notes["name"] == "notes.save"  # MCP allows dots
+
+
+def test_a_plan_is_offered_only_the_tools_it_may_run(runtime: ToolRuntime) -> None:
+    """A read-only or checkpoint plan does not see the tool that writes."""
+    with runtime.plan(read_only=True) as ctx:
+        assert [d["name"] for d in runtime.tool_definitions(ctx, format="anthropic")] == [
+            "get_weather"
+        ]
+    with runtime.plan(requires_checkpoint=True) as ctx:
+        assert len(runtime.tool_definitions(ctx, format="gemini")) == 1
+
+
+def test_an_unknown_format_is_refused_with_the_known_ones(runtime: ToolRuntime) -> None:
+    """A typo in the format is an error naming the five formats."""
+    with runtime.plan() as ctx, pytest.raises(ValueError, match="openai-responses"):
+        runtime.tool_definitions(ctx, format="claude")  # type: ignore[arg-type]
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    "name", ["notes.save", "ünïcode", "9lives", "a" * 200, "with space", "a/b:c", "plain_name"]
+)
+def test_provider_names_are_valid_stable_and_distinct(fmt: str, name: str) -> None:
+    """A mapped name fits the provider's rules, is the same every time, and names one tool."""
+    mapped = provider_name(name, fmt)
+    limit = 128 if fmt == "mcp" else 64
+    assert 1 <= len(mapped) <= limit
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+    if fmt in {"gemini", "mcp"}:
+        allowed.add(".")
+    assert set(mapped) <= allowed
+    if fmt == "gemini":
+        assert mapped[0].isalpha() or mapped[0] == "_"
+    assert provider_name(name, fmt) == mapped
+    assert provider_name(name + "x", fmt) != mapped
+
+
+def test_a_name_that_fits_is_kept_as_it_is() -> None:
+    """Valid names are never changed, so most tools keep their own names."""
+    assert provider_name("get_weather", "openai") == "get_weather"
+    assert provider_name("notes.save", "gemini") == "notes.save"
+
+
+# -- strict mode -----------------------------------------------------------------------------
+
+
+def test_strict_mode_makes_optional_properties_required_and_nullable() -> None:
+    """Every property is required; a left-out one is null; objects are closed."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}},
+        },
+        "required": ["city"],
+    }
+    assert openai_strict(schema) == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"anyOf": [{"type": "string", "enum": ["c", "f"]}, {"type": "null"}]},
+            "where": {
+                "type": ["object", "null"],
+                "properties": {"lat": {"type": ["number", "null"]}},
+                "additionalProperties": False,
+                "required": ["lat"],
+            },
+        },
+        "required": ["city", "unit", "where"],
+        "additionalProperties": False,
+    }
+    assert "$schema" in schema  # the original is left alone
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "additionalProperties": True},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}},
+        {"type": "object", "patternProperties": {"^x": {}}},
+        {"type": "array"},
+        {"anyOf": [{"type": "object"}]},
+    ],
+)
+def test_schemas_strict_mode_cannot_express_are_offered_without_it(schema: Any) -> None:
+    """Open objects, unsupported keywords and non-object roots give no strict schema."""
+    assert openai_strict(schema) is None
+
+
+def test_strict_definitions_fall_back_per_tool(runtime: ToolRuntime) -> None:
+    """With strict=True a tool whose schema fits is strict; the flag says which."""
+    with runtime.plan() as ctx:
+        weather, _ = runtime.tool_definitions(ctx, format="openai", strict=True)
+    assert weather["function"]["strict"] is True
+    assert weather["function"]["parameters"]["required"] == ["city", "unit"]
+
+
+def test_nulls_strict_mode_sends_for_left_out_properties_are_dropped(runtime: ToolRuntime) -> None:
+    """A strict-mode call with unit: null runs as if unit were left out."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo", "unit": null}'},
+    }
+    with runtime.plan() as ctx:
+        result = runtime.call(call, ctx)
+    assert result.output == {"city": "Oslo", "temperature": 21, "unit": "celsius"}
+
+
+def test_only_nulls_the_schema_does_not_accept_are_dropped() -> None:
+    """A required property, one that may be null, or an unknown one keeps its null."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": ["string", "null"]}},
+        "required": ["a"],
+    }
+    assert drop_absent_nulls({"a": None, "b": None}, schema) == {"a": None, "b": None}
+    assert drop_absent_nulls({"a": "x", "b": "y", "c": None}, schema) == {
+        "a": "x",
+        "b": "y",
+        "c": None,
+    }
+    assert drop_absent_nulls(
+        {"a": "x", "d": {"e": None}},
+        {"properties": {"a": {"type": "string"}, "d": {"properties": {"e": {"type": "integer"}}}}},
+    ) == {"a": "x", "d": {}}
+
+
+# -- calls and messages: one recorded conversation per provider ------------------------------
+
+
+def test_openai_chat_completions_round_trip(runtime: ToolRuntime) -> None:
+    """An assistant tool call in, a role=tool message with the same id out."""
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_abc123",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+            }
+        ],
+    }
+    with runtime.plan() as ctx:
+        [result] = [runtime.call(c, ctx) for c in assistant["tool_calls"]]  # type: ignore[attr-defined]
+    assert result.to_message() == {
+        "role": "tool",
+        "tool_call_id": "call_abc123",
+        "content": '{"city":"Paris","temperature":21,"unit":"celsius"}',
+    }
+
+
+def test_openai_responses_round_trip(runtime: ToolRuntime) -> None:
+    """A function_call item in, a function_call_output item with its call_id out."""
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_9",
+        "name": "get_weather",
+        "arguments": '{"city": "Rome", "unit": "fahrenheit"}',
+    }
+    with runtime.plan() as ctx:
+        result = runtime.call(item, ctx)
+    message = result.to_message()
+    assert message["type"] == "function_call_output"
+    assert message["call_id"] == "call_9"
+    assert json.loads(message["output"])["unit"] == "fahrenheit"
+
+
+def test_anthropic_round_trip_with_an_error(runtime: ToolRuntime) -> None:
+    """A tool_use block in, a tool_result block with is_error out, for success and failure."""
+    content = [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Oslo"}},
+        {"type": "tool_use", "id": "toolu_02", "name": "get_weather", "input": {"town": "Oslo"}},
+    ]
+    with runtime.plan() as ctx:
+        results = [runtime.call(block, ctx) for block in content if block["type"] == "tool_use"]
+    ok, bad = (r.to_message() for r in results)
+    assert ok == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": '{"city":"Oslo","temperature":21,"unit":"celsius"}',
+        "is_error": False,
+    }
+    assert bad["tool_use_id"] == "toolu_02"
+    assert bad["is_error"] is True
+    assert "city" in bad["content"]  # says what was wrong
+
+
+def test_gemini_round_trip(runtime: ToolRuntime) -> None:
+    """A functionCall part in, a functionResponse part with the name and id out."""
+    part = {"functionCall": {"id": "g1", "name": "get_weather", "args": {"city": "Lima"}}}
+    with runtime.plan() as ctx:
+        result = runtime.call(part, ctx)
+    assert result.to_message() == {
+        "functionResponse": {
+            "id": "g1",
+            "name": "get_weather",
+            "response": {"output": {"city": "Lima", "temperature": 21, "unit": "celsius"}},
+        }
+    }
+
+
+def test_mcp_round_trip(runtime: ToolRuntime) -> None:
+    """A tools/call request in, a CallToolResult with structuredContent out."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "get_weather", "arguments": {"city": "Kyiv"}},
+    }
+    with runtime.plan() as ctx:
+        result = runtime.call(request, ctx)
+    assert result.call is not None and result.call.id == "7"
+    message = result.to_message()
+    assert message["isError"] is False
+    assert message["structuredContent"]["city"] == "Kyiv"
+    assert json.loads(message["content"][0]["text"])["city"] == "Kyiv"
+
+
+def test_a_mapped_name_from_the_model_reaches_the_tool(runtime: ToolRuntime) -> None:
+    """The provider-safe name of notes.save maps back to it."""
+    mapped = provider_name("notes.save", "openai")
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": mapped, "arguments": '{"text": "x"}'},
+    }
+    with runtime.plan() as ctx:
+        result = runtime.call(call, ctx)
+    assert result.success, result.error
+    assert result.trace is not None and result.trace.tool_name == "notes.save"
+    assert result.to_message()["tool_call_id"] == "c"
+
+
+def test_plain_calls_and_sdk_objects_are_read_too(runtime: ToolRuntime) -> None:
+    """{"name", "arguments"} with a dict or a JSON string, and pydantic objects, all work."""
+
+    class SdkCall(BaseModel):
+        id: str
+        type: str = "tool_use"
+        name: str
+        input: dict[str, Any]
+
+    with runtime.plan() as ctx:
+        plain = runtime.call({"name": "get_weather", "arguments": {"city": "A"}}, ctx)
+        text = runtime.call({"name": "get_weather", "arguments": '{"city": "B"}'}, ctx)
+        sdk = runtime.call(SdkCall(id="t", name="get_weather", input={"city": "C"}), ctx)
+        typed = runtime.call(ToolCall(name="get_weather", arguments={"city": "D"}), ctx)
+    assert [r.output["city"] for r in (plain, text, sdk, typed)] == ["A", "B", "C", "D"]
+    assert sdk.to_message()["tool_use_id"] == "t"
+
+
+# -- what the model got wrong never raises ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "error_type", "words"),
+    [
+        (
+            {"id": "1", "type": "function", "function": {"name": "get_weather", "arguments": "{"}},
+            "ToolCallError",
+            "not valid JSON",
+        ),
+        ({"name": "get_weather", "arguments": "[1, 2]"}, "ToolCallError", "JSON object"),
+        ({"name": "", "arguments": {}}, "ToolCallError", "names no tool"),
+        ("get_weather", "ToolCallError", "must be an object"),
+        ({"name": "get_wether", "arguments": {}}, "ToolNotFoundError", "no tool named"),
+        ({"name": "get_weather", "arguments": {"city": 3}}, "ToolSchemaValidationError", "city"),
+    ],
+)
+def test_model_mistakes_come_back_as_failed_results(
+    runtime: ToolRuntime, raw: Any, error_type: str, words: str
+) -> None:
+    """Malformed calls, unknown tools and invalid arguments give results the model can read."""
+    with runtime.plan() as ctx:
+        result = runtime.call(raw, ctx)
+    assert not result.success
+    assert result.error_type == error_type
+    assert words in (result.error or "")
+
+
+def test_a_denied_tool_and_a_failed_activation_are_failed_results(runtime: ToolRuntime) -> None:
+    """A read-only plan's refusal and an activation error answer the call, not raise."""
+    runtime.register(Unavailable())
+    with runtime.plan(read_only=True) as ctx:
+        denied = runtime.call({"id": "d", "name": "notes.save", "arguments": {"text": "x"}}, ctx)
+        down = runtime.call({"id": "u", "name": "unavailable", "arguments": {}}, ctx)
+    assert (denied.success, denied.error_type) == (False, "ToolAccessDeniedError")
+    assert "read-only" in (denied.error or "")
+    assert (down.success, down.error_type) == (False, "ToolActivationError")
+    assert "the backend is down" in (down.error or "")
+    assert denied.to_message()["tool_call_id"] == "d"
+
+
+def test_cancellation_still_raises(runtime: ToolRuntime) -> None:
+    """A cancelled plan stops the loop: call raises ToolCancelledError."""
+    with runtime.plan() as ctx:
+        ctx.cancellation_token.cancel("user stopped")
+        with pytest.raises(ToolCancelledError, match="user stopped"):
+            runtime.call({"name": "get_weather", "arguments": {"city": "x"}}, ctx)
+
+
+def test_a_result_from_execute_has_no_message_to_build(runtime: ToolRuntime) -> None:
+    """Only a result of call knows the id to answer; execute's says so when asked."""
+    with runtime.plan() as ctx:
+        result = runtime.execute("get_weather", {"city": "x"}, ctx)
+    with pytest.raises(ValueError, match="runtime.call"):
+        result.to_message()
+
+
+async def test_acall_is_the_async_twin(runtime: ToolRuntime) -> None:
+    """Acall reads the same shapes and answers the same way."""
+    async with runtime.aplan() as ctx:
+        ok = await runtime.acall(
+            {"type": "tool_use", "id": "a", "name": "get_weather", "input": {"city": "Q"}}, ctx
+        )
+        missing = await runtime.acall({"name": "nope"}, ctx)
+        denied = await runtime.acall({"name": "unknown.tool"}, ctx)
+    assert ok.to_message()["is_error"] is False
+    assert missing.error_type == denied.error_type == "ToolNotFoundError"
+
+
+def test_a_format_can_be_chosen_for_the_message(runtime: ToolRuntime) -> None:
+    """A plain call answers in OpenAI's format by default, or in the one asked for."""
+    with runtime.plan() as ctx:
+        result = runtime.call({"id": "p", "name": "get_weather", "arguments": {"city": "Z"}}, ctx)
+    assert result.to_message()["role"] == "tool"
+    assert result.to_message("anthropic")["tool_use_id"] == "p"
+
+
+def test_strict_mode_follows_defs_anyof_items_and_type_lists() -> None:
+    """Nested schemas in $defs, anyOf and items are rewritten too; a true schema is not strict."""
+    schema = {
+        "type": "object",
+        "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        "properties": {
+            "at": {"$ref": "#/$defs/Point"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "maybe": {"type": ["string", "integer"]},
+            "already": {"type": ["string", "null"]},
+        },
+        "required": ["at", "tags", "either"],
+    }
+    strict = openai_strict(schema)
+    assert strict is not None
+    assert strict["$defs"]["Point"]["required"] == ["x"]
+    assert strict["$defs"]["Point"]["properties"]["x"] == {"type": ["number", "null"]}
+    assert strict["properties"]["maybe"] == {"type": ["string", "integer", "null"]}
+    assert strict["properties"]["already"] == {"type": ["string", "null"]}
+    assert strict["required"] == ["at", "tags", "either", "maybe", "already"]
+    assert openai_strict({"type": "object", "properties": {"a": True}}) is None
+    assert (
+        openai_strict(
+            {"type": "object", "properties": {"a": {"type": "array", "items": {"minLength": 1}}}}
+        )
+        is None
+    )
+
+
+def test_nulls_are_kept_where_the_schema_says_nothing_about_them() -> None:
+    """Without a properties map, or for a property whose schema is empty, nothing is dropped."""
+    assert drop_absent_nulls({"a": None}, {"type": "object"}) == {"a": None}
+    assert drop_absent_nulls({"a": None}, True) == {"a": None}
+    assert drop_absent_nulls({"a": None}, {"properties": {"a": {}}}) == {"a": None}
+    assert drop_absent_nulls({"a": None}, {"properties": {"a": {"anyOf": [{"type": "null"}]}}}) == {
+        "a": None
+    }
