@@ -1,4 +1,8 @@
-"""The ``toolcycle`` command line. The only module of the package that prints."""
+"""The ``toolcycle`` command line. With `_cli_tools`, the only code of the package that prints.
+
+Commands: ``demo`` (a small plan showing each stage), and ``tools``, ``schema``
+and ``call`` on the sources named on the command line (see `_cli_tools`).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from toolcycle import (
     ToolRuntimeError,
     tool,
 )
+from toolcycle._cli_tools import add_commands, run_command
 from toolcycle.builtins import workspace_tools
 
 if TYPE_CHECKING:
@@ -219,9 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="toolcycle", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="run a small plan that shows each stage and outcome")
+    add_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(sys.stdout)
+    if args.command in {"tools", "schema", "call"}:
+        return run_command(args, sys.stdout, sys.stderr)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
     return 2  # pragma: no cover
 

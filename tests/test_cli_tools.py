@@ -1,0 +1,150 @@
+"""The tools, schema and call commands, driven as a user drives them."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolcycle._cli_tools import _spinner
+from toolcycle.cli import main
+
+ROOT = Path(__file__).parent
+SKILLS = ROOT / "data" / "agent-skills"
+SERVER = f"{sys.executable} {ROOT / 'mcp' / 'servers.py'}"
+MODULE = '''
+from toolcycle import tool
+
+
+@tool(writes=False)
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+NOT_A_TOOL = 42
+'''
+
+
+def toolcycle(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the command line in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolcycle.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the command line in this process; return the exit code, stdout and stderr."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_tools_lists_the_skills_of_a_folder_as_a_table() -> None:
+    """One row per valid skill; the invalid one is a warning on stderr, not a traceback."""
+    done = toolcycle("tools", "--skills", str(SKILLS))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "SOURCE", "WRITES", "CHECKPOINTABLE", "DESCRIPTION"]
+    assert len(lines) == 12
+    assert lines[1].split()[:4] == ["algorithmic-art", "skill:algorithmic-art", "no", "yes"]
+    assert "toolcycle: warning: skill 'claude-api'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_tools_json_lists_the_tools_of_an_mcp_server() -> None:
+    """--json prints every descriptor; the server's skipped tools are warnings."""
+    done = toolcycle("tools", "--json", "--mcp", SERVER)
+    assert done.returncode == 0, done.stderr
+    tools = {entry["name"]: entry for entry in json.loads(done.stdout)}
+    assert tools["add"]["source"] == "mcp"
+    assert tools["add"]["capability"]["writes"] is False
+    assert "invalid_schema" not in tools
+    assert "'invalid_schema' was skipped" in done.stderr
+
+
+def test_schema_and_call_run_against_an_mcp_server_and_a_module(tmp_path: Path) -> None:
+    """Schema prints both schemas; call prints the output and the trace, exit code 0."""
+    (tmp_path / "my_tools.py").write_text(MODULE)
+    env = {"PYTHONPATH": str(tmp_path)}
+    schema = toolcycle("schema", "add", "--mcp", SERVER, env=env)
+    assert schema.returncode == 0, schema.stderr
+    assert json.loads(schema.stdout)["input_schema"]["required"] == ["a", "b"]
+    called = toolcycle(
+        "call", "shout", "--args", '{"text": "hi"}', "--module", "my_tools", "--read-only",
+        env=env,
+    )  # fmt: skip
+    assert called.returncode == 0, called.stderr
+    report = json.loads(called.stdout)
+    assert report["output"] == "HI"
+    assert report["trace"]["status"] == "ok"
+    assert report["trace"]["tool_name"] == "shout"
+
+
+def test_a_failed_call_exits_1_with_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    """A timed-out call prints its trace (status timed_out) and exits 1."""
+    code, out, _ = run(
+        capsys, "call", "slow", "--args", '{"seconds": 30}', "--timeout", "0.3", "--mcp", SERVER
+    )
+    assert code == 1
+    assert json.loads(out)["trace"]["status"] == "timed_out"
+
+
+def test_a_refused_call_exits_1_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """A read-only plan refuses a tool that writes: the reason on stderr, exit code 1."""
+    code, _, err = run(
+        capsys, "call", "write", "--args", '{"path": "x"}', "--read-only", "--mcp", SERVER
+    )
+    assert code == 1
+    assert "read-only" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["tools"], 2, "name at least one source"),
+        (["call", "nope", "--skills", str(SKILLS)], 2, "no tool named 'nope'"),
+        (["call", "mcp-builder", "--args", "{", "--skills", str(SKILLS)], 2, "not valid JSON"),
+        (["call", "mcp-builder", "--args", "[1]", "--skills", str(SKILLS)], 2, "JSON object"),
+        (["tools", "--skills", "/no/such/folder"], 3, "not a directory"),
+        (["tools", "--mcp", "/no/such/server"], 3, "could not be loaded"),
+        (["tools", "--mcp", ""], 3, "needs a command"),
+        (["tools", "--module", "no_such_module_here"], 3, "does not import"),
+        (["tools", "--module", "json"], 3, "has no tools"),
+    ],
+)
+def test_usage_and_source_errors_have_their_exit_codes(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: int, words: str
+) -> None:
+    """Usage errors exit 2, sources that cannot be loaded exit 3, each with a message."""
+    result = run(capsys, *args)
+    assert result[0] == code
+    assert words in result[2]
+
+
+def test_the_spinner_turns_only_on_a_terminal() -> None:
+    """On a terminal it draws frames and clears its line; elsewhere it writes nothing."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    with _spinner(terminal, "starting"):
+        pass
+    assert "starting" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r")
+    plain = io.StringIO()
+    with _spinner(plain, "starting"):
+        pass
+    assert plain.getvalue() == ""
