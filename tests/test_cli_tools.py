@@ -148,3 +148,26 @@ def test_the_spinner_turns_only_on_a_terminal() -> None:
     with _spinner(plain, "starting"):
         pass
     assert plain.getvalue() == ""
+
+
+def test_the_commands_in_process_print_what_the_subprocess_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table, JSON, schema and call from main(), with a module and a skills folder."""
+    (tmp_path / "cli_module_tools.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sources = ["--skills", str(SKILLS), "--module", "cli_module_tools"]
+    code, out, err = run(capsys, "tools", *sources)
+    assert code == 0
+    assert out.splitlines()[-1].split()[:4] == ["shout", "wrapped", "no", "no"]
+    assert "claude-api" in err
+    code, out, _ = run(capsys, "tools", "--json", *sources)
+    assert [entry["name"] for entry in json.loads(out)][-1] == "shout"
+    code, out, _ = run(capsys, "schema", "shout", *sources)
+    assert json.loads(out)["output_schema"] is not None
+    code, out, _ = run(capsys, "call", "mcp-builder", "--args", '{"path": "LICENSE.txt"}', *sources)
+    assert code == 0
+    assert "Apache License" in json.loads(out)["output"]["text"]
+    code, out, _ = run(capsys, "call", "mcp-builder", "--args", '{"path": "../x"}', *sources)
+    assert code == 1
+    assert json.loads(out)["success"] is False

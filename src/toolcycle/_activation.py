@@ -35,14 +35,19 @@ _log = get_logger("toolcycle.runtime")
 class Activator:
     """Activates and deactivates tools for one runtime."""
 
-    __slots__ = ("_cache", "_deactivate_timeout", "_invoker")
+    __slots__ = ("_activate_timeout", "_cache", "_deactivate_timeout", "_invoker")
 
     def __init__(
-        self, cache: ToolLifecycleCache, invoker: Invoker, deactivate_timeout: float | None
+        self,
+        cache: ToolLifecycleCache,
+        invoker: Invoker,
+        deactivate_timeout: float | None,
+        activate_timeout: float | None = None,
     ) -> None:
         self._cache = cache
         self._invoker = invoker
         self._deactivate_timeout = deactivate_timeout
+        self._activate_timeout = activate_timeout
 
     def ensure(
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
@@ -71,8 +76,14 @@ class Activator:
             return
         try:
             self._invoker.call(
-                instance.activate, ctx, token=ctx.cancellation_token, loop=own_loop(instance)
+                instance.activate,
+                ctx,
+                token=ctx.cancellation_token,
+                timeout=self._activate_timeout,
+                loop=own_loop(instance),
             )
+        except InvokeTimeoutError:
+            self._finish(ctx, activation, self._late())
         except (Exception, asyncio.CancelledError) as exc:
             self._finish(ctx, activation, exc)
         except BaseException as exc:  # KeyboardInterrupt and friends: wake waiters, obey
@@ -99,7 +110,11 @@ class Activator:
             self._raise_for(activation, ctx)
             return
         try:
-            await self._invoker.acall(instance.activate, ctx, token=ctx.cancellation_token)
+            await self._invoker.acall(
+                instance.activate, ctx, token=ctx.cancellation_token, timeout=self._activate_timeout
+            )
+        except InvokeTimeoutError:
+            self._finish(ctx, activation, self._late())
         except Exception as exc:
             self._finish(ctx, activation, exc)
         except asyncio.CancelledError as exc:
@@ -112,6 +127,11 @@ class Activator:
             raise
         else:
             self._finish(ctx, activation, None)
+
+    def _late(self) -> TimeoutError:
+        return TimeoutError(
+            f"activate did not finish within {self._activate_timeout} seconds (activate_timeout)"
+        )
 
     def _claim(
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool

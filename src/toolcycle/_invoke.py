@@ -33,7 +33,17 @@ __all__ = ["InvokeTimeoutError", "Invoker", "own_loop"]
 
 
 class InvokeTimeoutError(TimeoutError):
-    """A stage did not finish within its timeout."""
+    """A stage did not finish within its timeout.
+
+    Attributes:
+        abandoned: for a sync stage, which Python cannot stop, an event set when
+            the thread it was left running on finishes; None when the stage was
+            cancelled (a coroutine).
+    """
+
+    def __init__(self, message: str, abandoned: threading.Event | None = None) -> None:
+        super().__init__(message)
+        self.abandoned = abandoned
 
 
 class Invoker:
@@ -110,7 +120,7 @@ class Invoker:
             if inspect.iscoroutinefunction(fn):
                 return await _cancellable(fn(*args), token, timeout)
             if detached or timeout is not None:
-                result = await _athread(fn, args, timeout)
+                result = await _athread(fn, args, timeout)  # raises InvokeTimeoutError itself
             else:
                 loop = asyncio.get_running_loop()
                 context = contextvars.copy_context()
@@ -118,6 +128,8 @@ class Invoker:
             if inspect.isawaitable(result):
                 return await _cancellable(_await(result), token, timeout)
             return result
+        except InvokeTimeoutError:
+            raise
         except TimeoutError:
             raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
 
@@ -181,11 +193,12 @@ async def _cancellable(coro: Any, token: CancellationToken | None, timeout: floa
 def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
     """Run ``fn`` on a fresh daemon thread and wait for it at most ``timeout`` seconds."""
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    _start_thread(fn, args, future.set_result, future.set_exception)
+    finished = _start_thread(fn, args, future.set_result, future.set_exception)
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:
-        raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+        message = f"did not finish within {timeout} seconds"
+        raise InvokeTimeoutError(message, abandoned=finished) from None
 
 
 async def _athread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
@@ -203,13 +216,17 @@ async def _athread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float
         except RuntimeError:  # pragma: no cover - the loop closed before the thread ended
             pass
 
-    _start_thread(
+    finished = _start_thread(
         fn,
         args,
         lambda value: settle(future.set_result, value),
         lambda exc: settle(future.set_exception, exc),
     )
-    return await asyncio.wait_for(asyncio.shield(future), timeout)
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), timeout)
+    except TimeoutError:
+        message = f"did not finish within {timeout} seconds"
+        raise InvokeTimeoutError(message, abandoned=finished) from None
 
 
 def _start_thread(
@@ -217,8 +234,10 @@ def _start_thread(
     args: tuple[Any, ...],
     on_result: Callable[[Any], object],
     on_error: Callable[[BaseException], object],
-) -> None:
+) -> threading.Event:
+    """Run ``fn`` on a new daemon thread; the event returned is set when it ends."""
     context = contextvars.copy_context()
+    finished = threading.Event()
 
     def run() -> None:
         try:
@@ -227,8 +246,11 @@ def _start_thread(
             on_error(exc)
         else:
             on_result(result)
+        finally:
+            finished.set()
 
     threading.Thread(target=run, name="toolcycle-call", daemon=True).start()
+    return finished
 
 
 async def _await(awaitable: Any) -> Any:

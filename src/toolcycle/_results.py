@@ -30,14 +30,22 @@ _log = get_logger("toolcycle.runtime")
 class Outcome:
     """What running a tool produced: output, a failure, or a timeout."""
 
-    __slots__ = ("error", "output", "timed_out")
+    __slots__ = ("abandoned", "error", "limit", "output", "timed_out")
 
     def __init__(
-        self, output: Any = None, error: Exception | None = None, timed_out: bool = False
+        self,
+        output: Any = None,
+        error: Exception | None = None,
+        timed_out: bool = False,
+        *,
+        abandoned: bool = False,
+        limit: float | None = None,
     ) -> None:
         self.output = output
         self.error = error
         self.timed_out = timed_out
+        self.abandoned = abandoned
+        self.limit = limit
 
 
 def check_input(
@@ -78,8 +86,17 @@ def build_result(
     """Steps 6 and 7: normalise, measure and check the output; record returned changes."""
     name = record.tool_name
     if outcome.timed_out:
-        message = f"tool {name!r} did not finish in time"
-        trace = traces.finish(record, "timed_out", error_message=message, error_type="TimeoutError")
+        within = "in time" if outcome.limit is None else f"within {outcome.limit:g} seconds"
+        message = f"tool {name!r} did not finish {within}"
+        if outcome.abandoned:
+            message += "; it is synchronous and cannot be stopped, so it was left running"
+        trace = traces.finish(
+            record,
+            "timed_out",
+            error_message=message,
+            error_type="TimeoutError",
+            abandoned=outcome.abandoned,
+        )
         return ToolResult(
             success=False,
             error=message,

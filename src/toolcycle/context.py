@@ -62,6 +62,8 @@ class ToolExecutionContext:
         resources: resources bound for the plan's tools.
         cancellation_token: cancels every call of the plan; a new one by default.
         metadata: free-form data for tools and listeners (never interpreted).
+        timeout: seconds any one call of the plan may take (the smallest of
+            this, the call's, the tool's and its source's limits applies).
         on_progress: called with a `ProgressEvent` for every progress report a
             tool of the plan makes. It may be called from any thread (an MCP
             server's reports arrive on the thread of its connection), so keep it
@@ -77,6 +79,7 @@ class ToolExecutionContext:
     on_progress: Callable[[ProgressEvent], object] | None = field(
         default=None, kw_only=True, repr=False
     )
+    timeout: float | None = field(default=None, kw_only=True)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
@@ -84,6 +87,8 @@ class ToolExecutionContext:
     def __post_init__(self) -> None:
         if not isinstance(self.plan_id, str) or not self.plan_id:
             raise ValueError(f"plan_id must be a non-empty string, got {self.plan_id!r}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {self.timeout!r}")
         resources: Iterable[BoundResource] = self.resources
         self.resources = tuple(resources)
         for resource in self.resources:

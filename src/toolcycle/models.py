@@ -184,6 +184,8 @@ class ToolExecutionTrace(BaseModel):
     """Whether the output satisfied the output schema; None when nothing was checked."""
     progress_count: int = 0
     """How many progress reports the tool made during the call."""
+    abandoned: bool = False
+    """A sync tool timed out and, since Python cannot stop it, was left running."""
 
 
 class ProgressEvent(BaseModel):

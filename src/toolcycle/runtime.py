@@ -91,10 +91,12 @@ class _Entry:
     output: CompiledSchema | None
     loop: asyncio.AbstractEventLoop | None = None
     """The tool's own event loop (its ``event_loop`` attribute), if it has one."""
+    registered_timeout: float | None = None
+    """The limit given to ``register`` (or ``register_source``) for this tool."""
 
     @property
     def timeout(self) -> float | None:
-        return self.descriptor.timeout
+        return _smaller(self.descriptor.timeout, self.registered_timeout)
 
 
 @dataclass(slots=True)
@@ -104,6 +106,7 @@ class _SourceEntry:
     source: ToolSource
     names: list[str]
     skip: bool
+    timeout: float | None = None
 
 
 @dataclass(slots=True)
@@ -139,6 +142,14 @@ class ToolRuntime:
         deactivate_timeout: seconds one ``deactivate`` may take at plan end before
             it is abandoned and reported; None waits for ever. A sync
             ``deactivate`` with a timeout runs on a helper thread.
+        activate_timeout: seconds one ``activate`` may take; past it the call
+            raises `ToolActivationError` (an async ``activate`` is cancelled, a
+            sync one is left to finish on its helper thread). None, the
+            default, waits for ever.
+        abandon_timeout: seconds, in total, that ending a plan waits for sync
+            calls it abandoned at their timeout to finish before deactivating
+            the plan's tools; None waits for ever. Those still running then are
+            logged as ``tool.abandoned_still_running``.
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
@@ -154,6 +165,8 @@ class ToolRuntime:
         limits: ValidationLimits | None = None,
         tracer: Tracer | None = None,
         deactivate_timeout: float | None = 30.0,
+        activate_timeout: float | None = None,
+        abandon_timeout: float | None = 5.0,
         max_workers: int = 8,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
@@ -170,9 +183,14 @@ class ToolRuntime:
         self._tools: dict[str, _Entry] = {}
         self._cache = ToolLifecycleCache()
         self._invoker = Invoker(max_workers=max_workers)
-        self._activator = Activator(self._cache, self._invoker, deactivate_timeout)
+        self._activator = Activator(
+            self._cache, self._invoker, deactivate_timeout, activate_timeout
+        )
         self._sources: list[_SourceEntry] = []
         self._closed = False
+        self._abandon_timeout = abandon_timeout
+        # Per plan id: events set when a sync call left running at its timeout ends.
+        self._abandoned: dict[str, list[threading.Event]] = {}
 
     def __enter__(self) -> Self:
         return self
@@ -192,11 +210,15 @@ class ToolRuntime:
 
     # -- registration -------------------------------------------------------------
 
-    def register(self, instance: ToolInstance | Callable[..., Any]) -> ToolDescriptor:
+    def register(
+        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+    ) -> ToolDescriptor:
         """Register a tool: discover it once and compile both of its schemas.
 
         A plain callable is wrapped with `toolcycle.wrap` first (with its safe
         capability defaults); decorate it with ``@tool`` to set options.
+        ``timeout`` bounds every call of the tool, besides its descriptor's own
+        ``timeout`` (the smaller applies).
 
         Returns:
             The descriptor the tool will be known by.
@@ -208,8 +230,11 @@ class ToolRuntime:
                 `ToolDescriptor`, the name is already registered, or the tool's
                 ``event_loop`` attribute is not an event loop.
             ToolSchemaValidationError: a schema is not a usable 2020-12 schema.
+            ValueError: ``timeout`` is not positive.
         """
         self._check_open()
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if not isinstance(instance, ToolInstance) and callable(instance):
             instance = wrap(instance)
         if not isinstance(instance, ToolInstance):
@@ -252,11 +277,17 @@ class ToolRuntime:
                     "give the new one another name",
                     tool_name=name,
                 )
-            self._tools[name] = _Entry(descriptor, instance, compiled_input, compiled_output, loop)
+            self._tools[name] = _Entry(
+                descriptor, instance, compiled_input, compiled_output, loop, timeout
+            )
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool | None = None
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None = None,
+        timeout: float | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
@@ -274,6 +305,9 @@ class ToolRuntime:
                 source's own ``skip_invalid_schemas`` attribute, False if it has
                 none; sources of schemas nobody vouches for, such as MCP servers,
                 set it.
+            timeout: bounds every call of the source's tools, as the
+                ``timeout`` of `register` (kept when the source is registered
+                afresh).
 
         Returns:
             The descriptors registered, in the source's order.
@@ -289,19 +323,26 @@ class ToolRuntime:
             if skip_invalid_schemas is None
             else skip_invalid_schemas
         )
-        registered = self._register_all(source, skip, _warn_skipped)
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        registered = self._register_all(source, skip, _warn_skipped, timeout)
         with self._lock:
-            self._sources.append(_SourceEntry(source, [d.name for d in registered], skip))
+            names = [d.name for d in registered]
+            self._sources.append(_SourceEntry(source, names, skip, timeout))
         return registered
 
     def _register_all(
-        self, source: ToolSource, skip: bool, on_skip: Callable[[str], None]
+        self,
+        source: ToolSource,
+        skip: bool,
+        on_skip: Callable[[str], None],
+        timeout: float | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance))
+                    registered.append(self.register(instance, timeout=timeout))
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise
@@ -320,7 +361,9 @@ class ToolRuntime:
                 for name in entry.names:
                     self._tools.pop(name, None)
                 try:
-                    registered = self._register_all(entry.source, entry.skip, _log_skipped)
+                    registered = self._register_all(
+                        entry.source, entry.skip, _log_skipped, entry.timeout
+                    )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
                     # asked again before the next plan.
@@ -373,11 +416,13 @@ class ToolRuntime:
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
+        timeout: float | None = None,
     ) -> ToolExecutionContext:
         """Create a context for a new plan, tracked so that ``close()`` ends it.
 
         ``on_progress`` receives a `ProgressEvent` for every progress report of
-        the plan's calls (see `ToolExecutionContext`).
+        the plan's calls, and ``timeout`` bounds each of them (see
+        `ToolExecutionContext`).
 
         Sources whose tool list changed since they were registered (see
         `register_source`) are registered afresh first, so the new plan sees
@@ -394,6 +439,7 @@ class ToolRuntime:
             cancellation_token=cancellation_token or CancellationToken(),
             metadata=dict(metadata or {}),
             on_progress=on_progress,
+            timeout=timeout,
         )
         self._cache.track(ctx)
         return ctx
@@ -409,6 +455,7 @@ class ToolRuntime:
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[ToolExecutionContext]:
         """A plan scope: yields a new context and ends the plan on exit, however it exits."""
         ctx = self.new_context(
@@ -419,6 +466,7 @@ class ToolRuntime:
             cancellation_token=cancellation_token,
             metadata=metadata,
             on_progress=on_progress,
+            timeout=timeout,
         )
         try:
             yield ctx
@@ -436,6 +484,7 @@ class ToolRuntime:
         cancellation_token: CancellationToken | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[ToolExecutionContext]:
         """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
         ctx = self.new_context(
@@ -446,6 +495,7 @@ class ToolRuntime:
             cancellation_token=cancellation_token,
             metadata=metadata,
             on_progress=on_progress,
+            timeout=timeout,
         )
         try:
             yield ctx
@@ -458,15 +508,32 @@ class ToolRuntime:
         Never raises for a failing or hanging ``deactivate``: each is logged and
         returned. Ending an ended plan does nothing.
         """
+        self._wait_for_abandoned(ctx)
         errors = self._cache.end_plan(ctx, self._activator.teardown)
         _log_deactivation_errors(errors)
         return errors
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """Async twin of `end_plan`: async ``deactivate`` methods are awaited here."""
+        if ctx.plan_id in self._abandoned:
+            await asyncio.to_thread(self._wait_for_abandoned, ctx)
         errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
         _log_deactivation_errors(errors)
         return errors
+
+    def _wait_for_abandoned(self, ctx: ToolExecutionContext) -> None:
+        """Give the plan's abandoned sync calls up to ``abandon_timeout`` to finish."""
+        with self._lock:
+            pending = self._abandoned.pop(ctx.plan_id, [])
+        limit = self._abandon_timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        left = 0
+        for finished in pending:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not finished.wait(remaining):
+                left += 1
+        if left:
+            _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=left)
 
     def close(self) -> None:
         """End every open plan, close the sources, stop the runtime's thread and pool.
@@ -530,7 +597,7 @@ class ToolRuntime:
             return data
         changes, collecting = _start_collecting(call.record)
         try:
-            outcome = self._run_sync(call, entry, data, _smaller(timeout, entry.timeout))
+            outcome = self._run_sync(call, entry, data, _limit(timeout, ctx, entry))
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -557,7 +624,7 @@ class ToolRuntime:
             return data
         changes, collecting = _start_collecting(call.record)
         try:
-            outcome = await self._run_async(call, entry, data, _smaller(timeout, entry.timeout))
+            outcome = await self._run_async(call, entry, data, _limit(timeout, ctx, entry))
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -897,8 +964,8 @@ class ToolRuntime:
                 timeout=timeout,
                 loop=entry.loop,
             )
-        except InvokeTimeoutError:
-            return Outcome(timed_out=True)
+        except InvokeTimeoutError as exc:
+            return self._timed_out(call, exc, timeout)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._raise_cancelled(call, exc)
         except Exception as exc:
@@ -916,8 +983,8 @@ class ToolRuntime:
             output = await self._invoker.acall(
                 entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
             )
-        except InvokeTimeoutError:
-            return Outcome(timed_out=True)
+        except InvokeTimeoutError as exc:
+            return self._timed_out(call, exc, timeout)
         except ToolCancelledError as exc:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -931,6 +998,12 @@ class ToolRuntime:
             self._emit(call, "cancelled", error=exc)
             raise
         return Outcome(output)
+
+    def _timed_out(self, call: _Call, exc: InvokeTimeoutError, limit: float | None) -> Outcome:
+        if exc.abandoned is not None:
+            with self._lock:
+                self._abandoned.setdefault(call.ctx.plan_id, []).append(exc.abandoned)
+        return Outcome(timed_out=True, abandoned=exc.abandoned is not None, limit=limit)
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -952,6 +1025,11 @@ def _warn_skipped(message: str) -> None:
 
 def _log_skipped(message: str) -> None:
     _log.warning("source.tool_skipped", detail=message)
+
+
+def _limit(timeout: float | None, ctx: ToolExecutionContext, entry: _Entry) -> float | None:
+    """The smallest of the call's, the plan's, the tool's and its source's limits."""
+    return _smaller(_smaller(timeout, ctx.timeout), entry.timeout)
 
 
 def _smaller(a: float | None, b: float | None) -> float | None:

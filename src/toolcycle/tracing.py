@@ -193,6 +193,7 @@ class TraceRecorder:
         size: int = 0,
         original_size: int | None = None,
         output_valid: bool | None = None,
+        abandoned: bool = False,
     ) -> ToolExecutionTrace:
         """Build the call's trace, deliver it, and return it.
 
@@ -218,6 +219,7 @@ class TraceRecorder:
             error_type=error_type,
             output_valid=output_valid,
             progress_count=record.progress,
+            abandoned=abandoned,
         )
         for sink in (self._tracer.record, *self._listeners):
             try:

@@ -1,0 +1,246 @@
+"""Timeouts at every level: call, plan, tool, source; activation; abandoned sync calls."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolcycle import (
+    NullTracer,
+    ToolActivationError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+)
+
+WAIT = 5.0
+
+
+class Hanging:
+    """An async tool that waits until cancelled; its descriptor may carry a timeout."""
+
+    def __init__(self, name: str = "hang", timeout: float | None = None) -> None:
+        self.descriptor = ToolDescriptor(name=name, timeout=timeout)
+
+    def discover(self) -> ToolDescriptor:
+        return self.descriptor
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        await asyncio.Event().wait()
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+class Source:
+    """A source of one hanging tool that can say its list changed."""
+
+    def __init__(self) -> None:
+        self.stale = False
+
+    def tools(self) -> list[Any]:
+        self.stale = False
+        return [Hanging(timeout=5.0)]
+
+
+class Stubborn:
+    """A sync tool that ignores its token and runs until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done = threading.Event()
+        self.deactivated_after_done: list[bool] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="stubborn")
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        self.release.wait(WAIT)
+        self.done.set()
+        return "finished late"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.deactivated_after_done.append(self.done.is_set())
+
+
+class SlowActivation:
+    """A tool whose activate waits on a gate: async until cancelled, or sync until released."""
+
+    def __init__(self, *, sync: bool) -> None:
+        self.sync = sync
+        self.gate = threading.Event()
+        self.attempts = 0
+        if not sync:
+            self.activate = self._activate_async  # type: ignore[method-assign]
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="slow_start", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.attempts += 1
+        self.gate.wait(WAIT)
+
+    async def _activate_async(self, ctx: ToolExecutionContext) -> None:
+        self.attempts += 1
+        await asyncio.Event().wait()
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+@pytest.fixture
+def runtime() -> Iterator[ToolRuntime]:
+    """A runtime with a null tracer, closed after the test."""
+    with ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT) as rt:
+        yield rt
+
+
+def message(result: Any) -> str:
+    assert not result.success
+    assert result.trace is not None and result.trace.status == "timed_out"
+    return str(result.error)
+
+
+def test_the_smallest_of_call_plan_tool_and_source_limits_applies(runtime: ToolRuntime) -> None:
+    """Each level can be the one that stops the call, and the message names its limit."""
+    runtime.register(Hanging("tool_limit", timeout=0.1), timeout=5.0)
+    runtime.register(Hanging("source_limit", timeout=5.0), timeout=0.15)
+    runtime.register(Hanging("plan_limit"))
+    with runtime.plan(timeout=0.2) as ctx:
+        assert "within 0.1 seconds" in message(runtime.execute("tool_limit", {}, ctx))
+        assert "within 0.15 seconds" in message(runtime.execute("source_limit", {}, ctx))
+        assert "within 0.2 seconds" in message(runtime.execute("plan_limit", {}, ctx))
+        assert "within 0.05 seconds" in message(
+            runtime.execute("plan_limit", {}, ctx, timeout=0.05)
+        )
+
+
+def test_a_source_limit_survives_a_refresh_of_its_tools(runtime: ToolRuntime) -> None:
+    """Register_source's timeout is kept when a stale source is registered afresh."""
+    source = Source()
+    runtime.register_source(source, timeout=0.1)
+    source.stale = True
+    with runtime.plan() as ctx:  # registers the source's tools again
+        assert not source.stale
+        assert "within 0.1 seconds" in message(runtime.execute("hang", {}, ctx))
+
+
+async def test_the_limits_apply_to_aexecute_too(runtime: ToolRuntime) -> None:
+    """The async path takes the same smallest limit."""
+    runtime.register(Hanging(), timeout=0.1)
+    async with runtime.aplan(timeout=5.0) as ctx:
+        assert "within 0.1 seconds" in message(await runtime.aexecute("hang", {}, ctx))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0])
+def test_limits_must_be_positive(runtime: ToolRuntime, bad: float) -> None:
+    """A zero or negative limit is refused where it is given."""
+    with pytest.raises(ValueError, match="positive"):
+        runtime.new_context(timeout=bad)
+    with pytest.raises(ValueError, match="positive"):
+        runtime.register(Hanging(), timeout=bad)
+    with pytest.raises(ValueError, match="positive"):
+        runtime.register_source(Source(), timeout=bad)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_an_activation_over_its_limit_fails_and_is_tried_again(sync: bool) -> None:
+    """Past activate_timeout the call raises ToolActivationError; the next call retries."""
+    tool = SlowActivation(sync=sync)
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            with pytest.raises(ToolActivationError, match="activate_timeout"):
+                runtime.execute("slow_start", {}, ctx)
+            with pytest.raises(ToolActivationError):
+                runtime.execute("slow_start", {}, ctx)
+        tool.gate.set()
+    assert tool.attempts == 2
+
+
+async def test_an_async_activation_over_its_limit_fails_from_aexecute() -> None:
+    """The async path honours activate_timeout the same way."""
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(SlowActivation(sync=False))
+        async with runtime.aplan() as ctx:
+            with pytest.raises(ToolActivationError, match="within 0.1 seconds"):
+                await runtime.aexecute("slow_start", {}, ctx)
+
+
+class _Watched(threading.Event):
+    """An event that says when someone starts waiting on it."""
+
+    def __init__(self, original: threading.Event, waiting: threading.Event) -> None:
+        super().__init__()
+        self._original = original
+        self._waiting = waiting
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._waiting.set()
+        return self._original.wait(timeout)
+
+
+def test_a_sync_call_past_its_limit_is_abandoned_and_the_plan_end_waits_for_it(
+    runtime: ToolRuntime,
+) -> None:
+    """The caller is released with abandoned=True; deactivation waits until the call ends."""
+    tool = Stubborn()
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    result = runtime.execute("stubborn", {}, ctx, timeout=0.1)
+    assert "left running" in message(result)
+    assert result.trace is not None and result.trace.abandoned is True
+    waiting = threading.Event()
+    [finished] = runtime._abandoned["p"]
+    runtime._abandoned["p"] = [_Watched(finished, waiting)]
+    ender = threading.Thread(target=runtime.end_plan, args=(ctx,))
+    ender.start()
+    assert waiting.wait(WAIT)  # end_plan is waiting for the abandoned call
+    tool.release.set()
+    ender.join(WAIT)
+    assert not ender.is_alive()
+    assert tool.deactivated_after_done == [True]
+
+
+def test_the_plan_end_waits_no_longer_than_abandon_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call that never ends is logged and the plan's tools are deactivated anyway."""
+    tool = Stubborn()
+    with ToolRuntime(tracer=NullTracer(), abandon_timeout=0.1) as runtime:
+        runtime.register(tool)
+        with caplog.at_level(logging.WARNING, logger="toolcycle.runtime"):
+            with runtime.plan() as ctx:
+                runtime.execute("stubborn", {}, ctx, timeout=0.05)
+        assert tool.deactivated_after_done == [False]
+        assert "tool.abandoned_still_running" in caplog.text
+        tool.release.set()
+        assert tool.done.wait(WAIT)
+
+
+async def test_aend_plan_waits_for_abandoned_calls_off_the_loop(runtime: ToolRuntime) -> None:
+    """The async plan end waits in a thread, so the loop keeps running meanwhile."""
+    tool = Stubborn()
+    runtime.register(tool)
+    ctx = runtime.new_context()
+    result = await runtime.aexecute("stubborn", {}, ctx, timeout=0.05)
+    assert result.trace is not None and result.trace.abandoned is True
+    ending = asyncio.ensure_future(runtime.aend_plan(ctx))
+    await asyncio.sleep(0)  # the loop is free while aend_plan waits
+    tool.release.set()
+    await asyncio.wait_for(ending, WAIT)
+    assert tool.deactivated_after_done == [True]
