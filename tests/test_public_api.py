@@ -94,6 +94,7 @@ ALLOWED = {
     "runtime": {
         "_activation",
         "_batch",
+        "_portal",
         "_calls",
         "_definitions",
         "_dispatch",

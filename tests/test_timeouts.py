@@ -244,3 +244,81 @@ async def test_aend_plan_waits_for_abandoned_calls_off_the_loop(runtime: ToolRun
     tool.release.set()
     await asyncio.wait_for(ending, WAIT)
     assert tool.deactivated_after_done == [True]
+
+
+class Reporter:
+    """A tool that reports progress ``reports`` times, ``gap`` seconds apart, then returns.
+
+    With ``reports=None`` it reports for ever; after its reports it may hang quietly.
+    """
+
+    def __init__(self, *, gap: float, reports: int | None, then_hang: bool = False) -> None:
+        self.gap = gap
+        self.reports = reports
+        self.then_hang = then_hang
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="reporter")
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        count = 0
+        while self.reports is None or count < self.reports:
+            ctx.report_progress(count)
+            count += 1
+            await asyncio.sleep(self.gap)
+        if self.then_hang:
+            await asyncio.Event().wait()
+        return count
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+def test_progress_reports_keep_a_call_alive_past_its_idle_limit(runtime: ToolRuntime) -> None:
+    """Five reports 0.1 s apart outlast an idle limit of 0.4 s: each report restarts it."""
+    runtime.register(Reporter(gap=0.1, reports=5))
+    with runtime.plan() as ctx:
+        result = runtime.execute("reporter", {}, ctx, idle_timeout=0.4)
+    assert result.success, result.error
+    assert result.output == 5
+
+
+def test_a_call_that_goes_quiet_is_stopped_at_its_idle_limit(runtime: ToolRuntime) -> None:
+    """After its last report the call hangs; the idle limit stops it and says so."""
+    runtime.register(Reporter(gap=0.01, reports=2, then_hang=True))
+    with runtime.plan(idle_timeout=0.2) as ctx:
+        result = runtime.execute("reporter", {}, ctx, timeout=30)
+    assert "reported no progress for 0.2 seconds" in message(result)
+    assert result.trace is not None and result.trace.progress_count == 2
+
+
+async def test_the_total_limit_caps_a_call_that_reports_for_ever(runtime: ToolRuntime) -> None:
+    """However often it reports, the call ends at its total limit (async path)."""
+    runtime.register(Reporter(gap=0.02, reports=None))
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("reporter", {}, ctx, timeout=0.3, idle_timeout=0.2)
+    assert "did not finish within 0.3 seconds" in message(result)
+    assert result.trace is not None and result.trace.progress_count > 3
+
+
+def test_a_quiet_sync_call_is_abandoned_at_its_idle_limit(runtime: ToolRuntime) -> None:
+    """A sync tool without reports is released at the idle limit and marked abandoned."""
+    tool = Stubborn()
+    runtime.register(tool)
+    with runtime.plan() as ctx:
+        result = runtime.execute("stubborn", {}, ctx, idle_timeout=0.1)
+        assert "reported no progress for 0.1 seconds" in message(result)
+        assert result.trace is not None and result.trace.abandoned
+        tool.release.set()
+
+
+def test_an_idle_limit_must_be_positive(runtime: ToolRuntime) -> None:
+    """A zero idle limit is refused for a plan and for a call."""
+    with pytest.raises(ValueError, match="idle_timeout"):
+        runtime.new_context(idle_timeout=0)
+    runtime.register(Hanging())
+    with runtime.plan() as ctx, pytest.raises(ValueError, match="idle_timeout"):
+        runtime.execute("hang", {}, ctx, idle_timeout=-1)

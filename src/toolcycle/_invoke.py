@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._portal import Portal, PortalTimeoutError, run_blocking
+from toolcycle._portal import (
+    Deadline,
+    Portal,
+    PortalTimeoutError,
+    as_deadline,
+    run_blocking,
+    wait_result,
+)
 from toolcycle.errors import ToolRuntimeError
 
 if TYPE_CHECKING:
@@ -62,7 +70,7 @@ class Invoker:
         fn: Callable[..., Any],
         *args: Any,
         token: CancellationToken | None = None,
-        timeout: float | None = None,
+        timeout: float | Deadline | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> Any:
         """Call ``fn(*args)`` from sync code and return its result.
@@ -71,7 +79,8 @@ class Invoker:
             fn: the stage.
             args: its arguments.
             token: cancels a coroutine mid-run.
-            timeout: seconds before giving up with `InvokeTimeoutError`.
+            timeout: seconds (or a `Deadline`, which can also give up on a quiet
+                call) before giving up with `InvokeTimeoutError`.
             loop: the loop a coroutine ``fn`` must run on (a tool's own), instead
                 of the portal's; the call then crosses one thread, not two.
 
@@ -91,15 +100,15 @@ class Invoker:
             if inspect.isawaitable(result):
                 return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
             return result
-        except PortalTimeoutError:
-            raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+        except PortalTimeoutError as exc:
+            raise InvokeTimeoutError(str(exc)) from None
 
     async def acall(
         self,
         fn: Callable[..., Any],
         *args: Any,
         token: CancellationToken | None = None,
-        timeout: float | None = None,
+        timeout: float | Deadline | None = None,
         detached: bool = False,
     ) -> Any:
         """Call ``fn(*args)`` from async code and return its result.
@@ -116,22 +125,17 @@ class Invoker:
             asyncio.CancelledError: ``token`` or the caller cancelled it.
             Exception: whatever ``fn`` raised.
         """
-        try:
-            if inspect.iscoroutinefunction(fn):
-                return await _cancellable(fn(*args), token, timeout)
-            if detached or timeout is not None:
-                result = await _athread(fn, args, timeout)  # raises InvokeTimeoutError itself
-            else:
-                loop = asyncio.get_running_loop()
-                context = contextvars.copy_context()
-                result = await loop.run_in_executor(self._ensure_pool(), context.run, fn, *args)
-            if inspect.isawaitable(result):
-                return await _cancellable(_await(result), token, timeout)
-            return result
-        except InvokeTimeoutError:
-            raise
-        except TimeoutError:
-            raise InvokeTimeoutError(f"did not finish within {timeout} seconds") from None
+        if inspect.iscoroutinefunction(fn):
+            return await _cancellable(fn(*args), token, timeout)
+        if detached or timeout is not None:
+            result = await _athread(fn, args, timeout)
+        else:
+            loop = asyncio.get_running_loop()
+            context = contextvars.copy_context()
+            result = await loop.run_in_executor(self._ensure_pool(), context.run, fn, *args)
+        if inspect.isawaitable(result):
+            return await _cancellable(_await(result), token, timeout)
+        return result
 
     def _ensure_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
@@ -174,34 +178,66 @@ def _on_own_loop(
     return run_blocking(loop, fn(*args), **options)
 
 
-async def _cancellable(coro: Any, token: CancellationToken | None, timeout: float | None) -> Any:
-    """Await ``coro`` as a task that ``token`` cancels."""
+async def _cancellable(
+    coro: Any, token: CancellationToken | None, timeout: float | Deadline | None
+) -> Any:
+    """Await ``coro`` as a task that ``token`` cancels, within ``timeout``.
+
+    Raises:
+        InvokeTimeoutError: the deadline passed; the task was cancelled first.
+    """
     task = asyncio.ensure_future(coro)
     unregister = None
     if token is not None:
         loop = asyncio.get_running_loop()
         unregister = token.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+    deadline = as_deadline(timeout)
     try:
-        if timeout is None:
+        if deadline is None:
             return await task
-        return await asyncio.wait_for(task, timeout)
+        try:
+            return await _within(task, deadline)
+        except TimeoutError as exc:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise InvokeTimeoutError(str(exc)) from None
+        except asyncio.CancelledError:
+            task.cancel()  # the caller was cancelled: so is the work
+            raise
     finally:
         if unregister is not None:
             unregister()
 
 
-def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
-    """Run ``fn`` on a fresh daemon thread and wait for it at most ``timeout`` seconds."""
+async def _within(future: asyncio.Future[Any], deadline: Deadline) -> Any:
+    """``future``'s result; TimeoutError (with the deadline's message) if it passes first.
+
+    ``future`` itself is left running: the caller decides what to do with it.
+    """
+    while True:
+        done, _ = await asyncio.wait({future}, timeout=deadline.remaining())
+        if done:
+            return future.result()
+        if deadline.remaining() == 0:
+            raise TimeoutError(deadline.message())
+
+
+def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline) -> Any:
+    """Run ``fn`` on a fresh daemon thread and wait for it no longer than ``timeout``."""
+    deadline = as_deadline(timeout)
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     finished = _start_thread(fn, args, future.set_result, future.set_exception)
     try:
-        return future.result(timeout)
+        return wait_result(future, deadline)
     except concurrent.futures.TimeoutError:
-        message = f"did not finish within {timeout} seconds"
-        raise InvokeTimeoutError(message, abandoned=finished) from None
+        assert deadline is not None
+        raise InvokeTimeoutError(deadline.message(), abandoned=finished) from None
 
 
-async def _athread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
+async def _athread(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline | None
+) -> Any:
     """Async twin of `_in_thread`; the loop is never blocked."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -222,11 +258,13 @@ async def _athread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float
         lambda value: settle(future.set_result, value),
         lambda exc: settle(future.set_exception, exc),
     )
+    deadline = as_deadline(timeout)
+    if deadline is None:
+        return await future
     try:
-        return await asyncio.wait_for(asyncio.shield(future), timeout)
-    except TimeoutError:
-        message = f"did not finish within {timeout} seconds"
-        raise InvokeTimeoutError(message, abandoned=finished) from None
+        return await _within(future, deadline)
+    except TimeoutError as exc:
+        raise InvokeTimeoutError(str(exc), abandoned=finished) from None
 
 
 def _start_thread(

@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolcycle.errors import ToolRuntimeError
@@ -24,7 +25,7 @@ from toolcycle.errors import ToolRuntimeError
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-__all__ = ["Portal", "PortalTimeoutError", "run_blocking"]
+__all__ = ["Deadline", "Portal", "PortalTimeoutError", "as_deadline", "run_blocking", "wait_result"]
 
 T = TypeVar("T")
 
@@ -35,6 +36,71 @@ _CANCEL_GRACE_SECONDS = 5.0
 
 class PortalTimeoutError(TimeoutError):
     """A coroutine run through the portal did not finish within its timeout."""
+
+
+class Deadline:
+    """When a wait gives up: after ``total`` seconds, or after ``idle`` seconds of quiet.
+
+    ``active_at`` returns the ``time.monotonic()`` of the last sign of life (a
+    progress report); each one restarts the ``idle`` count, and ``total`` caps
+    the whole wait whatever happens.
+    """
+
+    __slots__ = ("_active_at", "_start", "idle", "total")
+
+    def __init__(
+        self,
+        total: float | None,
+        idle: float | None = None,
+        active_at: Callable[[], float] | None = None,
+    ) -> None:
+        self.total = total
+        self.idle = idle
+        self._active_at = active_at
+        self._start = time.monotonic()
+
+    def _left(self) -> tuple[float | None, float | None]:
+        now = time.monotonic()
+        total = None if self.total is None else self._start + self.total - now
+        if self.idle is None:
+            return total, None
+        last = self._start if self._active_at is None else max(self._start, self._active_at())
+        return total, last + self.idle - now
+
+    def remaining(self) -> float | None:
+        """Seconds until the wait gives up (0 once it has), None if never."""
+        total, idle = self._left()
+        parts = [part for part in (total, idle) if part is not None]
+        return max(0.0, min(parts)) if parts else None
+
+    def message(self) -> str:
+        """What ran out, for the error: the total time, or the patience for quiet."""
+        total, idle = self._left()
+        if idle is not None and (total is None or idle <= total):
+            return f"reported no progress for {self.idle:g} seconds"
+        return f"did not finish within {self.total:g} seconds"
+
+
+def as_deadline(limit: float | Deadline | None) -> Deadline | None:
+    """A `Deadline` for a limit in seconds (or one already), None for no limit."""
+    if limit is None or isinstance(limit, Deadline):
+        return limit
+    return Deadline(limit)
+
+
+def wait_result(future: concurrent.futures.Future[T], deadline: Deadline | None) -> T:
+    """``future``'s result, waiting no longer than ``deadline`` allows.
+
+    Raises:
+        concurrent.futures.TimeoutError: the deadline passed first.
+    """
+    while True:
+        remaining = None if deadline is None else deadline.remaining()
+        try:
+            return future.result(remaining)
+        except concurrent.futures.TimeoutError:
+            if deadline is None or deadline.remaining() == 0:
+                raise
 
 
 class Portal:
@@ -77,7 +143,7 @@ class Portal:
         self,
         coro: Coroutine[Any, Any, T],
         *,
-        timeout: float | None = None,
+        timeout: float | Deadline | None = None,
         on_cancel: Callable[[Callable[[], object]], Callable[[], None]] | None = None,
     ) -> T:
         """Run ``coro`` on the loop thread and return its result, blocking this thread.
@@ -125,7 +191,7 @@ def run_blocking(
     loop: asyncio.AbstractEventLoop,
     coro: Coroutine[Any, Any, T],
     *,
-    timeout: float | None = None,
+    timeout: float | Deadline | None = None,
     on_cancel: Callable[[Callable[[], object]], Callable[[], None]] | None = None,
 ) -> T:
     """Run ``coro`` as a task on ``loop`` (running in another thread) and wait for it.
@@ -148,16 +214,19 @@ def run_blocking(
     def cancel() -> None:
         loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
 
+    deadline = as_deadline(timeout)
     loop.call_soon_threadsafe(start)
     unregister = on_cancel(cancel) if on_cancel is not None else None
     try:
-        return future.result(timeout)
+        return wait_result(future, deadline)
     except concurrent.futures.TimeoutError:
+        assert deadline is not None  # only a deadline times out
+        message = deadline.message()
         cancel()
         try:
             return future.result(_CANCEL_GRACE_SECONDS)
         except (concurrent.futures.TimeoutError, asyncio.CancelledError):
-            raise PortalTimeoutError(f"did not finish within {timeout} seconds") from None
+            raise PortalTimeoutError(message) from None
     finally:
         if unregister is not None:
             unregister()

@@ -30,7 +30,7 @@ _log = get_logger("toolcycle.runtime")
 class Outcome:
     """What running a tool produced: output, a failure, or a timeout."""
 
-    __slots__ = ("abandoned", "error", "limit", "output", "timed_out")
+    __slots__ = ("abandoned", "error", "output", "reason", "timed_out")
 
     def __init__(
         self,
@@ -39,13 +39,13 @@ class Outcome:
         timed_out: bool = False,
         *,
         abandoned: bool = False,
-        limit: float | None = None,
+        reason: str = "did not finish in time",
     ) -> None:
         self.output = output
         self.error = error
         self.timed_out = timed_out
         self.abandoned = abandoned
-        self.limit = limit
+        self.reason = reason
 
 
 def check_input(
@@ -86,8 +86,7 @@ def build_result(
     """Steps 6 and 7: normalise, measure and check the output; record returned changes."""
     name = record.tool_name
     if outcome.timed_out:
-        within = "in time" if outcome.limit is None else f"within {outcome.limit:g} seconds"
-        message = f"tool {name!r} did not finish {within}"
+        message = f"tool {name!r} {outcome.reason}"
         if outcome.abandoned:
             message += "; it is synchronous and cannot be stopped, so it was left running"
         trace = traces.finish(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +35,7 @@ class _CallRecord(Protocol):
     tool_name: str
     call_id: str
     progress: int
+    active_at: float
 
 
 class _CallScope:
@@ -64,6 +66,9 @@ class ToolExecutionContext:
         metadata: free-form data for tools and listeners (never interpreted).
         timeout: seconds any one call of the plan may take (the smallest of
             this, the call's, the tool's and its source's limits applies).
+        idle_timeout: seconds any one call of the plan may go without a
+            progress report (each report restarts the count; ``timeout`` still
+            caps the whole call).
         on_progress: called with a `ProgressEvent` for every progress report a
             tool of the plan makes. It may be called from any thread (an MCP
             server's reports arrive on the thread of its connection), so keep it
@@ -80,6 +85,7 @@ class ToolExecutionContext:
         default=None, kw_only=True, repr=False
     )
     timeout: float | None = field(default=None, kw_only=True)
+    idle_timeout: float | None = field(default=None, kw_only=True)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
@@ -87,8 +93,10 @@ class ToolExecutionContext:
     def __post_init__(self) -> None:
         if not isinstance(self.plan_id, str) or not self.plan_id:
             raise ValueError(f"plan_id must be a non-empty string, got {self.plan_id!r}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"timeout must be positive seconds or None, got {self.timeout!r}")
+        for name in ("timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
         resources: Iterable[BoundResource] = self.resources
         self.resources = tuple(resources)
         for resource in self.resources:
@@ -129,6 +137,7 @@ class ToolExecutionContext:
         def report(progress: float, total: float | None = None, message: str | None = None) -> None:
             if record is not None:
                 record.progress += 1
+                record.active_at = time.monotonic()  # restarts an idle_timeout
             callback = self.on_progress
             if callback is None:
                 return

@@ -33,6 +33,7 @@ from toolcycle._definitions import definition
 from toolcycle._dispatch import REFUSED, refusal, resolve
 from toolcycle._invoke import Invoker, InvokeTimeoutError
 from toolcycle._names import FORMATS
+from toolcycle._portal import Deadline
 from toolcycle._results import Outcome, build_result, check_input
 from toolcycle._schemas import drop_absent_nulls
 from toolcycle.cache import ToolLifecycleCache
@@ -417,11 +418,13 @@ class ToolRuntime:
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> ToolExecutionContext:
         """Create a context for a new plan, tracked so that ``close()`` ends it.
 
         ``on_progress`` receives a `ProgressEvent` for every progress report of
-        the plan's calls, and ``timeout`` bounds each of them (see
+        the plan's calls, ``timeout`` bounds each of them and ``idle_timeout``
+        bounds the quiet between their progress reports (see
         `ToolExecutionContext`).
 
         Sources whose tool list changed since they were registered (see
@@ -440,6 +443,7 @@ class ToolRuntime:
             metadata=dict(metadata or {}),
             on_progress=on_progress,
             timeout=timeout,
+            idle_timeout=idle_timeout,
         )
         self._cache.track(ctx)
         return ctx
@@ -456,6 +460,7 @@ class ToolRuntime:
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> Iterator[ToolExecutionContext]:
         """A plan scope: yields a new context and ends the plan on exit, however it exits."""
         ctx = self.new_context(
@@ -467,6 +472,7 @@ class ToolRuntime:
             metadata=metadata,
             on_progress=on_progress,
             timeout=timeout,
+            idle_timeout=idle_timeout,
         )
         try:
             yield ctx
@@ -485,6 +491,7 @@ class ToolRuntime:
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[[ProgressEvent], object] | None = None,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> AsyncIterator[ToolExecutionContext]:
         """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
         ctx = self.new_context(
@@ -496,6 +503,7 @@ class ToolRuntime:
             metadata=metadata,
             on_progress=on_progress,
             timeout=timeout,
+            idle_timeout=idle_timeout,
         )
         try:
             yield ctx
@@ -567,6 +575,7 @@ class ToolRuntime:
         ctx: ToolExecutionContext,
         *,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> ToolResult:
         """Run one call through the pipeline and return its result.
 
@@ -581,6 +590,9 @@ class ToolRuntime:
                 ``timed_out``. An async tool is cancelled then; a sync tool runs
                 on a daemon thread and is left to finish on its own (Python
                 cannot stop a thread).
+            idle_timeout: seconds the call may go without a progress report
+                before it is stopped the same way; each report restarts the
+                count, and ``timeout`` still caps the whole call.
 
         Raises:
             ToolNotFoundError: no tool has that name.
@@ -589,7 +601,9 @@ class ToolRuntime:
             ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not
                 run this tool.
             ToolActivationError: the tool's ``activate`` failed.
+            ValueError: ``idle_timeout`` is not positive.
         """
+        _check_idle(idle_timeout)
         call, entry = self._admit(name, ctx)
         self._ensure_active(call, entry)
         data = self._validate_input(call, entry, params)
@@ -597,7 +611,8 @@ class ToolRuntime:
             return data
         changes, collecting = _start_collecting(call.record)
         try:
-            outcome = self._run_sync(call, entry, data, _limit(timeout, ctx, entry))
+            limit = _deadline(call, entry, timeout, idle_timeout)
+            outcome = self._run_sync(call, entry, data, limit)
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -609,6 +624,7 @@ class ToolRuntime:
         ctx: ToolExecutionContext,
         *,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> ToolResult:
         """Async twin of `execute`.
 
@@ -617,6 +633,7 @@ class ToolRuntime:
         block the loop. Cancelling the awaiting task cancels the call and is
         re-raised as ``asyncio.CancelledError``.
         """
+        _check_idle(idle_timeout)
         call, entry = self._admit(name, ctx)
         await self._aensure_active(call, entry)
         data = self._validate_input(call, entry, params)
@@ -624,7 +641,8 @@ class ToolRuntime:
             return data
         changes, collecting = _start_collecting(call.record)
         try:
-            outcome = await self._run_async(call, entry, data, _limit(timeout, ctx, entry))
+            limit = _deadline(call, entry, timeout, idle_timeout)
+            outcome = await self._run_async(call, entry, data, limit)
             return self._finish(call, entry, outcome, changes)
         finally:
             _stop_collecting(collecting)
@@ -664,7 +682,12 @@ class ToolRuntime:
         ]
 
     def call(
-        self, tool_call: Any, ctx: ToolExecutionContext, *, timeout: float | None = None
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> ToolResult:
         """Run a model's tool call, in any provider's format, and answer it.
 
@@ -679,6 +702,7 @@ class ToolRuntime:
                 shapes), or a `ToolCall`.
             ctx: the plan's context.
             timeout: as for `execute`.
+            idle_timeout: as for `execute`.
 
         Raises:
             ToolCancelledError: the plan is cancelled, before or during the call.
@@ -689,19 +713,26 @@ class ToolRuntime:
             return prepared
         call, name, arguments = prepared
         try:
-            result = self.execute(name, arguments, ctx, timeout=timeout)
+            result = self.execute(name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout)
         except REFUSED as exc:
             return refusal(call, str(exc), type(exc).__name__)
         return result.model_copy(update={"call": call})
 
     async def acall(
-        self, tool_call: Any, ctx: ToolExecutionContext, *, timeout: float | None = None
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> ToolResult:
         """Async twin of `call`."""
         prepared = self._prepare_call(tool_call)
         if isinstance(prepared, ToolResult):
             return prepared
-        return await self._acall_prepared(*prepared, ctx=ctx, timeout=timeout)
+        return await self._acall_prepared(
+            *prepared, ctx=ctx, timeout=timeout, idle_timeout=idle_timeout
+        )
 
     def call_many(
         self,
@@ -710,6 +741,7 @@ class ToolRuntime:
         *,
         max_concurrency: int | None = None,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> list[ToolResult]:
         """Run a model's batch of tool calls concurrently; one result per call, in order.
 
@@ -721,7 +753,13 @@ class ToolRuntime:
                 plan has ended or the runtime is closed.
         """
         return self._invoker.portal.call(
-            self.acall_many(tool_calls, ctx, max_concurrency=max_concurrency, timeout=timeout)
+            self.acall_many(
+                tool_calls,
+                ctx,
+                max_concurrency=max_concurrency,
+                timeout=timeout,
+                idle_timeout=idle_timeout,
+            )
         )
 
     async def acall_many(
@@ -731,6 +769,7 @@ class ToolRuntime:
         *,
         max_concurrency: int | None = None,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> list[ToolResult]:
         """Run a model's batch of tool calls concurrently; one result per call, in order.
 
@@ -749,6 +788,7 @@ class ToolRuntime:
             max_concurrency: the most calls running at once; None for no limit
                 (sync tools are bounded by the runtime's pool anyway).
             timeout: for each call, as for `execute`.
+            idle_timeout: for each call, as for `execute`.
 
         Raises:
             ValueError: ``max_concurrency`` is below 1.
@@ -759,7 +799,9 @@ class ToolRuntime:
         prepared = [self._prepare_call(tool_call) for tool_call in tool_calls]
 
         async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
-            return await self._acall_prepared(call, name, arguments, ctx=ctx, timeout=timeout)
+            return await self._acall_prepared(
+                call, name, arguments, ctx=ctx, timeout=timeout, idle_timeout=idle_timeout
+            )
 
         return await run_batch(
             prepared,
@@ -777,9 +819,12 @@ class ToolRuntime:
         *,
         ctx: ToolExecutionContext,
         timeout: float | None,
+        idle_timeout: float | None = None,
     ) -> ToolResult:
         try:
-            result = await self.aexecute(name, arguments, ctx, timeout=timeout)
+            result = await self.aexecute(
+                name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout
+            )
         except REFUSED as exc:
             return refusal(call, str(exc), type(exc).__name__)
         return result.model_copy(update={"call": call})
@@ -952,7 +997,7 @@ class ToolRuntime:
     # -- running the tool ---------------------------------------------------------------
 
     def _run_sync(
-        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
+        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | Deadline | None
     ) -> Outcome:
         ctx = call.ctx
         try:
@@ -965,7 +1010,7 @@ class ToolRuntime:
                 loop=entry.loop,
             )
         except InvokeTimeoutError as exc:
-            return self._timed_out(call, exc, timeout)
+            return self._timed_out(call, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._raise_cancelled(call, exc)
         except Exception as exc:
@@ -976,7 +1021,7 @@ class ToolRuntime:
         return Outcome(output)
 
     async def _run_async(
-        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | None
+        self, call: _Call, entry: _Entry, data: dict[str, Any], timeout: float | Deadline | None
     ) -> Outcome:
         ctx = call.ctx
         try:
@@ -984,7 +1029,7 @@ class ToolRuntime:
                 entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
             )
         except InvokeTimeoutError as exc:
-            return self._timed_out(call, exc, timeout)
+            return self._timed_out(call, exc)
         except ToolCancelledError as exc:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -999,11 +1044,11 @@ class ToolRuntime:
             raise
         return Outcome(output)
 
-    def _timed_out(self, call: _Call, exc: InvokeTimeoutError, limit: float | None) -> Outcome:
+    def _timed_out(self, call: _Call, exc: InvokeTimeoutError) -> Outcome:
         if exc.abandoned is not None:
             with self._lock:
                 self._abandoned.setdefault(call.ctx.plan_id, []).append(exc.abandoned)
-        return Outcome(timed_out=True, abandoned=exc.abandoned is not None, limit=limit)
+        return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -1025,6 +1070,23 @@ def _warn_skipped(message: str) -> None:
 
 def _log_skipped(message: str) -> None:
     _log.warning("source.tool_skipped", detail=message)
+
+
+def _deadline(
+    call: _Call, entry: _Entry, timeout: float | None, idle_timeout: float | None
+) -> float | Deadline | None:
+    """The call's limits: the smallest total, and the smallest idle limit if any."""
+    total = _limit(timeout, call.ctx, entry)
+    idle = _smaller(idle_timeout, call.ctx.idle_timeout)
+    if idle is None:
+        return total
+    record = call.record
+    return Deadline(total, idle, lambda: record.active_at)
+
+
+def _check_idle(idle_timeout: float | None) -> None:
+    if idle_timeout is not None and not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
 
 
 def _limit(timeout: float | None, ctx: ToolExecutionContext, entry: _Entry) -> float | None:

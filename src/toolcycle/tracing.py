@@ -130,7 +130,7 @@ def iso_utc(seconds: float) -> str:
 class CallRecord:
     """When and under which id one call started; the runtime holds it until the trace."""
 
-    __slots__ = ("call_id", "plan_id", "progress", "started", "t0", "tool_name")
+    __slots__ = ("active_at", "call_id", "plan_id", "progress", "started", "t0", "tool_name")
 
     def __init__(
         self, tool_name: str, plan_id: str, call_id: str, started: float, t0: float
@@ -141,6 +141,7 @@ class CallRecord:
         self.started = started
         self.t0 = t0
         self.progress = 0
+        self.active_at = time.monotonic()  # its start, then its latest progress report
 
 
 class TraceRecorder:
