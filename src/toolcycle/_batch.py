@@ -67,7 +67,9 @@ async def run_batch(
 
     for group in _groups(prepared, sequential):
         await asyncio.gather(*(one(index, *entry) for index, entry in group))
-    return [result for result in results if result is not None]
+    answered = [result for result in results if result is not None]
+    assert len(answered) == len(results)  # every call was answered, so none is out of place
+    return answered
 
 
 def _groups(

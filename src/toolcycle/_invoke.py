@@ -199,8 +199,8 @@ async def _cancellable(
             return await _within(task, deadline)
         except TimeoutError as exc:
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task  # let it finish its cleanup, as wait_for does
             raise InvokeTimeoutError(str(exc)) from None
         except asyncio.CancelledError:
             task.cancel()  # the caller was cancelled: so is the work
