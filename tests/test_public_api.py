@@ -23,6 +23,7 @@ EXPECTED = {
     "NullTracer",
     "ProgressEvent",
     "ProviderFormat",
+    "RedactionPolicy",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",
@@ -73,6 +74,7 @@ ALLOWED = {
     "errors": {"models"},  # for annotations only, under TYPE_CHECKING
     "models": {"_messages", "errors"},
     "_messages": set(),
+    "redaction": set(),
     "_names": set(),
     "_schemas": set(),
     "_calls": {"models"},
@@ -90,11 +92,12 @@ ALLOWED = {
     "_invoke": {"_portal", "cancellation", "errors"},
     "cache": {"context", "errors", "protocols"},
     "_activation": {"_invoke", "cache", "context", "errors", "protocols", "tracing"},
-    "_results": {"_json", "context", "errors", "models", "tracing", "validation"},
+    "_results": {"_json", "context", "errors", "models", "redaction", "tracing", "validation"},
     "runtime": {
         "_activation",
         "_batch",
         "_portal",
+        "redaction",
         "_calls",
         "_definitions",
         "_dispatch",
@@ -118,6 +121,7 @@ ALLOWED = {
     "cli": {""},
     "__init__": {
         "cache",
+        "redaction",
         "callables",
         "rollback",
         "cancellation",

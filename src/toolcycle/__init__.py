@@ -47,6 +47,7 @@ from toolcycle.models import (
     ValidationIssue,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.redaction import RedactionPolicy
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
@@ -67,6 +68,7 @@ __all__ = [
     "NullTracer",
     "ProgressEvent",
     "ProviderFormat",
+    "RedactionPolicy",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",

@@ -7,7 +7,8 @@ normalised, measured once and checked against the output schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._json import JSONCompatibilityError, encode
@@ -19,6 +20,7 @@ from toolcycle.validation import validate_output
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import Change
+    from toolcycle.redaction import RedactionPolicy
     from toolcycle.tracing import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
@@ -49,13 +51,27 @@ class Outcome:
 
 
 def check_input(
-    traces: TraceRecorder, record: CallRecord, schema: CompiledSchema, params: Any
+    traces: TraceRecorder,
+    record: CallRecord,
+    schema: CompiledSchema,
+    params: Any,
+    redaction: RedactionPolicy | None = None,
 ) -> Any:
-    """Step 4: return the normalised input, or a failed result explaining why not."""
+    """Step 4: return the normalised input, or a failed result explaining why not.
+
+    With a ``redaction`` policy, the call's record learns the secrets of the
+    arguments first, so that every message exported for the call hides them.
+    """
+    if redaction is not None and isinstance(params, Mapping):
+        secrets = redaction.secrets(params, schema.schema)
+        if secrets:
+            record.scrub = functools.partial(redaction.scrub, secrets=secrets)
     if isinstance(params, Mapping):
         data, validation = schema.validate(params)
         if validation.valid:
             return data
+        if record.scrub is not None:
+            validation = _scrubbed(validation, record.scrub)
     else:
         issue = ValidationIssue(
             pointer="",
@@ -67,8 +83,15 @@ def check_input(
     kind = "ToolSchemaValidationError"
     trace = traces.finish(record, "invalid_input", error_message=message, error_type=kind)
     return ToolResult(
-        success=False, error=message, error_type=kind, validation=validation, trace=trace
+        success=False, error=trace.error, error_type=kind, validation=validation, trace=trace
     )
+
+
+def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation:
+    issues = tuple(
+        issue.model_copy(update={"message": scrub(issue.message)}) for issue in validation.issues
+    )
+    return validation.model_copy(update={"issues": issues})
 
 
 def build_result(
@@ -98,7 +121,7 @@ def build_result(
         )
         return ToolResult(
             success=False,
-            error=message,
+            error=trace.error,
             error_type="TimeoutError",
             trace=trace,
             changes=tuple(changes),
@@ -127,9 +150,10 @@ def build_result(
         verdict = validate_output(output_schema, data)
         output_valid = verdict.valid
         if not verdict.valid:
-            _log.warning(
-                "tool.output_invalid", tool=name, plan_id=ctx.plan_id, issues=verdict.summary()
-            )
+            issues = verdict.summary()
+            if record.scrub is not None:
+                issues = record.scrub(issues)
+            _log.warning("tool.output_invalid", tool=name, plan_id=ctx.plan_id, issues=issues)
             if strict_output:
                 success = False
                 error_message = "the output does not match the output schema:\n" + verdict.summary()
@@ -153,7 +177,7 @@ def build_result(
     return ToolResult(
         success=success,
         output=data,
-        error=error_message,
+        error=trace.error,
         error_type=error_type,
         trace=trace,
         changes=tuple(changes),
@@ -191,7 +215,7 @@ def _failed(
     trace = traces.finish(record, "error", error_message=message, error_type=kind)
     return ToolResult(
         success=False,
-        error=message,
+        error=trace.error,
         error_type=kind,
         trace=trace,
         changes=tuple(changes),

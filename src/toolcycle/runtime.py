@@ -61,6 +61,7 @@ from toolcycle.models import (
     ToolResult,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.redaction import RedactionPolicy
 from toolcycle.tracing import (
     CallRecord,
     StructlogTracer,
@@ -121,6 +122,9 @@ class _Call:
     """False for an explicit ``activate``, which is not a call and leaves no trace."""
 
 
+_DEFAULT_REDACTION = RedactionPolicy()
+
+
 class ToolRuntime:
     """Drives tools through discover, activate, execute and deactivate, plan by plan.
 
@@ -147,6 +151,10 @@ class ToolRuntime:
             raises `ToolActivationError` (an async ``activate`` is cancelled, a
             sync one is left to finish on its helper thread). None, the
             default, waits for ever.
+        redaction: which argument values are secret (see `RedactionPolicy`):
+            they never appear in results' errors, validation messages, traces
+            or the logs the tracer writes; the tool still receives them. None
+            turns redaction off.
         abandon_timeout: seconds, in total, that ending a plan waits for sync
             calls it abandoned at their timeout to finish before deactivating
             the plan's tools; None waits for ever. Those still running then are
@@ -168,12 +176,14 @@ class ToolRuntime:
         deactivate_timeout: float | None = 30.0,
         activate_timeout: float | None = None,
         abandon_timeout: float | None = 5.0,
+        redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
         max_workers: int = 8,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
         self.strict_output = strict_output
         self.max_result_bytes = max_result_bytes
+        self.redaction = redaction
         self.auto_activate = auto_activate
         self._compiler = SchemaCompiler(schema_documents, limits=limits)
         self._traces = TraceRecorder(
@@ -715,8 +725,8 @@ class ToolRuntime:
         try:
             result = self.execute(name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout)
         except REFUSED as exc:
-            return refusal(call, str(exc), type(exc).__name__)
-        return result.model_copy(update={"call": call})
+            return refusal(self._masked(call, name), str(exc), type(exc).__name__)
+        return result.model_copy(update={"call": self._masked(call, name)})
 
     async def acall(
         self,
@@ -826,8 +836,16 @@ class ToolRuntime:
                 name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout
             )
         except REFUSED as exc:
-            return refusal(call, str(exc), type(exc).__name__)
-        return result.model_copy(update={"call": call})
+            return refusal(self._masked(call, name), str(exc), type(exc).__name__)
+        return result.model_copy(update={"call": self._masked(call, name)})
+
+    def _masked(self, call: ToolCall, name: str) -> ToolCall:
+        """The call as a result carries it: its secret arguments replaced."""
+        if self.redaction is None or not call.arguments:
+            return call
+        schema = self._entry(name).descriptor.input_schema
+        masked = self.redaction.masked(call.arguments, schema)
+        return call if masked == call.arguments else call.model_copy(update={"arguments": masked})
 
     def _prepare_call(self, raw: Any) -> tuple[ToolCall, str, dict[str, Any]] | ToolResult:
         """The call, the tool it means and its arguments; or the refusal to answer it with."""
@@ -976,7 +994,7 @@ class ToolRuntime:
 
     def _validate_input(self, call: _Call, entry: _Entry, params: Any) -> Any:
         """Step 4: return the normalised input, or a failed result explaining why not."""
-        return check_input(self._traces, call.record, entry.input, params)
+        return check_input(self._traces, call.record, entry.input, params, self.redaction)
 
     def _finish(
         self, call: _Call, entry: _Entry, outcome: Outcome, changes: list[Change]

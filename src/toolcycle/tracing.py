@@ -130,7 +130,16 @@ def iso_utc(seconds: float) -> str:
 class CallRecord:
     """When and under which id one call started; the runtime holds it until the trace."""
 
-    __slots__ = ("active_at", "call_id", "plan_id", "progress", "started", "t0", "tool_name")
+    __slots__ = (
+        "active_at",
+        "call_id",
+        "plan_id",
+        "progress",
+        "scrub",
+        "started",
+        "t0",
+        "tool_name",
+    )
 
     def __init__(
         self, tool_name: str, plan_id: str, call_id: str, started: float, t0: float
@@ -142,6 +151,8 @@ class CallRecord:
         self.t0 = t0
         self.progress = 0
         self.active_at = time.monotonic()  # its start, then its latest progress report
+        # Set once the arguments are known: removes their secrets from exported text.
+        self.scrub: Callable[[str], str] | None = None
 
 
 class TraceRecorder:
@@ -204,6 +215,8 @@ class TraceRecorder:
         if error is not None:
             error_message = error_message or str(error) or type(error).__name__
             error_type = error_type or type(error).__name__
+        if error_message is not None and record.scrub is not None:
+            error_message = record.scrub(error_message)
         ended = self._clock()
         trace = ToolExecutionTrace(
             tool_name=record.tool_name,

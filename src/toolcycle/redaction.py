@@ -1,0 +1,106 @@
+"""Keeping secrets from tool arguments out of everything the runtime exports.
+
+A tool needs its real arguments; nobody else does. The runtime collects the
+sensitive values of each call's arguments, and every message it exports for
+the call (the result's error, validation messages, the trace, and so the logs
+that the tracer writes) has them replaced by ``[redacted]``. A value is
+sensitive when its property is marked ``writeOnly: true`` or ``x-sensitive:
+true`` in the input schema, or when its key matches the policy's pattern
+(password, token, secret, API key, authorization and the like by default);
+everything under such a key or property counts, nested values included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
+
+REDACTED = "[redacted]"
+"""What a sensitive value becomes in exported text."""
+
+DEFAULT_SENSITIVE_KEYS = (
+    r"pass(word|wd|phrase)?|secret|token|api[-_]?key|authorization|credential|"
+    r"private[-_]?key|session[-_]?id|cookie"
+)
+"""Keys (matched anywhere in the key, ignoring case) whose values are sensitive."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionPolicy:
+    """Which argument values are secret, for `ToolRuntime(redaction=...)`.
+
+    Attributes:
+        key_pattern: a regular expression searched in each key, ignoring case;
+            None to rely on schema marks alone.
+        schema_marks: treat properties marked ``writeOnly: true`` or
+            ``x-sensitive: true`` in the input schema as sensitive.
+        min_length: shorter values are not replaced (a one-letter secret would
+            blank out every occurrence of that letter in a message).
+    """
+
+    key_pattern: str | None = DEFAULT_SENSITIVE_KEYS
+    schema_marks: bool = True
+    min_length: int = 3
+    _compiled: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pattern = None if self.key_pattern is None else re.compile(self.key_pattern, re.IGNORECASE)
+        object.__setattr__(self, "_compiled", pattern)
+
+    def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
+        """The sensitive values in ``arguments``, longest first, as the text they show as."""
+        found: set[str] = set()
+        self._collect(arguments, schema, False, found)
+        return tuple(sorted(found, key=len, reverse=True))
+
+    def masked(self, arguments: Any, schema: Any, *, sensitive: bool = False) -> Any:
+        """A copy of ``arguments`` with every sensitive value replaced by ``[redacted]``."""
+        schema = schema if isinstance(schema, dict) else {}
+        sensitive = sensitive or self._marked(schema)
+        if isinstance(arguments, dict):
+            properties = schema.get("properties")
+            properties = properties if isinstance(properties, dict) else {}
+            return {
+                key: self.masked(item, properties.get(key), sensitive=sensitive or self._hit(key))
+                for key, item in arguments.items()
+            }
+        if isinstance(arguments, list | tuple):
+            return [
+                self.masked(item, schema.get("items"), sensitive=sensitive) for item in arguments
+            ]
+        return REDACTED if sensitive and arguments is not None else arguments
+
+    def scrub(self, text: str, secrets: tuple[str, ...]) -> str:
+        """``text`` with every secret (and its ``repr``) replaced by ``[redacted]``."""
+        for secret in secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _marked(self, schema: dict[str, Any]) -> bool:
+        return self.schema_marks and (
+            schema.get("writeOnly") is True or schema.get("x-sensitive") is True
+        )
+
+    def _hit(self, key: object) -> bool:
+        return self._compiled is not None and self._compiled.search(str(key)) is not None
+
+    def _collect(self, value: Any, schema: Any, sensitive: bool, found: set[str]) -> None:
+        schema = schema if isinstance(schema, dict) else {}
+        sensitive = sensitive or self._marked(schema)
+        if isinstance(value, dict):
+            properties = schema.get("properties")
+            properties = properties if isinstance(properties, dict) else {}
+            for key, item in value.items():
+                self._collect(item, properties.get(key), sensitive or self._hit(key), found)
+        elif isinstance(value, list | tuple):
+            items = schema.get("items")
+            for item in value:
+                self._collect(item, items, sensitive, found)
+        elif sensitive and not isinstance(value, bool) and value is not None:
+            text = str(value)
+            if len(text) >= self.min_length:
+                found.add(text)
+                found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
