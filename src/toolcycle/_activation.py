@@ -19,7 +19,7 @@ from toolcycle.errors import (
     ToolNotActivatedError,
     ToolRuntimeError,
 )
-from toolcycle.tracing import get_logger
+from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
     from toolcycle._invoke import Invoker
@@ -158,6 +158,8 @@ class Activator:
         self, ctx: ToolExecutionContext, activation: Activation, error: BaseException | None
     ) -> None:
         cached = self._cache.finish(ctx, activation, error)
+        if error is None:
+            lifecycle_event("tool.activated", tool=activation.name, plan_id=ctx.plan_id)
         if error is None and not cached:
             # The plan ended while the tool was activating: undo it here.
             try:
@@ -198,6 +200,7 @@ class Activator:
             self._invoker.call(instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance))
         except InvokeTimeoutError:
             raise _hung(activation, ctx, timeout) from None
+        lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
 
     async def ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
         """Deactivate one tool from async code, within the deactivate timeout."""
@@ -208,6 +211,7 @@ class Activator:
             )
         except InvokeTimeoutError:
             raise _hung(activation, ctx, timeout) from None
+        lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
 
 
 def caller_cancelled() -> bool:

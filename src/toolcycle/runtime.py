@@ -69,6 +69,7 @@ from toolcycle.tracing import (
     Tracer,
     TraceRecorder,
     get_logger,
+    lifecycle_event,
 )
 from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimits
 
@@ -456,6 +457,12 @@ class ToolRuntime:
             idle_timeout=idle_timeout,
         )
         self._cache.track(ctx)
+        lifecycle_event(
+            "plan.started",
+            plan_id=ctx.plan_id,
+            read_only=ctx.read_only,
+            requires_checkpoint=ctx.requires_checkpoint,
+        )
         return ctx
 
     @contextmanager
@@ -529,6 +536,7 @@ class ToolRuntime:
         self._wait_for_abandoned(ctx)
         errors = self._cache.end_plan(ctx, self._activator.teardown)
         _log_deactivation_errors(errors)
+        lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
         return errors
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
@@ -537,6 +545,7 @@ class ToolRuntime:
             await asyncio.to_thread(self._wait_for_abandoned, ctx)
         errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
         _log_deactivation_errors(errors)
+        lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
         return errors
 
     def _wait_for_abandoned(self, ctx: ToolExecutionContext) -> None:
@@ -943,6 +952,10 @@ class ToolRuntime:
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
         call = _Call(name, ctx, self._traces.start(name, ctx.plan_id), traced)
+        if traced:
+            lifecycle_event(
+                "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
+            )
         entry = self._tools.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(

@@ -42,6 +42,7 @@ __all__ = [
     "Tracer",
     "get_logger",
     "iso_utc",
+    "lifecycle_event",
 ]
 
 TraceListener = Callable[[ToolExecutionTrace], object]
@@ -104,6 +105,18 @@ class StructlogTracer:
 
 
 _log = get_logger("toolcycle.tracing")
+_lifecycle_stdlib = logging.getLogger("toolcycle.lifecycle")
+_lifecycle_log = get_logger("toolcycle.lifecycle")
+
+
+def lifecycle_event(event: str, **fields: Any) -> None:
+    """Log one lifecycle step at DEBUG on ``toolcycle.lifecycle``, if anyone listens.
+
+    The check comes first, so that on a host that has not enabled the logger a
+    step costs one level lookup and no event is built.
+    """
+    if _lifecycle_stdlib.isEnabledFor(logging.DEBUG):
+        _lifecycle_log.debug(event, **fields)
 
 
 _second_cache: tuple[int, str] = (-1, "")
