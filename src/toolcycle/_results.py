@@ -7,7 +7,6 @@ normalised, measured once and checked against the output schema.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +62,7 @@ def check_input(
     arguments first, so that every message exported for the call hides them.
     """
     if redaction is not None and isinstance(params, Mapping):
-        secrets = redaction.secrets(params, schema.schema)
-        if secrets:
-            record.scrub = functools.partial(redaction.scrub, secrets=secrets)
+        record.scrub = _scrubber(redaction, params, schema.schema)
     if isinstance(params, Mapping):
         data, validation = schema.validate(params)
         if validation.valid:
@@ -85,6 +82,23 @@ def check_input(
     return ToolResult(
         success=False, error=trace.error, error_type=kind, validation=validation, trace=trace
     )
+
+
+def _scrubber(
+    redaction: RedactionPolicy, params: Mapping[str, Any], schema: Any
+) -> Callable[[str], str]:
+    """A scrub function that looks for the arguments' secrets only when first asked.
+
+    A successful call exports no message, so it never pays for the walk.
+    """
+    found: list[tuple[str, ...]] = []
+
+    def scrub(text: str) -> str:
+        if not found:
+            found.append(redaction.secrets(params, schema))
+        return redaction.scrub(text, found[0])
+
+    return scrub
 
 
 def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation:

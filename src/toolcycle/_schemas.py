@@ -49,7 +49,7 @@ STRICT_KEYWORDS = frozenset(
 
 
 class _NotStrict(Exception):
-    pass
+    """The schema uses something strict mode cannot express."""
 
 
 def openai_strict(schema: Any) -> dict[str, Any] | None:
