@@ -267,12 +267,12 @@ def test_no_output_schema_without_annotation_or_for_none() -> None:
 
 
 def test_context_and_token_are_injected_and_hidden_from_the_schema() -> None:
-    """Parameters annotated with the context or token are filled by the runtime."""
+    """Parameters annotated with the context or token get the context and the call's token."""
     seen: list[Any] = []
 
     @tool(writes=False)
     def probe(x: int, context: ToolExecutionContext, stop: CancellationToken) -> int:
-        seen.extend([context, stop])
+        seen.extend([context, stop, context.call_token])
         return x
 
     assert set(_props(probe)) == {"x"}
@@ -280,7 +280,10 @@ def test_context_and_token_are_injected_and_hidden_from_the_schema() -> None:
         runtime.register(probe)
         with runtime.plan() as ctx:
             runtime.execute("probe", {"x": 1}, ctx)
-    assert seen == [ctx, ctx.cancellation_token]
+    context, stop, call_token = seen
+    assert context is ctx
+    assert stop is call_token  # the call's own token, not the plan's
+    assert stop is not ctx.cancellation_token
 
 
 def test_register_wraps_a_plain_callable() -> None:

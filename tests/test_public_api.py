@@ -14,13 +14,18 @@ import toolcycle
 SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
+    "ApprovalDecision",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "AsyncFunctionTool",
     "BoundResource",
     "CancellationToken",
     "Change",
     "Checkpoint",
     "FunctionTool",
+    "Instrumentation",
     "NullTracer",
+    "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
@@ -32,6 +37,7 @@ EXPECTED = {
     "ToolCall",
     "ToolAccessDeniedError",
     "ToolActivationError",
+    "ToolApprovalError",
     "ToolCancelledError",
     "ToolCapability",
     "ToolCheckpointRequiredError",
@@ -83,7 +89,9 @@ ALLOWED = {
     "_batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
     "rollback": {"models"},
-    "context": {"cancellation", "models", "rollback"},
+    "context": {"approvals", "cancellation", "models", "rollback"},
+    "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
+    "_approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
     "validation": {"_json", "_types", "errors", "models"},
     "tracing": {"_types", "models"},
@@ -91,10 +99,21 @@ ALLOWED = {
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation", "errors"},
     "cache": {"context", "errors", "protocols"},
-    "_activation": {"_invoke", "cache", "context", "errors", "protocols", "tracing"},
+    "_activation": {
+        "_invoke",
+        "cache",
+        "context",
+        "errors",
+        "instrumentation",
+        "protocols",
+        "tracing",
+    },
     "_results": {"_json", "context", "errors", "models", "redaction", "tracing", "validation"},
     "runtime": {
         "_activation",
+        "_approve",
+        "approvals",
+        "instrumentation",
         "_batch",
         "_portal",
         "redaction",
@@ -117,9 +136,15 @@ ALLOWED = {
         "tracing",
         "validation",
     },
+    "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
     "cli": {""},
+    # An integration layer: the package's public names ("" is toolcycle itself) and the
+    # public instrumentation protocols, never a private module.
+    "otel": {"", "instrumentation"},
     "__init__": {
+        "approvals",
+        "instrumentation",
         "cache",
         "redaction",
         "callables",

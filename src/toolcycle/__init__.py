@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from toolcycle.approvals import ApprovalDecision, ApprovalRequest
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
@@ -17,6 +18,7 @@ from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
     ToolAccessDeniedError,
     ToolActivationError,
+    ToolApprovalError,
     ToolCancelledError,
     ToolCheckpointRequiredError,
     ToolDeactivationError,
@@ -30,9 +32,12 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
+from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
+    ApprovalRecord,
     BoundResource,
     Change,
+    PendingApproval,
     ProgressEvent,
     ProviderFormat,
     SourceKind,
@@ -59,13 +64,18 @@ except PackageNotFoundError:  # pragma: no cover - only when run from a bare sou
     __version__ = "0.0.0"
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalRecord",
+    "ApprovalRequest",
     "AsyncFunctionTool",
     "BoundResource",
     "CancellationToken",
     "Change",
     "Checkpoint",
     "FunctionTool",
+    "Instrumentation",
     "NullTracer",
+    "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
@@ -76,6 +86,7 @@ __all__ = [
     "Tool",
     "ToolAccessDeniedError",
     "ToolActivationError",
+    "ToolApprovalError",
     "ToolCall",
     "ToolCancelledError",
     "ToolCapability",

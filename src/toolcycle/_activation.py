@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from toolcycle._invoke import Invoker
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
+    from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
     from toolcycle.protocols import ToolInstance
 
 __all__ = ["Activator", "caller_cancelled"]
@@ -35,7 +36,13 @@ _log = get_logger("toolcycle.runtime")
 class Activator:
     """Activates and deactivates tools for one runtime."""
 
-    __slots__ = ("_activate_timeout", "_cache", "_deactivate_timeout", "_invoker")
+    __slots__ = (
+        "_activate_timeout",
+        "_cache",
+        "_deactivate_timeout",
+        "_instrumentation",
+        "_invoker",
+    )
 
     def __init__(
         self,
@@ -43,11 +50,13 @@ class Activator:
         invoker: Invoker,
         deactivate_timeout: float | None,
         activate_timeout: float | None = None,
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         self._cache = cache
         self._invoker = invoker
         self._deactivate_timeout = deactivate_timeout
         self._activate_timeout = activate_timeout
+        self._instrumentation = instrumentation
 
     def ensure(
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
@@ -74,14 +83,20 @@ class Activator:
             activation.wait()
             self._raise_for(activation, ctx)
             return
+        observer = self._observe("activate", name, ctx)
         try:
-            self._invoker.call(
-                instance.activate,
-                ctx,
-                token=ctx.cancellation_token,
-                timeout=self._activate_timeout,
-                loop=own_loop(instance),
-            )
+            try:
+                self._invoker.call(
+                    instance.activate,
+                    ctx,
+                    token=ctx.cancellation_token,
+                    timeout=self._activate_timeout,
+                    loop=own_loop(instance),
+                )
+            except BaseException as exc:
+                _finished(observer, exc)
+                raise
+            _finished(observer, None)
         except InvokeTimeoutError:
             self._finish(ctx, activation, self._late())
         except (Exception, asyncio.CancelledError) as exc:
@@ -109,10 +124,19 @@ class Activator:
             await activation.wait_async()
             self._raise_for(activation, ctx)
             return
+        observer = self._observe("activate", name, ctx)
         try:
-            await self._invoker.acall(
-                instance.activate, ctx, token=ctx.cancellation_token, timeout=self._activate_timeout
-            )
+            try:
+                await self._invoker.acall(
+                    instance.activate,
+                    ctx,
+                    token=ctx.cancellation_token,
+                    timeout=self._activate_timeout,
+                )
+            except BaseException as exc:
+                _finished(observer, exc)
+                raise
+            _finished(observer, None)
         except InvokeTimeoutError:
             self._finish(ctx, activation, self._late())
         except Exception as exc:
@@ -127,6 +151,16 @@ class Activator:
             raise
         else:
             self._finish(ctx, activation, None)
+
+    def _observe(self, stage: Stage, name: str, ctx: ToolExecutionContext) -> StageObserver | None:
+        """The instrumentation's watcher of one stage, if there is instrumentation."""
+        if self._instrumentation is None:
+            return None
+        try:
+            return self._instrumentation.stage_started(stage, tool_name=name, ctx=ctx)
+        except Exception as exc:
+            _log.warning("instrumentation.failed", hook="stage_started", error=repr(exc))
+            return None
 
     def _late(self) -> TimeoutError:
         return TimeoutError(
@@ -195,23 +229,46 @@ class Activator:
             Exception: whatever ``deactivate`` raised.
         """
         timeout = self._deactivate_timeout
+        observer = self._observe("deactivate", activation.name, ctx)
         try:
             instance = activation.instance
             self._invoker.call(instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance))
         except InvokeTimeoutError:
-            raise _hung(activation, ctx, timeout) from None
+            error = _hung(activation, ctx, timeout)
+            _finished(observer, error)
+            raise error from None
+        except BaseException as exc:
+            _finished(observer, exc)
+            raise
+        _finished(observer, None)
         lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
 
     async def ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
         """Deactivate one tool from async code, within the deactivate timeout."""
         timeout = self._deactivate_timeout
+        observer = self._observe("deactivate", activation.name, ctx)
         try:
             await self._invoker.acall(
                 activation.instance.deactivate, ctx, timeout=timeout, detached=True
             )
         except InvokeTimeoutError:
-            raise _hung(activation, ctx, timeout) from None
+            error = _hung(activation, ctx, timeout)
+            _finished(observer, error)
+            raise error from None
+        except BaseException as exc:
+            _finished(observer, exc)
+            raise
+        _finished(observer, None)
         lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
+
+
+def _finished(observer: StageObserver | None, error: BaseException | None) -> None:
+    if observer is None:
+        return
+    try:
+        observer.finish(error)
+    except Exception as exc:
+        _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
 
 def caller_cancelled() -> bool:

@@ -9,7 +9,8 @@ a bad definition fails where it is written, not when a model first calls it:
 - the output schema comes from the return annotation (none for ``-> None`` or
   no annotation), and outputs are serialised to JSON data through it;
 - a parameter annotated `ToolExecutionContext` or `CancellationToken` receives
-  the call's context or its token and is left out of the schema.
+  the call's context or the call's own token (``ctx.call_token``, cancelled with
+  the plan and at the call's timeout) and is left out of the schema.
 
 At call time the runtime has already validated the arguments against the JSON
 Schema; the tool then coerces them into the annotated Python types (a pydantic
@@ -68,6 +69,7 @@ class FunctionTool:
         writes: bool = True,
         checkpointable: bool = False,
         sequential: bool = False,
+        requires_approval: bool | None = None,
         tags: Iterable[str] = (),
     ) -> None:
         if not callable(fn):
@@ -90,7 +92,10 @@ class FunctionTool:
                 input_schema=_input_schema(self._arguments, tool_name),
                 output_schema=output_schema,
                 capability=ToolCapability(
-                    writes=writes, checkpointable=checkpointable, sequential=sequential
+                    writes=writes,
+                    checkpointable=checkpointable,
+                    sequential=sequential,
+                    requires_approval=requires_approval,
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
@@ -144,7 +149,7 @@ class FunctionTool:
             if parameter.inject is ToolExecutionContext:
                 kwargs[parameter.name] = ctx
             elif parameter.inject is CancellationToken:
-                kwargs[parameter.name] = ctx.cancellation_token
+                kwargs[parameter.name] = ctx.call_token
             else:
                 kwargs[parameter.name] = getattr(arguments, parameter.field)
         return kwargs
@@ -171,13 +176,15 @@ def wrap(
     writes: bool = True,
     checkpointable: bool = False,
     sequential: bool = False,
+    requires_approval: bool | None = None,
     tags: Iterable[str] = (),
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
-    alone in a batch of calls (see ``runtime.call_many``).
+    alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
+    sets `ToolCapability.requires_approval`.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -190,6 +197,7 @@ def wrap(
         writes=writes,
         checkpointable=checkpointable,
         sequential=sequential,
+        requires_approval=requires_approval,
         tags=tags,
     )
 
@@ -206,6 +214,7 @@ def tool(
     writes: bool = True,
     checkpointable: bool = False,
     sequential: bool = False,
+    requires_approval: bool | None = None,
     tags: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
@@ -219,6 +228,7 @@ def tool(
     writes: bool = True,
     checkpointable: bool = False,
     sequential: bool = False,
+    requires_approval: bool | None = None,
     tags: Iterable[str] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
@@ -235,6 +245,7 @@ def tool(
             writes=writes,
             checkpointable=checkpointable,
             sequential=sequential,
+            requires_approval=requires_approval,
             tags=tags,
         )
 

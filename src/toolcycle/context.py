@@ -22,6 +22,8 @@ from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler, undo_cha
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from toolcycle.approvals import ApprovalRule, Approver
+
     ProgressReporter = Callable[[float, float | None, str | None], None]
 
 __all__ = ["ToolExecutionContext"]
@@ -39,14 +41,61 @@ class _CallRecord(Protocol):
 
 
 class _CallScope:
-    """What the call running in this thread or task collects: its changes and progress."""
+    """What the call running in this thread or task collects, and its own token.
 
-    __slots__ = ("changes", "record")
+    The call's token is made on first use (most tools never ask for it): a
+    child of the plan's token that the runtime also cancels when the call times
+    out. Once the call is over it is unlinked from the plan's token, so a plan
+    with many calls does not pile up callbacks.
+    """
 
-    def __init__(self, record: _CallRecord | None) -> None:
+    __slots__ = ("_reason", "_token", "_unlink", "changes", "closed", "plan_token", "record")
+
+    def __init__(self, record: _CallRecord | None, plan_token: CancellationToken) -> None:
         self.changes: list[Change] = []
         self.record = record
+        self.plan_token = plan_token
+        self.closed = False
+        self._token: CancellationToken | None = None
+        self._reason: str | None = None
+        self._unlink: Callable[[], None] | None = None
 
+    def token(self) -> CancellationToken:
+        """The call's token, made now if this is the first time it is asked for."""
+        with _scope_lock:
+            if self._token is not None:
+                return self._token
+            if self.closed and self._reason is None:
+                return self.plan_token
+            token = CancellationToken()
+            self._token = token
+            if self._reason is not None:
+                token.cancel(self._reason)
+            else:
+                plan = self.plan_token
+                self._unlink = plan.on_cancel(lambda: token.cancel(plan.reason))
+            return token
+
+    def cancel(self, reason: str) -> None:
+        """Cancel the call's token (now, or at its making), not the plan's."""
+        with _scope_lock:
+            self._reason = reason
+            token = self._token
+        if token is not None:
+            token.cancel(reason)
+
+    def close(self) -> None:
+        """The call is over: stop following the plan's token."""
+        with _scope_lock:
+            self.closed = True
+            unlink, self._unlink = self._unlink, None
+        if unlink is not None:
+            unlink()
+
+
+# One lock for every call's token: it is taken only when a tool asks for its
+# token or a call times out, so it is never contended on the common path.
+_scope_lock = threading.Lock()
 
 # The scope of the call running in this thread or task, so that each ToolResult
 # lists exactly its own changes even when calls of a plan overlap.
@@ -73,6 +122,13 @@ class ToolExecutionContext:
             tool of the plan makes. It may be called from any thread (an MCP
             server's reports arrive on the thread of its connection), so keep it
             short and thread-safe; an exception it raises is logged and ignored.
+        approver: asked before each call that needs approval (see
+            `toolcycle.approvals`); None asks nobody, and then only tools whose
+            capability says ``requires_approval=True`` are refused.
+        approval: which calls need approval: ``"writes"`` (the default),
+            ``"all"``, ``"flagged"`` or a function of the descriptor; see
+            `toolcycle.approvals.needs_approval`. Anything but ``"writes"``
+            needs an approver.
     """
 
     plan_id: str
@@ -86,6 +142,8 @@ class ToolExecutionContext:
     )
     timeout: float | None = field(default=None, kw_only=True)
     idle_timeout: float | None = field(default=None, kw_only=True)
+    approver: Approver | None = field(default=None, kw_only=True, repr=False)
+    approval: ApprovalRule = field(default="writes", kw_only=True)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
@@ -97,6 +155,17 @@ class ToolExecutionContext:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+        if not (callable(self.approval) or self.approval in ("writes", "all", "flagged")):
+            raise ValueError(
+                f"approval must be 'writes', 'all', 'flagged' or a function of the "
+                f"descriptor, got {self.approval!r}"
+            )
+        if self.approval != "writes" and self.approver is None:
+            raise ValueError(
+                f"approval={self.approval!r} needs an approver; pass approver= as well"
+            )
+        if self.approver is not None and not callable(self.approver):
+            raise TypeError(f"approver must be callable, got {self.approver!r}")
         resources: Iterable[BoundResource] = self.resources
         self.resources = tuple(resources)
         for resource in self.resources:
@@ -108,6 +177,20 @@ class ToolExecutionContext:
         """Every change recorded in this plan so far, in the order recorded."""
         with self._lock:
             return tuple(self._changes)
+
+    @property
+    def call_token(self) -> CancellationToken:
+        """The token of the call running in this thread or task.
+
+        It is cancelled when the plan's token is, and also when the call's own
+        timeout (or inactivity limit) passes, which the plan's token never is:
+        a sync tool that polls this token stops when its call is given up on.
+        Outside a call the runtime runs, it is the plan's token.
+        """
+        scope = _call_scope.get()
+        if scope is None or scope.plan_token is not self.cancellation_token:
+            return self.cancellation_token
+        return scope.token()
 
     @property
     def ended(self) -> bool:
@@ -225,13 +308,14 @@ class ToolExecutionContext:
 
 
 def _start_collecting(
-    record: _CallRecord | None = None,
-) -> tuple[list[Change], Token[_CallScope | None]]:
+    ctx: ToolExecutionContext, record: _CallRecord | None = None
+) -> tuple[_CallScope, Token[_CallScope | None]]:
     """Start collecting the changes and progress of this thread or task's current call."""
-    scope = _CallScope(record)
-    return scope.changes, _call_scope.set(scope)
+    scope = _CallScope(record, ctx.cancellation_token)
+    return scope, _call_scope.set(scope)
 
 
-def _stop_collecting(token: Token[_CallScope | None]) -> None:
+def _stop_collecting(scope: _CallScope, token: Token[_CallScope | None]) -> None:
     """Stop the collection started by `_start_collecting`."""
     _call_scope.reset(token)
+    scope.close()

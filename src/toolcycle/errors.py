@@ -11,6 +11,7 @@ The tree::
     ├── ToolOutputError               a tool returned output that is not strict JSON
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
+    ├── ToolApprovalError             a deferred call cannot be resumed as asked
     └── ToolRegistrationError         a tool could not be registered
         └── ToolDefinitionError       a function cannot be described as a tool
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ToolAccessDeniedError",
     "ToolActivationError",
+    "ToolApprovalError",
     "ToolCancelledError",
     "ToolCheckpointRequiredError",
     "ToolDeactivationError",
@@ -103,6 +105,15 @@ class ToolDeactivationError(ToolRuntimeError):
 
 class ToolNotFoundError(ToolRuntimeError):
     """No tool is registered under the requested name."""
+
+
+class ToolApprovalError(ToolRuntimeError):
+    """``runtime.resume`` refused a pending call.
+
+    The pending record was changed after it was made, the decision names another
+    call's fingerprint or defers again, or the call was resumed before (a call
+    never runs twice).
+    """
 
 
 class ToolRegistrationError(ToolRuntimeError):

@@ -16,8 +16,10 @@ from toolcycle._messages import result_message
 from toolcycle.errors import ToolExecutionError
 
 __all__ = [
+    "ApprovalRecord",
     "BoundResource",
     "Change",
+    "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
     "SourceKind",
@@ -38,7 +40,9 @@ SourceKind: TypeAlias = Literal["builtin", "mcp", "skill", "custom", "wrapped"]
 ProviderFormat: TypeAlias = Literal["openai", "openai-responses", "anthropic", "gemini", "mcp"]
 """A model provider's wire format for tool definitions, calls and results."""
 
-TraceStatus: TypeAlias = Literal["ok", "error", "denied", "invalid_input", "cancelled", "timed_out"]
+TraceStatus: TypeAlias = Literal[
+    "ok", "error", "denied", "invalid_input", "cancelled", "timed_out", "pending"
+]
 """The outcome of one call, as recorded in its trace."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -60,6 +64,10 @@ class ToolCapability(BaseModel):
     """Every change the tool makes can be undone from what it records."""
     sequential: bool = False
     """In a batch of calls (``call_many``), nothing else runs while this tool does."""
+    requires_approval: bool | None = None
+    """True: a call needs the plan's approver's yes, whatever the plan's rule (and a
+    plan without an approver refuses it). False: the default rule (tools that write)
+    does not ask for this tool. None: the plan's rule decides."""
 
 
 class Tool(BaseModel):
@@ -157,6 +165,21 @@ class Validation(BaseModel):
         return "\n".join(f"{issue.pointer or '/'}: {issue.message}" for issue in self.issues)
 
 
+class ApprovalRecord(BaseModel):
+    """How a call's approval was decided, as its trace records it."""
+
+    model_config = _FROZEN
+
+    outcome: Literal["approved", "denied", "deferred"]
+    fingerprint: str
+    """The fingerprint of the call that was decided (tool name and exact arguments)."""
+    reason: str | None = None
+    approval_id: str | None = None
+    """The id of the pending call, for a deferred call and for a resumed one."""
+    resumed: bool = False
+    """The decision was given to ``runtime.resume``, after the call was deferred."""
+
+
 class ToolExecutionTrace(BaseModel):
     """The record of one call that reached ``execute``, whatever its outcome."""
 
@@ -186,6 +209,8 @@ class ToolExecutionTrace(BaseModel):
     """How many progress reports the tool made during the call."""
     abandoned: bool = False
     """A sync tool timed out and, since Python cannot stop it, was left running."""
+    approval: ApprovalRecord | None = None
+    """How the call's approval was decided; None for a call that needed none."""
 
 
 class ProgressEvent(BaseModel):
@@ -216,6 +241,33 @@ class ToolCall(BaseModel):
     """Which format the call came in; ``"plain"`` for ``{"name", "arguments"}``."""
 
 
+class PendingApproval(BaseModel):
+    """A call that waits for a decision, to be given later to ``runtime.resume``.
+
+    It is plain JSON (``model_dump_json()`` / ``model_validate_json()``), so an
+    executor can store it and resume in another process. It holds the exact
+    arguments the tool will receive, secrets included: store it as carefully as
+    the arguments themselves. Its repr leaves them out.
+    """
+
+    model_config = _FROZEN
+
+    approval_id: str
+    """Unique per deferred call; a ledger claims it when the call is resumed."""
+    tool_name: str
+    arguments: dict[str, Any] = Field(repr=False)
+    fingerprint: str
+    """The fingerprint of ``tool_name`` and ``arguments``, checked again at resume."""
+    plan_id: str
+    call_id: str
+    """The call id of the deferred call's trace."""
+    reason: str | None = None
+    """What the approver said when it deferred."""
+    call: ToolCall | None = None
+    """The model's tool call, when it came through ``runtime.call`` (secrets masked),
+    so that the resumed result can answer it."""
+
+
 class ToolResult(BaseModel):
     """The outcome of a call: output on success, error details on failure.
 
@@ -242,6 +294,8 @@ class ToolResult(BaseModel):
     """The exception behind the failure, when there was one; never serialised."""
     call: ToolCall | None = None
     """The model's tool call this result answers, when it came from ``runtime.call``."""
+    pending: PendingApproval | None = None
+    """Set when the call waits for approval: pass it to ``runtime.resume`` later."""
 
     def to_message(self, format: ProviderFormat | None = None) -> dict[str, Any]:
         """The provider's tool-result message for this result, as plain JSON data.

@@ -24,9 +24,20 @@ import uuid
 import warnings
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self, TypedDict, Unpack
 
 from toolcycle._activation import Activator, caller_cancelled
+from toolcycle._approve import (
+    DENIED,
+    PENDING,
+    check_resume,
+    decision_from,
+    denial,
+    no_approver,
+    pending_for,
+    record_of,
+    request_for,
+)
 from toolcycle._batch import run_batch
 from toolcycle._calls import parse_tool_call
 from toolcycle._definitions import definition
@@ -36,11 +47,23 @@ from toolcycle._names import FORMATS
 from toolcycle._portal import Deadline
 from toolcycle._results import Outcome, build_result, check_input
 from toolcycle._schemas import drop_absent_nulls
+from toolcycle.approvals import (
+    ApprovalDecision,
+    ApprovalLedger,
+    ApprovalRequest,
+    MemoryApprovalLedger,
+    needs_approval,
+)
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.capabilities import check_capabilities, is_allowed
-from toolcycle.context import ToolExecutionContext, _start_collecting, _stop_collecting
+from toolcycle.context import (
+    ToolExecutionContext,
+    _CallScope,
+    _start_collecting,
+    _stop_collecting,
+)
 from toolcycle.errors import (
     ToolAccessDeniedError,
     ToolCancelledError,
@@ -53,8 +76,10 @@ from toolcycle.errors import (
     ToolSkippedWarning,
 )
 from toolcycle.models import (
+    ApprovalRecord,
     BoundResource,
     Change,
+    PendingApproval,
     ProviderFormat,
     ToolCall,
     ToolDescriptor,
@@ -77,6 +102,23 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 
     from toolcycle._types import Clock, JSONSchema
+    from toolcycle.approvals import ApprovalRule, Approver
+    from toolcycle.instrumentation import CallObserver, Instrumentation
+
+    class _PlanOptions(TypedDict, total=False):
+        """The keyword arguments of `ToolRuntime.new_context`, for ``plan`` and ``aplan``."""
+
+        read_only: bool
+        requires_checkpoint: bool
+        resources: Iterable[BoundResource]
+        cancellation_token: CancellationToken | None
+        metadata: Mapping[str, Any] | None
+        on_progress: Callable[[ProgressEvent], object] | None
+        timeout: float | None
+        idle_timeout: float | None
+        approver: Approver | None
+        approval: ApprovalRule
+
     from toolcycle.models import ProgressEvent, ToolExecutionTrace, TraceStatus
 
 __all__ = ["ToolRuntime"]
@@ -121,6 +163,18 @@ class _Call:
     record: CallRecord
     traced: bool = True
     """False for an explicit ``activate``, which is not a call and leaves no trace."""
+    observer: CallObserver | None = None
+    """The instrumentation's watcher of this call, when the runtime has one."""
+    scope: _CallScope | None = None
+    """What the running call collects (changes, progress, its own token)."""
+    trace: ToolExecutionTrace | None = None
+    result: ToolResult | None = None
+    approved: bool = False
+    """The call was approved before it started (``resume``): ask nobody again."""
+    tool_call_id: str | None = None
+    """The model's id of the call, when it came through ``call``."""
+    arguments: Any = None
+    """The validated arguments, kept only for an observer that records payloads."""
 
 
 _DEFAULT_REDACTION = RedactionPolicy()
@@ -160,6 +214,12 @@ class ToolRuntime:
             calls it abandoned at their timeout to finish before deactivating
             the plan's tools; None waits for ever. Those still running then are
             logged as ``tool.abandoned_still_running``.
+        instrumentation: told of every call, activation and deactivation, for
+            an observability backend (see `toolcycle.otel.OpenTelemetry`);
+            None, the default, costs nothing.
+        approval_ledger: where ``resume`` claims each deferred call before it
+            runs it, so that none runs twice; in memory by default. Share a
+            `FileApprovalLedger` between processes that resume the same calls.
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
@@ -178,6 +238,8 @@ class ToolRuntime:
         activate_timeout: float | None = None,
         abandon_timeout: float | None = 5.0,
         redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
+        instrumentation: Instrumentation | None = None,
+        approval_ledger: ApprovalLedger | None = None,
         max_workers: int = 8,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
@@ -195,8 +257,10 @@ class ToolRuntime:
         self._tools: dict[str, _Entry] = {}
         self._cache = ToolLifecycleCache()
         self._invoker = Invoker(max_workers=max_workers)
+        self._instrumentation = instrumentation
+        self._ledger = approval_ledger if approval_ledger is not None else MemoryApprovalLedger()
         self._activator = Activator(
-            self._cache, self._invoker, deactivate_timeout, activate_timeout
+            self._cache, self._invoker, deactivate_timeout, activate_timeout, instrumentation
         )
         self._sources: list[_SourceEntry] = []
         self._closed = False
@@ -430,13 +494,15 @@ class ToolRuntime:
         on_progress: Callable[[ProgressEvent], object] | None = None,
         timeout: float | None = None,
         idle_timeout: float | None = None,
+        approver: Approver | None = None,
+        approval: ApprovalRule = "writes",
     ) -> ToolExecutionContext:
         """Create a context for a new plan, tracked so that ``close()`` ends it.
 
         ``on_progress`` receives a `ProgressEvent` for every progress report of
         the plan's calls, ``timeout`` bounds each of them and ``idle_timeout``
-        bounds the quiet between their progress reports (see
-        `ToolExecutionContext`).
+        bounds the quiet between their progress reports; ``approver`` is asked
+        before the calls ``approval`` selects (see `ToolExecutionContext`).
 
         Sources whose tool list changed since they were registered (see
         `register_source`) are registered afresh first, so the new plan sees
@@ -455,6 +521,8 @@ class ToolRuntime:
             on_progress=on_progress,
             timeout=timeout,
             idle_timeout=idle_timeout,
+            approver=approver,
+            approval=approval,
         )
         self._cache.track(ctx)
         lifecycle_event(
@@ -467,30 +535,13 @@ class ToolRuntime:
 
     @contextmanager
     def plan(
-        self,
-        plan_id: str | None = None,
-        *,
-        read_only: bool = False,
-        requires_checkpoint: bool = False,
-        resources: Iterable[BoundResource] = (),
-        cancellation_token: CancellationToken | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_progress: Callable[[ProgressEvent], object] | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        self, plan_id: str | None = None, **options: Unpack[_PlanOptions]
     ) -> Iterator[ToolExecutionContext]:
-        """A plan scope: yields a new context and ends the plan on exit, however it exits."""
-        ctx = self.new_context(
-            plan_id,
-            read_only=read_only,
-            requires_checkpoint=requires_checkpoint,
-            resources=resources,
-            cancellation_token=cancellation_token,
-            metadata=metadata,
-            on_progress=on_progress,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-        )
+        """A plan scope: yields a new context and ends the plan on exit, however it exits.
+
+        Takes the same arguments as `new_context`.
+        """
+        ctx = self.new_context(plan_id, **options)
         try:
             yield ctx
         finally:
@@ -498,30 +549,13 @@ class ToolRuntime:
 
     @asynccontextmanager
     async def aplan(
-        self,
-        plan_id: str | None = None,
-        *,
-        read_only: bool = False,
-        requires_checkpoint: bool = False,
-        resources: Iterable[BoundResource] = (),
-        cancellation_token: CancellationToken | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_progress: Callable[[ProgressEvent], object] | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
+        self, plan_id: str | None = None, **options: Unpack[_PlanOptions]
     ) -> AsyncIterator[ToolExecutionContext]:
-        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
-        ctx = self.new_context(
-            plan_id,
-            read_only=read_only,
-            requires_checkpoint=requires_checkpoint,
-            resources=resources,
-            cancellation_token=cancellation_token,
-            metadata=metadata,
-            on_progress=on_progress,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-        )
+        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation.
+
+        Takes the same arguments as `new_context`.
+        """
+        ctx = self.new_context(plan_id, **options)
         try:
             yield ctx
         finally:
@@ -622,19 +656,7 @@ class ToolRuntime:
             ToolActivationError: the tool's ``activate`` failed.
             ValueError: ``idle_timeout`` is not positive.
         """
-        _check_idle(idle_timeout)
-        call, entry = self._admit(name, ctx)
-        self._ensure_active(call, entry)
-        data = self._validate_input(call, entry, params)
-        if isinstance(data, ToolResult):
-            return data
-        changes, collecting = _start_collecting(call.record)
-        try:
-            limit = _deadline(call, entry, timeout, idle_timeout)
-            outcome = self._run_sync(call, entry, data, limit)
-            return self._finish(call, entry, outcome, changes)
-        finally:
-            _stop_collecting(collecting)
+        return self._execute(name, params, ctx, timeout, idle_timeout)
 
     async def aexecute(
         self,
@@ -652,19 +674,100 @@ class ToolRuntime:
         block the loop. Cancelling the awaiting task cancels the call and is
         re-raised as ``asyncio.CancelledError``.
         """
+        return await self._aexecute(name, params, ctx, timeout, idle_timeout)
+
+    def _execute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+    ) -> ToolResult:
         _check_idle(idle_timeout)
-        call, entry = self._admit(name, ctx)
-        await self._aensure_active(call, entry)
-        data = self._validate_input(call, entry, params)
-        if isinstance(data, ToolResult):
-            return data
-        changes, collecting = _start_collecting(call.record)
+        call = self._start(name, ctx, tool_call_id, approval=approval)
+        if call.observer is None:
+            return self._pipeline(call, params, timeout, idle_timeout)
+        try:
+            result = self._pipeline(call, params, timeout, idle_timeout)
+            call.trace, call.result = result.trace, result
+            return result
+        finally:
+            self._observed(call)
+
+    async def _aexecute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+    ) -> ToolResult:
+        _check_idle(idle_timeout)
+        call = self._start(name, ctx, tool_call_id, approval=approval)
+        if call.observer is None:
+            return await self._apipeline(call, params, timeout, idle_timeout)
+        try:
+            result = await self._apipeline(call, params, timeout, idle_timeout)
+            call.trace, call.result = result.trace, result
+            return result
+        finally:
+            self._observed(call)
+
+    def _pipeline(
+        self, call: _Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        entry = self._check(call)
+        if self._approval_needed(call, entry):
+            # Validate and ask first, so that a denied or deferred call starts nothing.
+            data = self._validate_input(call, entry, params)
+            if isinstance(data, ToolResult):
+                return data
+            verdict = self._approve(call, entry, data)
+            if verdict is not None:
+                return verdict
+            self._ensure_active(call, entry)
+        else:
+            self._ensure_active(call, entry)
+            data = self._validate_input(call, entry, params)
+            if isinstance(data, ToolResult):
+                return data
+        call.scope, collecting = _start_collecting(call.ctx, call.record)
+        try:
+            limit = _deadline(call, entry, timeout, idle_timeout)
+            outcome = self._run_sync(call, entry, data, limit)
+            return self._finish(call, entry, outcome, call.scope.changes)
+        finally:
+            _stop_collecting(call.scope, collecting)
+
+    async def _apipeline(
+        self, call: _Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        entry = self._check(call)
+        if self._approval_needed(call, entry):
+            data = self._validate_input(call, entry, params)
+            if isinstance(data, ToolResult):
+                return data
+            verdict = await self._aapprove(call, entry, data)
+            if verdict is not None:
+                return verdict
+            await self._aensure_active(call, entry)
+        else:
+            await self._aensure_active(call, entry)
+            data = self._validate_input(call, entry, params)
+            if isinstance(data, ToolResult):
+                return data
+        call.scope, collecting = _start_collecting(call.ctx, call.record)
         try:
             limit = _deadline(call, entry, timeout, idle_timeout)
             outcome = await self._run_async(call, entry, data, limit)
-            return self._finish(call, entry, outcome, changes)
+            return self._finish(call, entry, outcome, call.scope.changes)
         finally:
-            _stop_collecting(collecting)
+            _stop_collecting(call.scope, collecting)
 
     # -- the agent loop: definitions for a model, and its tool calls -----------------------
 
@@ -732,10 +835,10 @@ class ToolRuntime:
             return prepared
         call, name, arguments = prepared
         try:
-            result = self.execute(name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout)
+            result = self._execute(name, arguments, ctx, timeout, idle_timeout, call.id)
         except REFUSED as exc:
             return refusal(self._masked(call, name), str(exc), type(exc).__name__)
-        return result.model_copy(update={"call": self._masked(call, name)})
+        return _answering(result, self._masked(call, name))
 
     async def acall(
         self,
@@ -841,12 +944,10 @@ class ToolRuntime:
         idle_timeout: float | None = None,
     ) -> ToolResult:
         try:
-            result = await self.aexecute(
-                name, arguments, ctx, timeout=timeout, idle_timeout=idle_timeout
-            )
+            result = await self._aexecute(name, arguments, ctx, timeout, idle_timeout, call.id)
         except REFUSED as exc:
             return refusal(self._masked(call, name), str(exc), type(exc).__name__)
-        return result.model_copy(update={"call": self._masked(call, name)})
+        return _answering(result, self._masked(call, name))
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced."""
@@ -894,13 +995,13 @@ class ToolRuntime:
                 is not checkpointable.
             ToolActivationError: the tool's ``activate`` failed.
         """
-        call, entry = self._admit(name, ctx, traced=False)
-        self._ensure_active(call, entry, explicit=True)
+        call = self._start(name, ctx, traced=False)
+        self._ensure_active(call, self._check(call), explicit=True)
 
     async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Async twin of `activate`."""
-        call, entry = self._admit(name, ctx, traced=False)
-        await self._aensure_active(call, entry, explicit=True)
+        call = self._start(name, ctx, traced=False)
+        await self._aensure_active(call, self._check(call), explicit=True)
 
     # -- pipeline steps (shared by execute and aexecute) --------------------------------
 
@@ -943,19 +1044,40 @@ class ToolRuntime:
         """Finish the call's trace, unless the call is an explicit activation."""
         if not call.traced:
             return None
-        return self._traces.finish(call.record, status, **details)
+        call.trace = self._traces.finish(call.record, status, **details)
+        return call.trace
 
-    def _admit(
-        self, name: str, ctx: ToolExecutionContext, *, traced: bool = True
-    ) -> tuple[_Call, _Entry]:
-        """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
+    def _start(
+        self,
+        name: str,
+        ctx: ToolExecutionContext,
+        tool_call_id: str | None = None,
+        *,
+        traced: bool = True,
+        approval: ApprovalRecord | None = None,
+    ) -> _Call:
+        """Open the call's record (and its observer, if the runtime is instrumented).
+
+        ``approval`` is the decision of a resumed call, made before it started.
+        """
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
         call = _Call(name, ctx, self._traces.start(name, ctx.plan_id), traced)
+        call.tool_call_id = tool_call_id
+        if approval is not None:
+            call.record.approval = approval
+            call.approved = True
         if traced:
             lifecycle_event(
                 "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
             )
+            if self._instrumentation is not None:
+                call.observer = self._observe(call, tool_call_id)
+        return call
+
+    def _check(self, call: _Call) -> _Entry:
+        """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
+        name, ctx = call.name, call.ctx
         entry = self._tools.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
@@ -984,7 +1106,7 @@ class ToolRuntime:
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
             self._emit(call, "denied", error=denial)
             raise
-        return call, entry
+        return entry
 
     def _raise_cancelled(self, call: _Call, cause: BaseException | None) -> NoReturn:
         token = call.ctx.cancellation_token
@@ -1007,7 +1129,10 @@ class ToolRuntime:
 
     def _validate_input(self, call: _Call, entry: _Entry, params: Any) -> Any:
         """Step 4: return the normalised input, or a failed result explaining why not."""
-        return check_input(self._traces, call.record, entry.input, params, self.redaction)
+        data = check_input(self._traces, call.record, entry.input, params, self.redaction)
+        if call.observer is not None and not isinstance(data, ToolResult):
+            call.arguments = data
+        return data
 
     def _finish(
         self, call: _Call, entry: _Entry, outcome: Outcome, changes: list[Change]
@@ -1076,10 +1201,215 @@ class ToolRuntime:
         return Outcome(output)
 
     def _timed_out(self, call: _Call, exc: InvokeTimeoutError) -> Outcome:
+        if call.scope is not None:
+            call.scope.cancel(str(exc))  # a tool polling ctx.call_token stops
         if exc.abandoned is not None:
             with self._lock:
                 self._abandoned.setdefault(call.ctx.plan_id, []).append(exc.abandoned)
         return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def resume(
+        self,
+        pending: PendingApproval | str | dict[str, Any],
+        decision: ApprovalDecision | bool,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Finish a deferred call with the decision it waited for.
+
+        ``pending`` is a result's `PendingApproval` (or its JSON text or dict,
+        as stored). An approval runs the call's exact recorded arguments in
+        ``ctx`` (its checks, validation and activation as for `execute`, but
+        no approver is asked); a denial returns a failed result. Either way the
+        call is first claimed in the runtime's approval ledger, so it runs at
+        most once, even if ``resume`` is called again or in another process
+        sharing a `FileApprovalLedger`.
+
+        Raises:
+            ToolApprovalError: the pending record was changed, the decision
+                defers or is bound to another call, or the call was resumed
+                before.
+            TypeError: ``pending`` or ``decision`` is of the wrong kind.
+            ToolCancelledError, ToolAccessDeniedError, ...: as for `execute`.
+        """
+        record, chosen, approval = self._claim_resume(pending, decision)
+        if chosen.outcome == "deny":
+            result = self._resumed_denial(record, chosen, approval, ctx)
+        else:
+            call_id = record.call.id if record.call is not None else None
+            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
+            result = self._execute(*args, approval)
+        return result if record.call is None else result.model_copy(update={"call": record.call})
+
+    async def aresume(
+        self,
+        pending: PendingApproval | str | dict[str, Any],
+        decision: ApprovalDecision | bool,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Async twin of `resume`."""
+        record, chosen, approval = self._claim_resume(pending, decision)
+        if chosen.outcome == "deny":
+            result = self._resumed_denial(record, chosen, approval, ctx)
+        else:
+            call_id = record.call.id if record.call is not None else None
+            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
+            result = await self._aexecute(*args, approval)
+        return result if record.call is None else result.model_copy(update={"call": record.call})
+
+    def _claim_resume(
+        self, pending: Any, decision: Any
+    ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
+        self._check_open()
+        record, chosen = check_resume(pending, decision, self._ledger)
+        approval = record_of(
+            chosen, record.fingerprint, approval_id=record.approval_id, resumed=True
+        )
+        return record, chosen, approval
+
+    def _resumed_denial(
+        self,
+        record: PendingApproval,
+        decision: ApprovalDecision,
+        approval: ApprovalRecord,
+        ctx: ToolExecutionContext,
+    ) -> ToolResult:
+        call = self._start(record.tool_name, ctx, approval=approval)
+        try:
+            return self._denied(call, decision)
+        finally:
+            if call.observer is not None:
+                self._observed(call)
+
+    def _approval_needed(self, call: _Call, entry: _Entry) -> bool:
+        if call.approved:
+            return False
+        if call.ctx.approver is None:
+            return entry.descriptor.capability.requires_approval is True
+        return needs_approval(entry.descriptor, call.ctx.approval)
+
+    def _approve(self, call: _Call, entry: _Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Ask the plan's approver from sync code; None means run the call."""
+        request = self._request(call, entry, data)
+        approver = call.ctx.approver
+        if approver is None:
+            return self._decided(call, request, no_approver(request))
+        try:
+            answer = self._invoker.call(approver, request, token=call.ctx.cancellation_token)
+        except (ToolCancelledError, asyncio.CancelledError) as exc:
+            self._raise_cancelled(call, exc)
+        except Exception as exc:
+            return self._decided(call, request, _approver_failed(exc))
+        return self._decided(call, request, decision_from(answer, request))
+
+    async def _aapprove(
+        self, call: _Call, entry: _Entry, data: dict[str, Any]
+    ) -> ToolResult | None:
+        """Ask the plan's approver from async code (a sync one runs on the pool)."""
+        request = self._request(call, entry, data)
+        approver = call.ctx.approver
+        if approver is None:
+            return self._decided(call, request, no_approver(request))
+        try:
+            answer = await self._invoker.acall(approver, request, token=call.ctx.cancellation_token)
+        except ToolCancelledError as exc:
+            self._raise_cancelled(call, exc)
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._emit(call, "cancelled", error=exc)
+                raise
+            self._raise_cancelled(call, exc)
+        except Exception as exc:
+            return self._decided(call, request, _approver_failed(exc))
+        return self._decided(call, request, decision_from(answer, request))
+
+    def _request(self, call: _Call, entry: _Entry, data: dict[str, Any]) -> ApprovalRequest:
+        return request_for(
+            entry.descriptor,
+            data,
+            call.ctx,
+            call.record.call_id,
+            call.tool_call_id,
+            self.redaction,
+        )
+
+    def _decided(
+        self, call: _Call, request: ApprovalRequest, decision: ApprovalDecision
+    ) -> ToolResult | None:
+        """Record the decision; the result to return for a denial or a deferral."""
+        lifecycle_event(
+            "tool.approval",
+            tool=call.name,
+            plan_id=call.ctx.plan_id,
+            call_id=call.record.call_id,
+            outcome=decision.outcome,
+        )
+        if decision.outcome == "approve":
+            call.record.approval = record_of(decision, request.fingerprint)
+            return None
+        if decision.outcome == "deny":
+            call.record.approval = record_of(decision, request.fingerprint)
+            return self._denied(call, decision)
+        pending = pending_for(request, decision)
+        call.record.approval = record_of(
+            decision, request.fingerprint, approval_id=pending.approval_id
+        )
+        message = (
+            f"the call of {call.name!r} is waiting for approval"
+            + (f" ({decision.reason})" if decision.reason else "")
+            + "; it has not run yet"
+        )
+        trace = self._emit(call, "pending", error_message=message, error_type=PENDING)
+        return ToolResult(
+            success=False, error=message, error_type=PENDING, trace=trace, pending=pending
+        )
+
+    def _denied(self, call: _Call, decision: ApprovalDecision) -> ToolResult:
+        message = denial(call.name, decision)
+        trace = self._emit(call, "denied", error_message=message, error_type=DENIED)
+        error = trace.error if trace is not None else message  # redacted by the trace
+        return ToolResult(success=False, error=error, error_type=DENIED, trace=trace)
+
+    # -- instrumentation ----------------------------------------------------------------
+
+    def _observe(self, call: _Call, tool_call_id: str | None) -> CallObserver | None:
+        assert self._instrumentation is not None
+        entry = self._tools.get(call.name)
+        try:
+            return self._instrumentation.call_started(
+                tool_name=call.name,
+                descriptor=entry.descriptor if entry is not None else None,
+                ctx=call.ctx,
+                call_id=call.record.call_id,
+                tool_call_id=tool_call_id,
+            )
+        except Exception as exc:
+            _log.warning("instrumentation.failed", hook="call_started", error=repr(exc))
+            return None
+
+    def _observed(self, call: _Call) -> None:
+        """Tell the call's observer how it ended (with payloads, if it wants them)."""
+        observer = call.observer
+        assert observer is not None
+        try:
+            arguments = output = None
+            if observer.record_payloads:
+                arguments = call.arguments
+                entry = self._tools.get(call.name)
+                if arguments is not None and self.redaction is not None and entry is not None:
+                    arguments = self.redaction.masked(arguments, entry.descriptor.input_schema)
+                result = call.result
+                output = result.output if result is not None and result.success else None
+            observer.finish(call.trace, arguments=arguments, output=output)
+        except Exception as exc:
+            _log.warning("instrumentation.failed", hook="finish", error=repr(exc))
 
     # -- small helpers ----------------------------------------------------------------------
 
@@ -1092,6 +1422,21 @@ class ToolRuntime:
     def _check_open(self) -> None:
         if self._closed:
             raise ToolRuntimeError("the runtime is closed")
+
+
+def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
+    """The result with the model's call it answers (its pending record too, if any)."""
+    update: dict[str, Any] = {"call": call}
+    if result.pending is not None:
+        update["pending"] = result.pending.model_copy(update={"call": call})
+    return result.model_copy(update=update)
+
+
+def _approver_failed(exc: Exception) -> ApprovalDecision:
+    _log.warning("tool.approver_failed", error=f"{type(exc).__name__}: {exc}")
+    return ApprovalDecision.deny(
+        f"the approver failed ({type(exc).__name__}: {exc}); the call was not run"
+    )
 
 
 def _warn_skipped(message: str) -> None:

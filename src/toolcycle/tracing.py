@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from toolcycle.models import ToolExecutionTrace, TraceStatus
+from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus
 
 if TYPE_CHECKING:
     from toolcycle._types import Clock
@@ -145,6 +145,7 @@ class CallRecord:
 
     __slots__ = (
         "active_at",
+        "approval",
         "call_id",
         "plan_id",
         "progress",
@@ -166,6 +167,7 @@ class CallRecord:
         self.active_at = time.monotonic()  # its start, then its latest progress report
         # Set once the arguments are known: removes their secrets from exported text.
         self.scrub: Callable[[str], str] | None = None
+        self.approval: ApprovalRecord | None = None  # how its approval was decided
 
 
 class TraceRecorder:
@@ -230,6 +232,11 @@ class TraceRecorder:
             error_type = error_type or type(error).__name__
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
+        approval = record.approval
+        if approval is not None and approval.reason and record.scrub is not None:
+            reason = record.scrub(approval.reason)  # an approver may quote an argument
+            if reason != approval.reason:
+                approval = approval.model_copy(update={"reason": reason})
         ended = self._clock()
         trace = ToolExecutionTrace(
             tool_name=record.tool_name,
@@ -247,6 +254,7 @@ class TraceRecorder:
             output_valid=output_valid,
             progress_count=record.progress,
             abandoned=abandoned,
+            approval=approval,
         )
         for sink in (self._tracer.record, *self._listeners):
             try:

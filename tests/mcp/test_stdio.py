@@ -217,6 +217,7 @@ _HOST = textwrap.dedent(
     ctx = runtime.new_context()
     runtime.activate("add", ctx)
     print(runtime.execute("environment", {{}}, ctx).trace.call_id, flush=True)
+    sys.stdin.readline()  # the test has found the server: now end as told
     {ending}
     """
 )
@@ -226,13 +227,17 @@ def _host_server_pids(ending: str) -> tuple[subprocess.Popen[str], set[int]]:
     """Start a host process that leaves a server running, and find that server."""
     host = subprocess.Popen(
         [sys.executable, "-c", _HOST.format(servers=str(SERVERS), ending=ending)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert host.stdout is not None
+    assert host.stdout is not None and host.stdin is not None
     assert host.stdout.readline(), "the host did not get as far as a call"
     servers = {p.pid for p in psutil.Process(host.pid).children(recursive=True)}
     assert len(servers) == 1
+    # Only now may the host end: before, an exit could beat the look for its server.
+    host.stdin.write("\n")
+    host.stdin.flush()
     return host, servers
 
 

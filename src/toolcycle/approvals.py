@@ -1,0 +1,210 @@
+"""Approvals: asking someone before a tool runs, and binding the answer to one exact call.
+
+A plan that carries an *approver* asks it before every call that needs approval
+(by default, calls of tools that write). The approver answers with an
+`ApprovalDecision`: approve, deny with a reason, or defer. A deferred call
+returns a pending result whose `PendingApproval` can be stored (it is plain
+JSON) and resumed later, in this process or another, with ``runtime.resume``.
+
+Two rules make approvals safe to automate:
+
+- **An approval names one call.** Every request carries a `fingerprint` of the
+  tool's name and its exact, validated arguments. A decision may carry the
+  fingerprint the reviewer saw; the runtime refuses to apply it to a call with
+  another fingerprint, and refuses a pending record whose arguments were changed
+  after it was made.
+- **A call resumes at most once.** Resuming claims the pending call's id in an
+  `ApprovalLedger` before the tool runs. The default ledger lives in the runtime;
+  `FileApprovalLedger` shares claims between processes through a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from toolcycle.models import ToolDescriptor
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalLedger",
+    "ApprovalRequest",
+    "ApprovalRule",
+    "Approver",
+    "FileApprovalLedger",
+    "MemoryApprovalLedger",
+    "fingerprint",
+    "needs_approval",
+]
+
+
+def fingerprint(tool_name: str, arguments: Any) -> str:
+    """The fingerprint of one call: SHA-256 of its tool name and canonical JSON arguments.
+
+    The JSON is canonical (sorted keys, no spaces, UTF-8), so two calls have the
+    same fingerprint exactly when they name the same tool with equal arguments.
+    """
+    text = json.dumps(
+        [tool_name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver is asked about: one call, before it runs.
+
+    Attributes:
+        tool_name: the tool the call would run.
+        arguments: the validated arguments the tool would receive, secrets included
+            (the approver is the host's own code).
+        display_arguments: the same with secret values replaced by ``[redacted]``
+            under the runtime's redaction policy: the ones to show a person.
+        fingerprint: the call's `fingerprint`; put it in the decision to bind it.
+        descriptor: the tool's descriptor.
+        plan_id: the plan the call belongs to.
+        call_id: the runtime's id of the call (its trace's ``call_id``).
+        tool_call_id: the model's id of the call, when it came through ``call``.
+    """
+
+    tool_name: str
+    arguments: dict[str, Any] = field(repr=False)
+    display_arguments: dict[str, Any]
+    fingerprint: str
+    descriptor: ToolDescriptor = field(repr=False)
+    plan_id: str
+    call_id: str
+    tool_call_id: str | None = None
+
+
+class ApprovalDecision(BaseModel):
+    """An approver's answer: approve, deny or defer one call.
+
+    Build one with `approve`, `deny` or `defer`. A decision that carries a
+    ``fingerprint`` applies only to the call with that fingerprint.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: Literal["approve", "deny", "defer"]
+    reason: str | None = None
+    """Why; shown to the model for a denial and kept in the trace."""
+    fingerprint: str | None = None
+    """The call the decision is about, when the reviewer bound it to one."""
+
+    @classmethod
+    def approve(
+        cls, *, reason: str | None = None, fingerprint: str | None = None
+    ) -> ApprovalDecision:
+        """Let the call run."""
+        return cls(outcome="approve", reason=reason, fingerprint=fingerprint)
+
+    @classmethod
+    def deny(cls, reason: str, *, fingerprint: str | None = None) -> ApprovalDecision:
+        """Refuse the call; ``reason`` reaches the model in the failed result."""
+        return cls(outcome="deny", reason=reason, fingerprint=fingerprint)
+
+    @classmethod
+    def defer(cls, reason: str | None = None) -> ApprovalDecision:
+        """Decide later: the call returns a pending result to resume with ``runtime.resume``."""
+        return cls(outcome="defer", reason=reason)
+
+
+Approver: TypeAlias = (
+    "Callable[[ApprovalRequest], ApprovalDecision | bool | Awaitable[ApprovalDecision | bool]]"
+)
+"""A plan's approver: a function or coroutine function of an `ApprovalRequest`.
+
+``True`` means approve and ``False`` deny (with a generic reason).
+"""
+
+ApprovalRule: TypeAlias = "Literal['writes', 'all', 'flagged'] | Callable[[ToolDescriptor], bool]"
+"""Which calls of a plan need approval; see `needs_approval`."""
+
+
+def needs_approval(descriptor: ToolDescriptor, rule: ApprovalRule) -> bool:
+    """Whether a call of the tool needs approval under a plan's rule.
+
+    A tool's own ``capability.requires_approval`` is honoured by the named rules:
+    True always asks, False never asks under ``"writes"``.
+
+    - ``"writes"`` (the default): tools that write, and tools that ask for it;
+    - ``"all"``: every call;
+    - ``"flagged"``: only tools whose capability says ``requires_approval=True``;
+    - a callable: whatever it returns for the descriptor (it decides alone).
+    """
+    flag = descriptor.capability.requires_approval
+    if callable(rule):
+        return bool(rule(descriptor))
+    if rule == "all" or flag is True:
+        return True
+    if rule == "flagged" or flag is False:
+        return False
+    return descriptor.capability.writes
+
+
+class ApprovalLedger(Protocol):
+    """Remembers which pending calls were resumed, so that none runs twice."""
+
+    def claim(self, approval_id: str) -> bool:
+        """Record ``approval_id`` as resumed; False if it already was (atomically)."""
+        ...
+
+
+class MemoryApprovalLedger:
+    """An `ApprovalLedger` in memory: claims last as long as the object."""
+
+    __slots__ = ("_claimed", "_lock")
+
+    def __init__(self) -> None:
+        self._claimed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def claim(self, approval_id: str) -> bool:
+        """Record ``approval_id``; False if it was recorded before."""
+        with self._lock:
+            if approval_id in self._claimed:
+                return False
+            self._claimed.add(approval_id)
+            return True
+
+
+class FileApprovalLedger:
+    """An `ApprovalLedger` in a directory, shared by every process that uses it.
+
+    Each claim creates one empty file named after the id, with an exclusive
+    create, so two processes that resume the same call race for one file and
+    exactly one wins. The directory is created if needed. Ids are made by the
+    runtime (hex digits and dashes); any other character is refused.
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def claim(self, approval_id: str) -> bool:
+        """Create the id's file; False if it exists already.
+
+        Raises:
+            ValueError: the id is not one the runtime makes.
+        """
+        if not approval_id or not all(c in "0123456789abcdef-" for c in approval_id):
+            raise ValueError(f"{approval_id!r} is not an approval id made by toolcycle")
+        try:
+            descriptor = os.open(self.path / approval_id, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        os.close(descriptor)
+        return True

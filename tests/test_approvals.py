@@ -1,0 +1,623 @@
+"""Approvals: who is asked, what each answer does, and resuming a deferred call exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolcycle import (
+    ToolApprovalError,
+    ToolCancelledError,
+    ToolExecutionContext,
+    ToolResult,
+    ToolRuntime,
+    tool,
+)
+from toolcycle.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    FileApprovalLedger,
+    MemoryApprovalLedger,
+    fingerprint,
+    needs_approval,
+)
+from toolcycle.testing import FakeTool
+
+WAIT = 5.0
+
+ran: list[dict[str, Any]] = []
+
+
+@tool
+def send(to: str, body: str = "", api_key: str = "") -> str:
+    """Send a message (a tool that writes)."""
+    ran.append({"to": to, "body": body})
+    return f"sent to {to}"
+
+
+@tool(writes=False)
+def look(q: str) -> str:
+    """Look something up (read-only)."""
+    return q
+
+
+@tool(writes=False, requires_approval=True)
+def peek(q: str) -> str:
+    """Read-only, but its author wants every call approved."""
+    return q
+
+
+@tool(requires_approval=False)
+def log_line(text: str) -> str:
+    """Writes, but its author says it needs no approval."""
+    return text
+
+
+@pytest.fixture(autouse=True)
+def _forget_runs() -> None:
+    ran.clear()
+
+
+@pytest.fixture
+def rt() -> Any:
+    with ToolRuntime() as runtime:
+        for each in (send, look, peek, log_line):
+            runtime.register(each)
+        yield runtime
+
+
+class Approver:
+    """A scripted approver that remembers every request."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.requests: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest) -> Any:
+        self.requests.append(request)
+        return self.answers.pop(0) if self.answers else True
+
+
+# -- who is asked -----------------------------------------------------------------------
+
+
+def test_by_default_calls_of_writing_tools_are_asked_and_read_only_ones_are_not(
+    rt: ToolRuntime,
+) -> None:
+    """Rule 'writes': the approver sees send, not look; the approved call's trace says so."""
+    approver = Approver()
+    with rt.plan(approver=approver) as ctx:
+        looked = rt.execute("look", {"q": "x"}, ctx)
+        sent = rt.execute("send", {"to": "ann"}, ctx)
+    assert [r.tool_name for r in approver.requests] == ["send"]
+    assert looked.trace is not None and looked.trace.approval is None
+    assert sent.success and sent.trace is not None and sent.trace.approval is not None
+    assert sent.trace.approval.outcome == "approved"
+    assert sent.trace.approval.fingerprint == fingerprint("send", {"to": "ann"})
+
+
+def test_a_tools_own_flag_overrides_the_writes_rule(rt: ToolRuntime) -> None:
+    """requires_approval=True asks for a read-only tool; False skips a writing one."""
+    approver = Approver()
+    with rt.plan(approver=approver) as ctx:
+        rt.execute("peek", {"q": "x"}, ctx)
+        rt.execute("log_line", {"text": "y"}, ctx)
+    assert [r.tool_name for r in approver.requests] == ["peek"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "asked"),
+    [
+        ("all", ["send", "look", "peek", "log_line"]),
+        ("flagged", ["peek"]),
+        (lambda descriptor: descriptor.name.startswith("l"), ["look", "log_line"]),
+    ],
+)
+def test_a_plans_rule_selects_the_calls_that_are_asked(
+    rt: ToolRuntime, rule: Any, asked: list[str]
+) -> None:
+    """'all', 'flagged' and a function of the descriptor each select their calls."""
+    approver = Approver()
+    with rt.plan(approver=approver, approval=rule) as ctx:
+        for name, params in [
+            ("send", {"to": "a"}),
+            ("look", {"q": "b"}),
+            ("peek", {"q": "c"}),
+            ("log_line", {"text": "d"}),
+        ]:
+            assert rt.execute(name, params, ctx).success
+    assert [r.tool_name for r in approver.requests] == asked
+
+
+def test_needs_approval_honours_the_flag_except_under_a_function() -> None:
+    """The named rules honour requires_approval; a function decides alone."""
+    flagged = peek.discover()
+    assert needs_approval(flagged, "flagged")
+    assert needs_approval(flagged, "writes")
+    assert not needs_approval(flagged, lambda _: False)
+    assert not needs_approval(log_line.discover(), "writes")
+    assert needs_approval(log_line.discover(), "all")
+
+
+def test_without_an_approver_only_tools_that_demand_approval_are_refused(
+    rt: ToolRuntime,
+) -> None:
+    """A plan with no approver runs writing tools as before but refuses flagged ones."""
+    with rt.plan() as ctx:
+        assert rt.execute("send", {"to": "a"}, ctx).success
+        refused = rt.execute("peek", {"q": "x"}, ctx)
+    assert not refused.success
+    assert refused.error_type == "ApprovalDenied"
+    assert "has no approver" in (refused.error or "")
+    assert refused.trace is not None and refused.trace.status == "denied"
+
+
+def test_a_rule_other_than_writes_without_an_approver_is_refused_at_plan_start(
+    rt: ToolRuntime,
+) -> None:
+    """approval='all' with nobody to ask is a configuration error, said at once."""
+    with pytest.raises(ValueError, match="needs an approver"):
+        rt.new_context(approval="all")
+    with pytest.raises(ValueError, match="approval must be"):
+        ToolExecutionContext("p", approval="sometimes", approver=Approver())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="approver must be callable"):
+        ToolExecutionContext("p", approver="yes")  # type: ignore[arg-type]
+
+
+# -- what each answer does --------------------------------------------------------------
+
+
+def test_a_denied_call_fails_with_the_reason_and_starts_nothing() -> None:
+    """Denial: a failed result naming the reason; the tool is neither activated nor run."""
+    fake = FakeTool("deploy", writes=True)
+    with ToolRuntime() as runtime:
+        runtime.register(fake)
+        approver = Approver(ApprovalDecision.deny("deploys are frozen today"))
+        with runtime.plan(approver=approver) as ctx:
+            result = runtime.execute("deploy", {}, ctx)
+    assert not result.success
+    assert result.error_type == "ApprovalDenied"
+    assert "deploys are frozen today" in (result.error or "")
+    assert result.trace is not None and result.trace.status == "denied"
+    assert result.trace.approval is not None and result.trace.approval.outcome == "denied"
+    assert result.trace.approval.reason == "deploys are frozen today"
+    assert fake.stages() == ["discover"]
+
+
+def test_false_denies_and_true_approves(rt: ToolRuntime) -> None:
+    """A bool is a decision: False denies with a generic reason."""
+    with rt.plan(approver=Approver(False, True)) as ctx:
+        denied = rt.execute("send", {"to": "a"}, ctx)
+        approved = rt.execute("send", {"to": "b"}, ctx)
+    assert "the approver said no" in (denied.error or "")
+    assert approved.success
+    assert ran == [{"to": "b", "body": ""}]
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("yes", "returned str, not an ApprovalDecision"),
+        (ApprovalDecision.approve(fingerprint="sha256:other"), "bound to another call"),
+    ],
+)
+def test_an_unclear_answer_fails_closed(rt: ToolRuntime, answer: Any, message: str) -> None:
+    """An answer that is not a decision, or one bound to another call, denies the call."""
+    with rt.plan(approver=Approver(answer)) as ctx:
+        result = rt.execute("send", {"to": "a"}, ctx)
+    assert result.error_type == "ApprovalDenied" and message in (result.error or "")
+    assert ran == []
+
+
+def test_an_approver_that_raises_denies_the_call_and_is_logged(
+    rt: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fail closed: an exception in the approver is a denial naming it."""
+
+    def broken(request: ApprovalRequest) -> bool:
+        raise ConnectionError("review service down")
+
+    with rt.plan(approver=broken) as ctx:
+        result = rt.execute("send", {"to": "a"}, ctx)
+    assert result.error_type == "ApprovalDenied"
+    assert "ConnectionError: review service down" in (result.error or "")
+    assert ran == []
+    assert any(r.getMessage() == "tool.approver_failed" for r in caplog.records)
+
+
+def test_a_bound_decision_approves_its_own_call(rt: ToolRuntime) -> None:
+    """A decision carrying the request's own fingerprint approves it."""
+
+    def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.approve(reason="looks fine", fingerprint=request.fingerprint)
+
+    with rt.plan(approver=approver) as ctx:
+        result = rt.execute("send", {"to": "a"}, ctx)
+    assert result.success
+    assert result.trace is not None and result.trace.approval is not None
+    assert result.trace.approval.reason == "looks fine"
+
+
+def test_the_approver_sees_the_arguments_and_a_redacted_copy_to_show(rt: ToolRuntime) -> None:
+    """Request.arguments are the real ones; display_arguments mask secrets."""
+    approver = Approver()
+    with rt.plan(approver=approver) as ctx:
+        rt.execute("send", {"to": "a", "api_key": "sk-live-123"}, ctx)
+    (request,) = approver.requests
+    assert request.arguments["api_key"] == "sk-live-123"
+    assert request.display_arguments["api_key"] == "[redacted]"
+    assert "sk-live-123" not in repr(request)
+    assert request.plan_id == ctx.plan_id and request.tool_call_id is None
+
+
+def test_a_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntime) -> None:
+    """An approver's reason goes through the same redaction as every error."""
+
+    def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.deny(f"key {request.arguments['api_key']} is revoked")
+
+    with rt.plan(approver=approver) as ctx:
+        result = rt.execute("send", {"to": "a", "api_key": "sk-live-999"}, ctx)
+    assert "sk-live-999" not in (result.error or "")
+    assert result.trace is not None and "sk-live-999" not in result.trace.model_dump_json()
+
+
+def test_invalid_arguments_are_refused_before_anyone_is_asked(rt: ToolRuntime) -> None:
+    """Validation comes first: the approver never sees a call that could not run."""
+    approver = Approver()
+    with rt.plan(approver=approver) as ctx:
+        result = rt.execute("send", {"to": 5}, ctx)
+    assert result.trace is not None and result.trace.status == "invalid_input"
+    assert approver.requests == []
+
+
+def test_an_async_approver_is_awaited_from_sync_execute(rt: ToolRuntime) -> None:
+    """A coroutine approver works from sync code (on the runtime's loop thread)."""
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        await asyncio.sleep(0)
+        return ApprovalDecision.approve()
+
+    with rt.plan(approver=approver) as ctx:
+        assert rt.execute("send", {"to": "a"}, ctx).success
+
+
+def test_a_sync_approver_does_not_block_the_event_loop(rt: ToolRuntime) -> None:
+    """From aexecute, a blocking approver runs on a worker thread while the loop goes on."""
+    loop_ran = threading.Event()
+
+    def approver(request: ApprovalRequest) -> bool:
+        # Returns only once the loop has run another task: impossible if it ran on the loop.
+        return loop_ran.wait(WAIT)
+
+    async def main() -> ToolResult:
+        async with rt.aplan(approver=approver) as ctx:
+            call = asyncio.ensure_future(rt.aexecute("send", {"to": "a"}, ctx))
+            await asyncio.sleep(0)
+            loop_ran.set()
+            return await call
+
+    assert asyncio.run(main()).success
+
+
+def test_cancelling_the_plan_while_the_approver_waits_cancels_the_call(rt: ToolRuntime) -> None:
+    """An awaited approver is cancelled with the plan; the call raises ToolCancelledError."""
+    asking = asyncio.Event()
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asking.set()
+        await asyncio.sleep(WAIT)
+        return True
+
+    async def main() -> None:
+        async with rt.aplan(approver=approver) as ctx:
+            call = asyncio.ensure_future(rt.aexecute("send", {"to": "a"}, ctx))
+            await asyncio.wait_for(asking.wait(), WAIT)
+            ctx.cancellation_token.cancel("user left")
+            with pytest.raises(ToolCancelledError):
+                await asyncio.wait_for(call, WAIT)
+
+    asyncio.run(main())
+    assert ran == []
+
+
+# -- deferring and resuming -------------------------------------------------------------
+
+
+def _defer(rt: ToolRuntime, params: dict[str, Any]) -> ToolResult:
+    with rt.plan(approver=Approver(ApprovalDecision.defer("a person must look"))) as ctx:
+        return rt.execute("send", params, ctx)
+
+
+def test_a_deferred_call_returns_a_pending_result_and_runs_nothing(rt: ToolRuntime) -> None:
+    """Defer: a pending result with the record to resume; the trace says pending."""
+    result = _defer(rt, {"to": "ann", "body": "hi"})
+    assert not result.success and result.error_type == "ApprovalPending"
+    assert "has not run yet" in (result.error or "")
+    pending = result.pending
+    assert pending is not None
+    assert pending.arguments == {"to": "ann", "body": "hi"}
+    assert pending.fingerprint == fingerprint("send", pending.arguments)
+    assert pending.reason == "a person must look"
+    assert result.trace is not None and result.trace.status == "pending"
+    assert result.trace.approval is not None
+    assert result.trace.approval.approval_id == pending.approval_id
+    assert "ann" not in repr(pending)  # the arguments stay out of its repr
+    assert ran == []
+
+
+def test_resume_runs_the_recorded_arguments_once_in_a_new_plan(rt: ToolRuntime) -> None:
+    """A stored pending record, approved later, runs exactly its arguments, once."""
+    stored = _defer(rt, {"to": "ann", "body": "hi"}).pending
+    assert stored is not None
+    text = stored.model_dump_json()
+    with rt.plan() as later:
+        result = rt.resume(text, ApprovalDecision.approve(fingerprint=stored.fingerprint), later)
+        assert result.success and result.output == "sent to ann"
+        assert result.trace is not None and result.trace.approval is not None
+        assert result.trace.approval.resumed and result.trace.approval.outcome == "approved"
+        assert result.trace.plan_id == later.plan_id
+        with pytest.raises(ToolApprovalError, match="resumed before"):
+            rt.resume(text, True, later)
+        with pytest.raises(ToolApprovalError, match="resumed before"):
+            rt.resume(stored, False, later)
+    assert ran == [{"to": "ann", "body": "hi"}]
+
+
+def test_resume_with_a_denial_answers_without_running(rt: ToolRuntime) -> None:
+    """A resumed denial is a failed result with a denied trace."""
+    pending = _defer(rt, {"to": "bob"}).pending
+    assert pending is not None
+    with rt.plan() as later:
+        result = rt.resume(pending, ApprovalDecision.deny("not today"), later)
+    assert result.error_type == "ApprovalDenied" and "not today" in (result.error or "")
+    assert result.trace is not None and result.trace.status == "denied"
+    assert result.trace.approval is not None and result.trace.approval.resumed
+    assert ran == []
+
+
+def test_a_pending_record_changed_after_deferral_is_refused(rt: ToolRuntime) -> None:
+    """Editing the stored arguments breaks the fingerprint: resume refuses, runs nothing."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    data = json.loads(pending.model_dump_json())
+    data["arguments"]["to"] = "mallory"
+    with rt.plan() as later, pytest.raises(ToolApprovalError, match="was changed"):
+        rt.resume(data, True, later)
+    assert ran == []
+
+
+def test_an_approval_bound_to_one_call_cannot_resume_another(rt: ToolRuntime) -> None:
+    """The reviewer's decision for call A, given with call B's record, is refused."""
+    first = _defer(rt, {"to": "ann"}).pending
+    second = _defer(rt, {"to": "bob"}).pending
+    assert first is not None and second is not None
+    approval_of_first = ApprovalDecision.approve(fingerprint=first.fingerprint)
+    with rt.plan() as later:
+        with pytest.raises(ToolApprovalError, match="one call only"):
+            rt.resume(second, approval_of_first, later)
+        assert rt.resume(second, True, later).output == "sent to bob"  # still resumable
+    assert ran == [{"to": "bob", "body": ""}]
+
+
+def test_resume_refuses_to_defer_again_and_bad_inputs(rt: ToolRuntime) -> None:
+    """Defer is not an answer to a resume; wrong kinds are TypeErrors."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    with rt.plan() as later:
+        with pytest.raises(ToolApprovalError, match="approves or denies"):
+            rt.resume(pending, ApprovalDecision.defer(), later)
+        with pytest.raises(TypeError, match="decision must be"):
+            rt.resume(pending, "yes", later)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="pending must be"):
+            rt.resume(42, True, later)  # type: ignore[arg-type]
+        assert rt.resume(pending, True, later).success  # the refusals claimed nothing
+
+
+def test_resume_still_enforces_the_new_plans_capabilities(rt: ToolRuntime) -> None:
+    """An approved write resumed in a read-only plan is denied by capability, not run."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    from toolcycle import ToolAccessDeniedError
+
+    with rt.plan(read_only=True) as later, pytest.raises(ToolAccessDeniedError):
+        rt.resume(pending, True, later)
+    assert ran == []
+
+
+def test_a_call_from_a_model_keeps_its_tool_call_through_defer_and_resume(
+    rt: ToolRuntime,
+) -> None:
+    """runtime.call: the pending record carries the model's call; the resumed result answers it."""
+    openai_call = {
+        "id": "call_7",
+        "type": "function",
+        "function": {"name": "send", "arguments": '{"to": "ann", "api_key": "sk-9"}'},
+    }
+    with rt.plan(approver=Approver(ApprovalDecision.defer())) as ctx:
+        waiting = rt.call(openai_call, ctx)
+    assert waiting.pending is not None and waiting.pending.call is not None
+    assert waiting.pending.call.id == "call_7"
+    assert waiting.pending.call.arguments["api_key"] == "[redacted]"
+    assert waiting.to_message()["tool_call_id"] == "call_7"
+    stored = waiting.pending.model_dump_json()
+    with rt.plan() as later:
+        done = rt.resume(stored, True, later)
+    assert done.to_message() == {"role": "tool", "tool_call_id": "call_7", "content": "sent to ann"}
+
+
+def test_a_batch_with_a_deferred_call_answers_every_call(rt: ToolRuntime) -> None:
+    """call_many: one deferred call does not hold up or lose its siblings."""
+    calls = [
+        {"name": "look", "arguments": {"q": "a"}},
+        {"name": "send", "arguments": {"to": "ann"}},
+        {"name": "send", "arguments": {"to": "bob"}},
+    ]
+
+    def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if request.arguments["to"] == "bob":
+            return ApprovalDecision.defer()
+        return ApprovalDecision.approve()
+
+    with rt.plan(approver=approver) as ctx:
+        results = rt.call_many(calls, ctx)
+    assert [r.success for r in results] == [True, True, False]
+    assert results[2].pending is not None and results[2].call is not None
+
+
+def test_aresume_runs_an_approved_call_from_async_code(rt: ToolRuntime) -> None:
+    """The async twin resumes the same way."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    async def main() -> ToolResult:
+        async with rt.aplan() as later:
+            return await rt.aresume(pending, True, later)
+
+    assert asyncio.run(main()).output == "sent to ann"
+
+
+def test_a_denied_resume_from_async_code_answers_without_running(rt: ToolRuntime) -> None:
+    """The async twin answers a denial without running the tool."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    async def main() -> ToolResult:
+        async with rt.aplan() as later:
+            return await rt.aresume(pending, False, later)
+
+    assert asyncio.run(main()).error_type == "ApprovalDenied"
+    assert ran == []
+
+
+# -- across processes -------------------------------------------------------------------
+
+
+def test_two_runtimes_sharing_a_file_ledger_resume_a_call_once(
+    tmp_path: Path, rt: ToolRuntime
+) -> None:
+    """Another process (here another runtime) sharing the ledger cannot run it again."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    results: list[Any] = []
+
+    def resume_in_own_runtime() -> None:
+        with ToolRuntime(approval_ledger=FileApprovalLedger(tmp_path)) as other:
+            other.register(send)
+            with other.plan() as ctx:
+                try:
+                    results.append(other.resume(pending, True, ctx).output)
+                except ToolApprovalError as exc:
+                    results.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=resume_in_own_runtime) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert sorted(results) == ["ToolApprovalError"] * 3 + ["sent to ann"]
+    assert len(ran) == 1
+
+
+def test_a_call_deferred_here_is_resumed_in_another_process(
+    tmp_path: Path, rt: ToolRuntime
+) -> None:
+    """The pending JSON crosses a process boundary; the ledger stops a second run here."""
+    pending = _defer(rt, {"to": "ann", "body": "from afar"}).pending
+    assert pending is not None
+    record = tmp_path / "pending.json"
+    record.write_text(pending.model_dump_json())
+    ledger = tmp_path / "ledger"
+    script = f"""
+import sys
+from pathlib import Path
+from toolcycle import ToolRuntime, tool
+from toolcycle.approvals import FileApprovalLedger
+
+@tool
+def send(to: str, body: str = "", api_key: str = "") -> str:
+    \"\"\"Send.\"\"\"
+    return f"sent to {{to}}: {{body}}"
+
+with ToolRuntime(approval_ledger=FileApprovalLedger({str(ledger)!r})) as runtime:
+    runtime.register(send)
+    with runtime.plan() as ctx:
+        print(runtime.resume(Path({str(record)!r}).read_text(), True, ctx).output)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "sent to ann: from afar"
+    with ToolRuntime(approval_ledger=FileApprovalLedger(ledger)) as here:
+        here.register(send)
+        with here.plan() as ctx, pytest.raises(ToolApprovalError, match="resumed before"):
+            here.resume(record.read_text(), True, ctx)
+    assert ran == []
+
+
+def test_the_file_ledger_refuses_ids_it_did_not_make(tmp_path: Path) -> None:
+    """Only runtime-made ids (hex and dashes) are accepted: no paths sneak in."""
+    ledger = FileApprovalLedger(tmp_path / "claims")
+    with pytest.raises(ValueError, match="not an approval id"):
+        ledger.claim("../escape")
+    with pytest.raises(ValueError, match="not an approval id"):
+        ledger.claim("")
+    assert ledger.claim("abc123") and not ledger.claim("abc123")
+
+
+# -- fingerprints and the once-only property --------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=10,
+)
+
+
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=5))
+def test_a_fingerprint_ignores_key_order_only(arguments: dict[str, Any]) -> None:
+    """Equal arguments in any key order share a fingerprint; another tool's differs."""
+    reordered = dict(reversed(list(arguments.items())))
+    assert fingerprint("t", arguments) == fingerprint("t", reordered)
+    assert fingerprint("t", arguments) != fingerprint("u", arguments)
+    assert fingerprint("t", arguments) != fingerprint("t", {**arguments, "\x00extra": 1})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=12))
+def test_no_sequence_of_resumes_runs_a_call_twice(attempts: list[tuple[int, bool]]) -> None:
+    """Whatever order of approvals and denials arrives, each deferred call runs at most once."""
+    runs: list[str] = []
+
+    @tool
+    def act(n: int) -> int:
+        """Act."""
+        runs.append(str(n))
+        return n
+
+    with ToolRuntime(approval_ledger=MemoryApprovalLedger()) as runtime:
+        runtime.register(act)
+        with runtime.plan(approver=lambda request: ApprovalDecision.defer()) as ctx:
+            pending = [runtime.execute("act", {"n": n}, ctx).pending for n in range(3)]
+        decided: dict[int, bool] = {}
+        with runtime.plan() as later:
+            for index, approve in attempts:
+                record = pending[index]
+                assert record is not None
+                try:
+                    runtime.resume(record, approve, later)
+                except ToolApprovalError:
+                    assert index in decided
+                else:
+                    assert index not in decided
+                    decided[index] = approve
+    assert sorted(runs) == sorted(str(i) for i, approve in decided.items() if approve)
