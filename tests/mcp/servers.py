@@ -72,7 +72,13 @@ BASE_TOOLS = [
     _tool("rpc_error", _OBJECT, annotations=_read_only()),
     _tool(
         "progress",
-        {"type": "object", "properties": {"steps": {"type": "integer", "minimum": 0}}},
+        {
+            "type": "object",
+            "properties": {
+                "steps": {"type": "integer", "minimum": 0},
+                "delay": {"type": "number", "minimum": 0},
+            },
+        },
         annotations=_read_only(),
     ),
     _tool(
@@ -185,6 +191,7 @@ def build(
             case "progress":
                 steps = int(args.get("steps", 3))
                 for step in range(1, steps + 1):
+                    await anyio.sleep(float(args.get("delay", 0)))
                     await ctx.session.report_progress(step, steps, f"step {step}")
                 return types.CallToolResult(
                     content=_text("done"), structured_content={"steps": steps}

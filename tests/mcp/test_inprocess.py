@@ -202,6 +202,28 @@ def test_progress_reaches_the_contexts_callback_and_is_counted_in_the_trace(
     }
 
 
+def test_progress_notifications_restart_the_idle_timeout(runtime, in_process) -> None:
+    """A server that reports every 0.1 s outlives an idle_timeout of 0.5 s, 1.2 s in total."""
+    register(runtime, in_process())
+    with runtime.plan() as ctx:
+        result = runtime.execute(
+            "progress", {"steps": 12, "delay": 0.1}, ctx, timeout=30, idle_timeout=0.5
+        )
+    assert result.success, result.error
+    assert result.trace is not None and result.trace.progress_count == 12
+
+
+def test_a_server_that_goes_quiet_is_stopped_by_the_idle_timeout(runtime, in_process) -> None:
+    """One progress report, then silence: the call stops at the idle limit, not the total."""
+    register(runtime, in_process())
+    with runtime.plan() as ctx:
+        result = runtime.execute("slow", {"seconds": 30}, ctx, timeout=30, idle_timeout=0.3)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert result.trace.progress_count == 1
+    assert "reported no progress for 0.3 seconds" in (result.error or "")
+    assert result.trace.duration_ms < 10_000  # far below the 30 s total
+
+
 def test_draft_07_schemas_are_validated_under_draft_07(runtime, in_process) -> None:
     """The draft7 tool registers, and its definitions-based $ref is enforced."""
     register(runtime, in_process())
