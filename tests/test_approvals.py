@@ -621,3 +621,83 @@ def test_no_sequence_of_resumes_runs_a_call_twice(attempts: list[tuple[int, bool
                     assert index not in decided
                     decided[index] = approve
     assert sorted(runs) == sorted(str(i) for i, approve in decided.items() if approve)
+
+
+# -- the async pipeline's refusals and cancellations --------------------------------------
+
+
+def test_from_async_code_a_flagged_tool_without_an_approver_is_refused(rt: ToolRuntime) -> None:
+    """From async code, a tool that demands approval is refused in a plan with nobody to ask."""
+
+    async def main() -> ToolResult:
+        async with rt.aplan() as ctx:
+            return await rt.aexecute("peek", {"q": "x"}, ctx)
+
+    result = asyncio.run(main())
+    assert result.error_type == "ApprovalDenied" and "has no approver" in (result.error or "")
+
+
+def test_from_async_code_an_approver_that_raises_denies_the_call(rt: ToolRuntime) -> None:
+    """Fail closed in aexecute too."""
+
+    async def broken(request: ApprovalRequest) -> bool:
+        raise LookupError("no reviewer on duty")
+
+    async def main() -> ToolResult:
+        async with rt.aplan(approver=broken) as ctx:
+            return await rt.aexecute("send", {"to": "a"}, ctx)
+
+    result = asyncio.run(main())
+    assert "LookupError: no reviewer on duty" in (result.error or "")
+    assert ran == []
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_an_approver_that_finds_the_plan_cancelled_cancels_the_call(
+    rt: ToolRuntime, use_async: bool
+) -> None:
+    """ToolCancelledError from the approver is a cancellation, not a denial."""
+
+    def approver(request: ApprovalRequest) -> bool:
+        raise ToolCancelledError("the reviewer closed the plan")
+
+    traces: list[Any] = []
+    rt.add_trace_listener(traces.append)
+    if use_async:
+
+        async def main() -> None:
+            async with rt.aplan(approver=approver) as ctx:
+                await rt.aexecute("send", {"to": "a"}, ctx)
+
+        with pytest.raises(ToolCancelledError):
+            asyncio.run(main())
+    else:
+        with rt.plan(approver=approver) as ctx, pytest.raises(ToolCancelledError):
+            rt.execute("send", {"to": "a"}, ctx)
+    assert [t.status for t in traces] == ["cancelled"]
+    assert ran == []
+
+
+def test_cancelling_the_task_that_awaits_the_approver_propagates(rt: ToolRuntime) -> None:
+    """The caller cancelling aexecute while the approver waits gets CancelledError back."""
+    asking = asyncio.Event()
+    traces: list[Any] = []
+    rt.add_trace_listener(traces.append)
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asking.set()
+        await asyncio.sleep(WAIT)
+        return True
+
+    async def main() -> None:
+        async with rt.aplan(approver=approver) as ctx:
+            call = asyncio.ensure_future(rt.aexecute("send", {"to": "a"}, ctx))
+            await asyncio.wait_for(asking.wait(), WAIT)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert not ctx.cancellation_token.is_cancelled
+
+    asyncio.run(main())
+    assert [t.status for t in traces] == ["cancelled"]
+    assert ran == []
