@@ -423,15 +423,29 @@ def test_resume_refuses_to_defer_again_and_bad_inputs(rt: ToolRuntime) -> None:
         assert rt.resume(pending, True, later).success  # the refusals claimed nothing
 
 
-def test_resume_still_enforces_the_new_plans_capabilities(rt: ToolRuntime) -> None:
-    """An approved write resumed in a read-only plan is denied by capability, not run."""
+def test_resume_refuses_a_plan_that_may_not_run_it_without_spending_the_approval(
+    rt: ToolRuntime,
+) -> None:
+    """A write resumed in a read-only plan is refused there and stays resumable elsewhere."""
     pending = _defer(rt, {"to": "ann"}).pending
     assert pending is not None
-    from toolcycle import ToolAccessDeniedError
+    from toolcycle import ToolAccessDeniedError, ToolNotFoundError, ToolRuntimeError
 
     with rt.plan(read_only=True) as later, pytest.raises(ToolAccessDeniedError):
         rt.resume(pending, True, later)
+    ended = rt.new_context()
+    rt.end_plan(ended)
+    with pytest.raises(ToolRuntimeError, match="has ended"):
+        rt.resume(pending, True, ended)
+    with rt.plan() as later, pytest.raises(TypeError, match="ctx must be"):
+        rt.resume(pending, True, "not a context")  # type: ignore[arg-type]
+    rt.unregister("send")
+    with rt.plan() as later, pytest.raises(ToolNotFoundError):
+        rt.resume(pending, True, later)
+    rt.register(send)
     assert ran == []
+    with rt.plan() as later:
+        assert rt.resume(pending, True, later).output == "sent to ann"  # not spent above
 
 
 def test_a_call_from_a_model_keeps_its_tool_call_through_defer_and_resume(

@@ -16,6 +16,8 @@ from toolcycle.errors import ToolApprovalError
 from toolcycle.models import ApprovalRecord, PendingApproval
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from toolcycle.approvals import ApprovalLedger
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolDescriptor
@@ -128,9 +130,15 @@ def pending_for(request: ApprovalRequest, decision: ApprovalDecision) -> Pending
 
 
 def check_resume(
-    pending: Any, decision: Any, ledger: ApprovalLedger
+    pending: Any,
+    decision: Any,
+    ledger: ApprovalLedger,
+    precheck: Callable[[PendingApproval], None],
 ) -> tuple[PendingApproval, ApprovalDecision]:
     """The pending call and decision of a ``resume``, checked, and the call claimed.
+
+    ``precheck`` runs just before the claim and may raise to refuse the resume
+    while leaving the call resumable (the plan may not run the tool, say).
 
     Raises:
         ToolApprovalError: the record was changed, the decision defers or names
@@ -168,6 +176,7 @@ def check_resume(
             tool_name=name,
             plan_id=record.plan_id,
         )
+    precheck(record)
     if not ledger.claim(record.approval_id):
         raise ToolApprovalError(
             f"the pending call {record.approval_id} of {name!r} was resumed before; "

@@ -1229,14 +1229,21 @@ class ToolRuntime:
         most once, even if ``resume`` is called again or in another process
         sharing a `FileApprovalLedger`.
 
+        Checked before the claim, so that the call stays resumable: the tool
+        exists, the plan is open, and the plan may run the tool (a write
+        resumed in a read-only plan raises `ToolAccessDeniedError` and can
+        still be resumed in a plan that may write).
+
         Raises:
             ToolApprovalError: the pending record was changed, the decision
                 defers or is bound to another call, or the call was resumed
                 before.
-            TypeError: ``pending`` or ``decision`` is of the wrong kind.
-            ToolCancelledError, ToolAccessDeniedError, ...: as for `execute`.
+            TypeError: ``pending``, ``decision`` or ``ctx`` is of the wrong kind.
+            ToolNotFoundError, ToolAccessDeniedError, ToolCheckpointRequiredError,
+                ToolRuntimeError: refused before the claim (see above).
+            ToolCancelledError, ToolActivationError: as for `execute`.
         """
-        record, chosen, approval = self._claim_resume(pending, decision)
+        record, chosen, approval = self._claim_resume(pending, decision, ctx)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -1255,7 +1262,7 @@ class ToolRuntime:
         idle_timeout: float | None = None,
     ) -> ToolResult:
         """Async twin of `resume`."""
-        record, chosen, approval = self._claim_resume(pending, decision)
+        record, chosen, approval = self._claim_resume(pending, decision, ctx)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -1265,10 +1272,23 @@ class ToolRuntime:
         return result if record.call is None else result.model_copy(update={"call": record.call})
 
     def _claim_resume(
-        self, pending: Any, decision: Any
+        self, pending: Any, decision: Any, ctx: ToolExecutionContext
     ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
         self._check_open()
-        record, chosen = check_resume(pending, decision, self._ledger)
+
+        def precheck(record: PendingApproval) -> None:
+            # Refusals that do not spend the approval: the call stays resumable.
+            if not isinstance(ctx, ToolExecutionContext):
+                raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+            if ctx.ended:
+                raise ToolRuntimeError(
+                    f"plan {ctx.plan_id!r} has ended; resume the call in an open plan",
+                    tool_name=record.tool_name,
+                    plan_id=ctx.plan_id,
+                )
+            check_capabilities(self._entry(record.tool_name).descriptor, ctx)
+
+        record, chosen = check_resume(pending, decision, self._ledger, precheck)
         approval = record_of(
             chosen, record.fingerprint, approval_id=record.approval_id, resumed=True
         )
