@@ -196,3 +196,14 @@ def test_a_call_token_of_a_cancelled_plan_is_born_cancelled() -> None:
 def _swallow(fn: Any, *args: Any) -> None:
     with contextlib.suppress(ToolCancelledError):
         fn(*args)
+
+
+def test_after_a_call_ends_its_scope_hands_out_the_plans_token_and_links_nothing() -> None:
+    """Work left behind by a finished call that asks for a token gets the plan's own."""
+    from toolcycle.context import _start_collecting, _stop_collecting
+
+    ctx = ToolExecutionContext("p")
+    scope, reset = _start_collecting(ctx)
+    _stop_collecting(scope, reset)
+    assert scope.token() is ctx.cancellation_token
+    assert ctx.cancellation_token._callbacks == {}

@@ -142,6 +142,24 @@ def test_payloads_are_passed_only_when_asked_for_and_arguments_are_redacted() ->
     assert output == "hi|call:echo"
 
 
+def test_recorded_outputs_are_redacted_by_key_too() -> None:
+    """An output value under a sensitive key reaches the observer as [redacted]."""
+
+    @tool(writes=False)
+    def issue_token(user: str) -> dict[str, str]:
+        """Issue a token."""
+        return {"user": user, "access_token": "tok-marker-123"}
+
+    recorder = Recorder(record_payloads=True)
+    with ToolRuntime(tracer=NullTracer(), instrumentation=recorder) as runtime:
+        runtime.register(issue_token)
+        with runtime.plan() as ctx:
+            result = runtime.execute("issue_token", {"user": "ann"}, ctx)
+    assert result.output["access_token"] == "tok-marker-123"  # the caller gets the real one
+    ((_, _, output, _),) = recorder.calls[0].finished
+    assert output == {"user": "ann", "access_token": "[redacted]"}
+
+
 def test_async_calls_and_async_tools_are_observed_in_the_callers_task() -> None:
     """An async tool through aexecute runs inside the window; finish comes in the same task."""
     recorder = Recorder()

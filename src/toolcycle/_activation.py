@@ -9,6 +9,7 @@ never traces: the runtime records the trace of the call that was affected.
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from toolcycle._invoke import InvokeTimeoutError, own_loop
@@ -22,6 +23,8 @@ from toolcycle.errors import (
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from toolcycle._invoke import Invoker
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
@@ -83,9 +86,8 @@ class Activator:
             activation.wait()
             self._raise_for(activation, ctx)
             return
-        observer = self._observe("activate", name, ctx)
         try:
-            try:
+            with self._watched("activate", name, ctx):
                 self._invoker.call(
                     instance.activate,
                     ctx,
@@ -93,10 +95,6 @@ class Activator:
                     timeout=self._activate_timeout,
                     loop=own_loop(instance),
                 )
-            except BaseException as exc:
-                _finished(observer, exc)
-                raise
-            _finished(observer, None)
         except InvokeTimeoutError:
             self._finish(ctx, activation, self._late())
         except (Exception, asyncio.CancelledError) as exc:
@@ -124,19 +122,14 @@ class Activator:
             await activation.wait_async()
             self._raise_for(activation, ctx)
             return
-        observer = self._observe("activate", name, ctx)
         try:
-            try:
+            with self._watched("activate", name, ctx):
                 await self._invoker.acall(
                     instance.activate,
                     ctx,
                     token=ctx.cancellation_token,
                     timeout=self._activate_timeout,
                 )
-            except BaseException as exc:
-                _finished(observer, exc)
-                raise
-            _finished(observer, None)
         except InvokeTimeoutError:
             self._finish(ctx, activation, self._late())
         except Exception as exc:
@@ -152,15 +145,32 @@ class Activator:
         else:
             self._finish(ctx, activation, None)
 
-    def _observe(self, stage: Stage, name: str, ctx: ToolExecutionContext) -> StageObserver | None:
-        """The instrumentation's watcher of one stage, if there is instrumentation."""
+    @contextmanager
+    def _watched(self, stage: Stage, name: str, ctx: ToolExecutionContext) -> Iterator[None]:
+        """Tell the instrumentation, if any, of one stage and how it ended.
+
+        A hook that raises is logged and never changes the stage's outcome.
+        """
         if self._instrumentation is None:
-            return None
+            yield
+            return
+        observer: StageObserver | None = None
         try:
-            return self._instrumentation.stage_started(stage, tool_name=name, ctx=ctx)
+            observer = self._instrumentation.stage_started(stage, tool_name=name, ctx=ctx)
         except Exception as exc:
             _log.warning("instrumentation.failed", hook="stage_started", error=repr(exc))
-            return None
+        error: BaseException | None = None
+        try:
+            yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if observer is not None:
+                try:
+                    observer.finish(error)
+                except Exception as exc:
+                    _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
     def _late(self) -> TimeoutError:
         return TimeoutError(
@@ -229,46 +239,27 @@ class Activator:
             Exception: whatever ``deactivate`` raised.
         """
         timeout = self._deactivate_timeout
-        observer = self._observe("deactivate", activation.name, ctx)
-        try:
-            instance = activation.instance
-            self._invoker.call(instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance))
-        except InvokeTimeoutError:
-            error = _hung(activation, ctx, timeout)
-            _finished(observer, error)
-            raise error from None
-        except BaseException as exc:
-            _finished(observer, exc)
-            raise
-        _finished(observer, None)
+        instance = activation.instance
+        with self._watched("deactivate", activation.name, ctx):
+            try:
+                self._invoker.call(
+                    instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance)
+                )
+            except InvokeTimeoutError:
+                raise _hung(activation, ctx, timeout) from None
         lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
 
     async def ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
         """Deactivate one tool from async code, within the deactivate timeout."""
         timeout = self._deactivate_timeout
-        observer = self._observe("deactivate", activation.name, ctx)
-        try:
-            await self._invoker.acall(
-                activation.instance.deactivate, ctx, timeout=timeout, detached=True
-            )
-        except InvokeTimeoutError:
-            error = _hung(activation, ctx, timeout)
-            _finished(observer, error)
-            raise error from None
-        except BaseException as exc:
-            _finished(observer, exc)
-            raise
-        _finished(observer, None)
+        with self._watched("deactivate", activation.name, ctx):
+            try:
+                await self._invoker.acall(
+                    activation.instance.deactivate, ctx, timeout=timeout, detached=True
+                )
+            except InvokeTimeoutError:
+                raise _hung(activation, ctx, timeout) from None
         lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
-
-
-def _finished(observer: StageObserver | None, error: BaseException | None) -> None:
-    if observer is None:
-        return
-    try:
-        observer.finish(error)
-    except Exception as exc:
-        _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
 
 def caller_cancelled() -> bool:

@@ -9,7 +9,7 @@ denies it too.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle.approvals import ApprovalDecision, ApprovalRequest, fingerprint
 from toolcycle.errors import ToolApprovalError
@@ -73,12 +73,18 @@ def no_approver(request: ApprovalRequest) -> ApprovalDecision:
     )
 
 
-def decision_from(answer: Any, request: ApprovalRequest) -> ApprovalDecision:
-    """What the approver's answer means; anything unclear is a denial."""
+def _from_bool(answer: Any) -> Any:
+    """True and False as decisions; anything else unchanged."""
     if answer is True:
         return ApprovalDecision.approve()
     if answer is False:
         return ApprovalDecision.deny("the approver said no")
+    return answer
+
+
+def decision_from(answer: Any, request: ApprovalRequest) -> ApprovalDecision:
+    """What the approver's answer means; anything unclear is a denial."""
+    answer = _from_bool(answer)
     if not isinstance(answer, ApprovalDecision):
         return ApprovalDecision.deny(
             f"the approver returned {type(answer).__name__}, not an ApprovalDecision or a "
@@ -92,6 +98,13 @@ def decision_from(answer: Any, request: ApprovalRequest) -> ApprovalDecision:
     return answer
 
 
+_OUTCOMES: dict[str, Literal["approved", "denied", "deferred"]] = {
+    "approve": "approved",
+    "deny": "denied",
+    "defer": "deferred",
+}
+
+
 def record_of(
     decision: ApprovalDecision,
     call_fingerprint: str,
@@ -100,9 +113,8 @@ def record_of(
     resumed: bool = False,
 ) -> ApprovalRecord:
     """The trace's record of a decision."""
-    outcome = {"approve": "approved", "deny": "denied", "defer": "deferred"}[decision.outcome]
     return ApprovalRecord(
-        outcome=outcome,  # type: ignore[arg-type]  # the mapping's values are the literals
+        outcome=_OUTCOMES[decision.outcome],
         fingerprint=call_fingerprint,
         reason=decision.reason,
         approval_id=approval_id,
@@ -146,10 +158,7 @@ def check_resume(
         TypeError: ``pending`` or ``decision`` is of the wrong kind.
     """
     record = _pending(pending)
-    if decision is True:
-        decision = ApprovalDecision.approve()
-    elif decision is False:
-        decision = ApprovalDecision.deny("the approver said no")
+    decision = _from_bool(decision)
     if not isinstance(decision, ApprovalDecision):
         raise TypeError(
             f"decision must be an ApprovalDecision or a bool, got {type(decision).__name__}"

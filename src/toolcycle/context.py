@@ -68,12 +68,14 @@ class _CallScope:
             if self.closed and self._reason is None:
                 return self.plan_token
             token = CancellationToken()
-            self._token = token
             if self._reason is not None:
                 token.cancel(self._reason)
             else:
                 plan = self.plan_token
                 self._unlink = plan.on_cancel(lambda: token.cancel(plan.reason))
+            self._token = token
+            if self.closed:  # close() ran meanwhile and may not have seen the token
+                self._drop_link()
             return token
 
     def cancel(self, reason: str) -> None:
@@ -85,16 +87,28 @@ class _CallScope:
             token.cancel(reason)
 
     def close(self) -> None:
-        """The call is over: stop following the plan's token."""
-        with _scope_lock:
-            self.closed = True
-            unlink, self._unlink = self._unlink, None
+        """The call is over: stop following the plan's token.
+
+        Lock-free for the common call that never asked for its token. ``closed``
+        is written before ``_token`` is read here, and ``token()`` writes
+        ``_token`` before it reads ``closed``, so at least one of the two sees
+        the other and drops the link.
+        """
+        self.closed = True
+        if self._token is not None:
+            with _scope_lock:
+                self._drop_link()
+
+    def _drop_link(self) -> None:
+        """Unregister from the plan's token; the caller holds ``_scope_lock``."""
+        unlink, self._unlink = self._unlink, None
         if unlink is not None:
             unlink()
 
 
 # One lock for every call's token: it is taken only when a tool asks for its
-# token or a call times out, so it is never contended on the common path.
+# token, a call times out, or a call that made its token ends, so it is never
+# contended on the common path.
 _scope_lock = threading.Lock()
 
 # The scope of the call running in this thread or task, so that each ToolResult

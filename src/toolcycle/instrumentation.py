@@ -16,8 +16,8 @@ The contract, which the runtime keeps and an implementation may rely on:
 - ``finish`` is called exactly once per ``call_started``, however the call ends:
   a result, a refusal, a timeout, a cancellation, an exception.
 - ``arguments`` and ``output`` are passed only when the observer's
-  ``record_payloads`` is true, and the arguments are passed through the runtime's
-  `RedactionPolicy` first.
+  ``record_payloads`` is true, both passed through the runtime's `RedactionPolicy`
+  first (with the input and the output schema).
 - A hook that raises is logged and ignored; it never fails a call.
 """
 

@@ -1301,7 +1301,8 @@ class ToolRuntime:
         approval: ApprovalRecord,
         ctx: ToolExecutionContext,
     ) -> ToolResult:
-        call = self._start(record.tool_name, ctx, approval=approval)
+        tool_call_id = record.call.id if record.call is not None else None
+        call = self._start(record.tool_name, ctx, tool_call_id, approval=approval)
         try:
             return self._denied(call, decision)
         finally:
@@ -1422,11 +1423,15 @@ class ToolRuntime:
             arguments = output = None
             if observer.record_payloads:
                 arguments = call.arguments
-                entry = self._tools.get(call.name)
-                if arguments is not None and self.redaction is not None and entry is not None:
-                    arguments = self.redaction.masked(arguments, entry.descriptor.input_schema)
                 result = call.result
                 output = result.output if result is not None and result.success else None
+                entry = self._tools.get(call.name)
+                if self.redaction is not None and entry is not None:
+                    # Payloads leave the process: the same policy as every export.
+                    descriptor = entry.descriptor
+                    if arguments is not None:
+                        arguments = self.redaction.masked(arguments, descriptor.input_schema)
+                    output = self.redaction.masked(output, descriptor.output_schema)
             observer.finish(call.trace, arguments=arguments, output=output)
         except Exception as exc:
             _log.warning("instrumentation.failed", hook="finish", error=repr(exc))
