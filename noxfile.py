@@ -41,6 +41,7 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    # The baselines need the MCP SDK, a stdio MCP server and skills-ref: the dev extra.
-    session.install("-e", ".[dev]")
+    # The baselines need the MCP SDK, a stdio MCP server and skills-ref (the dev extra)
+    # and the peer frameworks and matplotlib (the bench extra).
+    session.install("-e", ".[dev,bench]")
     session.run("python", "-m", "benchmarks", *session.posargs)

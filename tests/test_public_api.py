@@ -93,7 +93,9 @@ ALLOWED = {
     "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
-    "validation": {"_json", "_types", "errors", "models"},
+    "_regex_safety": set(),
+    "_backends": {"_json", "_types", "models"},
+    "validation": {"_backends", "_json", "_regex_safety", "_types", "errors", "models"},
     "tracing": {"_types", "models"},
     "capabilities": {"context", "errors", "models"},
     "_portal": {"errors"},

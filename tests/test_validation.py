@@ -256,23 +256,49 @@ def test_values_outside_json_are_a_failed_validation_not_an_exception() -> None:
         assert (verdict.issues[0].pointer, verdict.issues[0].keyword) == (pointer, keyword)
 
 
-def test_a_reference_cycle_is_a_failed_validation() -> None:
-    """A schema that refers to itself in a loop fails validation; nothing is raised."""
-    compiled = SchemaCompiler().compile(
-        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
-    )
-    data, verdict = compiled.validate({"k": 1})
-    assert data == {"k": 1} and not verdict.valid
-    assert verdict.issues[0].keyword == "$validator"
-    assert "loop" in verdict.issues[0].message
-    assert not validate_output(compiled, 1).valid
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        (
+            {
+                "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                "$ref": "#/$defs/a",
+            },
+            "/$ref",
+        ),
+        ({"$ref": "#"}, "/$ref"),
+        ({"properties": {"x": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#/$defs/a"}}}, None),
+    ],
+)
+def test_a_reference_loop_is_refused_when_compiled(
+    backend: str, schema: dict[str, Any], pointer: str | None
+) -> None:
+    """A chain of $ref that comes back to itself can check nothing: refused, on both backends."""
+    with pytest.raises(ToolSchemaValidationError, match="leads back to itself") as caught:
+        SchemaCompiler(backend=backend).compile(schema)
+    issue = caught.value.validation.issues[0]
+    assert issue.keyword == "$ref"
+    if pointer is not None:
+        assert issue.pointer == pointer
 
 
-def test_check_on_data_deeper_than_the_stack_never_raises() -> None:
-    """check() skips the caps, yet a recursion overflow becomes a $validator issue."""
-    compiled = SchemaCompiler().compile({"items": {"$ref": "#"}})
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+def test_a_reference_that_descends_into_the_value_is_no_loop(backend: str) -> None:
+    """{"items": {"$ref": "#"}} recurses into the value, so it is a fine recursive schema."""
+    compiled = SchemaCompiler(backend=backend).compile({"items": {"$ref": "#"}, "type": "array"})
+    assert compiled.check([[[]]]).valid
+    assert not compiled.check([[1]]).valid
+
+
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+def test_check_on_data_deeper_than_the_stack_never_raises(backend: str) -> None:
+    """check() does not normalise, yet data nested past the limit is refused, not recursed."""
+    compiled = SchemaCompiler(backend=backend).compile({"items": {"$ref": "#"}})
     verdict = compiled.check(_nested(100_000))
-    assert not verdict.valid and verdict.issues[0].keyword == "$validator"
+    assert not verdict.valid and verdict.issues[0].keyword == "maxDepth"
+    assert not validate_output(compiled, _nested(100_000)).valid
+    assert compiled.check(_nested(60)).valid
 
 
 def test_messages_are_truncated() -> None:
@@ -385,10 +411,10 @@ def test_a_validator_crash_becomes_an_issue(monkeypatch: pytest.MonkeyPatch) -> 
     """Any exception inside the validator is reported as a $validator issue."""
     compiled = SchemaCompiler().compile(OBJECT)
 
-    def explode(self: Any, instance: Any) -> bool:
+    def explode(instance: Any) -> bool:
         raise ValueError("internal")
 
-    monkeypatch.setattr(type(compiled._validator), "is_valid", explode)
+    monkeypatch.setattr(compiled._checker, "is_valid", explode)
     verdict = compiled.check({"a": 1})
     assert not verdict.valid and verdict.issues[0].keyword == "$validator"
     assert re.search(r"ValueError: internal", verdict.issues[0].message)

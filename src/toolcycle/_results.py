@@ -14,7 +14,6 @@ from toolcycle._json import JSONCompatibilityError, encode
 from toolcycle.errors import ToolOutputError
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
 from toolcycle.tracing import get_logger
-from toolcycle.validation import validate_output
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
@@ -161,7 +160,7 @@ def build_result(
         return _failed(traces, record, error, changes)
     output_valid: bool | None = None
     if output_schema is not None and success:
-        verdict = validate_output(output_schema, data)
+        verdict = output_schema.check_normalized(data)
         output_valid = verdict.valid
         if not verdict.valid:
             issues = verdict.summary()

@@ -24,7 +24,7 @@ import uuid
 import warnings
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypedDict, Unpack
 
 from toolcycle._activation import Activator, caller_cancelled
 from toolcycle._approve import (
@@ -197,6 +197,11 @@ class ToolRuntime:
         schema_documents: schemas that ``$ref`` may point to, by URI; nothing is
             ever retrieved over the network or from disk.
         limits: caps on schema and value sizes; see `ValidationLimits`.
+        validator: the JSON Schema engine: ``"jsonschema-rs"`` (extra
+            ``toolcycle[fast]``, many times faster), ``"jsonschema"`` (pure Python,
+            always installed) or ``"auto"``, the default, which is the first when
+            it is installed. Both accept the same schemas and report problems the
+            same way; `ToolRuntime.validator` says which one is in use.
         tracer: where traces go besides the listeners; a `StructlogTracer` (silent
             until the host configures logging) by default.
         deactivate_timeout: seconds one ``deactivate`` may take at plan end before
@@ -233,6 +238,7 @@ class ToolRuntime:
         max_result_bytes: int | None = 1_048_576,
         schema_documents: Mapping[str, JSONSchema] | None = None,
         limits: ValidationLimits | None = None,
+        validator: Literal["auto", "jsonschema", "jsonschema-rs"] = "auto",
         tracer: Tracer | None = None,
         deactivate_timeout: float | None = 30.0,
         activate_timeout: float | None = None,
@@ -248,7 +254,7 @@ class ToolRuntime:
         self.max_result_bytes = max_result_bytes
         self.redaction = redaction
         self.auto_activate = auto_activate
-        self._compiler = SchemaCompiler(schema_documents, limits=limits)
+        self._compiler = SchemaCompiler(schema_documents, limits=limits, backend=validator)
         self._traces = TraceRecorder(
             tracer if tracer is not None else StructlogTracer(), clock=clock, timer=timer
         )
@@ -278,6 +284,11 @@ class ToolRuntime:
     def cache(self) -> ToolLifecycleCache:
         """The per-plan activation cache (read it; the runtime drives it)."""
         return self._cache
+
+    @property
+    def validator(self) -> str:
+        """The JSON Schema engine in use: ``"jsonschema"`` or ``"jsonschema-rs"``."""
+        return self._compiler.backend
 
     @property
     def closed(self) -> bool:

@@ -19,15 +19,19 @@ treats both as hostile:
   over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
 - Messages quote only the schema's own words and the offending value, truncated.
 
-All ``jsonschema`` and ``referencing`` imports, and the translation of their
-exceptions, live here and nowhere else.
+Two backends run the compiled schemas (see `toolcycle._backends`): ``jsonschema``,
+always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
+``"auto"`` picks when it is installed. Whether a schema is usable is decided here,
+with ``jsonschema``, for both, so they accept the same schemas; they differ only
+in speed and in how ``pattern`` reads a regular expression (Python's syntax for
+``jsonschema``, ECMA-262's for ``jsonschema-rs``).
+
+``jsonschema`` and ``referencing`` are imported here and in `toolcycle._backends`,
+``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
-import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,18 +43,29 @@ from jsonschema import (
     Draft201909Validator,
     Draft202012Validator,
 )
-from jsonschema.exceptions import STRONG_MATCHES, WEAK_MATCHES, ValidationError
 from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
 
+from toolcycle._backends import (
+    BACKEND_NAMES,
+    BackendSchemaError,
+    JsonschemaBackend,
+    JsonschemaRsBackend,
+    SchemaChecker,
+    ValidatorBackend,
+    fast_backend_available,
+    truncate,
+)
 from toolcycle._json import JSONCompatibilityError, encode, normalize, pointer_token
+from toolcycle._regex_safety import pattern_problems
 from toolcycle.errors import ToolSchemaValidationError
 from toolcycle.models import Validation, ValidationIssue
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
+    from typing import Literal
 
     from jsonschema.protocols import Validator
 
@@ -58,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRAFT_2020_12",
+    "VALIDATOR_BACKENDS",
     "CompiledSchema",
     "SchemaCompiler",
     "ValidationLimits",
@@ -78,8 +94,8 @@ _DIALECTS: dict[str, tuple[type[Validator], Any]] = {
     "http://json-schema.org/draft-04/schema": (Draft4Validator, DRAFT4),
 }
 
-_MESSAGE_LIMIT = 240
-_MAX_ISSUES = 20
+VALIDATOR_BACKENDS = ("auto", *BACKEND_NAMES)
+"""What ``validator=`` accepts: ``"auto"`` is ``jsonschema-rs`` when installed, else ``jsonschema``."""
 
 # Keywords whose value is one subschema, an array of them, or an object of them.
 _SUBSCHEMA = (
@@ -106,20 +122,6 @@ _SUBSCHEMA_MAPS = (
     "properties",
 )
 
-_sre_parser: Any = importlib.import_module("re._parser")
-_UNBOUNDED = _sre_parser.MAXREPEAT
-# A repeat bounded above this counts as unbounded.
-_BOUNDED_REPEAT = 100
-# Nested bounded repeats may split a string between them at most this many ways
-# (as a natural logarithm: 100,000 ways), which keeps a failed match fast.
-_LOG_SPLIT_BUDGET = math.log(100_000)
-_OUTER_CAP = 10**6
-_REPEATS = {
-    _sre_parser.MAX_REPEAT,
-    _sre_parser.MIN_REPEAT,
-    getattr(_sre_parser, "POSSESSIVE_REPEAT", _sre_parser.MAX_REPEAT),
-}
-
 
 @dataclass(frozen=True, slots=True)
 class ValidationLimits:
@@ -144,44 +146,11 @@ class ValidationLimits:
     max_pattern_length: int = 1_000
 
 
-def _truncate(text: str, limit: int = _MESSAGE_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _pointer(path: Iterator[Any] | Any) -> str:
-    return "".join(f"/{pointer_token(part)}" for part in path)
-
-
-def _issue(error: ValidationError) -> ValidationIssue:
-    return ValidationIssue(
-        pointer=_pointer(error.absolute_path),
-        # jsonschema reports the boolean schema false with no keyword at all.
-        keyword="false" if error.validator is None else str(error.validator),
-        message=_truncate(error.message),
-    )
-
-
-def _rank(error: ValidationError) -> tuple[int, bool, bool]:
-    """Sort key putting the most relevant error first, as ``best_match`` ranks them.
-
-    Shallower errors say more is wrong, so they come first; at one depth the weak
-    keywords (``anyOf``, ``oneOf``) come after the rest. The sort is stable, so
-    errors of equal rank keep the validator's order.
-    """
-    keyword = error.validator
-    return (len(error.path), keyword in WEAK_MATCHES, keyword not in STRONG_MATCHES)
-
-
-def _issues(validator: Validator, instance: Any) -> tuple[ValidationIssue, ...]:
-    errors = sorted(validator.iter_errors(instance), key=_rank)
-    return tuple(_issue(error) for error in errors[:_MAX_ISSUES])
-
-
 def _crash(exc: BaseException) -> Validation:
     if isinstance(exc, RecursionError):
         why = "the schema or the value nests too deeply, or the schema refers to itself in a loop"
     else:
-        why = f"{type(exc).__name__}: {_truncate(str(exc), 120)}"
+        why = f"{type(exc).__name__}: {truncate(str(exc), 120)}"
     return Validation(
         valid=False,
         issues=(
@@ -195,16 +164,16 @@ def _crash(exc: BaseException) -> Validation:
 class CompiledSchema:
     """A schema checked once and compiled into a reusable validator."""
 
-    __slots__ = ("_limits", "_validator", "schema")
+    __slots__ = ("_checker", "_limits", "schema")
 
     def __init__(
         self,
         schema: dict[str, Any] | bool,
-        validator: Validator,
+        checker: SchemaChecker,
         limits: ValidationLimits,
     ) -> None:
         self.schema = schema
-        self._validator = validator
+        self._checker = checker
         self._limits = limits
 
     def normalize(self, value: Any) -> Any:
@@ -222,12 +191,25 @@ class CompiledSchema:
         )
 
     def check(self, instance: Any) -> Validation:
-        """Validate already-normalised JSON data; never raises."""
-        validator = self._validator
+        """Validate JSON data (dicts, lists, strings, numbers, booleans, None); never raises.
+
+        The data is not normalised, but nesting deeper than the limit is refused
+        before the validator sees it (a compiled validator may recurse once per
+        level, and no stack survives every depth).
+        """
+        if _deeper_than(instance, self._limits.max_instance_depth):
+            message = f"the value nests deeper than {self._limits.max_instance_depth} levels"
+            issue = ValidationIssue(pointer="", keyword="maxDepth", message=message)
+            return Validation(valid=False, issues=(issue,))
+        return self.check_normalized(instance)
+
+    def check_normalized(self, instance: Any) -> Validation:
+        """Validate data that `normalize` returned (so within the limits); never raises."""
+        checker = self._checker
         try:
-            if validator.is_valid(instance):
+            if checker.is_valid(instance):
                 return _VALID
-            return Validation(valid=False, issues=_issues(validator, instance))
+            return Validation(valid=False, issues=checker.issues(instance))
         except Exception as exc:  # a validator crash is a verdict, never an escape
             return _crash(exc)
 
@@ -238,7 +220,21 @@ class CompiledSchema:
         except JSONCompatibilityError as exc:
             issue = ValidationIssue(pointer=exc.pointer, keyword=exc.keyword, message=exc.reason)
             return None, Validation(valid=False, issues=(issue,))
-        return data, self.check(data)
+        return data, self.check_normalized(data)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers in ``value`` nest more than ``limit`` levels (iteratively)."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 _VALID = Validation(valid=True)
@@ -251,9 +247,16 @@ class SchemaCompiler:
         documents: schemas that ``$ref`` may point to, by absolute URI (the
             URI a reference uses, not necessarily the document's ``$id``).
         limits: the caps for schemas and for the values validated against them.
+        backend: the engine that runs compiled schemas, one of `VALIDATOR_BACKENDS`:
+            ``"jsonschema"``, ``"jsonschema-rs"`` (extra ``toolcycle[fast]``), or
+            ``"auto"``, the second when it is installed and the first otherwise.
+
+    Raises:
+        ValueError: an unknown ``backend``, or documents ``jsonschema-rs`` cannot load.
+        ImportError: ``backend="jsonschema-rs"`` without ``jsonschema-rs`` installed.
     """
 
-    __slots__ = ("_compiled", "_lock", "_meta", "_registry", "limits")
+    __slots__ = ("_backend", "_compiled", "_lock", "_meta", "_registry", "limits")
 
     _meta: dict[str, Validator]
     _CACHE_SIZE = 1024
@@ -264,7 +267,13 @@ class SchemaCompiler:
         documents: Mapping[str, JSONSchema] | None = None,
         *,
         limits: ValidationLimits | None = None,
+        backend: Literal["auto", "jsonschema", "jsonschema-rs"] = "auto",
     ) -> None:
+        if backend not in VALIDATOR_BACKENDS:
+            raise ValueError(
+                f"validator must be one of {', '.join(map(repr, VALIDATOR_BACKENDS))}, "
+                f"got {backend!r}"
+            )
         self.limits = limits or ValidationLimits()
         resources = [
             (uri, Resource.from_contents(dict(doc), default_specification=DRAFT202012))
@@ -276,11 +285,37 @@ class SchemaCompiler:
             uri: cls(cls.META_SCHEMA, registry=self._registry)
             for uri, (cls, _) in _DIALECTS.items()
         }
+        if backend == "auto":
+            backend = "jsonschema-rs" if fast_backend_available() else "jsonschema"
+        self._backend: ValidatorBackend = (
+            JsonschemaRsBackend(self._loadable(documents or {}))
+            if backend == "jsonschema-rs"
+            else JsonschemaBackend(
+                {uri: cls for uri, (cls, _) in _DIALECTS.items()}, self._registry
+            )
+        )
         # Sources list many tools with the same schema (every skill has one
         # shape); checking the metaschema and the patterns again for each
         # would dominate their registration.
         self._compiled: dict[bytes, CompiledSchema] = {}
         self._lock = threading.Lock()
+
+    def _loadable(self, documents: Mapping[str, JSONSchema]) -> dict[str, JSONSchema]:
+        """The documents in a dialect we know; ``jsonschema-rs`` refuses to load any other.
+
+        No schema we accept can use a document written in an unknown dialect as its
+        metaschema, and a ``$ref`` into one is refused when the schema is compiled.
+        """
+        return {
+            uri: doc
+            for uri, doc in documents.items()
+            if not isinstance(doc.get("$schema"), str) or self._dialect(doc["$schema"]) is not None
+        }
+
+    @property
+    def backend(self) -> str:
+        """The name of the engine in use: ``"jsonschema"`` or ``"jsonschema-rs"``."""
+        return self._backend.name
 
     def _dialect(self, uri: object) -> str | None:
         """The known dialect ``uri`` names, directly or through a pre-loaded metaschema."""
@@ -359,14 +394,14 @@ class SchemaCompiler:
             raise fail(
                 "/$schema",
                 "$schema",
-                f"the dialect {_truncate(str(declared), 80)!r} is not supported; use draft "
+                f"the dialect {truncate(str(declared), 80)!r} is not supported; use draft "
                 "2020-12, 2019-09, 07, 06 or 04, or pre-load a metaschema built on one",
             )
-        validator_class, specification = _DIALECTS[dialect]
+        specification = _DIALECTS[dialect][1]
         meta = self._meta[dialect]
         try:
             meta_ok = meta.is_valid(data)
-            meta_issues = () if meta_ok else _issues(meta, data)
+            meta_issues = () if meta_ok else JsonschemaBackend.issues_of(meta, data)
         except Exception as exc:  # the metaschema check itself crashed
             raise fail("", "$schema", _crash(exc).issues[0].message) from None
         if meta_issues:
@@ -375,19 +410,55 @@ class SchemaCompiler:
         if isinstance(data, dict):
             resource = specification.create_resource(data)
             resolver = self._registry.combine(_SPECIFICATIONS).resolver_with_root(resource)
+            ecma = self._backend.ecma_patterns
+
+            def patterns(pattern: str, pointer: str) -> Iterator[tuple[str, str, str]]:
+                return pattern_problems(
+                    pattern, pointer, limits.max_pattern_length, ecma_syntax=ecma
+                )
+
             for pointer, keyword, message in _problems(
-                data, resolver, "", limits, specification, root=True
+                data, resolver, "", patterns, specification, root=True
             ):
                 raise fail(pointer, keyword, message)
-        validator = validator_class(data, registry=self._registry)
-        return CompiledSchema(data, validator, limits)
+        try:
+            checker = self._backend.build(data, dialect)
+        except BackendSchemaError as exc:
+            raise fail(exc.pointer, exc.keyword, exc.message) from None
+        return CompiledSchema(data, checker, limits)
+
+
+_MAX_REF_HOPS = 256
+
+
+def _loops(node: dict[str, Any], resolved: Any) -> bool:
+    """Whether following ``$ref`` from ``node`` comes back round without leaving the value.
+
+    Each ``$ref`` applies its target to the same value, so a chain of them that
+    returns to a schema already on it never ends (one validator recurses until
+    its stack runs out, another reports the value valid). A chain longer than
+    the hop budget counts as a loop too.
+    """
+    seen = {id(node)}
+    for _ in range(_MAX_REF_HOPS):
+        contents = resolved.contents
+        if not isinstance(contents, dict) or not isinstance(contents.get("$ref"), str):
+            return False
+        if id(contents) in seen:
+            return True
+        seen.add(id(contents))
+        try:
+            resolved = resolved.resolver.lookup(contents["$ref"])
+        except Unresolvable:  # reported where that reference is written
+            return False
+    return True
 
 
 def _problems(
     node: Any,
     resolver: Any,
     pointer: str,
-    limits: ValidationLimits,
+    patterns: Callable[[str, str], Iterator[tuple[str, str, str]]],
     specification: Any,
     *,
     root: bool = False,
@@ -395,7 +466,7 @@ def _problems(
     """Yield (pointer, keyword, message) for unresolvable refs and unsafe patterns."""
     if isinstance(node, list):  # draft-07 and older allow an array of schemas in items
         for index, item in enumerate(node):
-            yield from _problems(item, resolver, f"{pointer}/{index}", limits, specification)
+            yield from _problems(item, resolver, f"{pointer}/{index}", patterns, specification)
         return
     if not isinstance(node, dict):
         return
@@ -405,7 +476,7 @@ def _problems(
         ref = node.get(keyword)
         if isinstance(ref, str):
             try:
-                resolver.lookup(ref)
+                resolved = resolver.lookup(ref)
             except Unresolvable:
                 hint = (
                     "; fix the pointer or add the missing definition"
@@ -415,28 +486,36 @@ def _problems(
                 yield (
                     f"{pointer}/{pointer_token(keyword)}",
                     keyword,
-                    f"the reference {_truncate(ref, 120)!r} does not resolve{hint}",
+                    f"the reference {truncate(ref, 120)!r} does not resolve{hint}",
+                )
+                continue
+            if keyword == "$ref" and _loops(node, resolved):
+                yield (
+                    f"{pointer}/$ref",
+                    "$ref",
+                    (
+                        f"the reference {truncate(ref, 120)!r} leads back to itself through "
+                        "references alone, so no value could ever be checked against it"
+                    ),
                 )
     pattern = node.get("pattern")
     if isinstance(pattern, str):
-        yield from _pattern_problems(pattern, f"{pointer}/pattern", limits)
-    patterns = node.get("patternProperties")
-    if isinstance(patterns, dict):
-        for key in patterns:
-            yield from _pattern_problems(
-                key, f"{pointer}/patternProperties/{pointer_token(key)}", limits
-            )
+        yield from patterns(pattern, f"{pointer}/pattern")
+    members = node.get("patternProperties")
+    if isinstance(members, dict):
+        for key in members:
+            yield from patterns(key, f"{pointer}/patternProperties/{pointer_token(key)}")
     for keyword in _SUBSCHEMA:
         if keyword in node:
             yield from _problems(
-                node[keyword], resolver, f"{pointer}/{keyword}", limits, specification
+                node[keyword], resolver, f"{pointer}/{keyword}", patterns, specification
             )
     for keyword in _SUBSCHEMA_ARRAYS:
         items = node.get(keyword)
         if isinstance(items, list):
             for index, item in enumerate(items):
                 yield from _problems(
-                    item, resolver, f"{pointer}/{keyword}/{index}", limits, specification
+                    item, resolver, f"{pointer}/{keyword}/{index}", patterns, specification
                 )
     for keyword in _SUBSCHEMA_MAPS:
         members = node.get(keyword)
@@ -446,159 +525,9 @@ def _problems(
                     item,
                     resolver,
                     f"{pointer}/{keyword}/{pointer_token(key)}",
-                    limits,
+                    patterns,
                     specification,
                 )
-
-
-def _pattern_problems(
-    pattern: str, pointer: str, limits: ValidationLimits
-) -> Iterator[tuple[str, str, str]]:
-    if len(pattern) > limits.max_pattern_length:
-        yield (
-            pointer,
-            "pattern",
-            f"the pattern is longer than {limits.max_pattern_length} characters",
-        )
-        return
-    try:
-        parsed = _sre_parser.parse(pattern)
-        re.compile(pattern)
-    except re.error as exc:
-        yield pointer, "pattern", f"the pattern is not a valid regular expression: {exc}"
-        return
-    if _nested_unbounded(parsed, inside=False):
-        yield (
-            pointer,
-            "pattern",
-            (
-                f"the pattern {_truncate(pattern, 80)!r} repeats a group that itself repeats a "
-                "varying number of times (as in (a+)+ or (a{1,3})+); that can take exponential "
-                "time, so rewrite it without the nested quantifier"
-            ),
-        )
-
-
-def _nested_unbounded(parsed: Any, *, inside: bool, outer: int = 1) -> bool:
-    r"""Whether ``parsed`` nests a variable-length repeat inside a repeat that iterates a lot.
-
-    An unbounded repeat inside an unbounded one (``(a+)+``) is refused, and so is
-    any repeat that can match two or more different counts (``(a{1,3})+``) inside
-    an unbounded one. Inside bounded repeats, a variable repeat is refused when the
-    ways of splitting a string between them exceed a fixed budget
-    (``(a{1,10}){1,10}``), while ``(\d{1,3}\.){3}`` stays allowed.
-
-    Args:
-        parsed: a parsed (sub)pattern.
-        inside: an enclosing repeat is unbounded (or bounded above 100).
-        outer: the product of the upper bounds of the bounded repeats enclosing ``parsed``.
-    """
-    for op, arg in parsed:
-        if op in _REPEATS:
-            low, high, sub = arg
-            unbounded = high == _UNBOUNDED or high > _BOUNDED_REPEAT
-            variable = high > 1 and low != high
-            if inside and (unbounded or variable):
-                return True
-            if (
-                variable
-                and not unbounded
-                and outer > 1
-                and outer * math.log(high - low + 1) > _LOG_SPLIT_BUDGET
-            ):
-                return True
-            if _delimited(sub):  # each iteration starts at its own separator
-                if _nested_unbounded(sub, inside=False, outer=1):
-                    return True
-                continue
-            nested_outer = outer if unbounded else min(outer * max(high, 1), _OUTER_CAP)
-            if _nested_unbounded(sub, inside=inside or unbounded, outer=nested_outer):
-                return True
-        elif op is _sre_parser.SUBPATTERN:
-            if _nested_unbounded(arg[-1], inside=inside, outer=outer):
-                return True
-        elif op is _sre_parser.BRANCH:
-            if any(_nested_unbounded(branch, inside=inside, outer=outer) for branch in arg[1]):
-                return True
-        elif op is _sre_parser.GROUPREF_EXISTS:
-            if any(
-                branch is not None and _nested_unbounded(branch, inside=inside, outer=outer)
-                for branch in arg[1:]
-            ):
-                return True
-        elif op in (_sre_parser.ASSERT, _sre_parser.ASSERT_NOT):
-            if _nested_unbounded(arg[1], inside=inside, outer=outer):
-                return True
-        elif op is getattr(_sre_parser, "ATOMIC_GROUP", None) and _nested_unbounded(
-            arg, inside=inside, outer=outer
-        ):
-            return True
-    return False
-
-
-def _delimited(sub: Any) -> bool:
-    r"""Whether every match of ``sub`` starts with a separator nothing else in it can match.
-
-    Then a string splits into iterations of a repeat of ``sub`` in one way only
-    (``(\.[a-z]+)*`` cuts at each dot), so the repeat cannot backtrack
-    between its iterations. Letters never count as separators (case folding).
-    """
-    items = list(sub)
-    while len(items) == 1 and items[0][0] is _sre_parser.SUBPATTERN:
-        items = list(items[0][1][-1])
-    if not items or items[0][0] is not _sre_parser.LITERAL:
-        return False
-    char = chr(items[0][1])
-    if char.lower() != char.upper():
-        return False
-    return not any(_may_consume(op, arg, char) for op, arg in items[1:])
-
-
-_CATEGORY_REGEX = {
-    "CATEGORY_DIGIT": r"\d",
-    "CATEGORY_NOT_DIGIT": r"\D",
-    "CATEGORY_SPACE": r"\s",
-    "CATEGORY_NOT_SPACE": r"\S",
-    "CATEGORY_WORD": r"\w",
-    "CATEGORY_NOT_WORD": r"\W",
-}
-
-
-def _may_consume(op: Any, arg: Any, char: str) -> bool:
-    """Whether the parsed item ``(op, arg)`` may consume ``char``; True when unsure."""
-    if op is _sre_parser.LITERAL:
-        return bool(chr(arg) == char)
-    if op is _sre_parser.NOT_LITERAL:
-        return bool(chr(arg) != char)
-    if op is _sre_parser.AT:
-        return False
-    if op is _sre_parser.IN:
-        return _set_matches(arg, char)
-    if op in _REPEATS:
-        return any(_may_consume(o, a, char) for o, a in arg[2])
-    if op is _sre_parser.SUBPATTERN:
-        return any(_may_consume(o, a, char) for o, a in arg[-1])
-    if op is _sre_parser.BRANCH:
-        return any(_may_consume(o, a, char) for branch in arg[1] for o, a in branch)
-    return True  # ANY, backreferences, lookarounds, conditionals: assume it may
-
-
-def _set_matches(items: Any, char: str) -> bool:
-    """Whether a character set ``[...]`` may match ``char``; True when unsure."""
-    negate = False
-    hit = False
-    for op, arg in items:
-        if op is _sre_parser.NEGATE:
-            negate = True
-        elif op is _sre_parser.LITERAL:
-            hit = hit or chr(arg) == char
-        elif op is _sre_parser.RANGE:
-            hit = hit or arg[0] <= ord(char) <= arg[1]
-        elif op is _sre_parser.CATEGORY and str(arg) in _CATEGORY_REGEX:
-            hit = hit or re.fullmatch(_CATEGORY_REGEX[str(arg)], char) is not None
-        else:
-            return True
-    return hit != negate
 
 
 def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | None = None) -> Any:
@@ -619,5 +548,5 @@ def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | No
 
 
 def validate_output(compiled: CompiledSchema, output: Any) -> Validation:
-    """Validate already-normalised output and return the verdict for the runtime to log."""
+    """Validate a tool's JSON output and return the verdict for the caller to log or act on."""
     return compiled.check(output)
