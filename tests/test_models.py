@@ -85,3 +85,50 @@ def test_bound_resource_defaults_to_writable() -> None:
     workspace = BoundResource(kind="workspace", name="ws", location="/tmp/ws")
     assert workspace.read_only is False
     assert BoundResource(kind="workspace", name="ws", read_only=True).read_only
+
+
+def _twin(model: pydantic.BaseModel) -> pydantic.BaseModel:
+    """The same values through full validation."""
+    cls = type(model)
+    return cls(**{name: getattr(model, name) for name in cls.model_fields})
+
+
+@pytest.mark.parametrize(
+    "output", [{"sum": 5, "label": "é"}, "plain text", [1, 2.5, None], 7, "x" * 5000]
+)
+def test_results_built_without_validation_equal_their_validated_twins(output: object) -> None:
+    """The runtime's unvalidated construction of a result and its trace loses nothing."""
+    from toolcycle import ToolExecutionTrace, ToolRuntime
+    from toolcycle.testing import FakeTool
+
+    with ToolRuntime(max_result_bytes=1000) as runtime:
+        runtime.register(FakeTool(name="t", output=output))
+        with runtime.plan() as ctx:
+            result = runtime.execute("t", {}, ctx)
+    assert result.success
+    assert result.trace is not None
+    for model, cls in ((result, ToolResult), (result.trace, ToolExecutionTrace)):
+        assert list(model.__dict__) == list(cls.model_fields)  # every field, in order
+        assert model == _twin(model)
+        assert model.model_dump() == _twin(model).model_dump()
+        if isinstance(output, str | int):  # hashable output: so is the result
+            assert hash(model) == hash(_twin(model))
+        with pytest.raises(pydantic.ValidationError):
+            model.success = False  # still frozen
+
+
+def test_a_result_message_reuses_the_measured_json_text() -> None:
+    """to_message sends the same text the trace measured, without serialising again."""
+    from toolcycle import ToolCall, ToolRuntime
+    from toolcycle.testing import FakeTool
+
+    output = {"sum": 5, "label": "é", "items": [1, 2.5, None]}
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="t", output=output))
+        with runtime.plan() as ctx:
+            result = runtime.call(ToolCall(id="c1", name="t", arguments={}), ctx)
+    text = result.to_message()["content"]
+    assert text == json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    assert result.trace is not None
+    assert result.trace.result_size_bytes == len(text.encode())
+    assert result._text == text

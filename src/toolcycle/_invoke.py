@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["InvokeTimeoutError", "Invoker", "own_loop"]
 
+# Results that are certainly not awaitable: checked by type before asking inspect.
+_PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
+
 
 class InvokeTimeoutError(TimeoutError):
     """A stage did not finish within its timeout.
@@ -72,6 +75,7 @@ class Invoker:
         token: CancellationToken | None = None,
         timeout: float | Deadline | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        coroutine: bool | None = None,
     ) -> Any:
         """Call ``fn(*args)`` from sync code and return its result.
 
@@ -83,6 +87,8 @@ class Invoker:
                 call) before giving up with `InvokeTimeoutError`.
             loop: the loop a coroutine ``fn`` must run on (a tool's own), instead
                 of the portal's; the call then crosses one thread, not two.
+            coroutine: whether ``fn`` is an ``async def``, when the caller knows
+                (a tool's, found at registration); None looks.
 
         Raises:
             InvokeTimeoutError: the call did not finish within ``timeout``.
@@ -92,12 +98,12 @@ class Invoker:
         """
         on_cancel = token.on_cancel if token is not None else None
         try:
-            if inspect.iscoroutinefunction(fn):
+            if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
                 if loop is not None:
                     return _on_own_loop(loop, fn, args, timeout=timeout, on_cancel=on_cancel)
                 return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
             result = fn(*args) if timeout is None else _in_thread(fn, args, timeout)
-            if inspect.isawaitable(result):
+            if type(result) not in _PLAIN and inspect.isawaitable(result):
                 return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
             return result
         except PortalTimeoutError as exc:

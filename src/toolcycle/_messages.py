@@ -28,9 +28,15 @@ def result_message(
     success: bool,
     output: Any,
     error: str | None,
+    text: str | None = None,
 ) -> dict[str, Any]:
-    """The tool-result message for one call."""
-    text = _text(output) if success else (error or "the tool call failed")
+    """The tool-result message for one call; ``text`` is the output's JSON, if known."""
+    if not success:
+        text = error or "the tool call failed"
+    elif isinstance(output, str):
+        text = output
+    elif text is None:
+        text = _text(output)
     if format == "openai":
         return {"role": "tool", "tool_call_id": call_id, "content": text}
     if format == "openai-responses":

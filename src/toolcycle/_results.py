@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._json import JSONCompatibilityError, encode
+from toolcycle._json import JSONCompatibilityError, encode, encode_text
 from toolcycle.errors import ToolOutputError
-from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
+from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, trusted
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
@@ -60,9 +60,10 @@ def check_input(
     With a ``redaction`` policy, the call's record learns the secrets of the
     arguments first, so that every message exported for the call hides them.
     """
-    if redaction is not None and isinstance(params, Mapping):
+    mapping = type(params) is dict or isinstance(params, Mapping)
+    if redaction is not None and mapping:
         record.scrub = _scrubber(redaction, params, schema.schema)
-    if isinstance(params, Mapping):
+    if mapping:
         data, validation = schema.validate(params)
         if validation.valid:
             return data
@@ -150,7 +151,7 @@ def build_result(
         output = output.output
     try:
         data = normaliser.normalize(output)
-        payload = encode(data)
+        text = encode_text(data)
     except (JSONCompatibilityError, ValueError, TypeError) as exc:
         error = ToolOutputError(
             f"tool {name!r} returned output that is not JSON: {exc}",
@@ -173,10 +174,11 @@ def build_result(
                 error_type = "ToolSchemaValidationError"
     if not success and error_message is None:
         error_message = f"tool {name!r} reported a failure"
-    original_size = size = len(payload)
+    # The one serialisation of the output: its size, and to_message's text later.
+    original_size = size = len(text) if text.isascii() else len(text.encode())
     truncated = max_result_bytes is not None and size > max_result_bytes
     if truncated:
-        data, size = cut_output(payload, max_result_bytes or 0)
+        data, size = cut_output(text.encode(), max_result_bytes or 0)
     status: TraceStatus = "ok" if success else "error"
     trace = traces.finish(
         record,
@@ -187,14 +189,23 @@ def build_result(
         original_size=original_size,
         output_valid=output_valid,
     )
-    return ToolResult(
-        success=success,
-        output=data,
-        error=trace.error,
-        error_type=error_type,
-        trace=trace,
-        changes=tuple(changes),
-        truncated=truncated,
+    # Built from checked parts, so not validated again (fields in declaration order).
+    return trusted(
+        ToolResult,
+        {
+            "success": success,
+            "output": data,
+            "error": trace.error,
+            "error_type": error_type,
+            "validation": None,
+            "trace": trace,
+            "changes": tuple(changes),
+            "truncated": truncated,
+            "exception": None,
+            "call": None,
+            "pending": None,
+        },
+        {"_text": None if truncated or isinstance(data, str) else text},
     )
 
 

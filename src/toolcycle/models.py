@@ -7,9 +7,9 @@ None of them has behaviour beyond small conveniences.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NoReturn, TypeAlias
+from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from toolcycle._messages import result_message
@@ -296,6 +296,17 @@ class ToolResult(BaseModel):
     """The model's tool call this result answers, when it came from ``runtime.call``."""
     pending: PendingApproval | None = None
     """Set when the call waits for approval: pass it to ``runtime.resume`` later."""
+    _text: str | None = PrivateAttr(default=None)
+    # The output as the compact JSON text the runtime measured, kept for to_message.
+
+    def __eq__(self, other: object) -> bool:
+        # The fields decide; the cached text is not part of what a result says.
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:  # as a frozen model's: the field values, in order
+        return hash(tuple(self.__dict__.values()))
 
     def to_message(self, format: ProviderFormat | None = None) -> dict[str, Any]:
         """The provider's tool-result message for this result, as plain JSON data.
@@ -322,6 +333,7 @@ class ToolResult(BaseModel):
             success=self.success,
             output=self.output,
             error=self.error,
+            text=self._text,
         )
 
     def raise_for_error(self) -> None:
@@ -340,3 +352,25 @@ class ToolResult(BaseModel):
             self.error or "the tool call failed", tool_name=tool_name, plan_id=plan_id
         )
         raise error from self.exception
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] | None) -> _Model:
+    """Build ``cls`` from values the runtime made itself, without validating them again.
+
+    Validating a frozen model costs about 3 us; a call builds two (its trace and
+    its result), which would be a third of the runtime's own cost per call.
+    ``values`` must hold every field, in the order the model declares them
+    (`tests/test_models.py` checks each caller against a validated twin), and
+    ``private`` every private attribute, or be None when the model has none.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", private)
+    return obj

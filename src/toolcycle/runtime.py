@@ -18,12 +18,13 @@ tracer and the listeners before ``execute`` returns or raises.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 import uuid
 import warnings
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypedDict, Unpack
 
 from toolcycle._activation import Activator, caller_cancelled
@@ -138,10 +139,17 @@ class _Entry:
     """The tool's own event loop (its ``event_loop`` attribute), if it has one."""
     registered_timeout: float | None = None
     """The limit given to ``register`` (or ``register_source``) for this tool."""
+    timeout: float | None = field(init=False)
+    """The smaller of the descriptor's and the registered limit."""
+    coroutine: bool = field(init=False)
+    """Whether the tool's ``execute`` is an ``async def``."""
 
-    @property
-    def timeout(self) -> float | None:
-        return _smaller(self.descriptor.timeout, self.registered_timeout)
+    def __post_init__(self) -> None:
+        # Worked out once here rather than on every call (the dataclass is frozen).
+        object.__setattr__(
+            self, "timeout", _smaller(self.descriptor.timeout, self.registered_timeout)
+        )
+        object.__setattr__(self, "coroutine", inspect.iscoroutinefunction(self.instance.execute))
 
 
 @dataclass(slots=True)
@@ -1175,6 +1183,7 @@ class ToolRuntime:
                 token=ctx.cancellation_token,
                 timeout=timeout,
                 loop=entry.loop,
+                coroutine=entry.coroutine,
             )
         except InvokeTimeoutError as exc:
             return self._timed_out(call, exc)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus
+from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, trusted
 
 if TYPE_CHECKING:
     from toolcycle._types import Clock
@@ -238,23 +238,29 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         ended = self._clock()
-        trace = ToolExecutionTrace(
-            tool_name=record.tool_name,
-            plan_id=record.plan_id,
-            call_id=record.call_id,
-            started_at=iso_utc(record.started),
-            ended_at=iso_utc(max(ended, record.started)),
-            duration_ms=max(0.0, (self._timer() - record.t0) * 1000.0),
-            result_size_bytes=size,
-            original_size_bytes=size if original_size is None else original_size,
-            success=status == "ok",
-            status=status,
-            error=error_message,
-            error_type=error_type,
-            output_valid=output_valid,
-            progress_count=record.progress,
-            abandoned=abandoned,
-            approval=approval,
+        # Every value below is built here from checked parts, so the model is not
+        # validated again (trusted lists the fields in declaration order).
+        trace = trusted(
+            ToolExecutionTrace,
+            {
+                "tool_name": record.tool_name,
+                "plan_id": record.plan_id,
+                "call_id": record.call_id,
+                "started_at": iso_utc(record.started),
+                "ended_at": iso_utc(max(ended, record.started)),
+                "duration_ms": max(0.0, (self._timer() - record.t0) * 1000.0),
+                "result_size_bytes": size,
+                "original_size_bytes": size if original_size is None else original_size,
+                "success": status == "ok",
+                "status": status,
+                "error": error_message,
+                "error_type": error_type,
+                "output_valid": output_valid,
+                "progress_count": record.progress,
+                "abandoned": abandoned,
+                "approval": approval,
+            },
+            None,
         )
         for sink in (self._tracer.record, *self._listeners):
             try:
