@@ -137,3 +137,39 @@ async def test_async_teardown_runs_in_reverse_order() -> None:
     errors = await cache.aend_plan(ctx, teardown)
     assert seen == ["b", "a"] and [e.tool_name for e in errors] == ["b"]
     assert await cache.aend_plan(ctx, teardown) == []
+
+
+def test_an_ended_plan_leaves_nothing_behind() -> None:
+    """After end_plan, the context, its activations and the tools' plan state can all go."""
+    import gc
+    import weakref
+
+    from toolcycle import ToolExecutionContext, ToolRuntime
+    from toolcycle.testing import FakeTool
+
+    class PlanState:
+        pass
+
+    class Stateful(FakeTool):
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            super().activate(ctx)
+            ctx.metadata["state"] = PlanState()
+
+    with ToolRuntime() as runtime:
+        runtime.register(Stateful(name="a"))
+        runtime.register(FakeTool(name="b"))
+        ctx = runtime.new_context()
+        runtime.execute("a", {}, ctx)
+        runtime.execute("b", {}, ctx)
+        activations = [weakref.ref(a) for a in runtime.cache._plans[ctx.plan_id].order]
+        state = weakref.ref(ctx.metadata["state"])
+        context = weakref.ref(ctx)
+        assert len(activations) == 2 and all(ref() is not None for ref in activations)
+        runtime.end_plan(ctx)
+        del ctx
+        gc.collect()
+        assert context() is None
+        assert state() is None
+        assert [ref() for ref in activations] == [None, None]
+        assert runtime.cache.open_plans() == ()
+        assert runtime.cache._plans == {}  # nothing kept for the ended plan id either

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcycle._json import JSONCompatibilityError, encode, encode_text
 from toolcycle.errors import ToolOutputError
-from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, trusted
+from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, _trusted
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def build_result(
         output_valid=output_valid,
     )
     # Built from checked parts, so not validated again (fields in declaration order).
-    return trusted(
+    return _trusted(
         ToolResult,
         {
             "success": success,

@@ -31,38 +31,64 @@ __all__ = ["Activation", "ToolLifecycleCache"]
 
 
 class Activation:
-    """One tool's activation in one plan; pending until its owner finishes it."""
+    """One tool's activation in one plan; pending until its owner finishes it.
 
-    __slots__ = ("_callbacks", "_done", "_lock", "error", "instance", "name")
+    A thread that waits on a pending activation gets an event made for it; one
+    that finds it finished (nearly every later call in a plan) needs none, so a
+    plan's idle activations do not each hold an event (about 1 KB apiece).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_callbacks",
+        "_done",
+        "_event",
+        "_lock",
+        "error",
+        "instance",
+        "name",
+    )
 
     def __init__(self, name: str, instance: ToolInstance) -> None:
         self.name = name
         self.instance = instance
         self.error: BaseException | None = None
-        self._done = threading.Event()
+        self._done = False
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], object]] = []
+        self._callbacks: list[Callable[[], object]] | None = None
 
     @property
     def done(self) -> bool:
         """Whether the owner has finished, successfully or not."""
-        return self._done.is_set()
+        return self._done
 
     def _finish(self, error: BaseException | None) -> None:
         with self._lock:
             self.error = error
-            self._done.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+            self._done = True
+            event, self._event = self._event, None
+            callbacks, self._callbacks = self._callbacks, None
+        if event is not None:
+            event.set()
+        for callback in callbacks or ():
             callback()
 
     def wait(self) -> None:
         """Block until the owner has finished."""
-        self._done.wait()
+        if self._done:
+            return
+        with self._lock:
+            if self._done:
+                return
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        event.wait()
 
     async def wait_async(self) -> None:
         """Wait, without blocking the event loop, until the owner has finished."""
-        if self._done.is_set():
+        if self._done:
             return
         loop = asyncio.get_running_loop()
         finished = loop.create_future()
@@ -75,11 +101,11 @@ class Activation:
             loop.call_soon_threadsafe(resolve)
 
         with self._lock:
-            if not self._done.is_set():
+            registered = not self._done
+            if registered:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(wake)
-                registered = True
-            else:
-                registered = False
         if registered:
             await finished
 

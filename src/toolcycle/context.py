@@ -116,7 +116,7 @@ _scope_lock = threading.Lock()
 _call_scope: ContextVar[_CallScope | None] = ContextVar("toolcycle_call_scope", default=None)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class ToolExecutionContext:
     """Plan id, plan flags, bound resources, cancellation and recorded changes.
 

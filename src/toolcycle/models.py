@@ -359,7 +359,7 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] | None) -> _Model:
+def _trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] | None) -> _Model:
     """Build ``cls`` from values the runtime made itself, without validating them again.
 
     Validating a frozen model costs about 3 us; a call builds two (its trace and

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, trusted
+from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, _trusted
 
 if TYPE_CHECKING:
     from toolcycle._types import Clock
@@ -239,8 +239,8 @@ class TraceRecorder:
                 approval = approval.model_copy(update={"reason": reason})
         ended = self._clock()
         # Every value below is built here from checked parts, so the model is not
-        # validated again (trusted lists the fields in declaration order).
-        trace = trusted(
+        # validated again (the dict lists every field in declaration order, as _trusted needs).
+        trace = _trusted(
             ToolExecutionTrace,
             {
                 "tool_name": record.tool_name,
