@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 from hypothesis import given
@@ -96,3 +97,60 @@ def test_iso_utc_matches_datetime_isoformat(seconds: float) -> None:
 
     expected = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
     assert iso_utc(seconds) == expected
+
+
+def test_recent_traces_keeps_only_the_latest_in_order() -> None:
+    """keep_traces=3 keeps the three latest traces, oldest first; the rest are dropped."""
+    with ToolRuntime(keep_traces=3) as runtime:
+        runtime.register(FakeTool(name="t", input_schema={"type": "object"}))
+        assert runtime.recent_traces() == ()
+        with runtime.plan() as ctx:
+            results = [runtime.execute("t", {"n": n}, ctx) for n in range(5)]
+            bad = runtime.execute("t", ["not", "an", "object"], ctx)
+        kept = runtime.recent_traces()
+    assert [trace.call_id for trace in kept] == [
+        results[3].trace.call_id,  # type: ignore[union-attr]
+        results[4].trace.call_id,  # type: ignore[union-attr]
+        bad.trace.call_id,  # type: ignore[union-attr]
+    ]
+    assert kept[-1].status == "invalid_input"
+
+
+def test_no_trace_is_kept_by_default() -> None:
+    """Without keep_traces the runtime holds nothing of a call once it returns."""
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="t"))
+        with runtime.plan() as ctx:
+            runtime.execute("t", {}, ctx)
+        assert runtime.recent_traces() == ()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_keep_traces_must_be_a_count(bad: object) -> None:
+    """A negative, fractional or non-numeric keep_traces is refused up front."""
+    with pytest.raises(ValueError, match="keep_traces"):
+        ToolRuntime(keep_traces=bad)  # type: ignore[arg-type]
+
+
+def test_the_ring_buffer_holds_its_size_under_many_threads() -> None:
+    """Eight threads making 200 calls each leave exactly the last 50 traces, all distinct."""
+    with ToolRuntime(keep_traces=50) as runtime:
+        runtime.register(FakeTool(name="t"))
+        ctx = runtime.new_context()
+        start = threading.Barrier(8, timeout=10)
+
+        def work() -> None:
+            start.wait()
+            for _ in range(200):
+                runtime.execute("t", {}, ctx)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not any(thread.is_alive() for thread in threads)
+        kept = runtime.recent_traces()
+        runtime.end_plan(ctx)
+    assert len(kept) == 50
+    assert len({trace.call_id for trace in kept}) == 50

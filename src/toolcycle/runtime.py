@@ -212,6 +212,9 @@ class ToolRuntime:
             same way; `ToolRuntime.validator` says which one is in use.
         tracer: where traces go besides the listeners; a `StructlogTracer` (silent
             until the host configures logging) by default.
+        keep_traces: how many of the latest traces `recent_traces` returns, kept
+            in a bounded ring buffer (the oldest drop out). 0, the default,
+            keeps none: the runtime then holds nothing of a call once it returns.
         deactivate_timeout: seconds one ``deactivate`` may take at plan end before
             it is abandoned and reported; None waits for ever. A sync
             ``deactivate`` with a timeout runs on a helper thread.
@@ -248,6 +251,7 @@ class ToolRuntime:
         limits: ValidationLimits | None = None,
         validator: Literal["auto", "jsonschema", "jsonschema-rs"] = "auto",
         tracer: Tracer | None = None,
+        keep_traces: int = 0,
         deactivate_timeout: float | None = 30.0,
         activate_timeout: float | None = None,
         abandon_timeout: float | None = 5.0,
@@ -264,7 +268,10 @@ class ToolRuntime:
         self.auto_activate = auto_activate
         self._compiler = SchemaCompiler(schema_documents, limits=limits, backend=validator)
         self._traces = TraceRecorder(
-            tracer if tracer is not None else StructlogTracer(), clock=clock, timer=timer
+            tracer if tracer is not None else StructlogTracer(),
+            clock=clock,
+            timer=timer,
+            keep=keep_traces,
         )
         self._deactivate_timeout = deactivate_timeout
         self._lock = threading.RLock()
@@ -491,6 +498,10 @@ class ToolRuntime:
             ToolNotFoundError: no tool has that name.
         """
         return self._entry(name).descriptor
+
+    def recent_traces(self) -> tuple[ToolExecutionTrace, ...]:
+        """The latest traces, oldest first, up to ``keep_traces`` of them (none by default)."""
+        return self._traces.recent()
 
     def add_trace_listener(self, listener: TraceListener) -> Callable[[], None]:
         """Call ``listener`` with every trace; returns a function that removes it.

@@ -13,6 +13,7 @@ configuration (which prints to stdout by default) is never consulted.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import threading
@@ -177,12 +178,25 @@ class TraceRecorder:
         tracer: the built-in sink.
         clock: wall-clock seconds since the epoch, for timestamps.
         timer: monotonic seconds, for durations.
+        keep: how many of the latest traces to keep for `recent`; 0 keeps none.
     """
 
     def __init__(
-        self, tracer: Tracer, *, clock: Clock = time.time, timer: Clock = time.perf_counter
+        self,
+        tracer: Tracer,
+        *,
+        clock: Clock = time.time,
+        timer: Clock = time.perf_counter,
+        keep: int = 0,
     ) -> None:
+        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+            raise ValueError(f"keep_traces must be a whole number, 0 or more, got {keep!r}")
         self._tracer = tracer
+        # A bounded ring: appending to a deque with maxlen is thread-safe and drops
+        # the oldest, so memory stays flat however many calls run.
+        self._recent: collections.deque[ToolExecutionTrace] | None = (
+            collections.deque(maxlen=keep) if keep else None
+        )
         self._clock = clock
         self._timer = timer
         self._lock = threading.Lock()
@@ -203,6 +217,10 @@ class TraceRecorder:
                 self._listeners = tuple(item for item in self._listeners if item is not listener)
 
         return remove
+
+    def recent(self) -> tuple[ToolExecutionTrace, ...]:
+        """The latest traces kept, oldest first; empty when none are kept."""
+        return tuple(self._recent) if self._recent is not None else ()
 
     def start(self, tool_name: str, plan_id: str) -> CallRecord:
         """Note the start of a call."""
@@ -262,6 +280,8 @@ class TraceRecorder:
             },
             None,
         )
+        if self._recent is not None:
+            self._recent.append(trace)
         for sink in (self._tracer.record, *self._listeners):
             try:
                 sink(trace)
