@@ -751,3 +751,109 @@ def test_library_prints_nothing(runtime: ToolRuntime, capsys: pytest.CaptureFixt
         runtime.execute("bad", {}, ctx)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def _current_task_cancelling() -> int:
+    task = asyncio.current_task()
+    assert task is not None
+    return task.cancelling()
+
+
+class AsyncBody(AsyncTool):
+    """An async tool whose execute is the coroutine function it is given."""
+
+    def __init__(self, name: str, body: Any) -> None:
+        super().__init__(name)
+        self.body = body
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return await self.body(params, ctx)
+
+
+async def test_a_token_cancel_in_the_caller_s_own_task_leaves_that_task_usable() -> None:
+    """Awaited in the caller's own task, a token cancel raises and the task goes on."""
+    tool = AsyncTool()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+
+            async def cancel_once_started() -> None:
+                await tool.started.wait()
+                ctx.cancellation_token.cancel("stop")
+
+            canceller = asyncio.ensure_future(cancel_once_started())
+            async with asyncio.timeout(WAIT):
+                with pytest.raises(ToolCancelledError, match="stop"):
+                    await runtime.aexecute("async", {"block": True}, ctx)
+            await asyncio.wait_for(canceller, WAIT)
+            assert _current_task_cancelling() == 0
+            await asyncio.sleep(0)  # no cancellation is left pending on this task
+    assert tool.cancelled
+
+
+async def test_a_token_cancelled_as_an_async_tool_returns_does_not_reach_the_caller() -> None:
+    """A cancel that lands after the tool is done is dropped, not delivered to the caller later."""
+    cancelled_from_a_thread = threading.Event()
+
+    async def cancel_then_return(params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        def cancel() -> None:
+            ctx.cancellation_token.cancel("late")
+            cancelled_from_a_thread.set()
+
+        threading.Thread(target=cancel).start()
+        return "done"
+
+    with ToolRuntime() as runtime:
+        runtime.register(AsyncBody("late", cancel_then_return))
+        ctx = runtime.new_context()
+        async with asyncio.timeout(WAIT):
+            result = await runtime.aexecute("late", {}, ctx)
+        assert cancelled_from_a_thread.wait(WAIT)
+        for _ in range(3):
+            await asyncio.sleep(0)  # let any callback the cancel scheduled run on this loop
+        assert _current_task_cancelling() == 0
+        await runtime.aend_plan(ctx)
+    assert result.success and result.output == "done"
+
+
+async def test_a_tool_that_swallows_the_cancellation_leaves_the_caller_uncancelled() -> None:
+    """Even when the tool catches the CancelledError and returns, the caller is not cancelled."""
+    started = asyncio.Event()
+
+    async def stubborn(params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "ignored the cancel"
+        return "unreachable"
+
+    with ToolRuntime() as runtime:
+        runtime.register(AsyncBody("stubborn", stubborn))
+        ctx = runtime.new_context()
+
+        async def cancel_once_started() -> None:
+            await started.wait()
+            ctx.cancellation_token.cancel("stop")
+
+        canceller = asyncio.ensure_future(cancel_once_started())
+        async with asyncio.timeout(WAIT):
+            result = await runtime.aexecute("stubborn", {}, ctx)
+        await asyncio.wait_for(canceller, WAIT)
+        assert _current_task_cancelling() == 0
+        await asyncio.sleep(0)
+        await runtime.aend_plan(ctx)
+    assert result.output == "ignored the cancel"
+
+
+async def test_the_caller_s_own_cancellation_still_reaches_it() -> None:
+    """A timeout of the caller's (asyncio.timeout) cancels the tool and surfaces as TimeoutError."""
+    tool = AsyncTool()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    await runtime.aexecute("async", {"block": True}, ctx)
+            assert _current_task_cancelling() == 0
+    assert tool.cancelled
