@@ -265,3 +265,36 @@ def test_json_values_round_trip(value: Any) -> None:
 def test_tuples_anywhere_normalise_to_the_list_form(value: Any) -> None:
     """Writing every list of a JSON value as a tuple normalises back to the same value."""
     assert normalize(_tuples(value)) == value
+
+
+_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()
+    | st.text(max_size=5)
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=4) | st.integers(0, 3), _LEAVES, max_size=6),
+    st.integers(min_value=1, max_value=8),
+    st.integers(min_value=8, max_value=100),
+)
+def test_the_flat_object_shortcut_agrees_with_the_walker(
+    value: dict[Any, Any], max_nodes: int, max_integer_bits: int
+) -> None:
+    """A flat dict normalises exactly as the general walker does, errors and caps included."""
+    from toolcycle._json import _Walker
+
+    def outcome(run: Any) -> Any:
+        try:
+            result = run()
+        except JSONCompatibilityError as exc:
+            return ("error", exc.pointer, exc.keyword, exc.reason)
+        return ("ok", result, [type(item) for item in result.values()])
+
+    limits = {"max_depth": 64, "max_nodes": max_nodes, "max_integer_bits": max_integer_bits}
+    fast = outcome(lambda: normalize(value, **limits))
+    slow = outcome(lambda: _Walker(64, max_nodes, max_integer_bits).walk(value, 0))
+    assert fast == slow

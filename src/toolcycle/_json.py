@@ -210,7 +210,32 @@ def normalize(
     Raises:
         JSONCompatibilityError: naming the JSON Pointer of the first offending value.
     """
+    if type(value) is dict and max_depth >= 1 and len(value) < max_nodes:
+        flat = _flat_copy(value, max_integer_bits)
+        if flat is not None:
+            return flat
     return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, 0)
+
+
+def _flat_copy(value: dict[Any, Any], max_integer_bits: int) -> dict[str, Any] | None:
+    """A copy of a dict whose keys are str and whose values are all plain leaves, or None.
+
+    Most tool arguments and outputs are such an object; copying it in one loop,
+    without the walker, costs a third as much. Anything else (a nested
+    container, a subclass, a value over a cap) returns None, and the walker
+    handles the whole value, with its messages.
+    """
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str or not (
+            kind is str
+            or kind is bool
+            or item is None
+            or (kind is int and item.bit_length() <= max_integer_bits)
+            or (kind is float and item - item == 0.0)
+        ):
+            return None
+    return dict(value)
 
 
 # Built once: json.dumps with non-default options builds a new encoder per call.
