@@ -298,3 +298,50 @@ def test_the_flat_object_shortcut_agrees_with_the_walker(
     fast = outcome(lambda: normalize(value, **limits))
     slow = outcome(lambda: _Walker(64, max_nodes, max_integer_bits).walk(value, 0))
     assert fast == slow
+
+
+@given(
+    st.recursive(
+        _LEAVES,
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=3), children, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=1, max_value=30),
+)
+def test_flat_objects_inside_containers_are_counted_and_capped_as_the_walker_would(
+    value: Any, max_depth: int, max_nodes: int
+) -> None:
+    """Nested flat objects take the shortcut yet give the walker's result, depth and node caps too."""
+    from toolcycle._json import _Walker
+
+    class Plain(_Walker):
+        """The walker without the flat-object shortcut."""
+
+        def _flat_child(self, item: dict[Any, Any], depth: int) -> dict[str, Any] | None:
+            return None
+
+    def outcome(run: Any) -> Any:
+        try:
+            return ("ok", json.dumps(run(), sort_keys=False))
+        except JSONCompatibilityError as exc:
+            return ("error", exc.pointer, exc.keyword, exc.reason)
+
+    fast = outcome(lambda: _Walker(max_depth, max_nodes, 64).walk(value, 0))
+    slow = outcome(lambda: Plain(max_depth, max_nodes, 64).walk(value, 0))
+    assert fast == slow
+
+
+@pytest.mark.parametrize(("max_nodes", "fits"), [(5, True), (4, False)])
+def test_a_flat_object_in_an_array_counts_itself_and_each_leaf(max_nodes: int, fits: bool) -> None:
+    """[{"a": 1, "b": 2, "c": 3}] is five values: the array, the object and three leaves."""
+    value = [{"a": 1, "b": 2, "c": 3}]
+    if fits:
+        assert normalize(value, max_nodes=max_nodes) == value
+    else:
+        with pytest.raises(JSONCompatibilityError) as caught:
+            normalize(value, max_nodes=max_nodes)
+        assert caught.value.keyword == "maxNodes"

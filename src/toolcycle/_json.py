@@ -157,6 +157,11 @@ class _Walker:
                     self.nodes += 1
                     append(item)
                     continue
+                if kind is dict:  # an array of flat objects is the commonest large input
+                    flat = self._flat_child(item, depth + 1)
+                    if flat is not None:
+                        append(flat)
+                        continue
                 try:
                     append(self.walk(item, depth + 1))
                 except JSONCompatibilityError as error:
@@ -164,6 +169,18 @@ class _Walker:
             return out
         finally:
             active.discard(marker)
+
+    def _flat_child(self, item: dict[Any, Any], depth: int) -> dict[str, Any] | None:
+        """``item`` copied in one loop if it is a flat object within the caps, else None.
+
+        ``depth`` is the depth `walk` would be given for it; None sends it to `walk`.
+        """
+        if depth >= self.max_depth or self.nodes + 1 + len(item) > self.max_nodes:
+            return None
+        flat = _flat_copy(item, self.max_integer_bits)
+        if flat is not None:
+            self.nodes += 1 + len(flat)
+        return flat
 
     def _object(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -191,6 +208,11 @@ class _Walker:
                 self.nodes += 1
                 out[key] = item
                 continue
+            if kind is dict:
+                flat = self._flat_child(item, depth)
+                if flat is not None:
+                    out[key] = flat
+                    continue
             try:
                 out[key] = self.walk(item, depth)
             except JSONCompatibilityError as error:
