@@ -1,33 +1,64 @@
 """Run the benchmarks and print per-call times and the ratios that matter.
 
 Usage: ``python -m benchmarks`` from the repository root (``nox -s bench`` does this).
+``--only peers,scale`` runs some of the modules (by the names in `MODULES`) and
+``--write-docs`` rewrites the results part of ``docs/performance.md`` and its two
+charts (it needs ``peers`` and ``scale`` in the run); a plain run writes no file.
+
 Each benchmark is timed with several timeit repeats in one process (a benchmark
 that sets asv's ``number`` and ``repeat`` attributes, such as the MCP activations
-that start a process each time, runs exactly that often instead). The table shows
-the best and the median repeat; the ratios use the best, which is the least
-disturbed by other work on the machine. Ratios taken in one run are meaningful on
-any machine; absolute times are not. Nothing here fails on a number: this is a
-measurement, not a test.
+that start a process each time, runs exactly that often instead); asv-style
+``track_*`` functions, which return a measured value rather than being timed, are
+called once. The table shows the best and the median repeat; the ratios use the
+best, which is the least disturbed by other work on the machine. Ratios taken in
+one run are meaningful on any machine; absolute times are not. Nothing here fails
+on a number: this is a measurement, not a test.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import statistics
 import sys
 import timeit
-from typing import TYPE_CHECKING
-
-from benchmarks import bench_mcp, bench_runtime, bench_skills
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from types import ModuleType
+
+MODULES = {
+    "runtime": "benchmarks.bench_runtime",
+    "mcp": "benchmarks.bench_mcp",
+    "skills": "benchmarks.bench_skills",
+    "peers": "benchmarks.bench_peers",
+    "scale": "benchmarks.bench_scale",
+    "memory": "benchmarks.bench_memory",
+}
+"""Every benchmark module by the name ``--only`` takes, in the order they run."""
 
 REPEATS = 7
 TARGET_ADDED_US = 20.0
 MCP_CALL_TARGET = 1.10
 MCP_ACTIVATION_TARGET = 1.05
 SKILLS_SPEEDUP_TARGET = 5.0
+EXECUTE_TARGET = 10.0
+"""toolcycle execute with the fast backend against the bare call: at most this many times."""
+AEXECUTE_TARGET = 20.0
+"""toolcycle aexecute with the fast backend against the bare call: at most this many times."""
+PEER_SPEEDUP_TARGET = 25.0
+"""Each peer library against toolcycle execute with the fast backend: at least this much slower."""
+THREADS_TARGET = 1.0
+"""Throughput of 8 threads on one plan against one thread: at least this."""
+CONCURRENT_TARGET_S = 0.5
+"""Wall time of 1,000 concurrent aexecute calls that sleep 50 ms each: at most this."""
+IMPORT_TARGET_MS = 150.0
+"""``import toolcycle`` in a fresh interpreter, beyond starting Python: under this."""
+RSS_GROWTH_TARGET_MIB = 5.0
+"""Resident set growth over 1,000,000 calls: under this."""
+PLAN_BYTES_TARGET = 2048
+"""Memory of one idle plan with one active tool: under this."""
 
 
 def measure(fn: Callable[[], None]) -> tuple[float, float]:
@@ -46,28 +77,103 @@ def measure(fn: Callable[[], None]) -> tuple[float, float]:
     return min(runs) / calls, statistics.median(runs) / calls
 
 
-def run_module(module: ModuleType) -> dict[str, tuple[float, float]]:
-    """Best and median seconds per call of each of the module's ``time_*`` functions."""
+def run_module(module: ModuleType) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+    """Time the module's ``time_*`` functions and call its ``track_*`` functions once.
+
+    Returns:
+        Best and median seconds per call by ``time_*`` name, and the value each
+        ``track_*`` function returned by its name.
+    """
     module.setup()
     try:
-        names = [name for name in dir(module) if name.startswith("time_")]
-        return {name: measure(getattr(module, name)) for name in names}
+        names = sorted(dir(module))
+        timings = {
+            name: measure(getattr(module, name)) for name in names if name.startswith("time_")
+        }
+        tracks = {
+            name: float(getattr(module, name)()) for name in names if name.startswith("track_")
+        }
+        return timings, tracks
     finally:
         module.teardown()
 
 
-def main() -> int:
-    """Time every benchmark, print the table and the ratios; always returns 0."""
-    timings = run_module(bench_runtime) | run_module(bench_mcp) | run_module(bench_skills)
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: ``--only`` and ``--write-docs``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAME[,NAME]",
+        help=f"run only these modules, comma-separated, from: {', '.join(MODULES)}",
+    )
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="rewrite the results part of docs/performance.md and its charts in docs/img/",
+    )
+    args = parser.parse_args(argv)
+    selected = list(MODULES)
+    if args.only:
+        asked = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = [name for name in asked if name not in MODULES]
+        if unknown or not asked:
+            parser.error(f"--only takes names from {', '.join(MODULES)}; got {args.only!r}")
+        selected = [name for name in MODULES if name in asked]
+    if args.write_docs and not {"peers", "scale"} <= set(selected):
+        parser.error("--write-docs needs the peers and scale modules in the run")
+    args.selected = selected
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Time the selected benchmarks, print the table and the ratios; always returns 0."""
+    args = parse_args(argv)
+    timings: dict[str, tuple[float, float]] = {}
+    tracks: dict[str, float] = {}
+    modules: dict[str, ModuleType] = {}
+    for name in args.selected:
+        print(f"running {name} benchmarks ...", file=sys.stderr, flush=True)
+        modules[name] = importlib.import_module(MODULES[name])
+        found, tracked = run_module(modules[name])
+        timings |= found
+        tracks |= tracked
     results = {name: best * 1e6 for name, (best, _) in timings.items()}
-    width = max(len(name) for name in results)
-    print(f"{'benchmark':<{width}}  {'best us':>12}  {'median us':>12}")
-    for name, (best, median) in timings.items():
-        print(f"{name:<{width}}  {best * 1e6:12.2f}  {median * 1e6:12.2f}")
+    if timings:
+        width = max(len(name) for name in results)
+        print(f"{'benchmark':<{width}}  {'best us':>12}  {'median us':>12}")
+        for name, (best, median) in timings.items():
+            print(f"{name:<{width}}  {best * 1e6:12.2f}  {median * 1e6:12.2f}")
+    targets: list[dict[str, Any]] = []
+    found_by: dict[str, Any] = {}
+    sections: dict[str, Callable[[], Any]] = {
+        "runtime": lambda: print_runtime_ratios(results),
+        "mcp": lambda: print_mcp_ratios(results),
+        "skills": lambda: print_skills_ratios(results),
+        "peers": lambda: print_peers(modules["peers"], timings, targets),
+        "scale": lambda: print_scale(modules["scale"], timings, targets),
+        "memory": lambda: print_memory(modules["memory"], tracks, targets),
+    }
+    for index, name in enumerate(modules):
+        if timings or index:
+            print()
+        found_by[name] = sections[name]()
+    peers, scale = found_by.get("peers"), found_by.get("scale")
+    if args.write_docs and peers is not None and scale is not None:
+        from benchmarks import report
+
+        doc = report.update_results(report.results_markdown(peers, scale, targets))
+        print()
+        print(f"wrote {doc} and the charts in {report.IMG_DIR}")
+    return 0
+
+
+def print_runtime_ratios(results: dict[str, float]) -> None:
+    """The runtime's per-call ratios: against the baseline, tracing, async, @tool."""
     baseline = results["time_baseline_validated_call"]
     execute = results["time_runtime_execute"]
     added = execute - baseline
-    print()
     print(f"execute / (bare call + two cached jsonschema validations) = {execute / baseline:.2f}x")
     print(
         f"runtime's own overhead on that call = {added:.1f} us "
@@ -86,11 +192,6 @@ def main() -> int:
     direct = results["time_wrapped_function_direct"]
     wrapped = results["time_wrapped_function_execute"]
     print(f"@tool through the runtime / called directly = {wrapped / direct:.1f}x")
-    print()
-    print_mcp_ratios(results)
-    print()
-    print_skills_ratios(results)
-    return 0
 
 
 def print_mcp_ratios(results: dict[str, float]) -> None:
@@ -111,6 +212,8 @@ def print_mcp_ratios(results: dict[str, float]) -> None:
 
 def print_skills_ratios(results: dict[str, float]) -> None:
     """Skills discovery as a speed-up over skills-ref's read_properties, beside its target."""
+    from benchmarks import bench_skills
+
     rows = [
         (f"skills read_properties / register_source ({bench_skills.SKILL_COUNT:,} x {size})", key)
         for size, key in (("100 KB", "100kb"), ("1 KB", "1kb"))
@@ -124,6 +227,213 @@ def print_skills_ratios(results: dict[str, float]) -> None:
             f"(target >= {SKILLS_SPEEDUP_TARGET:.0f}x): "
             f"toolcycle {ours / 1e3:.0f} ms, skills-ref {theirs / 1e3:.0f} ms"
         )
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "not met"
+
+
+def _target(
+    targets: list[dict[str, Any]], measure: str, result: str, target: str, met: bool
+) -> None:
+    """Print one measure beside its target and keep it for the docs' target table."""
+    print(f"{measure} = {result} (target {target}: {_verdict(met)})")
+    targets.append({"measure": measure, "result": result, "target": target, "met": met})
+
+
+def print_peers(
+    module: ModuleType, timings: dict[str, tuple[float, float]], targets: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The contestants' table, then toolcycle against the bare call and against each peer."""
+    summary = module.summary(timings)
+    rows, reference = summary["rows"], summary["reference"]
+    base = rows[reference]["best_us"]
+    width = max(len(label) for label in [*rows, *summary["skipped"]])
+    print(
+        f"{'one small tool call':<{width}}  {'best us':>9}  {'median us':>9}  {'/ ref':>7}  version"
+    )
+    for label, row in rows.items():
+        print(
+            f"{label:<{width}}  {row['best_us']:9.2f}  {row['median_us']:9.2f}  "
+            f"{row['best_us'] / base:6.2f}x  {row['version'] or 'n/a'}"
+        )
+    for label, why in summary["skipped"].items():
+        print(f"{label:<{width}}  skipped: {why}")
+    print(f"(ref = {reference})")
+    bare = rows["bare call"]["best_us"]
+    fast = module.FAST_BACKEND
+    for call, limit in (("execute", EXECUTE_TARGET), ("aexecute", AEXECUTE_TARGET)):
+        for backend in module.BACKENDS:
+            label = f"toolcycle {call} ({backend})"
+            ratio = rows[label]["best_us"] / bare
+            if backend == fast:
+                _target(
+                    targets,
+                    f"{label} / bare call",
+                    f"{ratio:.1f}x",
+                    f"<= {limit:.0f}x",
+                    ratio <= limit,
+                )
+            else:
+                print(f"{label} / bare call = {ratio:.1f}x")
+    for backend in module.BACKENDS:
+        by_hand = rows.get(f"{backend} by hand (in + out)")
+        if by_hand is not None:
+            ours = rows[f"toolcycle execute ({backend})"]["best_us"]
+            print(
+                f"toolcycle execute ({backend}) / {backend} by hand = "
+                f"{ours / by_hand['best_us']:.2f}x, {ours - by_hand['best_us']:.1f} us added"
+            )
+    peer_labels = [label for label in rows if not label.startswith(("toolcycle", "bare", "json"))]
+    for label in peer_labels:
+        ratio = rows[label]["best_us"] / base
+        how = (
+            f"toolcycle {ratio:.1f}x faster" if ratio >= 1 else f"toolcycle {1 / ratio:.1f}x slower"
+        )
+        _target(
+            targets,
+            f"{label} / {reference}",
+            f"{ratio:.2f}x, {how}",
+            f">= {PEER_SPEEDUP_TARGET:.0f}x",
+            ratio >= PEER_SPEEDUP_TARGET,
+        )
+    if peer_labels:
+        fastest = min(peer_labels, key=lambda label: rows[label]["best_us"])
+        ratio = rows[fastest]["best_us"] / base
+        print(f"fastest peer: {fastest}, {rows[fastest]['best_us']:.2f} us ({ratio:.2f}x the ref)")
+        aexecute = rows.get(f"toolcycle aexecute ({fast})")
+        for label in (
+            "pydantic-ai FunctionToolset.call_tool",
+            "pydantic-ai ToolManager.handle_call",
+            "OpenAI Agents on_invoke_tool",
+        ):
+            if label in rows and aexecute is not None:
+                print(
+                    f"{label} / toolcycle aexecute ({fast}) = "
+                    f"{rows[label]['best_us'] / aexecute['best_us']:.2f}x (async against async)"
+                )
+    return summary
+
+
+def print_scale(
+    module: ModuleType, timings: dict[str, tuple[float, float]], targets: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Cost per object by input size, then threads, concurrency and import time."""
+    summary = module.summary(timings)
+    backends = summary["backends"]
+    print(f"{'objects':>9}" + "".join(f"  {backend + ' us/object':>24}" for backend in backends))
+    for size in summary["sizes"]:
+        cells = [
+            f"{by_size[size]['best_us_per_object']:9.3f} ({by_size[size]['best_ms_per_call']:8.1f} ms)"
+            if size in by_size
+            else "not run"
+            for by_size in backends.values()
+        ]
+        print(f"{size:>9,}" + "".join(f"  {cell:>24}" for cell in cells))
+    first, last = summary["sizes"][1], summary["sizes"][-1]
+    for backend, by_size in backends.items():
+        if first in by_size and last in by_size:
+            spread = by_size[last]["best_us_per_object"] / by_size[first]["best_us_per_object"]
+            print(
+                f"linearity ({backend}): us/object at {last:,} / at {first:,} = {spread:.2f}x "
+                "(1.00 is linear)"
+            )
+    single = timings["time_scale_threads_1"][0]
+    threaded = timings["time_scale_threads_8"][0]
+    ratio = single / threaded
+    _target(
+        targets,
+        f"throughput of {module.THREADS} threads on one plan / 1 thread",
+        f"{ratio:.2f}x",
+        f">= {THREADS_TARGET:.1f}",
+        ratio >= THREADS_TARGET,
+    )
+    failed = module.failures()
+    print(f"failed calls: {failed['threads']} threaded, {failed['concurrent']} concurrent")
+    best, median = timings["time_scale_concurrent_aexecute"]
+    _target(
+        targets,
+        f"{module.CONCURRENT_CALLS:,} concurrent aexecute, each sleeping "
+        f"{module.NAP_SECONDS * 1e3:.0f} ms",
+        f"{best:.3f} s (median {median:.3f} s)",
+        f"<= {CONCURRENT_TARGET_S} s",
+        best <= CONCURRENT_TARGET_S,
+    )
+    imported, baseline = (
+        timings["time_scale_import_toolcycle"],
+        timings["time_scale_import_baseline"],
+    )
+    best_ms = (imported[0] - baseline[0]) * 1e3
+    median_ms = (imported[1] - baseline[1]) * 1e3
+    _target(
+        targets,
+        "import toolcycle, beyond starting Python",
+        f"{best_ms:.0f} ms (median {median_ms:.0f} ms)",
+        f"< {IMPORT_TARGET_MS:.0f} ms",
+        best_ms < IMPORT_TARGET_MS,
+    )
+    floor = timings.get("time_scale_import_dependencies")
+    if floor is not None:
+        floor_ms = (floor[0] - baseline[0]) * 1e3
+        print(
+            f"  of which the core's dependencies alone (asyncio, jsonschema, referencing, "
+            f"structlog, pydantic and one model) = {floor_ms:.0f} ms, "
+            f"toolcycle's own share = {best_ms - floor_ms:.0f} ms"
+        )
+    extras = module.loaded_extras()
+    _target(
+        targets,
+        "optional extras loaded by import toolcycle",
+        ", ".join(extras) if extras else "none",
+        "none",
+        not extras,
+    )
+    return summary
+
+
+def print_memory(
+    module: ModuleType, tracks: dict[str, float], targets: list[dict[str, Any]]
+) -> None:
+    """Memory growth over many calls, per idle plan, and what an ended plan leaves."""
+    details = module.DETAILS
+    growth = tracks["track_memory_rss_growth"]
+    calls = details["track_memory_rss_growth"]
+    _target(
+        targets,
+        f"RSS growth over {calls['calls']:,} execute calls",
+        f"{growth:.2f} MiB",
+        f"< {RSS_GROWTH_TARGET_MIB:.0f} MiB",
+        growth < RSS_GROWTH_TARGET_MIB,
+    )
+    print(
+        f"  ({calls['rss_before_mib']:.1f} -> {calls['rss_after_mib']:.1f} MiB, "
+        f"{calls['seconds']:.1f} s, {calls['seconds'] / calls['calls'] * 1e6:.1f} us a call, "
+        f"{calls['failed']} failed)"
+    )
+    plans = details["track_memory_idle_plan_rss"]["plans"]
+    for key, how in (
+        ("track_memory_idle_plan_rss", "RSS"),
+        ("track_memory_idle_plan_traced", "tracemalloc"),
+    ):
+        per_plan = tracks[key]
+        _target(
+            targets,
+            f"memory per idle plan, {plans:,} open ({how})",
+            f"{per_plan:,.0f} bytes",
+            f"< {PLAN_BYTES_TARGET:,} bytes",
+            per_plan < PLAN_BYTES_TARGET,
+        )
+    checks = details["track_memory_ended_plan_leftovers"]["checks"]
+    failed = int(tracks["track_memory_ended_plan_leftovers"])
+    _target(
+        targets,
+        "an ended plan leaves nothing behind",
+        "pass" if not failed else f"fail ({failed} of {len(checks)} checks)",
+        "pass",
+        not failed,
+    )
+    for check, passed in checks.items():
+        print(f"  {check}: {'pass' if passed else 'FAIL'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ swamp the call; their ``calls`` attribute says so, and ``python -m benchmarks``
 divides by it. ``setup()`` builds what they share, so asv (or
 ``python -m benchmarks``) times only the calls. The baseline does what any
 careful caller would do without toolcycle: validate the input and the output with
-cached ``jsonschema`` validators around a bare call.
+cached ``jsonschema`` validators around a bare call. The runtimes here use the same
+``jsonschema`` backend, so the ratio compares like with like; `benchmarks.bench_peers`
+measures both backends.
 """
 
 from __future__ import annotations
@@ -98,13 +100,13 @@ def setup() -> None:
         return
     _state["input"] = Draft202012Validator(INPUT_SCHEMA)
     _state["output"] = Draft202012Validator(OUTPUT_SCHEMA)
-    quiet = ToolRuntime(tracer=NullTracer())
+    quiet = ToolRuntime(tracer=NullTracer(), validator="jsonschema")
     for instance in (AddTool(), AsyncAddTool(), wrapped_add):
         quiet.register(instance)
-    listened = ToolRuntime(tracer=NullTracer())
+    listened = ToolRuntime(tracer=NullTracer(), validator="jsonschema")
     listened.register(AddTool())
     listened.add_trace_listener(lambda trace: None)
-    default = ToolRuntime()  # the structlog tracer a host gets, silent until logging is set up
+    default = ToolRuntime(validator="jsonschema")  # the default structlog tracer, silent
     default.register(AddTool())
     _state["runtime"], _state["listened"], _state["default"] = quiet, listened, default
     _state["ctx"] = quiet.new_context("bench")

@@ -1270,8 +1270,10 @@ class ToolRuntime:
                 defers or is bound to another call, or the call was resumed
                 before.
             TypeError: ``pending``, ``decision`` or ``ctx`` is of the wrong kind.
-            ToolNotFoundError, ToolAccessDeniedError, ToolCheckpointRequiredError,
-                ToolRuntimeError: refused before the claim (see above).
+            ToolNotFoundError: no such tool; refused before the claim.
+            ToolAccessDeniedError: refused before the claim (see above).
+            ToolCheckpointRequiredError: refused before the claim.
+            ToolRuntimeError: the plan or the runtime is closed; refused before the claim.
             ToolCancelledError, ToolActivationError: as for `execute`.
         """
         record, chosen, approval = self._claim_resume(pending, decision, ctx)

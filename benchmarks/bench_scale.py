@@ -1,0 +1,365 @@
+"""How the runtime's cost grows with input size, threads, concurrent calls, and its import.
+
+- Input size: a tool whose input is ``{"items": [...]}``, an array of objects with
+  four typed fields each (``additionalProperties: false``), called through
+  ``runtime.execute`` with `SIZES` objects (100 to 100,000), once per validator
+  backend. The runtime is built with ``ValidationLimits(max_instance_nodes=...)``
+  raised to `MAX_NODES`, since 100,000 objects are about 500,000 values, over the
+  default cap. The runner divides each time by the number of objects. At 10,000
+  objects and more each benchmark runs once per repeat (``number = 1``); the
+  jsonschema backend at 100,000, which takes seconds a call, runs 3 times, or once
+  if ``setup()``'s warm-up call took more than `SLOW_CALL_SECONDS`.
+- Threads: `THREAD_CALLS` calls of the small tool of `benchmarks.bench_runtime`
+  through ``runtime.execute`` on one shared plan (one context, the tool activated
+  once in ``setup()``), split between `THREADS` threads, against the same number
+  made by one thread. Each run starts its threads, lets them go together from a
+  barrier and joins them; ``calls`` says how many calls a run makes.
+- Concurrency: `CONCURRENT_CALLS` ``runtime.aexecute`` calls of an async tool that
+  sleeps `NAP_SECONDS`, gathered on one event loop; the time is per run, that is
+  for all of them together.
+- Import: ``python -c "import toolcycle"`` in a fresh process, against
+  ``python -c "pass"``; the difference is the import. `loaded_extras` says which
+  optional dependencies that import loads (it should load none).
+
+Threads, concurrency and input size use the jsonschema-rs backend when it is
+installed (`FAST_BACKEND`); input size also runs with jsonschema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import subprocess
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.bench_runtime import PARAMS, AddTool, add
+from toolcycle import (
+    NullTracer,
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    ValidationLimits,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+BACKENDS = (
+    ("jsonschema", "jsonschema-rs")
+    if importlib.util.find_spec("jsonschema_rs") is not None
+    else ("jsonschema",)
+)
+"""The validator backends measured, by their ``ToolRuntime(validator=...)`` name."""
+
+FAST_BACKEND = BACKENDS[-1]
+"""The backend of the thread and concurrency benchmarks."""
+
+SIZES = (100, 1_000, 10_000, 100_000)
+"""How many objects the ``items`` array holds, one benchmark per size and backend."""
+
+MAX_NODES = 1_000_000
+"""``max_instance_nodes`` for the input-size runtimes (the default 100,000 is too few)."""
+
+SLOW_CALL_SECONDS = 3.0
+"""A warm-up call slower than this is measured once only (``repeat = 1``)."""
+
+THREADS = 8
+"""Threads sharing one plan in the threaded benchmark."""
+
+THREAD_CALLS = 16_000
+"""Calls made per run of either thread benchmark, in total."""
+
+THREAD_REPEATS = 5
+"""Runs of each thread benchmark."""
+
+CONCURRENT_CALLS = 1_000
+"""``aexecute`` calls gathered at once in the concurrency benchmark."""
+
+NAP_SECONDS = 0.05
+"""How long each call of the concurrency benchmark's tool sleeps."""
+
+IMPORT_REPEATS = 7
+"""Fresh processes started by each import benchmark."""
+
+OPTIONAL_EXTRAS = ("mcp", "yaml", "opentelemetry", "jsonschema_rs")
+"""Top-level packages of the optional extras, which ``import toolcycle`` must not load."""
+
+ITEM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "price": {"type": "number"},
+        "active": {"type": "boolean"},
+    },
+    "required": ["id", "name", "price", "active"],
+    "additionalProperties": False,
+}
+ITEMS_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": ITEM_SCHEMA}},
+    "required": ["items"],
+    "additionalProperties": False,
+}
+ITEMS_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"count": {"type": "integer"}},
+    "required": ["count"],
+}
+
+
+def items_input(count: int) -> dict[str, Any]:
+    """An input of ``count`` objects that the items schema accepts."""
+    return {
+        "items": [
+            {"id": i, "name": f"item-{i}", "price": i * 0.25, "active": i % 2 == 0}
+            for i in range(count)
+        ]
+    }
+
+
+class CountTool:
+    """Counts the objects of its input: the work is nothing, the input is large."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="count",
+            input_schema=ITEMS_INPUT_SCHEMA,
+            output_schema=ITEMS_OUTPUT_SCHEMA,
+            capability=ToolCapability(writes=False, checkpointable=True),
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return {"count": len(params["items"])}
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+class NapTool(AddTool):
+    """``add`` after an ``asyncio.sleep`` of `NAP_SECONDS`: a call that mostly waits."""
+
+    def discover(self) -> ToolDescriptor:
+        return super().discover().model_copy(update={"name": "nap"})
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        await asyncio.sleep(NAP_SECONDS)
+        return add(params)
+
+
+def _key(backend: str) -> str:
+    return backend.replace("-", "_")
+
+
+SCALE_CASES: dict[str, tuple[str, int]] = {
+    f"time_scale_execute_{_key(backend)}_{size}": (backend, size)
+    for backend in BACKENDS
+    for size in SIZES
+}
+"""Every input-size benchmark's name, with its backend and object count."""
+
+_state: dict[str, Any] = {}
+
+_failed: dict[str, list[int]] = {"threads": [], "concurrent": []}
+"""Counts of calls that did not succeed in the timed runs, kept after ``teardown()``."""
+
+
+def setup() -> None:
+    """Build the runtimes and inputs, warm every benchmark once and check its result."""
+    if _state:
+        return
+    inputs = {size: items_input(size) for size in SIZES}
+    _state["inputs"] = inputs
+    limits = ValidationLimits(max_instance_nodes=MAX_NODES)
+    for backend in BACKENDS:
+        runtime = ToolRuntime(tracer=NullTracer(), validator=backend, limits=limits)
+        runtime.register(CountTool())
+        ctx = runtime.new_context(f"bench-scale-{backend}")
+        _state[f"scale_{_key(backend)}"] = (runtime, ctx)
+        for size in SIZES:
+            started = time.perf_counter()
+            result = runtime.execute("count", inputs[size], ctx)
+            took = time.perf_counter() - started
+            if not result.success or result.output != {"count": size}:
+                raise RuntimeError(f"count of {size} with {backend} failed: {result.error}")
+            if size >= 10_000:
+                bench = globals()[f"time_scale_execute_{_key(backend)}_{size}"]
+                bench.number = 1
+                if size == max(SIZES) and backend == "jsonschema":
+                    bench.repeat = 1 if took > SLOW_CALL_SECONDS else 3
+    runtime = ToolRuntime(tracer=NullTracer(), validator=FAST_BACKEND)
+    runtime.register(AddTool())
+    runtime.register(NapTool())
+    ctx = runtime.new_context("bench-scale-shared")
+    runtime.activate("add", ctx)
+    _state["shared"] = (runtime, ctx)
+    _state["loop"] = asyncio.new_event_loop()
+    for failed in _failed.values():
+        failed.clear()
+    _run_threads(THREADS, THREADS * 10)
+    _state["loop"].run_until_complete(_gather(CONCURRENT_CALLS))
+    if any(_failed.values()):
+        raise RuntimeError("a warm-up call on the shared plan failed")
+
+
+def teardown() -> None:
+    """Close every runtime (and so its plans) and the event loop."""
+    if not _state:
+        return
+    for backend in BACKENDS:
+        _state[f"scale_{_key(backend)}"][0].close()
+    _state["shared"][0].close()
+    _state["loop"].close()
+    _state.clear()
+
+
+def _scale_benchmark(backend: str, size: int) -> Callable[[], None]:
+    key = f"scale_{_key(backend)}"
+
+    def bench() -> None:
+        runtime, ctx = _state[key]
+        runtime.execute("count", _state["inputs"][size], ctx)
+
+    bench.__name__ = f"time_scale_execute_{_key(backend)}_{size}"
+    bench.__qualname__ = bench.__name__
+    bench.__doc__ = f"runtime.execute of {size:,} objects with the {backend} backend."
+    return bench
+
+
+for _name, (_backend, _size) in SCALE_CASES.items():
+    globals()[_name] = _scale_benchmark(_backend, _size)
+
+
+def _run_threads(count: int, calls: int) -> None:
+    """Make ``calls`` calls on the shared plan, split evenly between ``count`` threads."""
+    runtime, ctx = _state["shared"]
+    share = calls // count
+    start = threading.Barrier(count)
+
+    def work() -> None:
+        start.wait()
+        failed = 0
+        for _ in range(share):
+            failed += not runtime.execute("add", PARAMS, ctx).success
+        if failed:
+            _failed["threads"].append(failed)
+
+    threads = [threading.Thread(target=work) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def time_scale_threads_1() -> None:
+    """THREAD_CALLS calls of the small tool on the shared plan from one thread."""
+    _run_threads(1, THREAD_CALLS)
+
+
+def time_scale_threads_8() -> None:
+    """The same calls split between 8 threads on the same plan."""
+    _run_threads(THREADS, THREAD_CALLS)
+
+
+for _bench in (time_scale_threads_1, time_scale_threads_8):
+    _bench.number = 1  # type: ignore[attr-defined]
+    _bench.repeat = THREAD_REPEATS  # type: ignore[attr-defined]
+    _bench.calls = THREAD_CALLS  # type: ignore[attr-defined]
+
+
+async def _gather(count: int) -> None:
+    runtime, ctx = _state["shared"]
+    results = await asyncio.gather(*(runtime.aexecute("nap", PARAMS, ctx) for _ in range(count)))
+    failed = sum(not result.success for result in results)
+    if failed:
+        _failed["concurrent"].append(failed)
+
+
+def time_scale_concurrent_aexecute() -> None:
+    """CONCURRENT_CALLS aexecute calls of a tool that sleeps, gathered; time for all."""
+    _state["loop"].run_until_complete(_gather(CONCURRENT_CALLS))
+
+
+time_scale_concurrent_aexecute.number = 1  # type: ignore[attr-defined]
+time_scale_concurrent_aexecute.repeat = 5  # type: ignore[attr-defined]
+
+
+def _python(code: str) -> None:
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def time_scale_import_toolcycle() -> None:
+    """A fresh interpreter that imports toolcycle."""
+    _python("import toolcycle")
+
+
+def time_scale_import_baseline() -> None:
+    """A fresh interpreter that does nothing: the part of the import time that is not ours."""
+    _python("pass")
+
+
+def time_scale_import_dependencies() -> None:
+    """A fresh interpreter that imports what toolcycle's core needs, and defines one model.
+
+    The floor for ``import toolcycle`` while its records are pydantic models: the
+    first model a process defines pays for most of pydantic's own import.
+    """
+    _python(
+        "import asyncio, jsonschema, referencing, structlog\n"
+        "from pydantic import BaseModel\n"
+        "class Probe(BaseModel):\n"
+        "    x: int\n"
+    )
+
+
+for _bench in (
+    time_scale_import_toolcycle,
+    time_scale_import_baseline,
+    time_scale_import_dependencies,
+):
+    _bench.number = 1  # type: ignore[attr-defined]
+    _bench.repeat = IMPORT_REPEATS  # type: ignore[attr-defined]
+
+
+def loaded_extras() -> list[str]:
+    """The optional extras' packages that are in ``sys.modules`` after ``import toolcycle``."""
+    code = (
+        "import sys, toolcycle\n"
+        f"extras = {OPTIONAL_EXTRAS!r}\n"
+        "print(' '.join(e for e in extras if any("
+        "m == e or m.startswith(e + '.') for m in sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return done.stdout.split()
+
+
+def failures() -> dict[str, int]:
+    """Calls of the shared plan that did not succeed, by benchmark (all should)."""
+    return {name: sum(counts) for name, counts in _failed.items()}
+
+
+def summary(timings: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    """The input-size results as plain data, for the runner and `benchmarks.report`.
+
+    Returns:
+        ``{"sizes": [...], "backends": {backend: {size: {"best_us_per_object",
+        "median_us_per_object", "best_ms_per_call"}}}}``, for the sizes measured.
+    """
+    backends: dict[str, dict[int, dict[str, float]]] = {}
+    for name, (backend, size) in SCALE_CASES.items():
+        if name not in timings:
+            continue
+        best, median = timings[name]
+        backends.setdefault(backend, {})[size] = {
+            "best_us_per_object": best * 1e6 / size,
+            "median_us_per_object": median * 1e6 / size,
+            "best_ms_per_call": best * 1e3,
+        }
+    return {"sizes": list(SIZES), "backends": backends}
