@@ -100,3 +100,27 @@ Feature: JSON Schema validation
     When I register a tool "regex" whose input schema is {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}
     Then the registration raises ToolSchemaValidationError
     And the error message mentions "nested quantifier"
+
+  @req-validation-backends
+  Scenario: The fast validator is the default when it is installed
+    Then the runtime validates with "jsonschema-rs"
+
+  @req-validation-backends
+  Scenario Outline: The <backend> validator rejects <arguments> at "<pointer>" by "<keyword>"
+    Given a runtime that validates with "<backend>"
+    And a plan "p1"
+    And a tool "count" that takes an integer "n" and nothing else
+    When I call "count" with arguments <arguments>
+    Then the runtime validates with "<backend>"
+    And the call fails with error type "ToolSchemaValidationError"
+    And the input was rejected at "<pointer>" by the keyword "<keyword>"
+    And "count" never ran
+
+    Examples:
+      | backend       | arguments            | pointer | keyword              |
+      | jsonschema    | {"n": "three"}       | /n      | type                 |
+      | jsonschema-rs | {"n": "three"}       | /n      | type                 |
+      | jsonschema    | {"n": 1, "extra": 2} | (root)  | additionalProperties |
+      | jsonschema-rs | {"n": 1, "extra": 2} | (root)  | additionalProperties |
+      | jsonschema    | {}                   | (root)  | required             |
+      | jsonschema-rs | {}                   | (root)  | required             |

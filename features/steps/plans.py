@@ -45,6 +45,16 @@ def runtime_with_deactivate_timeout(context: Any, seconds: float) -> None:
     context.make_runtime(deactivate_timeout=seconds)
 
 
+@given('a runtime that validates with "{backend}"')
+def runtime_with_backend(context: Any, backend: str) -> None:
+    context.make_runtime(validator=backend)
+
+
+@then('the runtime validates with "{backend}"')
+def runtime_uses_backend(context: Any, backend: str) -> None:
+    assert context.runtime.validator == backend, context.runtime.validator
+
+
 @given('a runtime that knows the schema "{uri}" as {schema}')
 def runtime_with_documents(context: Any, uri: str, schema: str) -> None:
     context.make_runtime(schema_documents={uri: json.loads(schema)})
