@@ -132,3 +132,6 @@ def test_a_result_message_reuses_the_measured_json_text() -> None:
     assert result.trace is not None
     assert result.trace.result_size_bytes == len(text.encode())
     assert result._text == text
+    assert result.call is not None and result.call.id == "c1"
+    assert list(result.__dict__) == list(ToolResult.model_fields)
+    assert result == _twin(result)

@@ -85,6 +85,7 @@ from toolcycle.models import (
     ToolCall,
     ToolDescriptor,
     ToolResult,
+    _trusted,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
@@ -1484,9 +1485,15 @@ class ToolRuntime:
 
 def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
     """The result with the model's call it answers (its pending record too, if any)."""
+    if result.pending is None:  # the common case: one field set, nothing to re-check
+        private = result.__pydantic_private__
+        return _trusted(
+            ToolResult,
+            {**result.__dict__, "call": call},
+            dict(private) if private is not None else None,
+        )
     update: dict[str, Any] = {"call": call}
-    if result.pending is not None:
-        update["pending"] = result.pending.model_copy(update={"call": call})
+    update["pending"] = result.pending.model_copy(update={"call": call})
     return result.model_copy(update=update)
 
 
