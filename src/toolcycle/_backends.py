@@ -7,7 +7,7 @@ for a schema already accepted and runs it:
 
 - ``jsonschema``: the reference implementation in pure Python, always installed.
 - ``jsonschema-rs``: the Rust implementation (extra ``toolcycle[fast]``), about
-  20 times faster on a small object and far more on a large one. It reads
+  40 times faster on a small object (docs/performance.md has the numbers). It reads
   ``pattern`` with ECMA-262 syntax and meaning, as the specification asks.
 
 Neither ever retrieves a document: ``jsonschema`` gets a registry whose
