@@ -30,7 +30,7 @@ from toolcycle._json import pointer_token
 from toolcycle.models import ValidationIssue
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from jsonschema.protocols import Validator
     from referencing import Registry
@@ -122,23 +122,31 @@ class BackendSchemaError(Exception):
         self.message = message
 
 
-class _JsonschemaChecker:
-    __slots__ = ("_validator", "is_valid")
+_Triple = tuple[Any, str, str]
 
-    def __init__(self, validator: Validator) -> None:
+
+class _Checker:
+    """A compiled validator, with how to read its errors as (path, keyword, message)."""
+
+    __slots__ = ("_read", "_validator", "is_valid")
+
+    def __init__(self, validator: Any, read: Callable[[Any], _Triple]) -> None:
         self._validator = validator
+        self._read = read
         self.is_valid = validator.is_valid
 
     def issues(self, instance: Any) -> tuple[ValidationIssue, ...]:
-        return _ranked(
-            (
-                error.absolute_path,
-                # jsonschema reports the boolean schema false with no keyword at all.
-                "false" if error.validator is None else str(error.validator),
-                error.message,
-            )
-            for error in self._validator.iter_errors(instance)
-        )
+        return _ranked(self._read(error) for error in self._validator.iter_errors(instance))
+
+
+def _jsonschema_error(error: Any) -> _Triple:
+    # jsonschema reports the boolean schema false with no keyword at all.
+    keyword = "false" if error.validator is None else str(error.validator)
+    return error.absolute_path, keyword, error.message
+
+
+def _rs_error(error: Any) -> _Triple:
+    return error.instance_path, _rs_keyword(error), error.message
 
 
 class JsonschemaBackend:
@@ -159,12 +167,12 @@ class JsonschemaBackend:
     @staticmethod
     def issues_of(validator: Validator, instance: Any) -> tuple[ValidationIssue, ...]:
         """The ranked, capped issues a ``jsonschema`` validator finds in ``instance``."""
-        return _JsonschemaChecker(validator).issues(instance)
+        return _Checker(validator, _jsonschema_error).issues(instance)
 
     def build(self, schema: dict[str, Any] | bool, dialect: str) -> SchemaChecker:
         """The checker for ``schema``; ``jsonschema`` compiles lazily, so this never fails."""
         validator = self._classes[dialect](schema, registry=self._registry)
-        return _JsonschemaChecker(validator)
+        return _Checker(validator, _jsonschema_error)
 
 
 def _refuse(uri: str) -> Any:
@@ -183,20 +191,6 @@ def _rs_keyword(error: Any) -> str:
         return "false"
     path = error.schema_path
     return path[-1] if path and isinstance(path[-1], str) else name
-
-
-class _RsChecker:
-    __slots__ = ("_validator", "is_valid")
-
-    def __init__(self, validator: Any) -> None:
-        self._validator = validator
-        self.is_valid = validator.is_valid
-
-    def issues(self, instance: Any) -> tuple[ValidationIssue, ...]:
-        return _ranked(
-            (error.instance_path, _rs_keyword(error), error.message)
-            for error in self._validator.iter_errors(instance)
-        )
 
 
 def fast_backend_available() -> bool:
@@ -269,4 +263,4 @@ class JsonschemaRsBackend:
         except Exception as exc:  # a referencing error, say: never an escape
             message = truncate(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             raise BackendSchemaError("", "$schema", message) from None
-        return _RsChecker(validator)
+        return _Checker(validator, _rs_error)

@@ -230,20 +230,21 @@ async def _in_current_task(coro: Any, token: CancellationToken, task: asyncio.Ta
     ``uncancel``, so the caller's own cancellation count is left as it was.
     """
     loop = asyncio.get_running_loop()
-    state = {"inside": True, "fired": False}
+    inside, fired = True, False
 
-    def fire() -> None:
-        if state["inside"]:
-            state["fired"] = True
+    def fire() -> None:  # runs on the loop, so it never interleaves with the code below
+        nonlocal fired
+        if inside:
+            fired = True
             task.cancel()
 
     unregister = token.on_cancel(lambda: loop.call_soon_threadsafe(fire))
     try:
         return await coro
     finally:
-        state["inside"] = False
+        inside = False
         unregister()
-        if state["fired"]:
+        if fired:
             task.uncancel()
 
 
