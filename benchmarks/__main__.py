@@ -200,6 +200,13 @@ def print_mcp_ratios(results: dict[str, float]) -> None:
         (f"mcp {call} ({where}) / direct send_request", f"{call}_{key}", f"direct_{key}")
         for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
         for call in ("execute", "aexecute")
+    ] + [
+        (
+            f"mcp execute ({where}) / sync direct send_request",
+            f"execute_{key}",
+            f"sync_direct_{key}",
+        )
+        for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
     ]
     width = max(len(label) for label, _, _ in rows) + 1
     for label, ours, theirs in rows:

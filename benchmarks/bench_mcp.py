@@ -23,7 +23,10 @@ by a task of its own that stays parked between runs, so the loop, the session an
 the server are all warm; a run drives the loop once and awaits a batch of calls in
 it, as the async runtime benchmarks do. ``aexecute`` is batched the same way on the
 same loop; the runtime then hops to its own MCP loop for each call. ``execute`` has
-no loop to batch in: it is timed one call at a time, like a sync caller makes them.
+no loop to batch in: it is timed one call at a time, like a sync caller makes them,
+against both the batched session and its sync twin: the same SDK session on a
+loop in a thread of its own, handed one call at a time, which is what sync code
+must do to use the SDK at all.
 
 Batched functions say how many calls they make in their ``calls`` attribute. The
 two activation benchmarks start a process each time (about a second), so they say
@@ -38,6 +41,7 @@ import asyncio
 import importlib.util
 import os
 import sys
+import threading
 import warnings
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -133,24 +137,62 @@ class _DirectSession:
             self.session = None
             self._ready.set()
 
-    def open(self) -> None:
-        self._task = self._loop.create_task(self._own())
-        self._loop.run_until_complete(self._ready.wait())
+    async def start(self) -> None:
+        """Start the owner task on the running loop and wait until the session is ready."""
+        self._task = asyncio.get_running_loop().create_task(self._own())
+        await self._ready.wait()
         if self.session is None:
-            self._loop.run_until_complete(self._task)  # raises why it did not open
+            await self._task  # raises why it did not open
             raise RuntimeError("the direct MCP session closed while opening")
 
-    def close(self) -> None:
+    async def stop(self) -> None:
         self._stop.set()
         if self._task is not None:
-            self._loop.run_until_complete(self._task)
+            await self._task
             self._task = None
+
+    def open(self) -> None:
+        self._loop.run_until_complete(self.start())
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self.stop())
 
     async def batch(self, count: int) -> None:
         session = self.session
         assert session is not None
         for _ in range(count):
             await session.send_request(_add_request(), mcp_types.CallToolResult)
+
+
+class _SyncDirect:
+    """The SDK driven from sync code: a session on a loop in a thread of its own.
+
+    A sync caller cannot await, so to use the SDK it must keep a loop running in
+    another thread and hand each call to it, waiting on the answer; this is the
+    cheapest way to do that, and the like-for-like twin of ``runtime.execute``.
+    """
+
+    def __init__(
+        self, transport: Callable[[], AbstractAsyncContextManager[TransportStreams]]
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._direct = _DirectSession(self._loop, transport)
+
+    def open(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._direct.start(), self._loop).result()
+
+    def call(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._direct.batch(1), self._loop).result()
+
+    def close(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self._direct.stop(), self._loop).result()
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
 
 
 _state: dict[str, Any] = {}
@@ -184,6 +226,10 @@ def setup() -> None:
             direct = _DirectSession(loop, transport)
             direct.open()
             _state[key] = direct
+            threaded = _SyncDirect(transport)
+            _state[f"sync_{key}"] = threaded
+            threaded.open()
+            threaded.call()
         for runtime, ctx, direct in (
             (local, _state["local_ctx"], _state["direct_local"]),
             (remote, _state["remote_ctx"], _state["direct_remote"]),
@@ -203,7 +249,7 @@ def teardown() -> None:
     for key in ("local", "remote"):
         if key in _state:
             _state[key].close()
-    for key in ("direct_local", "direct_remote"):
+    for key in ("direct_local", "direct_remote", "sync_direct_local", "sync_direct_remote"):
         if key in _state:
             _state[key].close()
     loop = _state["loop"]
@@ -224,6 +270,16 @@ def time_mcp_direct_inprocess() -> None:
 
 
 time_mcp_direct_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_sync_direct_inprocess() -> None:
+    """The in-process SDK session from sync code: one call handed to its loop thread."""
+    _state["sync_direct_local"].call()
+
+
+def time_mcp_sync_direct_stdio() -> None:
+    """The stdio SDK session from sync code: one call handed to its loop thread."""
+    _state["sync_direct_remote"].call()
 
 
 def time_mcp_execute_inprocess() -> None:

@@ -995,9 +995,11 @@ class ToolRuntime:
         if problem is not None:
             return refusal(call, problem, "ToolCallError")
         assert call is not None
-        with self._lock:
-            names = list(self._tools)
-        name = resolve(call.name, call.format, names)
+        name: str | None = call.name
+        if name not in self._tools:  # a dict lookup needs no lock; listing the names does
+            with self._lock:
+                names = list(self._tools)
+            name = resolve(call.name, call.format, names)
         if name is None:
             return refusal(
                 call,
