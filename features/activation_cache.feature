@@ -77,3 +77,21 @@ Feature: Per-plan activation cache
     And plan "p1" ends
     Then "db" was activated 2 times in plan "p1"
     And "db" was deactivated 1 time in plan "p1"
+
+  @req-cache-late-activation
+  Scenario: A sync activation past its limit blocks retries until it returns, then is undone
+    Given a runtime whose activate timeout is 0.1 seconds
+    And a plan "p1"
+    And a tool "slow-start" whose activation waits for a gate
+    When I call "slow-start"
+    Then the call raises ToolActivationError
+    And the error message mentions "activate_timeout"
+    When I call "slow-start"
+    Then the call raises ToolActivationError
+    And the error message mentions "still running"
+    When the gate of "slow-start" opens and its late activation has ended
+    Then "slow-start" was activated 1 time in plan "p1"
+    And "slow-start" was deactivated 1 time in plan "p1"
+    When I call "slow-start"
+    Then the call succeeds
+    And "slow-start" was activated 2 times in plan "p1"

@@ -157,19 +157,134 @@ def test_limits_must_be_positive(runtime: ToolRuntime, bad: float) -> None:
         runtime.register_source(Source(), timeout=bad)
 
 
-@pytest.mark.parametrize("sync", [True, False])
-def test_an_activation_over_its_limit_fails_and_is_tried_again(sync: bool) -> None:
+def test_an_async_activation_over_its_limit_is_cancelled_and_tried_again() -> None:
     """Past activate_timeout the call raises ToolActivationError; the next call retries."""
-    tool = SlowActivation(sync=sync)
+    tool = SlowActivation(sync=False)
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            for _ in range(2):
+                with pytest.raises(ToolActivationError, match="activate_timeout"):
+                    runtime.execute("slow_start", {}, ctx)
+    assert tool.attempts == 2
+
+
+class _Announced(logging.Handler):
+    """Sets ``seen`` when a record of the runtime's logger mentions ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+@pytest.fixture
+def late_ended() -> Iterator[threading.Event]:
+    """An event set when the runtime logs that an abandoned activate has ended."""
+    logger = logging.getLogger("toolcycle.runtime")
+    handler = _Announced("tool.late_activation_ended")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler.seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+class LateActivation:
+    """A sync tool whose activate waits for a gate, then succeeds or raises."""
+
+    def __init__(self, *, fails: bool = False) -> None:
+        self.fails = fails
+        self.gate = threading.Event()
+        self.attempts = 0
+        self.deactivated = threading.Event()
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="late", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.attempts += 1
+        if self.attempts == 1:
+            self.gate.wait(WAIT)
+            if self.fails:
+                raise RuntimeError("gave up late")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.deactivated.set()
+
+
+def test_a_sync_activation_that_succeeds_after_its_limit_is_deactivated() -> None:
+    """The call fails at activate_timeout; when activate returns after all, it is undone."""
+    tool = LateActivation()
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with pytest.raises(ToolActivationError, match="activate_timeout"):
+            runtime.execute("late", {}, ctx)
+        assert not tool.deactivated.is_set()
+        tool.gate.set()
+        assert tool.deactivated.wait(WAIT)
+        runtime.end_plan(ctx)
+
+
+def test_calls_are_refused_while_an_abandoned_sync_activation_still_runs(
+    late_ended: threading.Event,
+) -> None:
+    """No second activate runs beside the first; once it ended and was undone, one may."""
+    tool = LateActivation()
     with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
         runtime.register(tool)
         with runtime.plan() as ctx:
             with pytest.raises(ToolActivationError, match="activate_timeout"):
-                runtime.execute("slow_start", {}, ctx)
-            with pytest.raises(ToolActivationError):
-                runtime.execute("slow_start", {}, ctx)
-        tool.gate.set()
+                runtime.execute("late", {}, ctx)
+            with pytest.raises(ToolActivationError, match="still running"):
+                runtime.execute("late", {}, ctx)
+            assert tool.attempts == 1
+            tool.gate.set()
+            assert late_ended.wait(WAIT)
+            assert tool.deactivated.is_set()
+            assert runtime.execute("late", {}, ctx).output == "ran"
     assert tool.attempts == 2
+
+
+def test_a_sync_activation_that_fails_after_its_limit_is_not_deactivated(
+    late_ended: threading.Event,
+) -> None:
+    """An activate that raises late activated nothing, so nothing is torn down."""
+    tool = LateActivation(fails=True)
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with pytest.raises(ToolActivationError, match="activate_timeout"):
+            runtime.execute("late", {}, ctx)
+        tool.gate.set()
+        assert late_ended.wait(WAIT)
+        assert not tool.deactivated.is_set()
+        runtime.end_plan(ctx)
+        assert not tool.deactivated.is_set()
+
+
+async def test_an_abandoned_sync_activation_from_aexecute_is_deactivated_too() -> None:
+    """The async path hands the late activate to the same undo."""
+    tool = LateActivation()
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with pytest.raises(ToolActivationError, match="activate_timeout"):
+            await runtime.aexecute("late", {}, ctx)
+        tool.gate.set()
+        assert await asyncio.to_thread(tool.deactivated.wait, WAIT)
+        await runtime.aend_plan(ctx)
 
 
 async def test_an_async_activation_over_its_limit_fails_from_aexecute() -> None:

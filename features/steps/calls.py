@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from typing import Any
 
@@ -141,6 +142,33 @@ def await_and_cancel(context: Any, name: str) -> None:
 @when('I activate "{name:Name}" ahead of its first call')
 def activate_ahead(context: Any, name: str) -> None:
     context.runtime.activate(name, context.plan)
+
+
+class _LateActivationEnded(logging.Handler):
+    """Sets ``seen`` when the runtime logs that an abandoned activate has ended."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "tool.late_activation_ended" in record.getMessage():
+            self.seen.set()
+
+
+@when('the gate of "{name:Name}" opens and its late activation has ended')
+def open_gate_and_wait_for_late_activation(context: Any, name: str) -> None:
+    logger = logging.getLogger("toolcycle.runtime")
+    handler = _LateActivationEnded()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        context.tools[name].gate.set()
+        assert handler.seen.wait(WAIT), "the abandoned activate never ended"
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @when('{count:d} threads make the first call of "{name:Name}" at the same time')

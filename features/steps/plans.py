@@ -45,6 +45,11 @@ def runtime_with_deactivate_timeout(context: Any, seconds: float) -> None:
     context.make_runtime(deactivate_timeout=seconds)
 
 
+@given("a runtime whose activate timeout is {seconds:g} seconds")
+def runtime_with_activate_timeout(context: Any, seconds: float) -> None:
+    context.make_runtime(activate_timeout=seconds)
+
+
 @given('a runtime that validates with "{backend}"')
 def runtime_with_backend(context: Any, backend: str) -> None:
     context.make_runtime(validator=backend)

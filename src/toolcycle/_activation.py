@@ -9,6 +9,7 @@ never traces: the runtime records the trace of the call that was affected.
 from __future__ import annotations
 
 import asyncio
+import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,8 @@ class Activator:
         "_deactivate_timeout",
         "_instrumentation",
         "_invoker",
+        "_lock",
+        "_straggling",
     )
 
     def __init__(
@@ -60,6 +63,9 @@ class Activator:
         self._deactivate_timeout = deactivate_timeout
         self._activate_timeout = activate_timeout
         self._instrumentation = instrumentation
+        # (plan id, tool name) of sync activates still running past activate_timeout.
+        self._straggling: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
 
     def ensure(
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
@@ -95,8 +101,8 @@ class Activator:
                     timeout=self._activate_timeout,
                     loop=own_loop(instance),
                 )
-        except InvokeTimeoutError:
-            self._finish(ctx, activation, self._late())
+        except InvokeTimeoutError as exc:
+            self._timed_out(ctx, activation, exc)
         except (Exception, asyncio.CancelledError) as exc:
             self._finish(ctx, activation, exc)
         except BaseException as exc:  # KeyboardInterrupt and friends: wake waiters, obey
@@ -130,8 +136,8 @@ class Activator:
                     token=ctx.cancellation_token,
                     timeout=self._activate_timeout,
                 )
-        except InvokeTimeoutError:
-            self._finish(ctx, activation, self._late())
+        except InvokeTimeoutError as exc:
+            self._timed_out(ctx, activation, exc)
         except Exception as exc:
             self._finish(ctx, activation, exc)
         except asyncio.CancelledError as exc:
@@ -172,9 +178,48 @@ class Activator:
                 except Exception as exc:
                     _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
-    def _late(self) -> TimeoutError:
-        return TimeoutError(
+    def _timed_out(
+        self, ctx: ToolExecutionContext, activation: Activation, exc: InvokeTimeoutError
+    ) -> None:
+        """Fail the activation; a sync ``activate`` still running is undone when it ends.
+
+        Until it ends, calls in the plan are refused rather than activating the
+        tool a second time beside it (see `_claim`).
+        """
+        late = TimeoutError(
             f"activate did not finish within {self._activate_timeout} seconds (activate_timeout)"
+        )
+        if exc.straggler is not None:
+            key = (ctx.plan_id, activation.name)
+            with self._lock:
+                self._straggling.add(key)
+            exc.straggler.when_done(lambda error: self._ended_late(ctx, activation, key, error))
+        self._finish(ctx, activation, late)
+
+    def _ended_late(
+        self,
+        ctx: ToolExecutionContext,
+        activation: Activation,
+        key: tuple[str, str],
+        error: BaseException | None,
+    ) -> None:
+        """On the abandoned activate's thread: deactivate what it activated after all."""
+        try:
+            if error is None:
+                self.teardown(activation, ctx)
+        except Exception as exc:
+            _log.warning(
+                "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
+            )
+        finally:
+            with self._lock:
+                self._straggling.discard(key)
+        # Logged once the plan may activate the tool again.
+        _log.info(
+            "tool.late_activation_ended",
+            tool=activation.name,
+            plan_id=ctx.plan_id,
+            undone=error is None,
         )
 
     def _claim(
@@ -187,6 +232,14 @@ class Activator:
             if not self._cache.is_active(ctx.plan_id, name):
                 raise self._not_active(ctx, name)
             return None
+        if self._straggling and (ctx.plan_id, name) in self._straggling:
+            raise ToolActivationError(
+                f"activating tool {name!r} for plan {ctx.plan_id!r} failed: its earlier "
+                f"activate is still running past activate_timeout ({self._activate_timeout} "
+                "seconds); try again once it has finished",
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
         return self._cache.begin(ctx, name, instance)
 
     @staticmethod

@@ -37,10 +37,49 @@ if TYPE_CHECKING:
 
     from toolcycle.cancellation import CancellationToken
 
-__all__ = ["InvokeTimeoutError", "Invoker", "own_loop"]
+__all__ = ["InvokeTimeoutError", "Invoker", "Straggler", "own_loop"]
 
 # Results that are certainly not awaitable: checked by type before asking inspect.
 _PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
+
+
+class Straggler:
+    """A sync stage on a thread of its own: when and how it ended, for a caller that gave up.
+
+    Attributes:
+        finished: set once the stage has ended, after every `when_done` callback ran.
+    """
+
+    __slots__ = ("_callbacks", "_done", "_error", "_lock", "finished")
+
+    def __init__(self) -> None:
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[BaseException | None], object]] = []
+        self._done = False
+        self._error: BaseException | None = None
+
+    def when_done(self, callback: Callable[[BaseException | None], object]) -> None:
+        """Call ``callback(error)`` when the stage ends (None if it returned), or now if it has.
+
+        The callback runs on the stage's thread, or on this one when the stage has
+        already ended; it must not raise.
+        """
+        with self._lock:
+            if not self._done:
+                self._callbacks.append(callback)
+                return
+        callback(self._error)
+
+    def _end(self, error: BaseException | None) -> None:
+        with self._lock:
+            self._done, self._error = True, error
+            callbacks, self._callbacks = self._callbacks, []
+        try:
+            for callback in callbacks:
+                callback(error)
+        finally:
+            self.finished.set()
 
 
 class InvokeTimeoutError(TimeoutError):
@@ -50,11 +89,13 @@ class InvokeTimeoutError(TimeoutError):
         abandoned: for a sync stage, which Python cannot stop, an event set when
             the thread it was left running on finishes; None when the stage was
             cancelled (a coroutine).
+        straggler: that thread's stage, to learn how it ended; None when cancelled.
     """
 
-    def __init__(self, message: str, abandoned: threading.Event | None = None) -> None:
+    def __init__(self, message: str, straggler: Straggler | None = None) -> None:
         super().__init__(message)
-        self.abandoned = abandoned
+        self.straggler = straggler
+        self.abandoned = straggler.finished if straggler is not None else None
 
 
 class Invoker:
@@ -265,12 +306,12 @@ def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | D
     """Run ``fn`` on a fresh daemon thread and wait for it no longer than ``timeout``."""
     deadline = as_deadline(timeout)
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    finished = _start_thread(fn, args, future.set_result, future.set_exception)
+    straggler = _start_thread(fn, args, future.set_result, future.set_exception)
     try:
         return wait_result(future, deadline)
     except concurrent.futures.TimeoutError:
         assert deadline is not None
-        raise InvokeTimeoutError(deadline.message(), abandoned=finished) from None
+        raise InvokeTimeoutError(deadline.message(), straggler) from None
 
 
 async def _athread(
@@ -290,7 +331,7 @@ async def _athread(
         except RuntimeError:  # pragma: no cover - the loop closed before the thread ended
             pass
 
-    finished = _start_thread(
+    straggler = _start_thread(
         fn,
         args,
         lambda value: settle(future.set_result, value),
@@ -302,7 +343,7 @@ async def _athread(
     try:
         return await _within(future, deadline)
     except TimeoutError as exc:
-        raise InvokeTimeoutError(str(exc), abandoned=finished) from None
+        raise InvokeTimeoutError(str(exc), straggler) from None
 
 
 def _start_thread(
@@ -310,23 +351,25 @@ def _start_thread(
     args: tuple[Any, ...],
     on_result: Callable[[Any], object],
     on_error: Callable[[BaseException], object],
-) -> threading.Event:
-    """Run ``fn`` on a new daemon thread; the event returned is set when it ends."""
+) -> Straggler:
+    """Run ``fn`` on a new daemon thread; what it returns tells when and how it ended."""
     context = contextvars.copy_context()
-    finished = threading.Event()
+    straggler = Straggler()
 
     def run() -> None:
+        error: BaseException | None = None
         try:
             result = context.run(fn, *args)
         except BaseException as exc:
+            error = exc
             on_error(exc)
         else:
             on_result(result)
         finally:
-            finished.set()
+            straggler._end(error)
 
     threading.Thread(target=run, name="toolcycle-call", daemon=True).start()
-    return finished
+    return straggler
 
 
 async def _await(awaitable: Any) -> Any:

@@ -221,8 +221,8 @@ class ToolRuntime:
             ``deactivate`` with a timeout runs on a helper thread.
         activate_timeout: seconds one ``activate`` may take; past it the call
             raises `ToolActivationError` (an async ``activate`` is cancelled, a
-            sync one is left to finish on its helper thread). None, the
-            default, waits for ever.
+            sync one is left to finish on its helper thread and deactivated
+            if it succeeds late). None, the default, waits for ever.
         redaction: which argument values are secret (see `RedactionPolicy`):
             they never appear in results' errors, validation messages, traces
             or the logs the tracer writes; the tool still receives them. None
