@@ -1,7 +1,7 @@
 Feature: Per-plan activation cache
   Each tool is activated at most once per plan, however many calls the plan
   makes and from however many threads. A failed activation is not remembered:
-  the next call tries again.
+  the next call tries again, once an activate abandoned at its time limit has returned.
 
   @req-cache-once
   Scenario: Many calls in one plan activate the tool once
