@@ -82,8 +82,8 @@ async def hop(coro: Coroutine[Any, Any, T]) -> T:
 
     One callback crosses to the MCP loop to start the task and one crosses back
     with its outcome. (``run_coroutine_threadsafe`` plus ``wrap_future`` does the
-    same through a thread-safe future and two chained callbacks: about 50 us more
-    per call here.)
+    same through a thread-safe future and two chained callbacks: up to about 50 us
+    more per call here.)
     """
     loop = _ensure()
     here = asyncio.get_running_loop()
@@ -98,6 +98,8 @@ async def hop(coro: Coroutine[Any, Any, T]) -> T:
         task.add_done_callback(report)
 
     def report(task: asyncio.Task[T]) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here, so a caller that gave up leaves no warning
         with contextlib.suppress(RuntimeError):  # the caller's loop has closed
             here.call_soon_threadsafe(_settle, task, waiter)
 
