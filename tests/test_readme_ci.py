@@ -1,4 +1,4 @@
-"""CI runs exactly the README's test command."""
+"""CI runs exactly the README's test command and its check commands."""
 
 from __future__ import annotations
 
@@ -14,15 +14,20 @@ def _quickstart_commands() -> list[str]:
     return re.findall(r"```sh\n(.+?)\n```", quickstart, flags=re.DOTALL)
 
 
-def test_quickstart_has_exactly_two_commands() -> None:
-    """The Quickstart holds one demo command and one test command."""
+def test_quickstart_has_the_demo_the_tests_and_the_checks() -> None:
+    """The Quickstart holds the demo command, the test command, then the lint and type checks."""
     commands = _quickstart_commands()
-    assert len(commands) == 2
+    assert len(commands) == 3
     assert commands[0].endswith("toolcycle demo")
     assert "pytest" in commands[1] and "behave" in commands[1]
+    assert "ruff check" in commands[2] and "mypy --strict" in commands[2]
 
 
-def test_ci_runs_the_readme_test_command_verbatim() -> None:
-    """.ci/run contains the README's second command as one line."""
+def test_ci_runs_the_readme_commands_verbatim() -> None:
+    """.ci/run contains the README's test command as one line, then each check line."""
     script = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert _quickstart_commands()[1] in script
+    _, tests, checks = _quickstart_commands()
+    assert tests in script
+    lines = checks.splitlines()
+    assert all(line in script for line in lines)
+    assert script.index(tests) < min(script.index(line) for line in lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -169,29 +169,40 @@ def test_an_async_activation_over_its_limit_is_cancelled_and_tried_again() -> No
     assert tool.attempts == 2
 
 
-class _Announced(logging.Handler):
-    """Sets ``seen`` when a record of the runtime's logger mentions ``text``."""
+class _LateEnded(logging.Handler):
+    """Notes each plan for which the runtime logged that an abandoned activate ended."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.INFO)
-        self.text = text
-        self.seen = threading.Event()
+        self.plans: list[str] = []
+        self.changed = threading.Condition()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.seen.set()
+        # Other tests' abandoned activates may end at any time: only "late"'s count.
+        if (
+            record.getMessage() == "tool.late_activation_ended"
+            and vars(record).get("tool") == "late"
+        ):
+            with self.changed:
+                self.plans.append(vars(record).get("plan_id", ""))
+                self.changed.notify_all()
+
+    def wait(self, plan_id: str) -> bool:
+        """Whether it was logged for ``plan_id`` within WAIT seconds."""
+        with self.changed:
+            return self.changed.wait_for(lambda: plan_id in self.plans, WAIT)
 
 
 @pytest.fixture
-def late_ended() -> Iterator[threading.Event]:
-    """An event set when the runtime logs that an abandoned activate has ended."""
+def late_ended() -> Iterator[Callable[[str], bool]]:
+    """Waits (bounded) until the runtime logs that a plan's abandoned activate has ended."""
     logger = logging.getLogger("toolcycle.runtime")
-    handler = _Announced("tool.late_activation_ended")
+    handler = _LateEnded()
     level = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)
     try:
-        yield handler.seen
+        yield handler.wait
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -238,7 +249,7 @@ def test_a_sync_activation_that_succeeds_after_its_limit_is_deactivated() -> Non
 
 
 def test_calls_are_refused_while_an_abandoned_sync_activation_still_runs(
-    late_ended: threading.Event,
+    late_ended: Callable[[str], bool],
 ) -> None:
     """No second activate runs beside the first; once it ended and was undone, one may."""
     tool = LateActivation()
@@ -251,24 +262,24 @@ def test_calls_are_refused_while_an_abandoned_sync_activation_still_runs(
                 runtime.execute("late", {}, ctx)
             assert tool.attempts == 1
             tool.gate.set()
-            assert late_ended.wait(WAIT)
+            assert late_ended(ctx.plan_id)
             assert tool.deactivated.is_set()
             assert runtime.execute("late", {}, ctx).output == "ran"
     assert tool.attempts == 2
 
 
 def test_a_sync_activation_that_fails_after_its_limit_is_not_deactivated(
-    late_ended: threading.Event,
+    late_ended: Callable[[str], bool],
 ) -> None:
     """An activate that raises late activated nothing, so nothing is torn down."""
     tool = LateActivation(fails=True)
     with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
         runtime.register(tool)
-        ctx = runtime.new_context("p")
+        ctx = runtime.new_context("late-fails")
         with pytest.raises(ToolActivationError, match="activate_timeout"):
             runtime.execute("late", {}, ctx)
         tool.gate.set()
-        assert late_ended.wait(WAIT)
+        assert late_ended("late-fails")
         assert not tool.deactivated.is_set()
         runtime.end_plan(ctx)
         assert not tool.deactivated.is_set()
