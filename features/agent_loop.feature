@@ -22,25 +22,31 @@ Feature: The agent loop: tool definitions for a model, its tool calls, their res
     Then the result answers "call_7" in a role=tool message
     And the trace names the tool "notes.save"
 
-  @req-loop-dispatch
-  Scenario Outline: A model's mistake comes back as a result it can read
+  @req-loop-dispatch @req-loop-traced
+  Scenario Outline: A model's mistake comes back as a result it can read, and is traced
     Given a tool "lookup" that reads
     And a plan "p1"
     When the model sends the OpenAI tool call <call>
     Then the call failed with error type "<error_type>" and did not raise
     And the tool-result message quotes the call id "c1"
+    And 1 trace was delivered
+    And the last trace has status "<status>"
+    And the last trace names tool "<tool>" and plan "p1"
+    And the result carries the last trace
 
     Examples:
-      | call                                                                                    | error_type        |
-      | {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{"}}      | ToolCallError     |
-      | {"id": "c1", "type": "function", "function": {"name": "look_up", "arguments": "{}"}}    | ToolNotFoundError |
+      | call                                                                                    | error_type        | status        | tool    |
+      | {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{"}}      | ToolCallError     | invalid_input | lookup  |
+      | {"id": "c1", "type": "function", "function": {"name": "look_up", "arguments": "{}"}}    | ToolNotFoundError | error         | look_up |
 
-  @req-loop-dispatch
+  @req-loop-dispatch @req-loop-traced
   Scenario: A tool the plan may not run is a failed result, not an exception
     Given a tool "delete" with writes true and checkpointable false
     And a read-only plan "p1"
     When the model sends the OpenAI tool call {"id": "c1", "type": "function", "function": {"name": "delete", "arguments": "{}"}}
     Then the call failed with error type "ToolAccessDeniedError" and did not raise
+    And the last trace has status "denied"
+    And the result carries the last trace
 
   @req-loop-batch
   Scenario: A batch answers every call in order, whatever fails

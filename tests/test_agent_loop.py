@@ -15,6 +15,7 @@ from toolcycle import (
     ToolCancelledError,
     ToolDescriptor,
     ToolExecutionContext,
+    ToolExecutionTrace,
     ToolRuntime,
     tool,
 )
@@ -407,6 +408,81 @@ def test_a_denied_tool_and_a_failed_activation_are_failed_results(runtime: ToolR
     assert (down.success, down.error_type) == (False, "ToolActivationError")
     assert "the backend is down" in (down.error or "")
     assert denied.to_message()["tool_call_id"] == "d"
+
+
+@pytest.mark.parametrize(
+    ("raw", "tool_name", "status", "error_type"),
+    [
+        ({"name": "get_wether", "arguments": {}}, "get_wether", "error", "ToolNotFoundError"),
+        (
+            {"name": "get_weather", "arguments": "{"},
+            "get_weather",
+            "invalid_input",
+            "ToolCallError",
+        ),
+        ({"name": "", "arguments": {}}, "", "invalid_input", "ToolCallError"),
+        ("get_weather", "", "invalid_input", "ToolCallError"),
+    ],
+)
+def test_a_call_refused_before_it_reaches_a_tool_still_leaves_one_trace(
+    runtime: ToolRuntime, raw: Any, tool_name: str, status: str, error_type: str
+) -> None:
+    """Unknown and unreadable calls are traced like any failed call, and carry the trace."""
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    with runtime.plan("p") as ctx:
+        result = runtime.call(raw, ctx)
+    assert len(seen) == 1
+    trace = seen[0]
+    assert result.trace is trace
+    assert (trace.tool_name, trace.plan_id, trace.status) == (tool_name, "p", status)
+    assert (trace.error, trace.error_type) == (result.error, error_type)
+    assert not trace.success
+
+
+def test_a_refusal_after_the_tool_is_found_carries_the_delivered_trace(
+    runtime: ToolRuntime,
+) -> None:
+    """A denial answers the call with the same trace the listeners got."""
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    with runtime.plan(read_only=True) as ctx:
+        denied = runtime.call({"id": "d", "name": "notes.save", "arguments": {"text": "x"}}, ctx)
+    assert [t.status for t in seen] == ["denied"]
+    assert denied.trace is seen[0]
+    assert denied.error_type == "ToolAccessDeniedError"
+
+
+async def test_acall_and_batches_trace_their_refusals_too(runtime: ToolRuntime) -> None:
+    """The async twin and acall_many give every refused call its trace."""
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    async with runtime.aplan(read_only=True) as ctx:
+        one = await runtime.acall({"name": "nope"}, ctx)
+        batch = await runtime.acall_many(
+            [
+                {"name": "get_weather", "arguments": {"city": "Oslo"}},
+                {"name": "missing"},
+                {"name": "notes.save", "arguments": {"text": "x"}},
+                42,
+            ],
+            ctx,
+        )
+    results = [one, *batch]
+    assert [r.trace.status if r.trace else None for r in results] == [
+        "error",
+        "ok",
+        "error",
+        "denied",
+        "invalid_input",
+    ]
+    assert sorted(t.call_id for t in seen) == sorted(r.trace.call_id for r in results if r.trace)
+
+
+def test_a_refused_call_still_checks_its_context(runtime: ToolRuntime) -> None:
+    """Passing something that is not a context is the host's mistake: it raises."""
+    with pytest.raises(TypeError, match="ToolExecutionContext"):
+        runtime.call({"name": "nope"}, "not a context")  # type: ignore[arg-type]
 
 
 def test_cancellation_still_raises(runtime: ToolRuntime) -> None:

@@ -210,6 +210,20 @@ def test_every_ending_finishes_the_observer_exactly_once(
     assert current.get() is None
 
 
+def test_a_models_call_of_an_unknown_tool_is_observed_once_with_its_trace() -> None:
+    """runtime.call refuses it before any tool, and still opens and finishes one observer."""
+    recorder = Recorder()
+    with _runtime(recorder) as runtime, runtime.plan() as ctx:
+        result = runtime.call({"id": "t1", "name": "nope"}, ctx)
+    assert recorder.seen == [
+        {"tool": "nope", "descriptor": None, "call_id": recorder.seen[0]["call_id"], "id": "t1"}
+    ]
+    ((trace, *_),) = recorder.calls[0].finished
+    assert trace is result.trace
+    assert trace is not None and trace.status == "error"
+    assert current.get() is None
+
+
 def test_a_cancelled_call_finishes_its_observer_before_raising() -> None:
     """A call of a cancelled plan raises, and its observer has been told first."""
     recorder = Recorder()

@@ -317,6 +317,25 @@ def test_a_call_without_a_descriptor_has_no_type_or_description(
     assert "toolcycle.status" not in attributes  # finish had no trace
 
 
+def test_a_models_refused_calls_each_get_a_span(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """An unknown tool and a call that names none are spans too, with their status."""
+    runtime = make_runtime(add)
+    with runtime.plan("p") as ctx:
+        runtime.call({"id": "m1", "name": "nope", "arguments": {}}, ctx)
+        runtime.call({"id": "m2", "arguments": {}}, ctx)
+    unknown = _attributes(_one(exporter, "execute_tool nope"))
+    assert (unknown["gen_ai.tool.call.id"], unknown["toolcycle.status"]) == ("m1", "error")
+    assert unknown["error.type"] == "ToolNotFoundError"
+    nameless = _attributes(_one(exporter, "execute_tool"))
+    assert "gen_ai.tool.name" not in nameless
+    assert (nameless["gen_ai.tool.call.id"], nameless["toolcycle.status"]) == (
+        "m2",
+        "invalid_input",
+    )
+
+
 def test_finishing_twice_records_the_call_once(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 
 from toolcycle import (
+    NullTracer,
     RedactionPolicy,
     ToolDescriptor,
     ToolExecutionContext,
     ToolExecutionTrace,
     ToolResult,
     ToolRuntime,
+    tool,
 )
 
 MARKER = "s3cr3t-MARKER-7f3a"
@@ -126,3 +128,55 @@ def test_short_values_and_non_text_are_handled_sensibly() -> None:
         {"password": "ab", "token": 123456, "secrets": ["one-two", True, None]}, {}
     )
     assert set(secrets) == {"123456", "one-two"}
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["max_tokens", "maxOutputTokens", "max_new_tokens", "num_tokens", "token_limit", "TOKEN_COUNT"],
+)
+def test_counts_of_tokens_are_not_secrets(key: str) -> None:
+    """A language model's token budget is a number anyone may read, not a token."""
+    policy = RedactionPolicy()
+    assert policy.secrets({key: 1024, "api_token": "tok-abc"}, {}) == ("tok-abc",)
+    assert policy.masked({key: 1024}, {}) == {key: 1024}
+
+
+@pytest.mark.parametrize("key", ["token", "tokens", "access_token", "refresh_tokens", "tokenizer"])
+def test_keys_that_only_contain_a_count_word_stay_secret(key: str) -> None:
+    """Only a whole key that names a count is safe: other token keys are still masked."""
+    assert RedactionPolicy().masked({key: "abc123"}, {}) == {key: "[redacted]"}
+
+
+def test_a_safe_key_is_still_masked_when_marked_or_under_a_secret() -> None:
+    """A schema mark and a sensitive parent win over the safe keys."""
+    policy = RedactionPolicy()
+    schema = {"properties": {"max_tokens": {"type": "integer", "writeOnly": True}}}
+    assert policy.masked({"max_tokens": 1024}, schema) == {"max_tokens": "[redacted]"}
+    nested = {"credentials": {"max_tokens": 2048}}
+    assert policy.masked(nested, {}) == {"credentials": {"max_tokens": "[redacted]"}}
+
+
+def test_safe_keys_can_be_replaced_or_turned_off() -> None:
+    """safe_keys=None masks every key the pattern matches; a pattern of your own replaces ours."""
+    strict = RedactionPolicy(safe_keys=None)
+    assert strict.masked({"max_tokens": 1024}, {}) == {"max_tokens": "[redacted]"}
+    own = RedactionPolicy(safe_keys="session_id_hint")
+    assert own.masked({"session_id_hint": "s-1", "max_tokens": 5}, {}) == {
+        "session_id_hint": "s-1",
+        "max_tokens": "[redacted]",
+    }
+
+
+def test_an_error_message_keeps_a_token_budget_readable() -> None:
+    """The digits of max_tokens are not blanked out of the call's messages."""
+
+    @tool(writes=False)
+    def summarise(text: str, max_tokens: int) -> str:
+        """Summarise a text."""
+        raise ValueError(f"max_tokens={max_tokens} is over the model's limit")
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(summarise)
+        with runtime.plan() as ctx:
+            result = runtime.execute("summarise", {"text": "hi", "max_tokens": 9000}, ctx)
+    assert result.error == "ValueError: max_tokens=9000 is over the model's limit"

@@ -21,7 +21,7 @@ from toolcycle.models import ToolResult
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from toolcycle.models import ToolCall
+    from toolcycle.models import ToolCall, ToolExecutionTrace
 
 __all__ = ["REFUSED", "refusal", "resolve"]
 
@@ -51,6 +51,11 @@ def resolve(name: str, format: str, registered: Iterable[str]) -> str | None:
     return None
 
 
-def refusal(call: ToolCall | None, message: str, error_type: str) -> ToolResult:
-    """A failed result that answers ``call`` with ``message``."""
-    return ToolResult(success=False, error=message, error_type=error_type, call=call)
+def refusal(
+    call: ToolCall | None,
+    message: str,
+    error_type: str,
+    trace: ToolExecutionTrace | None = None,
+) -> ToolResult:
+    """A failed result that answers ``call`` with ``message``, carrying the refusal's trace."""
+    return ToolResult(success=False, error=message, error_type=error_type, call=call, trace=trace)

@@ -128,7 +128,8 @@ class OpenTelemetry(Instrumentation):
         """Start the call's ``execute_tool`` span and make it the current span.
 
         Args:
-            tool_name: the name the call was made with.
+            tool_name: the name the call was made with ("" for a model's call
+                that named none: the span is then plain ``execute_tool``).
             descriptor: the tool's descriptor; None when no tool has that name.
             ctx: the plan's context.
             call_id: the runtime's id of the call.
@@ -140,16 +141,17 @@ class OpenTelemetry(Instrumentation):
         """
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool_name,
             "gen_ai.tool.call.id": tool_call_id or call_id,
             "toolcycle.plan_id": ctx.plan_id,
             "toolcycle.call_id": call_id,
         }
+        if tool_name:  # a model's call that named no tool has no name to give
+            attributes["gen_ai.tool.name"] = tool_name
         if descriptor is not None:
             attributes["gen_ai.tool.type"] = _tool_type(descriptor.source)
             if descriptor.description:
                 attributes["gen_ai.tool.description"] = descriptor.description
-        span = self._start(f"execute_tool {tool_name}", attributes)
+        span = self._start(f"execute_tool {tool_name}".rstrip(), attributes)
         try:
             token = otel_context.attach(otel_trace.set_span_in_context(span))
         except Exception as exc:  # the span still records the call, just not as a parent

@@ -6,8 +6,9 @@ the call (the result's error, validation messages, the trace, and so the logs
 that the tracer writes) has them replaced by ``[redacted]``. A value is
 sensitive when its property is marked ``writeOnly: true`` or ``x-sensitive:
 true`` in the input schema, or when its key matches the policy's pattern
-(password, token, secret, API key, authorization and the like by default);
-everything under such a key or property counts, nested values included.
+(password, token, secret, API key, authorization and the like by default) and
+is not one of its safe keys (counts of tokens, such as ``max_tokens``, by
+default); everything under such a key or property counts, nested values included.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
+__all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
 
 REDACTED = "[redacted]"
 """What a sensitive value becomes in exported text."""
@@ -27,6 +28,18 @@ DEFAULT_SENSITIVE_KEYS = (
 )
 """Keys (matched anywhere in the key, ignoring case) whose values are sensitive."""
 
+DEFAULT_SAFE_KEYS = (
+    r"((max|min|num|total|prompt|completion|input|output|new)[-_]?)+tokens?"
+    r"|tokens?[-_]?(count|limit|budget|usage|used)"
+)
+"""Keys (matching the whole key, ignoring case) that the key pattern must not make sensitive.
+
+"token" is in the sensitive keys for session and API tokens, but tools that
+drive language models take counts of tokens (``max_tokens``, ``maxOutputTokens``,
+``token_limit``); masking those hides numbers nobody needs hidden and blanks
+the same digits out of every message of the call.
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class RedactionPolicy:
@@ -35,6 +48,9 @@ class RedactionPolicy:
     Attributes:
         key_pattern: a regular expression searched in each key, ignoring case;
             None to rely on schema marks alone.
+        safe_keys: a regular expression for whole keys, ignoring case, that
+            ``key_pattern`` does not make sensitive (a schema mark or a
+            sensitive parent still does); None for no exceptions.
         schema_marks: treat properties marked ``writeOnly: true`` or
             ``x-sensitive: true`` in the input schema as sensitive.
         min_length: shorter values are not replaced (a one-letter secret would
@@ -44,11 +60,13 @@ class RedactionPolicy:
     key_pattern: str | None = DEFAULT_SENSITIVE_KEYS
     schema_marks: bool = True
     min_length: int = 3
+    safe_keys: str | None = DEFAULT_SAFE_KEYS
     _compiled: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _safe: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        pattern = None if self.key_pattern is None else re.compile(self.key_pattern, re.IGNORECASE)
-        object.__setattr__(self, "_compiled", pattern)
+        object.__setattr__(self, "_compiled", _compile(self.key_pattern))
+        object.__setattr__(self, "_safe", _compile(self.safe_keys))
 
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
         """The sensitive values in ``arguments``, longest first, as the text they show as."""
@@ -85,7 +103,9 @@ class RedactionPolicy:
         )
 
     def _hit(self, key: object) -> bool:
-        return self._compiled is not None and self._compiled.search(str(key)) is not None
+        if self._compiled is None or self._compiled.search(text := str(key)) is None:
+            return False
+        return self._safe is None or self._safe.fullmatch(text) is None
 
     def _collect(self, value: Any, schema: Any, sensitive: bool, found: set[str]) -> None:
         schema = schema if isinstance(schema, dict) else {}
@@ -104,3 +124,7 @@ class RedactionPolicy:
             if len(text) >= self.min_length:
                 found.add(text)
                 found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
+
+
+def _compile(pattern: str | None) -> re.Pattern[str] | None:
+    return None if pattern is None else re.compile(pattern, re.IGNORECASE)

@@ -716,17 +716,28 @@ class ToolRuntime:
         idle_timeout: float | None,
         tool_call_id: str | None = None,
         approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
     ) -> ToolResult:
+        """Run one call; with ``refuse``, a refusal (`REFUSED`) becomes a failed result.
+
+        That result carries the refusal's trace: ``call`` answers the model with it.
+        """
         _check_idle(idle_timeout)
         call = self._start(name, ctx, tool_call_id, approval=approval)
-        if call.observer is None:
+        if call.observer is None and not refuse:
             return self._pipeline(call, params, timeout, idle_timeout)
         try:
             result = self._pipeline(call, params, timeout, idle_timeout)
             call.trace, call.result = result.trace, result
             return result
+        except REFUSED as exc:
+            if not refuse:
+                raise
+            return refusal(None, str(exc), type(exc).__name__, call.trace)
         finally:
-            self._observed(call)
+            if call.observer is not None:
+                self._observed(call)
 
     async def _aexecute(
         self,
@@ -737,17 +748,24 @@ class ToolRuntime:
         idle_timeout: float | None,
         tool_call_id: str | None = None,
         approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
     ) -> ToolResult:
         _check_idle(idle_timeout)
         call = self._start(name, ctx, tool_call_id, approval=approval)
-        if call.observer is None:
+        if call.observer is None and not refuse:
             return await self._apipeline(call, params, timeout, idle_timeout)
         try:
             result = await self._apipeline(call, params, timeout, idle_timeout)
             call.trace, call.result = result.trace, result
             return result
+        except REFUSED as exc:
+            if not refuse:
+                raise
+            return refusal(None, str(exc), type(exc).__name__, call.trace)
         finally:
-            self._observed(call)
+            if call.observer is not None:
+                self._observed(call)
 
     def _pipeline(
         self, call: _Call, params: Any, timeout: float | None, idle_timeout: float | None
@@ -861,14 +879,11 @@ class ToolRuntime:
             ToolCancelledError: the plan is cancelled, before or during the call.
             ToolRuntimeError: the plan has ended or the runtime is closed.
         """
-        prepared = self._prepare_call(tool_call)
+        prepared = self._prepare_call(tool_call, ctx)
         if isinstance(prepared, ToolResult):
             return prepared
         call, name, arguments = prepared
-        try:
-            result = self._execute(name, arguments, ctx, timeout, idle_timeout, call.id)
-        except REFUSED as exc:
-            return refusal(self._masked(call, name), str(exc), type(exc).__name__)
+        result = self._execute(name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True)
         return _answering(result, self._masked(call, name))
 
     async def acall(
@@ -880,7 +895,7 @@ class ToolRuntime:
         idle_timeout: float | None = None,
     ) -> ToolResult:
         """Async twin of `call`."""
-        prepared = self._prepare_call(tool_call)
+        prepared = self._prepare_call(tool_call, ctx)
         if isinstance(prepared, ToolResult):
             return prepared
         return await self._acall_prepared(
@@ -949,7 +964,7 @@ class ToolRuntime:
         """
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
-        prepared = [self._prepare_call(tool_call) for tool_call in tool_calls]
+        prepared = [self._prepare_call(tool_call, ctx) for tool_call in tool_calls]
 
         async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
             return await self._acall_prepared(
@@ -974,10 +989,9 @@ class ToolRuntime:
         timeout: float | None,
         idle_timeout: float | None = None,
     ) -> ToolResult:
-        try:
-            result = await self._aexecute(name, arguments, ctx, timeout, idle_timeout, call.id)
-        except REFUSED as exc:
-            return refusal(self._masked(call, name), str(exc), type(exc).__name__)
+        result = await self._aexecute(
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
+        )
         return _answering(result, self._masked(call, name))
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
@@ -988,12 +1002,14 @@ class ToolRuntime:
         masked = self.redaction.masked(call.arguments, schema)
         return call if masked == call.arguments else call.model_copy(update={"arguments": masked})
 
-    def _prepare_call(self, raw: Any) -> tuple[ToolCall, str, dict[str, Any]] | ToolResult:
+    def _prepare_call(
+        self, raw: Any, ctx: ToolExecutionContext
+    ) -> tuple[ToolCall, str, dict[str, Any]] | ToolResult:
         """The call, the tool it means and its arguments; or the refusal to answer it with."""
         self._check_open()
         call, problem = parse_tool_call(raw)
         if problem is not None:
-            return refusal(call, problem, "ToolCallError")
+            return self._refused(call, ctx, problem, "ToolCallError", "invalid_input")
         assert call is not None
         name: str | None = call.name
         if name not in self._tools:  # a dict lookup needs no lock; listing the names does
@@ -1001,16 +1017,34 @@ class ToolRuntime:
                 names = list(self._tools)
             name = resolve(call.name, call.format, names)
         if name is None:
-            return refusal(
-                call,
-                f"there is no tool named {call.name!r}; call one of the tools you were given",
-                "ToolNotFoundError",
-            )
+            message = f"there is no tool named {call.name!r}; call one of the tools you were given"
+            return self._refused(call, ctx, message, "ToolNotFoundError", "error")
         arguments = call.arguments
         if call.format in {"openai", "openai-responses"}:
             # Strict mode sends null for an optional property that was left out.
             arguments = drop_absent_nulls(arguments, self._entry(name).descriptor.input_schema)
         return call, name, arguments
+
+    def _refused(
+        self,
+        call: ToolCall | None,
+        ctx: ToolExecutionContext,
+        message: str,
+        error_type: str,
+        status: TraceStatus,
+    ) -> ToolResult:
+        """Answer a model's call that never reached a tool, with a trace of its own.
+
+        A model that names no tool or an unknown one is worth seeing in the
+        traces (and spans) like any other failed call; the trace names the tool
+        as the model wrote it ("" when it named none).
+        """
+        name, call_id = (call.name, call.id) if call is not None else ("", None)
+        record = self._start(name, ctx, call_id)
+        trace = self._emit(record, status, error_message=message, error_type=error_type)
+        if record.observer is not None:
+            self._observed(record)
+        return refusal(call, message, error_type, trace)
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool for the plan now, ahead of its first call; no-op if it is active.
