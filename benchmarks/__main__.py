@@ -196,18 +196,28 @@ def print_runtime_ratios(results: dict[str, float]) -> None:
 
 def print_mcp_ratios(results: dict[str, float]) -> None:
     """Each MCP benchmark against the SDK alone on the same kind of server, beside its target."""
-    rows = [
-        (f"mcp {call} ({where}) / direct send_request", f"{call}_{key}", f"direct_{key}")
-        for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
-        for call in ("execute", "aexecute")
-    ] + [
-        (
-            f"mcp execute ({where}) / sync direct send_request",
-            f"execute_{key}",
-            f"sync_direct_{key}",
-        )
-        for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
-    ]
+    rows = (
+        [
+            (f"mcp {call} ({where}) / direct send_request", f"{call}_{key}", f"direct_{key}")
+            for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
+            for call in ("execute", "aexecute")
+        ]
+        + [
+            (
+                "mcp aexecute (in process, same_loop) / direct send_request",
+                "aexecute_inprocess_same_loop",
+                "direct_inprocess",
+            )
+        ]
+        + [
+            (
+                f"mcp execute ({where}) / sync direct send_request",
+                f"execute_{key}",
+                f"sync_direct_{key}",
+            )
+            for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
+        ]
+    )
     width = max(len(label) for label, _, _ in rows) + 1
     for label, ours, theirs in rows:
         ratio = results[f"time_mcp_{ours}"] / results[f"time_mcp_{theirs}"]

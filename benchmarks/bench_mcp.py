@@ -22,7 +22,9 @@ The direct sessions live on one event loop in this thread, each opened and serve
 by a task of its own that stays parked between runs, so the loop, the session and
 the server are all warm; a run drives the loop once and awaits a batch of calls in
 it, as the async runtime benchmarks do. ``aexecute`` is batched the same way on the
-same loop; the runtime then hops to its own MCP loop for each call. ``execute`` has
+same loop; the runtime then hops to its own MCP loop for each call, except for the
+in-process server made with ``same_loop=True``, whose plan was activated from the
+benchmark's loop and so keeps its connection there. ``execute`` has
 no loop to batch in: it is timed one call at a time, like a sync caller makes them,
 against both the batched session and its sync twin: the same SDK session on a
 loop in a thread of its own, handed one call at a time, which is what sync code
@@ -210,11 +212,17 @@ def setup() -> None:
         local = ToolRuntime(tracer=NullTracer())
         _state["local"] = local
         _register(local, McpServer.in_process(servers.build(), name="local"))
+        same = ToolRuntime(tracer=NullTracer())
+        _state["same"] = same
+        _register(same, McpServer.in_process(servers.build(), name="same", same_loop=True))
         remote = ToolRuntime(tracer=NullTracer())
         _state["remote"] = remote
         _register(remote, McpServer.stdio(sys.executable, [str(SERVERS)], name="remote"))
         _state["local_ctx"] = local.new_context("bench-local")
         _state["remote_ctx"] = remote.new_context("bench-remote")
+        _state["same_ctx"] = same.new_context("bench-same")
+        # Activated from the benchmark's loop, so the connection lives on it.
+        loop.run_until_complete(same.aexecute("add", ARGUMENTS, _state["same_ctx"]))
 
         def in_memory() -> AbstractAsyncContextManager[TransportStreams]:
             return InMemoryTransport(servers.build())
@@ -246,7 +254,9 @@ def teardown() -> None:
     """Close the runtimes (their plans and servers), the direct sessions and the loop."""
     if not _state:
         return
-    for key in ("local", "remote"):
+    if "same_ctx" in _state:  # its connection closes on the loop it lives on
+        _state["loop"].run_until_complete(_state["same"].aend_plan(_state["same_ctx"]))
+    for key in ("local", "remote", "same"):
         if key in _state:
             _state[key].close()
     for key in ("direct_local", "direct_remote", "sync_direct_local", "sync_direct_remote"):
@@ -295,6 +305,16 @@ def time_mcp_aexecute_inprocess() -> None:
 
 
 time_mcp_aexecute_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_aexecute_inprocess_same_loop() -> None:
+    """Await runtime.aexecute of an in-process same_loop MCP tool: no thread hop, batched."""
+    _state["loop"].run_until_complete(
+        _aexecute_batch(_state["same"], _state["same_ctx"], ASYNC_BATCH)
+    )
+
+
+time_mcp_aexecute_inprocess_same_loop.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 def time_mcp_direct_stdio() -> None:

@@ -42,6 +42,15 @@ Feature: MCP servers as a tool source
     When plan "p1" ends
     Then every connection the MCP server opened is closed
 
+  @req-mcp-same-loop
+  Scenario: A server on the caller's loop serves that loop and refuses sync calls
+    Given the MCP test server "local" in process, on the caller's loop
+    And I register the MCP server
+    When an async caller calls "add" with arguments {"a": 2, "b": 3} from its loop and from sync code
+    Then its call from the loop returned {"sum": 5}
+    And its call from sync code failed mentioning "same_loop=True"
+    And every connection the MCP server opened is closed
+
   @req-mcp-shared-connection
   Scenario: Each plan has its own connection
     Given the MCP test server "local" in process

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import sys
 import tempfile
 import threading
@@ -76,6 +78,13 @@ def in_process_server(context: Any, name: str) -> None:
     _use(context, _mcp().McpServer.in_process(_build(sessions=context.mcp_sessions), name=name))
 
 
+@given('the MCP test server "{name:Name}" in process, on the caller\'s loop')
+def same_loop_server(context: Any, name: str) -> None:
+    context.mcp_sessions = {}
+    server = _build(sessions=context.mcp_sessions)
+    _use(context, _mcp().McpServer.in_process(server, name=name, same_loop=True))
+
+
 @given('the MCP test server "{name:Name}" over stdio')
 def stdio_server(context: Any, name: str) -> None:
     _use(context, _mcp().McpServer.stdio(sys.executable, [str(SERVERS)], name=name))
@@ -124,6 +133,34 @@ def _slow(context: Any, **options: Any) -> None:
         context.result = context.runtime.execute("slow", params, context.plan, **options)
     except ToolCancelledError as exc:
         context.error = exc
+
+
+@when(
+    'an async caller calls "{name:Name}" with arguments {params} from its loop and from sync code'
+)
+def from_loop_and_sync(context: Any, name: str, params: str) -> None:
+    arguments = json.loads(params)
+    runtime = context.runtime
+
+    async def caller() -> tuple[Any, Any]:
+        async with runtime.aplan() as ctx:
+            here = await runtime.aexecute(name, arguments, ctx)
+            # A sync call from a worker thread, so this loop stays free (bounded).
+            blocking = asyncio.to_thread(runtime.execute, name, arguments, ctx)
+            return here, await asyncio.wait_for(blocking, WAIT)
+
+    context.from_loop, context.from_sync = asyncio.run(caller())
+
+
+@then("its call from the loop returned {output}")
+def loop_call_returned(context: Any, output: str) -> None:
+    assert context.from_loop.output == json.loads(output), context.from_loop
+
+
+@then('its call from sync code failed mentioning "{text}"')
+def sync_call_failed(context: Any, text: str) -> None:
+    result = context.from_sync
+    assert not result.success and text in (result.error or ""), result
 
 
 @when("I call the slow MCP tool and cancel the plan once it has started")

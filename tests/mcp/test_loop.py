@@ -99,3 +99,34 @@ async def test_a_task_cancelled_on_the_mcp_loop_cancels_the_callers_await() -> N
     caller = asyncio.ensure_future(_loop.hop(cancel_self()))
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(caller, 5)
+
+
+async def test_hop_can_target_any_running_loop() -> None:
+    """hop(coro, loop) runs on that loop's thread, and in place when it is the caller's."""
+    assert await _loop.hop(_where(), asyncio.get_running_loop()) == threading.current_thread().name
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, name="other-loop")
+    thread.start()
+    try:
+        assert await asyncio.wait_for(_loop.hop(_where(), other), 5) == "other-loop"
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()
+
+
+def test_start_on_runs_detached_and_refuses_a_closed_loop() -> None:
+    """start_on hands a coroutine to a loop without waiting; a closed loop gets nothing."""
+    loop = asyncio.new_event_loop()
+    ran = threading.Event()
+
+    async def mark() -> None:
+        ran.set()
+
+    assert _loop.start_on(loop, mark())
+    loop.run_until_complete(asyncio.sleep(0))
+    assert ran.is_set()
+    loop.close()
+    never = mark()
+    assert not _loop.start_on(loop, never)
+    assert never.cr_frame is None  # closed, so no "never awaited" warning

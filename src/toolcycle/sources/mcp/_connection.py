@@ -5,7 +5,8 @@ must be the task that leaves it, or anyio raises "Attempted to exit cancel
 scope in a different task". So a `Connection` starts an owner task that enters
 the transport and the session, answers the handshake, then waits to be told to
 stop; activation, calls and deactivation only talk to the session it holds.
-Everything here runs on the MCP loop (see ``_loop``).
+Everything here runs on the loop that opened the connection: the MCP loop (see
+``_loop``), or for an in-process server with ``same_loop=True`` the caller's.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Endpoint(Protocol):
 
 
 class Connection:
-    """A live session with one server; all methods run on the MCP loop."""
+    """A live session with one server; all methods run on the loop that opened it."""
 
     def __init__(self, endpoint: Endpoint, name: str, on_list_changed: Callable[[], None]) -> None:
         self.name = name
@@ -69,6 +70,13 @@ class Connection:
         self._lost = asyncio.Event()
         self._failure: BaseException | None = None
         self.broken = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop it lives on, set by `open`."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether calls may use it: not broken, and its loop has not closed under it."""
+        return not self.broken and not (self.loop is not None and self.loop.is_closed())
 
     def diagnostics(self) -> str:
         """What the transport knows about the server's state: exit code, stderr tail."""
@@ -81,9 +89,8 @@ class Connection:
             McpServerError: the server did not start, broke off the handshake,
                 or did not finish it within ``timeout`` seconds.
         """
-        self._task = asyncio.get_running_loop().create_task(
-            self._own(), name=f"toolcycle-mcp:{self.name}"
-        )
+        self.loop = asyncio.get_running_loop()
+        self._task = self.loop.create_task(self._own(), name=f"toolcycle-mcp:{self.name}")
         try:
             async with asyncio.timeout(timeout):
                 await self._ready.wait()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
-__all__ = ["event_loop", "hop", "on_loop", "run", "submit"]
+__all__ = ["event_loop", "hop", "on_loop", "run", "start_on", "submit"]
 
 T = TypeVar("T")
 
@@ -77,15 +77,16 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-async def hop(coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro`` on the MCP loop from any loop; cancelling the caller cancels it.
+async def hop(coro: Coroutine[Any, Any, T], target: asyncio.AbstractEventLoop | None = None) -> T:
+    """Await ``coro`` on the MCP loop (or ``target``) from any loop; cancelling the caller cancels it.
 
-    One callback crosses to the MCP loop to start the task and one crosses back
+    One callback crosses to the other loop to start the task and one crosses back
     with its outcome. (``run_coroutine_threadsafe`` plus ``wrap_future`` does the
     same through a thread-safe future and two chained callbacks: up to about 50 us
-    more per call here.)
+    more per call here.) ``target`` must be running and must not be waiting on
+    the caller, or this waits forever.
     """
-    loop = _ensure()
+    loop = target if target is not None else _ensure()
     here = asyncio.get_running_loop()
     if here is loop:
         return await coro
@@ -122,6 +123,28 @@ def _settle(task: asyncio.Task[T], waiter: asyncio.Future[T]) -> None:
         waiter.set_exception(exc)
     else:
         waiter.set_result(task.result())
+
+
+def start_on(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> bool:
+    """Start ``coro`` as a task on ``loop`` without waiting for it; False if ``loop`` has closed.
+
+    The task is kept referenced until it ends (a loop holds its tasks only weakly).
+    """
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        _detached.add(task)
+        task.add_done_callback(_detached.discard)
+
+    try:
+        loop.call_soon_threadsafe(start)
+    except RuntimeError:  # closed: nothing of it will run again
+        coro.close()
+        return False
+    return True
+
+
+_detached: set[asyncio.Task[Any]] = set()
 
 
 def submit(coro: Coroutine[Any, Any, Any]) -> None:

@@ -3,9 +3,16 @@
 A server's tools share connections: in each plan, the first activation of any
 of its tools opens one connection and the last deactivation closes it; with
 ``scope="runtime"`` one connection serves every plan until ``close()``. The
-bookkeeping (`_Share`) lives on the MCP loop and is touched by nothing else,
+bookkeeping (`_Share`) lives on the MCP loop and is changed by nothing else,
 so it needs no locks: concurrent first activations find the opening in
 progress and wait for it.
+
+A connection lives on the MCP loop, except that of an in-process server made
+with ``same_loop=True``, which lives on the loop of the async caller whose
+activation opens it, so that calls from that loop cross no thread. Calls from
+anywhere else could wait on a thread that is blocked waiting on them, so they
+are refused; and nothing ever waits on that loop from outside: its connection
+is closed there, at once when the plan ends on it, or as soon as it next runs.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ class _Http:
 @dataclass(frozen=True, slots=True)
 class _InProcess:
     server: Any
+    same_loop: bool = False
 
     def streams(
         self, on_lost: Callable[[], None]
@@ -97,14 +105,16 @@ class _InProcess:
 class _Share:
     """The connection one plan (or the whole runtime) uses for one server."""
 
-    __slots__ = ("connection", "opening", "retired", "users")
+    __slots__ = ("connection", "home", "opening", "retired", "users")
 
-    def __init__(self) -> None:
+    def __init__(self, home: asyncio.AbstractEventLoop | None) -> None:
         self.connection: Connection | None = None
         self.opening: asyncio.Task[Connection] | None = None
         self.users = 0
         self.retired: McpServerError | None = None
         """Set when a reconnection after a fault failed too: calls then fail at once."""
+        self.home = home
+        """The caller's loop its connections live on (``same_loop``); None for the MCP loop."""
 
 
 class McpServer:
@@ -149,6 +159,12 @@ class McpServer:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if startup_timeout <= 0:
             raise ValueError(f"startup_timeout must be positive seconds, got {startup_timeout!r}")
+        same_loop = bool(getattr(endpoint, "same_loop", False))
+        if same_loop and scope == "runtime":
+            raise ValueError(
+                "same_loop=True needs scope='plan': a runtime-scope connection outlives "
+                "the loop of any one caller"
+            )
         self._endpoint = endpoint
         self.name = name
         self.prefix = prefix
@@ -156,6 +172,7 @@ class McpServer:
         self.startup_timeout = startup_timeout
         self.capabilities = dict(capabilities or {})
         self.scope: Scope = scope
+        self._same_loop = same_loop
         self._shares: dict[str, _Share] = {}
         self._stale = False
         self._closed = False
@@ -187,10 +204,20 @@ class McpServer:
         return cls(_Http(url, None if headers is None else dict(headers)), **options)
 
     @classmethod
-    def in_process(cls, server: Server[Any] | MCPServer, **options: Any) -> McpServer:
-        """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process."""
+    def in_process(
+        cls, server: Server[Any] | MCPServer, *, same_loop: bool = False, **options: Any
+    ) -> McpServer:
+        """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process.
+
+        With ``same_loop=True``, a plan's connection (and so the server's own
+        code) runs on the event loop of the async caller whose activation opens
+        it, instead of toolcycle's MCP thread: calls from that loop then cross no
+        thread. Every call of that plan must then come from that loop; others
+        get a failed result. A plan activated from sync code still uses the MCP
+        thread. Needs ``scope="plan"``.
+        """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
-        return cls(_InProcess(server), **options)
+        return cls(_InProcess(server, same_loop), **options)
 
     def __repr__(self) -> str:
         return f"McpServer(name={self.name!r}, scope={self.scope!r})"
@@ -244,7 +271,14 @@ class McpServer:
         ]
 
     async def _list(self) -> list[Any]:
-        live = next((s.connection for s in self._shares.values() if _usable(s.connection)), None)
+        live = next(
+            (
+                s.connection
+                for s in self._shares.values()
+                if s.home is None and _usable(s.connection)
+            ),
+            None,
+        )
         if live is not None:
             return await live.list_tools()
         connection = Connection(self._endpoint, self.name, self._stale_marker())
@@ -283,7 +317,8 @@ class McpServer:
 
     async def _close_all(self) -> None:
         shares, self._shares = list(self._shares.values()), {}
-        await asyncio.gather(*(_retire(share) for share in shares))
+        for connection in await asyncio.gather(*(_retire(share) for share in shares)):
+            _close_elsewhere(connection)
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True) and any(
@@ -304,34 +339,64 @@ class McpServer:
     def _key(self, ctx: ToolExecutionContext) -> str:
         return _RUNTIME_KEY if self.scope == "runtime" else ctx.plan_id
 
-    async def _acquire(self, ctx: ToolExecutionContext) -> None:
+    def _caller_home(self) -> asyncio.AbstractEventLoop | None:
+        """Where a connection opened by the running caller lives: its loop, or None (MCP's)."""
+        if not self._same_loop:
+            return None
+        here = asyncio.get_running_loop()
+        return None if here is _loop.event_loop() else here
+
+    async def _acquire(
+        self, ctx: ToolExecutionContext, home: asyncio.AbstractEventLoop | None
+    ) -> None:
         self._check_open()
-        share = self._shares.setdefault(self._key(ctx), _Share())
+        share = self._shares.setdefault(self._key(ctx), _Share(home))
         share.users += 1
         try:
-            await self._connected(share)
+            await self._connected(share, home, ctx.plan_id)
         except BaseException:
-            await asyncio.shield(self._release(ctx))
+            _close_elsewhere(await asyncio.shield(self._release(ctx)))
             raise
 
-    async def _release(self, ctx: ToolExecutionContext) -> None:
+    async def _release(self, ctx: ToolExecutionContext) -> Connection | None:
+        """Leave the plan's share; the last to leave closes its connection.
+
+        A connection on a caller's loop is not closed here, where waiting for
+        that loop could deadlock: it is returned for the caller to close.
+        """
         key = self._key(ctx)
         share = self._shares.get(key)
         if share is None:
-            return
+            return None
         share.users -= 1
         if share.users <= 0 and key != _RUNTIME_KEY:
             del self._shares[key]
-            await _retire(share)
+            return await _retire(share)
+        return None
 
-    async def _connected(self, share: _Share) -> Connection:
-        """The share's usable connection, opening one (once) if it has none."""
+    async def _connected(
+        self, share: _Share, caller: asyncio.AbstractEventLoop | None, plan_id: str
+    ) -> Connection:
+        """The share's usable connection, opening one (once) if it has none.
+
+        A ``same_loop`` share opens connections only for a caller on its loop,
+        the one loop sure to be free while it waits. Its connection is gone
+        with that loop once it closes; a new one opens on the caller's loop.
+
+        Raises:
+            McpServerError: the opening failed, or a caller elsewhere needs a
+                ``same_loop`` share's connection opened.
+        """
         if share.retired is not None:
             raise share.retired
         if _usable(share.connection):
             return share.connection  # type: ignore[return-value]
         if share.opening is None:
-            share.opening = asyncio.get_running_loop().create_task(self._open())
+            if share.home is not None and share.home is not caller:
+                if not share.home.is_closed():
+                    raise self._elsewhere(plan_id)
+                share.home = caller
+            share.opening = asyncio.get_running_loop().create_task(self._open(share.home))
         opening = share.opening
         try:
             connection = await asyncio.shield(opening)
@@ -341,10 +406,25 @@ class McpServer:
         share.connection = connection
         return connection
 
-    async def _open(self) -> Connection:
+    async def _open(self, home: asyncio.AbstractEventLoop | None) -> Connection:
         connection = Connection(self._endpoint, self.name, self._stale_marker())
-        await connection.open(self.startup_timeout)
+        # The caller that asked for it awaits this, so its loop is free to run the open.
+        await _loop.hop(connection.open(self.startup_timeout), home)
         return connection
+
+    def _here(self, ctx: ToolExecutionContext) -> Connection | None:
+        """The plan's usable connection if it lives on the running loop (``same_loop`` only).
+
+        Read from the caller's thread without the MCP loop: a dict lookup and
+        attribute reads, each atomic, of values only the MCP loop changes.
+        """
+        if not self._same_loop:
+            return None
+        share = self._shares.get(self._key(ctx))
+        if share is None or share.home is not asyncio.get_running_loop():
+            return None
+        connection = share.connection
+        return connection if connection is not None and connection.usable else None
 
     async def _call(
         self,
@@ -352,7 +432,15 @@ class McpServer:
         remote: str,
         arguments: dict[str, Any],
         report: Callable[[float, float | None, str | None], None],
+        caller: asyncio.AbstractEventLoop | None,
     ) -> Any:
+        """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
+
+        Raises:
+            McpServerError: the tool was not activated in the plan, the call came
+                from a loop other than the one its ``same_loop`` connection lives
+                on, or the connection is lost.
+        """
         share = self._shares.get(self._key(ctx))
         if share is None:
             raise McpServerError(
@@ -360,16 +448,28 @@ class McpServer:
                 "its tool was not activated in this plan",
                 server=self.name,
             )
-        reconnect = share.connection is not None and share.connection.broken
+        home = share.home
+        if home is not None and home is not caller and not home.is_closed():
+            raise self._elsewhere(ctx.plan_id)
+        reconnect = share.connection is not None and not share.connection.usable
         try:
-            connection = await self._connected(share)
+            connection = await self._connected(share, caller, ctx.plan_id)
         except McpServerError as error:
             if reconnect:
                 # One fresh connection per fault; this one failed too, so the
                 # plan's later calls fail at once with the same error.
                 share.retired = error
             raise
-        return await connection.call(remote, arguments, report)
+        # On a caller's loop, that caller is awaiting this, so its loop is free.
+        return await _loop.hop(connection.call(remote, arguments, report), connection.loop)
+
+    def _elsewhere(self, plan_id: str) -> McpServerError:
+        return McpServerError(
+            f"MCP server {self.name!r} keeps the connection of plan {plan_id!r} on the "
+            "event loop that opened it (same_loop=True); call its tools from that loop "
+            "with aexecute, not from sync code or another loop",
+            server=self.name,
+        )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -377,11 +477,28 @@ class McpServer:
 
 
 def _usable(connection: Connection | None) -> bool:
-    return connection is not None and not connection.broken
+    return connection is not None and connection.usable
 
 
-async def _retire(share: _Share) -> None:
-    """Close a share's connection, including one still opening; shielded from cancellation."""
+def _close_elsewhere(connection: Connection | None) -> None:
+    """Have a connection that lives on a caller's loop closed there, without waiting.
+
+    Waiting could deadlock: that loop's thread may be the one waiting on us (a
+    sync plan end inside a coroutine). If the loop has closed, so has the
+    connection's task.
+    """
+    if connection is None or _on_mcp_loop(connection):
+        return
+    assert connection.loop is not None
+    _loop.start_on(connection.loop, connection.close())
+
+
+async def _retire(share: _Share) -> Connection | None:
+    """Close a share's connection, including one still opening; shielded from cancellation.
+
+    A connection on a caller's loop is returned instead, for the caller to close
+    there (see `McpTool.deactivate`) or to hand to `_close_elsewhere`.
+    """
     opening, share.opening = share.opening, None
     connection, share.connection = share.connection, None
 
@@ -392,11 +509,19 @@ async def _retire(share: _Share) -> None:
             opening.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 opened = await opening
-                await opened.close()
-        if connection is not None:
+                if _on_mcp_loop(opened):
+                    await opened.close()
+                else:
+                    _close_elsewhere(opened)
+        if connection is not None and _on_mcp_loop(connection):
             await connection.close()
 
     await asyncio.shield(close())
+    return None if connection is None or _on_mcp_loop(connection) else connection
+
+
+def _on_mcp_loop(connection: Connection) -> bool:
+    return connection.loop is None or connection.loop is _loop.event_loop()
 
 
 class McpTool:
@@ -404,7 +529,8 @@ class McpTool:
 
     Every stage is a coroutine whose work runs on the MCP loop. That loop is
     the tool's ``event_loop``, so the runtime's sync ``execute`` runs the call
-    there directly; ``aexecute`` awaits it from the caller's loop, one hop away.
+    there directly; ``aexecute`` awaits it from the caller's loop, one hop away,
+    or with no hop at all on the loop of a ``same_loop`` connection.
     """
 
     def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
@@ -427,8 +553,9 @@ class McpTool:
             ToolActivationError: the server could not be started or reached; its
                 `McpServerError` is the cause.
         """
+        server = self.server
         try:
-            await _loop.hop(self.server._acquire(ctx))
+            await _loop.hop(server._acquire(ctx, server._caller_home()))
         except McpServerError as error:
             raise ToolActivationError(
                 f"activating tool {self._descriptor.name!r} failed: {error}",
@@ -439,9 +566,24 @@ class McpTool:
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Send ``tools/call`` and return the structured content or the content blocks."""
         report = ctx.progress_reporter()
-        result = await _loop.hop(self.server._call(ctx, self.remote_name, params, report))
+        server = self.server
+        connection = server._here(ctx)
+        if connection is not None:  # same_loop, and this is its loop: no thread to cross
+            result = await connection.call(self.remote_name, params, report)
+        else:
+            call = server._call(ctx, self.remote_name, params, report, server._caller_home())
+            result = await _loop.hop(call)
         return call_output(result)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         """Leave the plan's connection; the last tool to leave closes it."""
-        await asyncio.shield(_loop.hop(self.server._release(ctx)))
+        await asyncio.shield(self._leave(ctx))
+
+    async def _leave(self, ctx: ToolExecutionContext) -> None:
+        connection = await _loop.hop(self.server._release(ctx))
+        if connection is None:
+            return
+        if connection.loop is asyncio.get_running_loop():
+            await connection.close()
+        else:
+            _close_elsewhere(connection)

@@ -1,0 +1,205 @@
+"""In-process servers with ``same_loop=True``: the connection lives on the caller's own loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+from toolcycle import CancellationToken, ToolCancelledError, ToolRuntime
+from toolcycle.sources.mcp import McpServer
+
+from .conftest import register
+
+WAIT = 10.0
+
+
+def _where() -> MCPServer:
+    """A server whose one tool says which thread runs it."""
+    server = MCPServer("where")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def thread() -> str:
+        """The name of the thread running this call (async: sync tools run on a worker)."""
+        return threading.current_thread().name
+
+    return server
+
+
+def _in_thread(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``scenario`` under asyncio.run on a thread of its own, bounded; return its result."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(asyncio.run(scenario()))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="host-loop")
+    thread.start()
+    thread.join(WAIT)
+    assert not thread.is_alive(), f"the scenario did not finish within {WAIT} s"
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+async def _settled(predicate: Callable[[], bool]) -> bool:
+    """Let the loop run until ``predicate`` holds (bounded by WAIT seconds)."""
+    async with asyncio.timeout(WAIT):
+        while not predicate():
+            await asyncio.sleep(0)
+    return True
+
+
+def test_same_loop_needs_plan_scope() -> None:
+    """A runtime-scope connection outlives any caller's loop, so the pair is refused."""
+    with pytest.raises(ValueError, match="scope='plan'"):
+        McpServer.in_process(_where(), same_loop=True, scope="runtime")
+
+
+async def test_calls_run_on_the_callers_loop_and_without_it_on_the_mcp_thread(
+    runtime: ToolRuntime,
+) -> None:
+    """same_loop puts the server's code on the awaiting loop; the default keeps it off it."""
+    runtime.register_source(McpServer.in_process(_where(), same_loop=True, prefix="same."))
+    runtime.register_source(McpServer.in_process(_where(), prefix="hop."))
+    async with runtime.aplan() as ctx:
+        same = await runtime.aexecute("same.thread", {}, ctx)
+        hop = await runtime.aexecute("hop.thread", {}, ctx)
+    assert same.output == {"result": threading.current_thread().name}
+    assert hop.output == {"result": "toolcycle-mcp"}
+
+
+async def test_a_same_loop_plan_refuses_calls_from_sync_code_and_from_other_loops(
+    runtime: ToolRuntime,
+) -> None:
+    """Only the loop that opened the connection may use it; the others get a failed result."""
+    runtime.register_source(McpServer.in_process(_where(), same_loop=True))
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("thread", {}, ctx)).success
+        from_sync = await asyncio.wait_for(
+            asyncio.to_thread(runtime.execute, "thread", {}, ctx), WAIT
+        )
+        from_other = await asyncio.wait_for(
+            asyncio.to_thread(asyncio.run, runtime.aexecute("thread", {}, ctx)), WAIT
+        )
+        assert (await runtime.aexecute("thread", {}, ctx)).success  # still fine here
+    for refused in (from_sync, from_other):
+        assert not refused.success
+        assert refused.error is not None and "same_loop=True" in refused.error
+        assert "aexecute" in refused.error
+
+
+async def test_a_same_loop_plan_activated_from_sync_code_stays_on_the_mcp_thread(
+    runtime: ToolRuntime,
+) -> None:
+    """Sync activation cannot lend a loop, so the plan works as without same_loop."""
+    runtime.register_source(McpServer.in_process(_where(), same_loop=True))
+    with runtime.plan() as ctx:
+        first = await asyncio.wait_for(asyncio.to_thread(runtime.execute, "thread", {}, ctx), WAIT)
+        later = await runtime.aexecute("thread", {}, ctx)
+    assert first.output == later.output == {"result": "toolcycle-mcp"}
+
+
+def test_ending_the_plan_on_its_loop_closes_the_connection_there(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
+) -> None:
+    """The end of an async plan closes the session before it returns, on the caller's loop."""
+    register(runtime, in_process(same_loop=True))
+    sessions.clear()  # discovery's own connection
+
+    async def scenario() -> dict[str, int]:
+        async with runtime.aplan() as ctx:
+            await runtime.aexecute("add", {"a": 1, "b": 2}, ctx)
+            opened = dict(sessions)
+        return opened
+
+    assert _in_thread(scenario) == {"opened": 1}
+    assert sessions == {"opened": 1, "closed": 1}
+
+
+def test_a_sync_plan_end_inside_the_loop_does_not_wait_on_that_loop(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
+) -> None:
+    """A blocking plan end on the loop's own thread returns; the loop closes the session next."""
+    register(runtime, in_process(same_loop=True))
+    sessions.clear()  # discovery's own connection
+
+    async def scenario() -> bool:
+        with runtime.plan() as ctx:
+            await runtime.aexecute("add", {"a": 1, "b": 2}, ctx)
+        # The plan has ended; the session closes once this loop runs again.
+        return await _settled(lambda: sessions.get("closed") == 1)
+
+    assert _in_thread(scenario)
+    assert sessions == {"opened": 1, "closed": 1}
+
+
+def test_a_plan_that_outlives_its_loop_reconnects_on_the_next_one(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
+) -> None:
+    """The closing loop ends the connection; the next loop's call opens a fresh one there."""
+    register(runtime, in_process(same_loop=True))
+    sessions.clear()  # discovery's own connection
+    ctx = runtime.new_context("outlives")
+
+    async def call(a: int) -> Any:
+        return (await runtime.aexecute("add", {"a": a, "b": 1}, ctx)).output
+
+    assert _in_thread(lambda: call(1)) == {"sum": 2}
+    assert sessions == {"opened": 1, "closed": 1}  # asyncio.run cancelled its task
+    assert _in_thread(lambda: call(2)) == {"sum": 3}
+    runtime.end_plan(ctx)
+    assert sessions == {"opened": 2, "closed": 2}
+
+
+async def test_parallel_same_loop_calls_each_get_their_own_result(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer]
+) -> None:
+    """Fifty calls at once on one connection on this loop: each answer is its own."""
+    register(runtime, in_process(same_loop=True))
+    async with runtime.aplan() as ctx:
+        results = await asyncio.gather(
+            *(runtime.aexecute("add", {"a": i, "b": 1000}, ctx) for i in range(50))
+        )
+    assert [r.output for r in results] == [{"sum": i + 1000} for i in range(50)]
+
+
+async def test_cancelling_a_same_loop_call_cancels_it_on_the_server(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], tmp_path: Path
+) -> None:
+    """The plan's token stops the call at once, and the server's handler is cancelled."""
+    register(runtime, in_process(same_loop=True))
+    marker = tmp_path / "cancelled"
+    token = CancellationToken()
+    started = asyncio.Event()
+    async with runtime.aplan(cancellation_token=token) as ctx:
+        ctx.on_progress = lambda event: started.set()
+        call = asyncio.ensure_future(
+            runtime.aexecute("slow", {"seconds": 60, "marker": str(marker)}, ctx)
+        )
+        await asyncio.wait_for(started.wait(), WAIT)
+        token.cancel("enough")
+        with pytest.raises(ToolCancelledError, match="enough"):
+            await asyncio.wait_for(call, 2)
+        assert await _settled(marker.exists)
+
+
+async def test_a_same_loop_call_over_its_timeout_is_timed_out(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer]
+) -> None:
+    """The per-call timeout cancels the request and the trace says timed_out."""
+    register(runtime, in_process(same_loop=True))
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("slow", {"seconds": 60}, ctx, timeout=0.2)
+        after = await runtime.aexecute("add", {"a": 2, "b": 2}, ctx)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert after.output == {"sum": 4}
