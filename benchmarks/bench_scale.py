@@ -18,8 +18,13 @@
   sleeps `NAP_SECONDS`, gathered on one event loop; the time is per run, that is
   for all of them together.
 - Import: ``python -c "import toolcycle"`` in a fresh process, against
-  ``python -c "pass"``; the difference is the import. `loaded_extras` says which
-  optional dependencies that import loads (it should load none).
+  ``python -c "pass"``; the difference is the import. The processes write and read
+  compiled bytecode (in a temporary cache, warmed by one run of each), as an
+  installed package does, even where ``PYTHONDONTWRITEBYTECODE`` is set. Beside it,
+  the time to a first call (import, a runtime, one registered tool, one validated
+  ``execute``), since toolcycle imports jsonschema and builds its models on first
+  use, not at import. `loaded_extras` says which optional dependencies the import
+  loads (it should load none).
 
 Threads, concurrency and input size use the jsonschema-rs backend when it is
 installed (`FAST_BACKEND`); input size also runs with jsonschema.
@@ -28,9 +33,13 @@ installed (`FAST_BACKEND`); input size also runs with jsonschema.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -291,13 +300,52 @@ time_scale_concurrent_aexecute.number = 1  # type: ignore[attr-defined]
 time_scale_concurrent_aexecute.repeat = 5  # type: ignore[attr-defined]
 
 
+_bytecode: dict[str, str] = {}
+"""The environment of the import benchmarks' processes, once built."""
+
+_warmed: set[str] = set()
+"""The programs already run once, so that their bytecode is cached."""
+
+
+def _bytecode_env() -> dict[str, str]:
+    if not _bytecode:
+        cache = tempfile.mkdtemp(prefix="toolcycle-bench-pycache-")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        _bytecode.update(os.environ)
+        _bytecode.pop("PYTHONDONTWRITEBYTECODE", None)
+        _bytecode["PYTHONPYCACHEPREFIX"] = cache
+    return _bytecode
+
+
 def _python(code: str) -> None:
-    subprocess.run([sys.executable, "-c", code], check=True)
+    env = _bytecode_env()
+    if code not in _warmed:
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        _warmed.add(code)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
 def time_scale_import_toolcycle() -> None:
     """A fresh interpreter that imports toolcycle."""
     _python("import toolcycle")
+
+
+FIRST_CALL = (
+    "from toolcycle import NullTracer, ToolRuntime, tool\n"
+    "@tool\n"
+    "def add(a: int, b: int) -> int:\n"
+    "    return a + b\n"
+    "runtime = ToolRuntime(tracer=NullTracer())\n"
+    "runtime.register(add)\n"
+    "with runtime.plan('first') as ctx:\n"
+    "    assert runtime.execute('add', {'a': 1, 'b': 2}, ctx).output == 3\n"
+)
+"""A program that imports toolcycle and makes its first validated call."""
+
+
+def time_scale_import_first_call() -> None:
+    """A fresh interpreter that imports toolcycle and makes one validated call."""
+    _python(FIRST_CALL)
 
 
 def time_scale_import_baseline() -> None:
@@ -306,21 +354,18 @@ def time_scale_import_baseline() -> None:
 
 
 def time_scale_import_dependencies() -> None:
-    """A fresh interpreter that imports what toolcycle's core needs, and defines one model.
+    """A fresh interpreter that imports what ``import toolcycle`` cannot do without.
 
-    The floor for ``import toolcycle`` while its records are pydantic models: the
-    first model a process defines pays for most of pydantic's own import.
+    The floor while its records are pydantic models: asyncio, standard logging and
+    pydantic's ``BaseModel``. jsonschema, referencing and structlog wait for their
+    first use, and the models' validators for their first validation.
     """
-    _python(
-        "import asyncio, jsonschema, referencing, structlog\n"
-        "from pydantic import BaseModel\n"
-        "class Probe(BaseModel):\n"
-        "    x: int\n"
-    )
+    _python("import asyncio, logging\nfrom pydantic import BaseModel\n")
 
 
 for _bench in (
     time_scale_import_toolcycle,
+    time_scale_import_first_call,
     time_scale_import_baseline,
     time_scale_import_dependencies,
 ):

@@ -47,10 +47,11 @@ async def test_the_async_path_logs_the_same_steps(caplog: pytest.LogCaptureFixtu
 def test_no_event_is_built_while_the_logger_is_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a host that has not enabled DEBUG, a call never reaches structlog at all."""
 
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("an event was built for a disabled logger")
+    class Refusing:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"the disabled logger's {name!r} was used")
 
-    monkeypatch.setattr(tracing._lifecycle_log, "debug", refuse)
+    monkeypatch.setattr(tracing, "_lifecycle_log", Refusing())
     assert not logging.getLogger("toolcycle.lifecycle").isEnabledFor(logging.DEBUG)
     with ToolRuntime(tracer=NullTracer()) as runtime:
         runtime.register(FakeTool(name="fake", writes=False))

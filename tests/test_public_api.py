@@ -6,6 +6,8 @@ import ast
 import importlib
 import importlib.metadata
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -244,3 +246,45 @@ def test_importing_sources_is_cheap() -> None:
     """toolcycle.sources holds a docstring only."""
     tree = ast.parse((SRC / "sources" / "__init__.py").read_text())
     assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)
+
+
+_DEFERRED = ("jsonschema", "referencing", "jsonschema_specifications", "structlog")
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The deferred packages, and the models with a built validator, after ``code``."""
+    probe = (
+        f"{code}\n"
+        "import sys, pydantic, toolcycle\n"
+        f"deferred = [p for p in {_DEFERRED!r} if p in sys.modules]\n"
+        "models = [n for n in toolcycle.__all__ if isinstance(getattr(toolcycle, n), type)\n"
+        "          and issubclass(getattr(toolcycle, n), pydantic.BaseModel)\n"
+        "          and getattr(toolcycle, n).__pydantic_complete__]\n"
+        "print(' '.join(deferred + models))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.split()
+
+
+def test_import_defers_jsonschema_structlog_and_the_models_validators() -> None:
+    """``import toolcycle`` loads neither the validation engine nor structlog, nor builds a model."""
+    assert _loaded_after("import toolcycle") == []
+
+
+def test_a_first_call_loads_jsonschema_but_not_structlog_while_logging_is_off() -> None:
+    """Validation needs jsonschema; an unconfigured host's logging never loads structlog."""
+    first_call = (
+        "from toolcycle import ToolRuntime, tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "runtime = ToolRuntime()\n"
+        "runtime.register(add)\n"
+        "with runtime.plan('p') as ctx:\n"
+        "    assert runtime.execute('add', {'a': 1, 'b': 2}, ctx).output == 3\n"
+    )
+    loaded = _loaded_after(first_call)
+    assert {"jsonschema", "referencing"} <= set(loaded)
+    assert "structlog" not in loaded

@@ -94,7 +94,7 @@ class ApprovalDecision(BaseModel):
     ``fingerprint`` applies only to the call with that fingerprint.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     outcome: Literal["approve", "deny", "defer"]
     reason: str | None = None

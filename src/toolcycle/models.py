@@ -45,7 +45,11 @@ TraceStatus: TypeAlias = Literal[
 ]
 """The outcome of one call, as recorded in its trace."""
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# defer_build: a model's validator and serializer are built the first time it
+# validates or dumps, not when this module is imported. The runtime builds its own
+# records without validating them (`_trusted`), so most processes never pay for
+# the models they do not use, and `import toolcycle` stays cheap.
+_FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ToolCapability(BaseModel):
@@ -275,7 +279,9 @@ class ToolResult(BaseModel):
     without raising; the runtime then adds the trace.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    )
 
     success: bool
     output: Any = None

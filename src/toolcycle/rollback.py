@@ -48,7 +48,7 @@ class RollbackConflictError(Exception):
 class Checkpoint(BaseModel):
     """A position in a plan's record of changes, returned by ``ctx.checkpoint()``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     plan_id: str
     index: int
@@ -58,7 +58,7 @@ class Checkpoint(BaseModel):
 class UndoOutcome(BaseModel):
     """What happened to one change during a rollback."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     change: Change
     status: Literal["undone", "conflict", "unsupported", "failed"]
@@ -68,7 +68,7 @@ class UndoOutcome(BaseModel):
 class RollbackReport(BaseModel):
     """The outcome of ``ctx.rollback``: one entry per change, newest first."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     checkpoint: Checkpoint
     outcomes: tuple[UndoOutcome, ...] = ()

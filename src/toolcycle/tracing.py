@@ -23,8 +23,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
-
 from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, _trusted
 
 if TYPE_CHECKING:
@@ -69,8 +67,32 @@ def get_logger(name: str = "toolcycle") -> Any:
     """Return a structlog logger that writes through standard ``logging`` logger ``name``.
 
     The processors are fixed here, so the host's structlog configuration, or its
-    absence, changes nothing.
+    absence, changes nothing. The logger is built, and structlog imported, on its
+    first use: a host that never enables toolcycle's logging never loads structlog.
     """
+    return _LazyLogger(name)
+
+
+class _LazyLogger:
+    """Stands in for a structlog logger until something calls it."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Only reached for names the slots do not have: the logger's methods.
+        logger = self._logger
+        if logger is None:
+            logger = self._logger = _structlog_logger(self._name)
+        return getattr(logger, attribute)
+
+
+def _structlog_logger(name: str) -> Any:
+    import structlog
+
     return structlog.wrap_logger(
         logging.getLogger(name),
         processors=[

@@ -27,26 +27,17 @@ in speed and in how ``pattern`` reads a regular expression (Python's syntax for
 ``jsonschema``, ECMA-262's for ``jsonschema-rs``).
 
 ``jsonschema`` and ``referencing`` are imported here and in `toolcycle._backends`,
-``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else.
+``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else. They are imported
+when the first `SchemaCompiler` is built, not with this module: together they are
+about a third of what ``import toolcycle`` would otherwise cost.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from jsonschema import (
-    Draft4Validator,
-    Draft6Validator,
-    Draft7Validator,
-    Draft201909Validator,
-    Draft202012Validator,
-)
-from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
-from referencing import Registry, Resource
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcycle._backends import (
     BACKEND_NAMES,
@@ -68,6 +59,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from jsonschema.protocols import Validator
+    from referencing import Registry
 
     from toolcycle._types import JSONSchema
 
@@ -85,14 +77,60 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
 
 # The dialects a schema may declare in $schema (servers written with TypeScript
-# tooling often emit draft-07), with their validator and referencing rules.
-_DIALECTS: dict[str, tuple[type[Validator], Any]] = {
-    DRAFT_2020_12: (Draft202012Validator, DRAFT202012),
-    "https://json-schema.org/draft/2019-09/schema": (Draft201909Validator, DRAFT201909),
-    "http://json-schema.org/draft-07/schema": (Draft7Validator, DRAFT7),
-    "http://json-schema.org/draft-06/schema": (Draft6Validator, DRAFT6),
-    "http://json-schema.org/draft-04/schema": (Draft4Validator, DRAFT4),
-}
+# tooling often emit draft-07); `_Engine.dialects` has their validator and rules.
+_DIALECTS = (
+    DRAFT_2020_12,
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-04/schema",
+)
+
+
+class _Engine(NamedTuple):
+    """What this module uses from ``jsonschema`` and ``referencing``."""
+
+    dialects: dict[str, tuple[type[Validator], Any]]
+    """Each of `_DIALECTS`: its validator class and its referencing specification."""
+    registry: type[Registry[Any]]
+    resource: Any
+    draft202012: Any
+    specifications: Registry[Any]
+    """The metaschemas of every draft, which references to them resolve against."""
+    unresolvable: type[Exception]
+
+
+@functools.cache
+def _engine() -> _Engine:
+    """Import ``jsonschema`` and ``referencing`` on first use (see the module docstring)."""
+    from jsonschema import (
+        Draft4Validator,
+        Draft6Validator,
+        Draft7Validator,
+        Draft201909Validator,
+        Draft202012Validator,
+    )
+    from jsonschema_specifications import REGISTRY
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
+
+    classes = (
+        (Draft202012Validator, DRAFT202012),
+        (Draft201909Validator, DRAFT201909),
+        (Draft7Validator, DRAFT7),
+        (Draft6Validator, DRAFT6),
+        (Draft4Validator, DRAFT4),
+    )
+    return _Engine(
+        dialects=dict(zip(_DIALECTS, classes, strict=True)),
+        registry=Registry,
+        resource=Resource,
+        draft202012=DRAFT202012,
+        specifications=REGISTRY,
+        unresolvable=Unresolvable,
+    )
+
 
 VALIDATOR_BACKENDS = ("auto", *BACKEND_NAMES)
 """What ``validator=`` accepts: ``"auto"`` is ``jsonschema-rs`` when installed, else ``jsonschema``."""
@@ -237,7 +275,8 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-_VALID = Validation(valid=True)
+# Built without validation, so importing this module does not build the model.
+_VALID = Validation.model_construct(valid=True)
 
 
 class SchemaCompiler:
@@ -275,15 +314,19 @@ class SchemaCompiler:
                 f"got {backend!r}"
             )
         self.limits = limits or ValidationLimits()
+        engine = _engine()
         resources = [
-            (uri, Resource.from_contents(dict(doc), default_specification=DRAFT202012))
+            (
+                uri,
+                engine.resource.from_contents(dict(doc), default_specification=engine.draft202012),
+            )
             for uri, doc in (documents or {}).items()
         ]
         # The default retrieve of a Registry raises, so nothing is ever fetched.
-        self._registry: Registry[Any] = Registry().with_resources(resources)
+        self._registry: Registry[Any] = engine.registry().with_resources(resources)
         self._meta = {
             uri: cls(cls.META_SCHEMA, registry=self._registry)
-            for uri, (cls, _) in _DIALECTS.items()
+            for uri, (cls, _) in engine.dialects.items()
         }
         if backend == "auto":
             backend = "jsonschema-rs" if fast_backend_available() else "jsonschema"
@@ -291,7 +334,7 @@ class SchemaCompiler:
             JsonschemaRsBackend(self._loadable(documents or {}))
             if backend == "jsonschema-rs"
             else JsonschemaBackend(
-                {uri: cls for uri, (cls, _) in _DIALECTS.items()}, self._registry
+                {uri: cls for uri, (cls, _) in engine.dialects.items()}, self._registry
             )
         )
         # Sources list many tools with the same schema (every skill has one
@@ -397,7 +440,8 @@ class SchemaCompiler:
                 f"the dialect {truncate(str(declared), 80)!r} is not supported; use draft "
                 "2020-12, 2019-09, 07, 06 or 04, or pre-load a metaschema built on one",
             )
-        specification = _DIALECTS[dialect][1]
+        engine = _engine()
+        specification = engine.dialects[dialect][1]
         meta = self._meta[dialect]
         try:
             meta_ok = meta.is_valid(data)
@@ -409,7 +453,7 @@ class SchemaCompiler:
             raise fail(first.pointer, first.keyword, first.message)
         if isinstance(data, dict):
             resource = specification.create_resource(data)
-            resolver = self._registry.combine(_SPECIFICATIONS).resolver_with_root(resource)
+            resolver = self._registry.combine(engine.specifications).resolver_with_root(resource)
             ecma = self._backend.ecma_patterns
 
             def patterns(pattern: str, pointer: str) -> Iterator[tuple[str, str, str]]:
@@ -449,7 +493,7 @@ def _loops(node: dict[str, Any], resolved: Any) -> bool:
         seen.add(id(contents))
         try:
             resolved = resolved.resolver.lookup(contents["$ref"])
-        except Unresolvable:  # reported where that reference is written
+        except _engine().unresolvable:  # reported where that reference is written
             return False
     return True
 
@@ -477,7 +521,7 @@ def _problems(
         if isinstance(ref, str):
             try:
                 resolved = resolver.lookup(ref)
-            except Unresolvable:
+            except _engine().unresolvable:
                 hint = (
                     "; fix the pointer or add the missing definition"
                     if ref.startswith("#")
