@@ -106,7 +106,7 @@ Feature: JSON Schema validation
     Then the runtime validates with "jsonschema-rs"
 
   @req-validation-backends
-  Scenario Outline: The <backend> validator rejects <arguments> at "<pointer>" by "<keyword>"
+  Scenario Outline: The <backend> validator rejects <arguments> at "<pointer>" by "<keyword>", in toolcycle's words
     Given a runtime that validates with "<backend>"
     And a plan "p1"
     And a tool "count" that takes an integer "n" and nothing else
@@ -114,13 +114,14 @@ Feature: JSON Schema validation
     Then the runtime validates with "<backend>"
     And the call fails with error type "ToolSchemaValidationError"
     And the input was rejected at "<pointer>" by the keyword "<keyword>"
+    And the issue at "<pointer>" reads: <message>
     And "count" never ran
 
     Examples:
-      | backend       | arguments            | pointer | keyword              |
-      | jsonschema    | {"n": "three"}       | /n      | type                 |
-      | jsonschema-rs | {"n": "three"}       | /n      | type                 |
-      | jsonschema    | {"n": 1, "extra": 2} | (root)  | additionalProperties |
-      | jsonschema-rs | {"n": 1, "extra": 2} | (root)  | additionalProperties |
-      | jsonschema    | {}                   | (root)  | required             |
-      | jsonschema-rs | {}                   | (root)  | required             |
+      | backend       | arguments            | pointer | keyword              | message                                   |
+      | jsonschema    | {"n": "three"}       | /n      | type                 | expected integer, got string "three"      |
+      | jsonschema-rs | {"n": "three"}       | /n      | type                 | expected integer, got string "three"      |
+      | jsonschema    | {"n": 1, "extra": 2} | (root)  | additionalProperties | unexpected property "extra" is not allowed |
+      | jsonschema-rs | {"n": 1, "extra": 2} | (root)  | additionalProperties | unexpected property "extra" is not allowed |
+      | jsonschema    | {}                   | (root)  | required             | missing required property "n"             |
+      | jsonschema-rs | {}                   | (root)  | required             | missing required property "n"             |

@@ -54,7 +54,10 @@ class _Source:
 
 def _logged(caplog: pytest.LogCaptureFixture, event: str, text: str) -> bool:
     """Whether a structlog event was logged with ``text`` in one of its fields."""
-    return any(r.getMessage() == event and text in str(vars(r)) for r in caplog.records)
+    return any(
+        r.getMessage() == event and any(text in str(value) for value in vars(r).values())
+        for r in caplog.records
+    )
 
 
 def _names(runtime: ToolRuntime) -> list[str]:

@@ -307,7 +307,7 @@ def test_messages_are_truncated() -> None:
     _, verdict = compiled.validate("x" * 10_000)
     message = verdict.issues[0].message
     assert verdict.issues[0].keyword == "maxLength"
-    assert len(message) < 300 and message.endswith("...")
+    assert len(message) < 300 and "xxx... has 10000 characters" in message
     assert len(verdict.summary()) < 300
 
 

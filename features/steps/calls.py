@@ -275,6 +275,14 @@ def input_rejected(context: Any, pointer: str, keyword: str) -> None:
     assert (wanted, keyword) in found, found
 
 
+@then('the issue at "{pointer}" reads: {message}')
+def issue_reads(context: Any, pointer: str, message: str) -> None:
+    validation = context.result.validation
+    wanted = "" if pointer == "(root)" else pointer
+    found = [issue.message for issue in validation.issues if issue.pointer == wanted]
+    assert message in found, found
+
+
 @then('the result explains the problem with "{pointer}"')
 def result_explains(context: Any, pointer: str) -> None:
     assert not context.result.success

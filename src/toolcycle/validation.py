@@ -17,7 +17,8 @@ treats both as hostile:
 - Values are normalised to strict JSON and capped in size, depth and integer
   width before they reach the validator; anything the validator still trips
   over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
-- Messages quote only the schema's own words and the offending value, truncated.
+- Messages quote only the schema's own words and the offending value, truncated, in
+  toolcycle's own wording (`toolcycle._wording`), the same whichever backend runs.
 
 Two backends run the compiled schemas (see `toolcycle._backends`): ``jsonschema``,
 always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
@@ -41,6 +42,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcycle._backends import (
     BACKEND_NAMES,
+    SUBSCHEMA,
+    SUBSCHEMA_ARRAYS,
+    SUBSCHEMA_MAPS,
     BackendSchemaError,
     JsonschemaBackend,
     JsonschemaRsBackend,
@@ -134,31 +138,6 @@ def _engine() -> _Engine:
 
 VALIDATOR_BACKENDS = ("auto", *BACKEND_NAMES)
 """What ``validator=`` accepts: ``"auto"`` is ``jsonschema-rs`` when installed, else ``jsonschema``."""
-
-# Keywords whose value is one subschema, an array of them, or an object of them.
-_SUBSCHEMA = (
-    "additionalItems",
-    "additionalProperties",
-    "contains",
-    "contentSchema",
-    "else",
-    "if",
-    "items",
-    "not",
-    "propertyNames",
-    "then",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-)
-_SUBSCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SUBSCHEMA_MAPS = (
-    "$defs",
-    "definitions",
-    "dependencies",
-    "dependentSchemas",
-    "patternProperties",
-    "properties",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,19 +528,19 @@ def _problems(
     if isinstance(members, dict):
         for key in members:
             yield from patterns(key, f"{pointer}/patternProperties/{pointer_token(key)}")
-    for keyword in _SUBSCHEMA:
+    for keyword in SUBSCHEMA:
         if keyword in node:
             yield from _problems(
                 node[keyword], resolver, f"{pointer}/{keyword}", patterns, specification
             )
-    for keyword in _SUBSCHEMA_ARRAYS:
+    for keyword in SUBSCHEMA_ARRAYS:
         items = node.get(keyword)
         if isinstance(items, list):
             for index, item in enumerate(items):
                 yield from _problems(
                     item, resolver, f"{pointer}/{keyword}/{index}", patterns, specification
                 )
-    for keyword in _SUBSCHEMA_MAPS:
+    for keyword in SUBSCHEMA_MAPS:
         members = node.get(keyword)
         if isinstance(members, dict):
             for key, item in members.items():

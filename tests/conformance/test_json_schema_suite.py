@@ -19,8 +19,8 @@ import pytest
 from toolcycle import ToolSchemaValidationError
 from toolcycle.validation import CompiledSchema, SchemaCompiler
 
-SUITE = Path(__file__).resolve().parent.parent / "data" / "json-schema-test-suite"
-CASES = SUITE / "tests" / "draft2020-12"
+from .conftest import CASES, SUITE, suite_remotes
+
 ANY = "*"
 
 # A known disagreement: why, and what the case fails with. A pattern Python's re cannot
@@ -221,17 +221,9 @@ def _optional_rule(rel: str, case: dict[str, Any], backend: str) -> Known | None
     return None
 
 
-def _remotes() -> dict[str, Any]:
-    root = SUITE / "remotes"
-    return {
-        f"http://localhost:1234/{path.relative_to(root).as_posix()}": json.loads(
-            path.read_text(encoding="utf-8")
-        )
-        for path in sorted(root.rglob("*.json"))
-    }
-
-
-COMPILERS = {backend: SchemaCompiler(documents=_remotes(), backend=backend) for backend in BACKENDS}
+COMPILERS = {
+    backend: SchemaCompiler(documents=suite_remotes(), backend=backend) for backend in BACKENDS
+}
 _COMPILED: dict[tuple[str, str, int], CompiledSchema] = {}
 
 
@@ -315,7 +307,7 @@ def test_the_suite_is_present_and_complete() -> None:
     assert "44401e0c046704b476ec9d2e2fccdaee618f259d" in (SUITE / "SOURCE.txt").read_text()
     assert len(MANDATORY) > 2 * 1200
     assert any("optional/format/" in param.values[1] for param in OPTIONAL)
-    remotes = _remotes()
+    remotes = suite_remotes()
     assert len(remotes) > 50
     assert "http://localhost:1234/draft2020-12/subSchemas.json" in remotes
 
