@@ -225,6 +225,20 @@ def print_mcp_ratios(results: dict[str, float]) -> None:
     ratio = results["time_mcp_activation_stdio"] / results["time_mcp_direct_session_open_stdio"]
     label = "mcp activation (stdio) / direct session open"
     print(f"{label:<{width}} = {ratio:.2f}x (target <= {MCP_ACTIVATION_TARGET:.2f})")
+    # What code run between two SDK calls costs there, against what it costs alone.
+    work = results["time_mcp_caller_work"]
+    between = results["time_mcp_direct_inprocess_with_work"] - results["time_mcp_direct_inprocess"]
+    ours = results["time_mcp_aexecute_inprocess_same_loop"] - results["time_mcp_direct_inprocess"]
+    print(
+        f"caller work between SDK calls: {between:.1f} us, alone: {work:.1f} us; "
+        f"the runtime around a same_loop call adds {ours:.1f} us"
+    )
+    ratio = (
+        results["time_mcp_aexecute_inprocess_same_loop_with_work"]
+        / results["time_mcp_direct_inprocess_with_work"]
+    )
+    label = "mcp aexecute (in process, same_loop) + work / direct + work"
+    print(f"{label:<{width}} = {ratio:.2f}x (target <= {MCP_CALL_TARGET:.2f})")
 
 
 def print_skills_ratios(results: dict[str, float]) -> None:

@@ -30,6 +30,13 @@ against both the batched session and its sync twin: the same SDK session on a
 loop in a thread of its own, handed one call at a time, which is what sync code
 must do to use the SDK at all.
 
+Three more benchmarks put a fixed piece of caller work (reading a model's reply and
+writing a message, with the standard library's ``json``) after each call, with the SDK
+alone and with ``same_loop`` ``aexecute``, and time that work alone. In a loop of
+nothing but SDK calls, the caches hold only the SDK's code; any other code run between
+two calls (the runtime's, or a caller's) runs cold and slows the next call too. The
+runner prints what the work costs between calls beside what it costs alone.
+
 Batched functions say how many calls they make in their ``calls`` attribute. The
 two activation benchmarks start a process each time (about a second), so they say
 ``number = 1`` and ``repeat = ACTIVATION_REPEATS``: run once per repeat, a fixed
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import sys
 import threading
@@ -315,6 +323,79 @@ def time_mcp_aexecute_inprocess_same_loop() -> None:
 
 
 time_mcp_aexecute_inprocess_same_loop.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+REPLY = json.dumps(
+    {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": f"call-{n}", "function": {"name": "add", "arguments": '{"a": 2}'}}
+                        for n in range(4)
+                    ],
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+    }
+)
+"""A model's reply with four tool calls, as a chat API returns it."""
+
+
+def _caller_work() -> str:
+    """What a caller does between two tool calls: read a model's reply, write a message.
+
+    Plain standard-library JSON, nothing of toolcycle's or the SDK's, so that the
+    "with work" benchmarks show what any code run between two SDK calls pays.
+    """
+    reply = json.loads(REPLY)
+    calls = reply["choices"][0]["message"]["tool_calls"]
+    arguments = [json.loads(call["function"]["arguments"]) for call in calls]
+    return json.dumps({"role": "tool", "content": json.dumps(arguments)})
+
+
+async def _work_batch(count: int) -> None:
+    for _ in range(count):
+        _caller_work()
+
+
+def time_mcp_caller_work() -> None:
+    """The caller's work alone (a model reply read, a message written), batched."""
+    _state["loop"].run_until_complete(_work_batch(ASYNC_BATCH))
+
+
+async def _direct_with_work(count: int) -> None:
+    session = _state["direct_local"].session
+    for _ in range(count):
+        await session.send_request(_add_request(), mcp_types.CallToolResult)
+        _caller_work()
+
+
+def time_mcp_direct_inprocess_with_work() -> None:
+    """The in-process SDK call with the caller's work after each call, batched."""
+    _state["loop"].run_until_complete(_direct_with_work(ASYNC_BATCH))
+
+
+async def _same_loop_with_work(count: int) -> None:
+    runtime, ctx = _state["same"], _state["same_ctx"]
+    for _ in range(count):
+        await runtime.aexecute("add", ARGUMENTS, ctx)
+        _caller_work()
+
+
+def time_mcp_aexecute_inprocess_same_loop_with_work() -> None:
+    """The in-process same_loop tool through aexecute, with the caller's work after each."""
+    _state["loop"].run_until_complete(_same_loop_with_work(ASYNC_BATCH))
+
+
+for _bench in (
+    time_mcp_caller_work,
+    time_mcp_direct_inprocess_with_work,
+    time_mcp_aexecute_inprocess_same_loop_with_work,
+):
+    _bench.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 def time_mcp_direct_stdio() -> None:
