@@ -156,6 +156,16 @@ def test_a_false_subschema_fails_at_the_value_it_refuses(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BOTH)
+def test_a_false_subschema_in_a_preloaded_document_keeps_its_place_too(backend: str) -> None:
+    """The stand-ins are in jsonschema's copy of the pre-loaded documents as well."""
+    documents = {"https://example.com/closed.json": {"properties": {"x": False}}}
+    schema = {"properties": {"o": {"$ref": "https://example.com/closed.json"}}}
+    compiled = SchemaCompiler(documents, backend=backend).compile(schema)  # type: ignore[arg-type]
+    verdict = compiled.validate({"o": {"x": 1}})[1]
+    assert [(i.pointer, i.keyword) for i in verdict.issues] == [("/o/x", "false")]
+
+
+@pytest.mark.parametrize("backend", BOTH)
 def test_the_contains_family_is_one_keyword_with_its_bounds_in_the_message(backend: str) -> None:
     """The minContains and maxContains bounds fail as contains, whichever one an engine blames."""
     contains = {"type": "string"}

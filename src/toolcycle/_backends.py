@@ -28,8 +28,9 @@ to the same report:
 
 - ``jsonschema`` loses the place of a ``false`` subschema under ``properties``,
   ``patternProperties``, ``prefixItems`` and ``items`` (it reports the parent
-  object, or one issue for all the extra items). Its copy of the schema has a
-  stand-in there that fails the same values and keeps the place.
+  object, or one issue for all the extra items). Its copies of the schema and of
+  the pre-loaded documents have a stand-in there (`false_standins`) that fails
+  the same values and keeps the place.
 - ``jsonschema-rs`` does not hand over the schema object that holds the failed
   keyword; its reader finds it from the keyword's location in the document.
 """
@@ -65,6 +66,7 @@ __all__ = [
     "JsonschemaRsBackend",
     "SchemaChecker",
     "ValidatorBackend",
+    "false_standins",
     "fast_backend_available",
     "truncate",
 ]
@@ -195,7 +197,7 @@ _FALSE_STANDIN: Final[dict[str, Any]] = {"not": {}}
 _LISTED = re.compile(r"\((.*) (?:was|were) (?:unexpected|unevaluated and invalid)\)$", re.DOTALL)
 
 
-def _standins(node: Any) -> Any:
+def false_standins(node: Any) -> Any:
     """A copy of the schema ``node`` with `_FALSE_STANDIN` where jsonschema loses a false's place.
 
     ``jsonschema`` reports a ``false`` under ``properties``, ``patternProperties`` or
@@ -208,24 +210,26 @@ def _standins(node: Any) -> Any:
     copy = dict(node)
     for keyword in SUBSCHEMA:
         if keyword in node:
-            copy[keyword] = _standins(node[keyword])
+            copy[keyword] = false_standins(node[keyword])
     items = node.get("items")
     if items is False:
         copy["items"] = _FALSE_STANDIN
     elif isinstance(items, list):  # draft 2019-09 and older: an array of schemas
-        copy["items"] = [_FALSE_STANDIN if item is False else _standins(item) for item in items]
+        copy["items"] = [
+            _FALSE_STANDIN if item is False else false_standins(item) for item in items
+        ]
     for keyword in SUBSCHEMA_ARRAYS:
         if isinstance(node.get(keyword), list):
             lossy = keyword == "prefixItems"
             copy[keyword] = [
-                _FALSE_STANDIN if lossy and item is False else _standins(item)
+                _FALSE_STANDIN if lossy and item is False else false_standins(item)
                 for item in node[keyword]
             ]
     for keyword in SUBSCHEMA_MAPS:
         if isinstance(node.get(keyword), dict):
             lossy = keyword in ("properties", "patternProperties")
             copy[keyword] = {
-                key: _FALSE_STANDIN if lossy and item is False else _standins(item)
+                key: _FALSE_STANDIN if lossy and item is False else false_standins(item)
                 for key, item in node[keyword].items()
             }
     return copy
@@ -281,7 +285,8 @@ class JsonschemaBackend:
 
     Args:
         classes: the ``jsonschema`` validator class of each dialect, by metaschema URI.
-        registry: the pre-loaded documents; its retrieval raises.
+        registry: the pre-loaded documents, passed through `false_standins`; its
+            retrieval raises.
     """
 
     name = "jsonschema"
@@ -298,7 +303,7 @@ class JsonschemaBackend:
 
     def build(self, schema: dict[str, Any] | bool, dialect: str) -> SchemaChecker:
         """The checker for ``schema``; ``jsonschema`` compiles lazily, so this never fails."""
-        validator = self._classes[dialect](_standins(schema), registry=self._registry)
+        validator = self._classes[dialect](false_standins(schema), registry=self._registry)
         return _Checker(validator, _jsonschema_errors)
 
 

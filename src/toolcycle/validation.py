@@ -50,6 +50,7 @@ from toolcycle._backends import (
     JsonschemaRsBackend,
     SchemaChecker,
     ValidatorBackend,
+    false_standins,
     fast_backend_available,
     truncate,
 )
@@ -294,15 +295,7 @@ class SchemaCompiler:
             )
         self.limits = limits or ValidationLimits()
         engine = _engine()
-        resources = [
-            (
-                uri,
-                engine.resource.from_contents(dict(doc), default_specification=engine.draft202012),
-            )
-            for uri, doc in (documents or {}).items()
-        ]
-        # The default retrieve of a Registry raises, so nothing is ever fetched.
-        self._registry: Registry[Any] = engine.registry().with_resources(resources)
+        self._registry: Registry[Any] = _registry(documents or {})
         self._meta = {
             uri: cls(cls.META_SCHEMA, registry=self._registry)
             for uri, (cls, _) in engine.dialects.items()
@@ -313,7 +306,9 @@ class SchemaCompiler:
             JsonschemaRsBackend(self._loadable(documents or {}))
             if backend == "jsonschema-rs"
             else JsonschemaBackend(
-                {uri: cls for uri, (cls, _) in engine.dialects.items()}, self._registry
+                {uri: cls for uri, (cls, _) in engine.dialects.items()},
+                # Its own copy of the documents, with false subschemas that keep their place.
+                _registry(documents or {}, prepare=false_standins),
             )
         )
         # Sources list many tools with the same schema (every skill has one
@@ -449,6 +444,25 @@ class SchemaCompiler:
         except BackendSchemaError as exc:
             raise fail(exc.pointer, exc.keyword, exc.message) from None
         return CompiledSchema(data, checker, limits)
+
+
+def _registry(
+    documents: Mapping[str, JSONSchema], prepare: Callable[[Any], Any] = dict
+) -> Registry[Any]:
+    """A registry of the pre-loaded ``documents``, each passed through ``prepare``.
+
+    The default retrieve of a ``Registry`` raises, so nothing is ever fetched.
+    """
+    engine = _engine()
+    return engine.registry().with_resources(
+        (
+            uri,
+            engine.resource.from_contents(
+                prepare(dict(doc)), default_specification=engine.draft202012
+            ),
+        )
+        for uri, doc in documents.items()
+    )
 
 
 _MAX_REF_HOPS = 256
