@@ -5,11 +5,12 @@ Usage: ``python -m benchmarks`` from the repository root (``nox -s bench`` does 
 ``--write-docs`` rewrites the results part of ``docs/performance.md`` and its two
 charts (it needs ``peers`` and ``scale`` in the run); a plain run writes no file.
 
-Each benchmark is timed with several timeit repeats in one process (a benchmark
-that sets asv's ``number`` and ``repeat`` attributes, such as the MCP activations
-that start a process each time, runs exactly that often instead); asv-style
-``track_*`` functions, which return a measured value rather than being timed, are
-called once. The table shows the best and the median repeat; the ratios use the
+Each benchmark is timed with several timeit repeats in one process, the repeats of
+a module's benchmarks taken in turns so that a slow spell of the machine falls on
+all of them alike (a benchmark that sets asv's ``number`` and ``repeat``
+attributes, such as the MCP activations that start a process each time, runs
+exactly that often instead); asv-style ``track_*`` functions, which return a
+measured value rather than being timed, are called once. The table shows the best and the median repeat; the ratios use the
 best, which is the least disturbed by other work on the machine. Ratios taken in
 one run are meaningful on any machine; absolute times are not. Nothing here fails
 on a number: this is a measurement, not a test.
@@ -61,20 +62,35 @@ PLAN_BYTES_TARGET = 2048
 """Memory of one idle plan with one active tool: under this."""
 
 
-def measure(fn: Callable[[], None]) -> tuple[float, float]:
-    """Best and median seconds per call of ``fn`` over ``REPEATS`` timeit runs.
+def measure(fns: dict[str, Callable[[], None]]) -> dict[str, tuple[float, float]]:
+    """Best and median seconds per call of each of ``fns``, their repeats taken in turns.
+
+    Each function is calibrated once (timeit's ``autorange``), then the repeats go
+    round: one repeat of each function, then the next round. A slow spell on a
+    shared machine so lands on every benchmark of the module alike, instead of on
+    whichever happened to be running, which keeps the ratios between them honest.
 
     A benchmark that makes several calls per run says how many in its ``calls``
     attribute; one that sets ``number`` is run that many times per repeat, for
     ``repeat`` repeats (default ``REPEATS``), without timeit's calibration.
     """
-    timer = timeit.Timer(fn)
-    number = getattr(fn, "number", None)
-    if number is None:
-        number, _ = timer.autorange()
-    runs = timer.repeat(repeat=getattr(fn, "repeat", REPEATS), number=number)
-    calls = number * getattr(fn, "calls", 1)
-    return min(runs) / calls, statistics.median(runs) / calls
+    plans: dict[str, tuple[timeit.Timer, int, int]] = {}
+    for name, fn in fns.items():
+        timer = timeit.Timer(fn)
+        number = getattr(fn, "number", None)
+        if number is None:
+            number, _ = timer.autorange()
+        plans[name] = (timer, number, getattr(fn, "repeat", REPEATS))
+    runs: dict[str, list[float]] = {name: [] for name in fns}
+    for turn in range(max((repeat for _, _, repeat in plans.values()), default=0)):
+        for name, (timer, number, repeat) in plans.items():
+            if turn < repeat:
+                runs[name].append(timer.timeit(number))
+    results = {}
+    for name, (_, number, _) in plans.items():
+        calls = number * getattr(fns[name], "calls", 1)
+        results[name] = (min(runs[name]) / calls, statistics.median(runs[name]) / calls)
+    return results
 
 
 def run_module(module: ModuleType) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
@@ -87,9 +103,9 @@ def run_module(module: ModuleType) -> tuple[dict[str, tuple[float, float]], dict
     module.setup()
     try:
         names = sorted(dir(module))
-        timings = {
-            name: measure(getattr(module, name)) for name in names if name.startswith("time_")
-        }
+        timings = measure(
+            {name: getattr(module, name) for name in names if name.startswith("time_")}
+        )
         tracks = {
             name: float(getattr(module, name)()) for name in names if name.startswith("track_")
         }
