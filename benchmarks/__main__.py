@@ -423,7 +423,7 @@ def print_scale(
     if floor is not None:
         floor_ms = (floor[0] - baseline[0]) * 1e3
         print(
-            f"  of which what it cannot do without (asyncio, logging, pydantic's BaseModel) "
+            f"  of which what it cannot do without (asyncio, logging, one pydantic model) "
             f"= {floor_ms:.0f} ms, toolcycle's own share = {best_ms - floor_ms:.0f} ms"
         )
     first = timings.get("time_scale_import_first_call")
