@@ -125,3 +125,18 @@ Feature: JSON Schema validation
       | jsonschema-rs | {"n": 1, "extra": 2} | (root)  | additionalProperties | unexpected property "extra" is not allowed |
       | jsonschema    | {}                   | (root)  | required             | missing required property "n"             |
       | jsonschema-rs | {}                   | (root)  | required             | missing required property "n"             |
+
+  @req-validation-backends
+  Scenario Outline: An optional field given the wrong type says which types would do, on <backend>
+    Given a runtime that validates with "<backend>"
+    And a plan "p1"
+    And a tool "page" whose input schema is {"type": "object", "properties": {"limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+    When I call "page" with arguments {"limit": "5"}
+    Then the call fails with error type "ToolSchemaValidationError"
+    And the input was rejected at "/limit" by the keyword "anyOf"
+    And the issue at "/limit" reads: expected integer or null, got string "5"
+
+    Examples:
+      | backend       |
+      | jsonschema    |
+      | jsonschema-rs |

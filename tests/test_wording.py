@@ -105,7 +105,27 @@ MESSAGES = [
     (
         {"anyOf": [{"type": "string"}, {"type": "integer"}]},
         None,
-        [("", "anyOf", "null matches none of the anyOf schemas")],
+        [("", "anyOf", "expected integer or string, got null")],
+    ),
+    (
+        {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+        "5",
+        [("", "anyOf", 'expected integer or null, got string "5"')],
+    ),
+    (
+        {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+        0,
+        [("", "anyOf", "0 matches none of the anyOf schemas")],
+    ),
+    (
+        {"oneOf": [{"type": ["number", "null"]}, {"type": "boolean"}]},
+        "x",
+        [("", "oneOf", 'expected boolean or null or number, got string "x"')],
+    ),
+    (
+        {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/n"}], "$defs": {"n": {"type": "null"}}},
+        1,
+        [("", "anyOf", "1 matches none of the anyOf schemas")],
     ),
     (
         {"oneOf": [{"minimum": 0}, {"maximum": 10}]},

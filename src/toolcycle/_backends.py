@@ -461,7 +461,7 @@ def _kind_holder(keyword: str, kind: Any) -> dict[str, Any]:
     as its first field; ``required`` carries one name, as a list of one.
     """
     fields = getattr(kind, "__match_args__", ())
-    if not fields:
+    if not fields or keyword in ("anyOf", "oneOf"):  # their field is the errors, not schemas
         return {}
     value = getattr(kind, fields[0])
     return {keyword: [value] if keyword == "required" else value}

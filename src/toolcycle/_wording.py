@@ -172,10 +172,7 @@ def describe(keyword: str, value: Any, schema: Any, detail: Any = None) -> tuple
     if keyword == "type" and setting is not None:
         # Sorted: an engine may hold the types in another order than the schema.
         wanted = " or ".join(sorted(setting)) if isinstance(setting, list) else str(setting)
-        got = json_type(value)
-        if got in ("string", "number", "integer"):
-            got = f"{got} {show(value)}"
-        return keyword, f"expected {wanted}, got {got}"
+        return keyword, f"expected {wanted}, got {_got(value)}"
     if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         return _bound(keyword, value, holder)
     if keyword in _SIZED:
@@ -209,9 +206,43 @@ def describe(keyword: str, value: Any, schema: Any, detail: Any = None) -> tuple
     if keyword == "not":
         return keyword, f"{show(value)} must not match the schema under not"
     if keyword in ("anyOf", "oneOf"):
-        matched = "more than one" if detail is True else "none"
-        return keyword, f"{show(value)} matches {matched} of the {keyword} schemas"
+        if detail is True:
+            return keyword, f"{show(value)} matches more than one of the {keyword} schemas"
+        types = _branch_types(setting, value)
+        if types:  # every branch refuses the value's type: say which types would do
+            return keyword, f"expected {' or '.join(types)}, got {_got(value)}"
+        return keyword, f"{show(value)} matches none of the {keyword} schemas"
     return keyword, f"{show(value)} does not satisfy {keyword}"
+
+
+def _got(value: Any) -> str:
+    """The JSON type of ``value``, with the value itself when it is a short scalar."""
+    got = json_type(value)
+    return f"{got} {show(value)}" if got in ("string", "number", "integer") else got
+
+
+def _branch_types(branches: Any, value: Any) -> list[str]:
+    """The types the branches of an ``anyOf`` or ``oneOf`` allow, if none allows ``value``'s.
+
+    Empty unless every branch declares ``type`` and none of them takes the value's
+    type (the shape pydantic gives an optional field: ``[{"type": "integer"},
+    {"type": "null"}]``); then each branch fails on the type, whatever else it says.
+    """
+    if not isinstance(branches, list) or not branches:
+        return []
+    allowed: set[str] = set()
+    for branch in branches:
+        declared = branch.get("type") if isinstance(branch, dict) else None
+        if isinstance(declared, str):
+            allowed.add(declared)
+        elif isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+            allowed.update(declared)
+        else:
+            return []
+    got = json_type(value)
+    if got in allowed or (got == "integer" and "number" in allowed):
+        return []
+    return sorted(allowed)
 
 
 def _extras(keyword: str, setting: Any, names: Any) -> str:
