@@ -115,7 +115,46 @@ MESSAGES = [
     (
         {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
         0,
-        [("", "anyOf", "0 matches none of the anyOf schemas")],
+        [
+            (
+                "",
+                "anyOf",
+                "0 matches none of the anyOf schemas; the closest: 0 is less than the minimum 1",
+            )
+        ],
+    ),
+    (
+        {
+            "anyOf": [{"$ref": "#/$defs/point"}, {"type": "null"}],
+            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        },
+        {"x": "1"},
+        [
+            (
+                "",
+                "anyOf",
+                (
+                    '{"x": "1"} matches none of the anyOf schemas; the closest: /x: '
+                    'expected number, got string "1"'
+                ),
+            )
+        ],
+    ),
+    (
+        {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "pattern": "^a"}]},
+        "bcd",
+        [("", "oneOf", '"bcd" matches none of the oneOf schemas')],
+    ),
+    (
+        {"anyOf": [False, {"type": "integer", "maximum": 3}]},
+        5,
+        [
+            (
+                "",
+                "anyOf",
+                "5 matches none of the anyOf schemas; the closest: 5 is greater than the maximum 3",
+            )
+        ],
     ),
     (
         {"oneOf": [{"type": ["number", "null"]}, {"type": "boolean"}]},

@@ -274,10 +274,42 @@ def _jsonschema_error(error: Any) -> _Triple:
         detail = _additional(error.instance, error.schema)
     elif keyword in ("unevaluatedProperties", "unevaluatedItems"):
         detail = _listed(error.message)
+    elif keyword in ("anyOf", "oneOf") and error.context:
+        branches: dict[Any, list[_Triple]] = {}
+        for sub in error.context:
+            # A false branch's error has no schema path at all; it is left out,
+            # and a branch that refuses every value is never the closest anyway.
+            if sub.relative_schema_path:
+                branches.setdefault(sub.relative_schema_path[0], []).append(_jsonschema_error(sub))
+        detail = _closest(error.absolute_path, branches.values())
     elif keyword == "oneOf":
-        detail = not error.context  # no subschema's errors: more than one matched
+        detail = True  # no subschema's errors: more than one matched
     keyword, message = describe(keyword, error.instance, error.schema, detail)
     return error.absolute_path, keyword, message
+
+
+def _closest(path: Iterable[Any], branches: Iterable[list[_Triple]]) -> tuple[str, str] | None:
+    """Where and why the closest branch of a failed ``anyOf`` or ``oneOf`` fails.
+
+    A branch that refuses the value's type (or is ``false``) is far from it. If
+    exactly one branch is not, its most relevant issue is the closest, with a
+    pointer relative to the value; otherwise there is no closest.
+    """
+    here = list(path)
+    fitting = [
+        branch
+        for branch in branches
+        if branch
+        and not any(
+            list(where) == here and keyword in ("type", "false") for where, keyword, _ in branch
+        )
+    ]
+    if len(fitting) != 1:
+        return None
+    issues = _ranked(
+        (list(where)[len(here) :], keyword, message) for where, keyword, message in fitting[0]
+    )
+    return issues[0].pointer, issues[0].message
 
 
 class JsonschemaBackend:
@@ -379,15 +411,15 @@ class _RsReader:
 
     def __call__(self, errors: Iterable[Any], instance: Any) -> Iterator[_Triple]:
         """Read each of ``errors``, which ``instance`` gave."""
-        empty_keys = _has_empty_key(instance)
+        root = instance if _has_empty_key(instance) else None
         for error in errors:
-            path, keyword, message = self._read(error)
-            if empty_keys:
-                path = _with_empty_keys(instance, list(path), error.instance)
-            yield path, keyword, message
+            yield self._read(error, root)
 
-    def _read(self, error: Any) -> _Triple:
+    def _read(self, error: Any, root: Any) -> _Triple:
+        """One error; ``root`` is the whole value if it has empty keys to put back, else None."""
         path = error.instance_path
+        if root is not None:
+            path = _with_empty_keys(root, list(path), error.instance)
         name = str(error.kind.name)
         if name == "propertyNames":  # the name's own error, reported at the object
             error = error.kind.error
@@ -400,8 +432,11 @@ class _RsReader:
         detail: Any = None
         if name in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
             detail = list(kind.unexpected)
-        elif name == "oneOf":
-            detail = type(kind).__name__ == "OneOfMultipleValid"
+        elif type(kind).__name__ == "OneOfMultipleValid":
+            detail = True
+        elif name in ("anyOf", "oneOf"):
+            branches = [[self._read(sub, root) for sub in branch] for branch in kind.context]
+            detail = _closest(path, branches)
         keyword = _rs_keyword(error)
         holder = self._holder(error)
         if not isinstance(holder, dict) or keyword not in holder:

@@ -158,8 +158,10 @@ def describe(keyword: str, value: Any, schema: Any, detail: Any = None) -> tuple
         schema: the schema object that holds the keyword, or None when unknown.
         detail: what only the engine knows: the names it found unexpected for
             ``additionalProperties`` and the ``unevaluated*`` keywords; for
-            ``oneOf``, whether several subschemas matched (True) or none (False);
-            for ``false``, whether it is the ``propertyNames`` schema (True).
+            ``anyOf`` and ``oneOf``, True if several subschemas matched, or the
+            pointer (relative to the value) and message of the closest branch's
+            issue when none did; for ``false``, whether it is the
+            ``propertyNames`` schema (True).
     """
     holder: dict[str, Any] = schema if isinstance(schema, dict) else {}
     setting = holder.get(keyword)
@@ -211,7 +213,11 @@ def describe(keyword: str, value: Any, schema: Any, detail: Any = None) -> tuple
         types = _branch_types(setting, value)
         if types:  # every branch refuses the value's type: say which types would do
             return keyword, f"expected {' or '.join(types)}, got {_got(value)}"
-        return keyword, f"{show(value)} matches none of the {keyword} schemas"
+        none = f"{show(value)} matches none of the {keyword} schemas"
+        if isinstance(detail, tuple):  # the one branch that takes the value's type
+            pointer, why = detail
+            return keyword, f"{none}; the closest: {f'{pointer}: ' if pointer else ''}{why}"
+        return keyword, none
     return keyword, f"{show(value)} does not satisfy {keyword}"
 
 
