@@ -24,6 +24,18 @@ Feature: Per-plan activation cache
     And "echo" was activated 1 time in plan "p2"
     And "echo" is active in plan "p1"
 
+  @req-cache-one-plan-per-id
+  Scenario: A plan id names one open plan at a time
+    Given a plan "p1"
+    And a tool "echo" that reads
+    When I call "echo" in plan "p1"
+    And I start another plan "p1"
+    Then starting it was refused with ToolRuntimeError mentioning "already open"
+    And "echo" is active in plan "p1"
+    When plan "p1" ends
+    And I start another plan "p1"
+    Then starting it succeeded
+
   @req-cache-once
   Scenario: An explicit activation ahead of the first call is reused by the calls
     Given a plan "p1"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from toolcycle import ToolDeactivationError, ToolLifecycleCache, ToolRuntimeError
+from toolcycle import ToolDeactivationError, ToolLifecycleCache, ToolRuntime, ToolRuntimeError
 from toolcycle.cache import Activation
 from toolcycle.testing import FakeTool, make_context
 
@@ -105,6 +105,54 @@ def test_begin_on_an_ended_plan_raises() -> None:
     cache.end_plan(ctx, lambda a, c: None)
     with pytest.raises(ToolRuntimeError, match="has ended"):
         cache.begin(ctx, "x", FakeTool())
+
+
+def test_a_second_context_for_an_open_plan_id_is_refused() -> None:
+    """Two contexts of one open plan id would share activations; the second is refused."""
+    cache = ToolLifecycleCache()
+    first, second = make_context(plan_id="p"), make_context(plan_id="p")
+    activation, _ = cache.begin(first, "tool", FakeTool())
+    cache.finish(first, activation, None)
+    for attempt in (lambda: cache.track(second), lambda: cache.begin(second, "tool", FakeTool())):
+        with pytest.raises(ToolRuntimeError, match="'p' is already open") as caught:
+            attempt()
+        assert caught.value.plan_id == "p"
+    assert cache.is_active("p", "tool")
+    cache.track(first)  # the plan's own context may come back as often as it likes
+    assert cache.end_plan(first, lambda a, c: None) == []
+    cache.track(second)  # the id is free once its plan has ended
+    assert cache.open_plans() == (second,)
+
+
+def test_runtime_refuses_a_second_open_plan_with_the_same_id() -> None:
+    """new_context and a hand-built context both refuse; the first plan is unharmed."""
+    runtime = ToolRuntime()
+    tool = FakeTool(name="echo")
+    runtime.register(tool)
+    first = runtime.new_context("nightly")
+    assert runtime.execute("echo", {}, first).success
+    with pytest.raises(ToolRuntimeError, match="already open"):
+        runtime.new_context("nightly")
+    with pytest.raises(ToolRuntimeError, match="already open"):
+        runtime.execute("echo", {}, make_context(plan_id="nightly"))
+    assert runtime.execute("echo", {}, first).success
+    assert [call.stage for call in tool.calls].count("activate") == 1
+    runtime.end_plan(first)
+    with runtime.plan("nightly") as again:
+        assert runtime.execute("echo", {}, again).success
+    runtime.close()
+
+
+def test_without_activation_on_demand_a_foreign_context_is_refused_too() -> None:
+    """With auto_activate=False the call path checks the plan's context as well."""
+    runtime = ToolRuntime(auto_activate=False)
+    runtime.register(FakeTool(name="echo"))
+    with runtime.plan("p") as ctx:
+        runtime.activate("echo", ctx)
+        assert runtime.execute("echo", {}, ctx).success
+        with pytest.raises(ToolRuntimeError, match="already open"):
+            runtime.execute("echo", {}, make_context(plan_id="p"))
+    runtime.close()
 
 
 async def test_async_waiters_wake_when_the_owner_finishes() -> None:

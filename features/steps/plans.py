@@ -132,6 +132,26 @@ def cancel_plan(context: Any, plan_id: str, reason: str) -> None:
     context.plans[plan_id].cancellation_token.cancel(reason)
 
 
+@when('I start another plan "{plan_id:Name}"')
+def start_another_plan(context: Any, plan_id: str) -> None:
+    context.start_error = None
+    try:
+        context.runtime.new_context(plan_id)
+    except toolcycle.ToolRuntimeError as error:
+        context.start_error = error
+
+
+@then('starting it was refused with ToolRuntimeError mentioning "{text}"')
+def start_refused(context: Any, text: str) -> None:
+    assert context.start_error is not None, "the plan was started"
+    assert text in str(context.start_error), context.start_error
+
+
+@then("starting it succeeded")
+def start_succeeded(context: Any) -> None:
+    assert context.start_error is None, context.start_error
+
+
 @when('plan "{plan_id:Name}" ends')
 def end_plan(context: Any, plan_id: str) -> None:
     context.deactivation_errors = context.runtime.end_plan(context.plans[plan_id])

@@ -226,9 +226,10 @@ class Activator:
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
     ) -> tuple[Activation, bool] | None:
         """The activation to wait for or to own, or None when there is nothing to do."""
-        if self._cache.settled(ctx.plan_id, name):
+        if self._cache.settled(ctx.plan_id, name, owner=ctx):
             return None
         if not on_demand:
+            self._cache.track(ctx)  # refuses another context of an open plan id
             if not self._cache.is_active(ctx.plan_id, name):
                 raise self._not_active(ctx, name)
             return None

@@ -176,14 +176,20 @@ class ToolLifecycleCache:
         activation._finish(error)
         return cached
 
-    def settled(self, plan_id: str, name: str) -> bool:
+    def settled(
+        self, plan_id: str, name: str, *, owner: ToolExecutionContext | None = None
+    ) -> bool:
         """Whether ``name`` finished activating successfully in the plan (lock-free).
 
         A fast path for warm calls: reading two dicts is atomic in CPython, and a
-        stale answer of False only sends the caller down the locked path.
+        stale answer of False only sends the caller down the locked path. With
+        ``owner``, only that context's plan counts: another context of the same
+        plan id gets False, and the locked path refuses it.
         """
         plan = self._plans.get(plan_id)
-        activation = plan.activations.get(name) if plan is not None else None
+        if plan is None or (owner is not None and plan.ctx is not owner):
+            return False
+        activation = plan.activations.get(name)
         return activation is not None and activation.done and activation.error is None
 
     def is_active(self, plan_id: str, name: str) -> bool:
@@ -217,6 +223,14 @@ class ToolLifecycleCache:
         plan = self._plans.get(ctx.plan_id)
         if plan is None:
             plan = self._plans[ctx.plan_id] = _Plan(ctx)
+        elif plan.ctx is not ctx:
+            # Two contexts of one plan id would share activations, and ending one
+            # would deactivate the other's tools under it.
+            raise ToolRuntimeError(
+                f"plan {ctx.plan_id!r} is already open with another context; end it "
+                "first, or give this plan an id of its own",
+                plan_id=ctx.plan_id,
+            )
         return plan
 
     def _take(self, ctx: ToolExecutionContext) -> list[Activation]:

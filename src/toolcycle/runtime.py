@@ -538,6 +538,10 @@ class ToolRuntime:
         Sources whose tool list changed since they were registered (see
         `register_source`) are registered afresh first, so the new plan sees
         their current tools.
+
+        Raises:
+            ToolRuntimeError: the runtime is closed, or a plan with this
+                ``plan_id`` is still open (its activations would be shared).
         """
         self._check_open()
         if self._sources:
