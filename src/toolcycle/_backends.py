@@ -155,27 +155,27 @@ def false_standins(node: Any) -> Any:
     copy = dict(node)
     for keyword in SUBSCHEMA:
         if keyword in node:
-            copy[keyword] = false_standins(node[keyword])
-    items = node.get("items")
-    if items is False:
-        copy["items"] = FALSE_STANDIN
-    elif isinstance(items, list):  # draft 2019-09 and older: an array of schemas
-        copy["items"] = [FALSE_STANDIN if item is False else false_standins(item) for item in items]
+            value = node[keyword]
+            if keyword == "items" and isinstance(value, list):  # draft 2019-09 and older
+                copy[keyword] = [_standin(item, lossy=True) for item in value]
+            else:
+                copy[keyword] = _standin(value, lossy=keyword == "items")
     for keyword in SUBSCHEMA_ARRAYS:
         if isinstance(node.get(keyword), list):
             lossy = keyword == "prefixItems"
-            copy[keyword] = [
-                FALSE_STANDIN if lossy and item is False else false_standins(item)
-                for item in node[keyword]
-            ]
+            copy[keyword] = [_standin(item, lossy=lossy) for item in node[keyword]]
     for keyword in SUBSCHEMA_MAPS:
         if isinstance(node.get(keyword), dict):
             lossy = keyword in ("properties", "patternProperties")
             copy[keyword] = {
-                key: FALSE_STANDIN if lossy and item is False else false_standins(item)
-                for key, item in node[keyword].items()
+                key: _standin(item, lossy=lossy) for key, item in node[keyword].items()
             }
     return copy
+
+
+def _standin(subschema: Any, *, lossy: bool) -> Any:
+    """``subschema`` with its stand-ins; itself `FALSE_STANDIN` if it is a lossy ``false``."""
+    return FALSE_STANDIN if lossy and subschema is False else false_standins(subschema)
 
 
 class JsonschemaBackend:

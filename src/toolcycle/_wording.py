@@ -254,18 +254,14 @@ def _branch_types(branches: Any, value: Any) -> list[str]:
 def _extras(keyword: str, setting: Any, names: Any) -> str:
     """Messages of the keywords that police properties or items no other keyword covers."""
     names = sorted(names or (), key=str)
+    one = len(names) == 1
     if keyword == "unevaluatedItems":
         counted = _count(len(names), "unevaluated item")
-        verb = "is" if len(names) == 1 else "are"
-        return (
-            f"{counted} {verb} not allowed"
-            if setting is False
-            else f"{counted} {'does' if len(names) == 1 else 'do'} not match unevaluatedItems"
-        )
+        if setting is False:
+            return f"{counted} {'is' if one else 'are'} not allowed"
+        return f"{counted} {'does' if one else 'do'} not match unevaluatedItems"
     kind = "unexpected" if keyword == "additionalProperties" else "unevaluated"
-    noun = "property" if len(names) == 1 else "properties"
+    listed = f"{kind} {'property' if one else 'properties'} {_names(names)}"
     if setting is False:
-        return f"{kind} {noun} {_names(names)} {'is' if len(names) == 1 else 'are'} not allowed"
-    return (
-        f"{kind} {noun} {_names(names)} {'does' if len(names) == 1 else 'do'} not match {keyword}"
-    )
+        return f"{listed} {'is' if one else 'are'} not allowed"
+    return f"{listed} {'does' if one else 'do'} not match {keyword}"
