@@ -30,6 +30,12 @@ against both the batched session and its sync twin: the same SDK session on a
 loop in a thread of its own, handed one call at a time, which is what sync code
 must do to use the SDK at all.
 
+The runtime asks the server for progress reports on every call (the trace counts
+them), which the SDK does only when given a ``progress_callback``: the server then
+gets a progress token in the request's ``_meta``. One more in-process twin asks for
+progress the same way, so the runner prints the ratio against it too, and what
+asking for progress costs the SDK alone.
+
 Three more benchmarks put a fixed piece of caller work (reading a model's reply and
 writing a message, with the standard library's ``json``) after each call, with the SDK
 alone and with ``same_loop`` ``aexecute``, and time that work alone. In a loop of
@@ -114,6 +120,10 @@ def _add_request() -> mcp_types.CallToolRequest:
     )
 
 
+async def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
 class _DirectSession:
     """An SDK session opened, held and closed by one task on ``loop``.
 
@@ -172,6 +182,15 @@ class _DirectSession:
         assert session is not None
         for _ in range(count):
             await session.send_request(_add_request(), mcp_types.CallToolResult)
+
+    async def batch_with_progress(self, count: int) -> None:
+        """The same calls, each asking for progress reports as the runtime's do."""
+        session = self.session
+        assert session is not None
+        for _ in range(count):
+            await session.send_request(
+                _add_request(), mcp_types.CallToolResult, progress_callback=_ignore_progress
+            )
 
 
 class _SyncDirect:
@@ -288,6 +307,14 @@ def time_mcp_direct_inprocess() -> None:
 
 
 time_mcp_direct_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_direct_inprocess_progress() -> None:
+    """The in-process SDK session asked for progress on each call (a progress token), batched."""
+    _state["loop"].run_until_complete(_state["direct_local"].batch_with_progress(ASYNC_BATCH))
+
+
+time_mcp_direct_inprocess_progress.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 def time_mcp_sync_direct_inprocess() -> None:

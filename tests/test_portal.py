@@ -160,6 +160,31 @@ def test_invoker_runs_awaitables_returned_by_sync_functions() -> None:
         invoker.close()
 
 
+def test_acall_trusts_the_callers_coroutine_flag() -> None:
+    """``coroutine=True`` calls ``fn`` in the caller's thread; unknown, a sync one goes to the pool.
+
+    The runtime passes what it found at registration, so it does not look again.
+    """
+    called_in: list[str] = []
+
+    def stage() -> Any:
+        called_in.append(threading.current_thread().name)
+        return _value(7)
+
+    invoker = Invoker()
+
+    async def main() -> tuple[int, int]:
+        return await invoker.acall(stage, coroutine=True), await invoker.acall(stage)
+
+    try:
+        assert asyncio.run(main()) == (7, 7)
+    finally:
+        invoker.close()
+    here = threading.current_thread().name
+    assert called_in[0] == here
+    assert called_in[1].startswith("toolcycle-worker")
+
+
 def test_invoker_timeout_of_a_sync_function_from_async_code() -> None:
     """A sync function over its timeout under acall raises InvokeTimeoutError."""
     invoker = Invoker()

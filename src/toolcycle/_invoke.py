@@ -157,6 +157,7 @@ class Invoker:
         token: CancellationToken | None = None,
         timeout: float | Deadline | None = None,
         detached: bool = False,
+        coroutine: bool | None = None,
     ) -> Any:
         """Call ``fn(*args)`` from async code and return its result.
 
@@ -166,13 +167,15 @@ class Invoker:
             token: cancels an awaited coroutine the moment it is cancelled.
             timeout: seconds before giving up with `InvokeTimeoutError`.
             detached: run a sync ``fn`` on a fresh daemon thread, not the pool.
+            coroutine: whether ``fn`` is an ``async def``, when the caller knows;
+                None looks.
 
         Raises:
             InvokeTimeoutError: the call did not finish within ``timeout``.
             asyncio.CancelledError: ``token`` or the caller cancelled it.
             Exception: whatever ``fn`` raised.
         """
-        if inspect.iscoroutinefunction(fn):
+        if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
             return await _cancellable(fn(*args), token, timeout)
         if detached or timeout is not None:
             result = await _athread(fn, args, timeout)

@@ -1254,7 +1254,12 @@ class ToolRuntime:
         ctx = call.ctx
         try:
             output = await self._invoker.acall(
-                entry.instance.execute, data, ctx, token=ctx.cancellation_token, timeout=timeout
+                entry.instance.execute,
+                data,
+                ctx,
+                token=ctx.cancellation_token,
+                timeout=timeout,
+                coroutine=entry.coroutine,
             )
         except InvokeTimeoutError as exc:
             return self._timed_out(call, exc)
