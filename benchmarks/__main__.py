@@ -251,6 +251,9 @@ def print_mcp_ratios(results: dict[str, float]) -> None:
     ratio = results["time_mcp_activation_stdio"] / results["time_mcp_direct_session_open_stdio"]
     label = "mcp activation (stdio) / direct session open"
     print(f"{label:<{width}} = {ratio:.2f}x (target <= {MCP_ACTIVATION_TARGET:.2f})")
+    ratio = results["time_stdio_lines_16mib"] / results["time_stdio_lines_16mib_joined"]
+    label = "stdio: 16 MiB message from 64 KiB reads / one join and split"
+    print(f"{label:<{width}} = {ratio:.2f}x (re-joining the message on every read: ~40x)")
     # What code run between two SDK calls costs there, against what it costs alone.
     work = results["time_mcp_caller_work"]
     between = results["time_mcp_direct_inprocess_with_work"] - results["time_mcp_direct_inprocess"]

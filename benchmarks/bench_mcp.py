@@ -70,6 +70,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from toolcycle import NullTracer, ToolRuntime, ToolSkippedWarning
 from toolcycle.sources.mcp import McpServer
+from toolcycle.sources.mcp._stdio import LineSplitter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -423,6 +424,26 @@ for _bench in (
     time_mcp_aexecute_inprocess_same_loop_with_work,
 ):
     _bench.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+MESSAGE_CHUNKS = [b"x" * 65536] * 256 + [b"\n"]
+"""A 16 MiB message as a stdio server's pipe delivers it: 64 KiB reads, then its newline."""
+
+
+def time_stdio_lines_16mib() -> None:
+    """Cut a 16 MiB message out of its 64 KiB reads, as the stdio transport does."""
+    splitter = LineSplitter()
+    for chunk in MESSAGE_CHUNKS:
+        splitter.feed(chunk)
+
+
+def time_stdio_lines_16mib_joined() -> None:
+    """The least that work can cost: join the reads once and split the whole."""
+    b"".join(MESSAGE_CHUNKS).split(b"\n")
+
+
+for _bench in (time_stdio_lines_16mib, time_stdio_lines_16mib_joined):
+    _bench.number = 5  # type: ignore[attr-defined]
 
 
 def time_mcp_direct_stdio() -> None:

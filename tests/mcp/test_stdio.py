@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -13,6 +14,8 @@ import time
 
 import psutil
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolcycle import (
     CancellationToken,
@@ -21,7 +24,8 @@ from toolcycle import (
     ToolRuntime,
     ToolRuntimeError,
 )
-from toolcycle.sources.mcp import McpServer, McpServerError
+from toolcycle.sources.mcp import McpServer, McpServerError, _stdio
+from toolcycle.sources.mcp._stdio import LineSplitter
 
 from .conftest import (
     RAW_SERVER,
@@ -114,6 +118,49 @@ def test_a_server_writing_garbage_to_stdout_is_a_clear_fault(runtime) -> None:
     """A line that is not JSON-RPC ends the connection with an error quoting it."""
     with pytest.raises(McpServerError, match="not JSON-RPC: 'Welcome to the server!"):
         runtime.register_source(stdio("--garbage", name="noisy", startup_timeout=10))
+
+
+@given(data=st.binary(max_size=300), cuts=st.lists(st.integers(0, 300), max_size=12))
+def test_the_line_splitter_gives_the_same_lines_however_the_stream_is_cut(
+    data: bytes, cuts: list[int]
+) -> None:
+    """Fed in any chunks, the splitter finishes the lines ``split`` finds, and holds the rest."""
+    bounds = sorted({0, len(data), *(cut for cut in cuts if cut <= len(data))})
+    splitter = LineSplitter()
+    lines: list[bytes] = []
+    for start, end in itertools.pairwise(bounds):
+        lines += splitter.feed(data[start:end])
+    *expected, rest = data.split(b"\n")
+    assert lines == expected
+    assert splitter.pending == len(rest)
+
+
+def test_a_result_of_megabytes_over_stdio_arrives_whole() -> None:
+    """A message spread over many pipe reads is put back together byte for byte."""
+    with ToolRuntime(max_result_bytes=None) as runtime:
+        register(runtime, stdio())
+        with runtime.plan() as ctx:
+            result = runtime.execute("big", {"size": 3_000_000}, ctx)
+    assert result.success
+    assert result.output == [{"type": "text", "text": "x" * 3_000_000}]
+
+
+def test_a_message_over_the_size_cap_fails_the_call_and_the_plan_goes_on(
+    runtime, monkeypatch
+) -> None:
+    """The call fails naming the cap, the server is ended, and the next call reconnects."""
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_BYTES", 100_000)
+    before = children()
+    register(runtime, stdio(name="flood"))
+    with runtime.plan() as ctx:
+        failed = runtime.execute("big", {"size": 1_000_000}, ctx)
+        first = children() - before
+        assert not failed.success
+        assert failed.error is not None
+        assert "'flood'" in failed.error
+        assert "sent a message larger than 100000 bytes" in failed.error
+        assert runtime.execute("add", {"a": 1, "b": 2}, ctx).output == {"sum": 3}
+    assert wait_gone(first | (children() - before)) == []
 
 
 def test_a_command_that_does_not_exist_is_a_clear_error(runtime) -> None:
