@@ -3,7 +3,7 @@
 `build()` returns a server to embed in process; run this file to serve the
 same tools over stdio:
 
-    python tests/mcp/servers.py [--page-size N] [--garbage] [--fail-at-start]
+    python tests/mcp/servers.py [--page-size N] [--garbage] [--fail-at-start] [--loud]
                                 [--hang-at-start] [--fail-if-exists PATH]
                                 [--hang-if-exists PATH] [--name NAME]
 
@@ -288,6 +288,9 @@ def main() -> None:
         "--fail-if-exists", help="exit with code 2 if this file exists, else create it"
     )
     parser.add_argument("--hang-if-exists", help="never answer if this file exists")
+    parser.add_argument(
+        "--loud", action="store_true", help="write a 200 KB line, then 300 KB of lines, to stderr"
+    )
     options = parser.parse_args()
     print(f"{options.name}: starting, pid {os.getpid()}", file=sys.stderr, flush=True)
     if options.fail_at_start:
@@ -301,6 +304,12 @@ def main() -> None:
         flag.write_text("started")
     if options.hang_at_start or (options.hang_if_exists and Path(options.hang_if_exists).exists()):
         time.sleep(600)
+    if options.loud:  # more than a pipe holds: blocks unless the client keeps reading
+        sys.stderr.write("#" * 200_000 + "\n")
+        for n in range(3_000):
+            sys.stderr.write(f"log line {n:04d} " + "." * 90 + "\n")
+        sys.stderr.write("loud: done\n")
+        sys.stderr.flush()
     if options.garbage:
         sys.stdout.write("Welcome to the server! This line is not JSON.\n")
         sys.stdout.flush()

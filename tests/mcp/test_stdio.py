@@ -124,7 +124,7 @@ def test_a_server_writing_garbage_to_stdout_is_a_clear_fault(runtime) -> None:
 def test_the_line_splitter_gives_the_same_lines_however_the_stream_is_cut(
     data: bytes, cuts: list[int]
 ) -> None:
-    """Fed in any chunks, the splitter finishes the lines ``split`` finds, and holds the rest."""
+    """Fed in any chunks, the splitter finishes the lines ``split`` finds; ``flush`` gives the rest."""
     bounds = sorted({0, len(data), *(cut for cut in cuts if cut <= len(data))})
     splitter = LineSplitter()
     lines: list[bytes] = []
@@ -133,6 +133,9 @@ def test_the_line_splitter_gives_the_same_lines_however_the_stream_is_cut(
     *expected, rest = data.split(b"\n")
     assert lines == expected
     assert splitter.pending == len(rest)
+    assert splitter.flush() == rest
+    assert splitter.pending == 0
+    assert splitter.feed(b"\n") == [b""]
 
 
 def test_a_result_of_megabytes_over_stdio_arrives_whole() -> None:
@@ -161,6 +164,19 @@ def test_a_message_over_the_size_cap_fails_the_call_and_the_plan_goes_on(
         assert "sent a message larger than 100000 bytes" in failed.error
         assert runtime.execute("add", {"a": 1, "b": 2}, ctx).output == {"sum": 3}
     assert wait_gone(first | (children() - before)) == []
+
+
+def test_a_server_with_a_long_stderr_line_keeps_being_heard(runtime, caplog) -> None:
+    """An over-long stderr line is cut, not the end of reading: the server never blocks on it.
+
+    The server writes a 200 KB line and then more than a pipe holds before it serves;
+    if its stderr stopped being read, it would block and never finish starting.
+    """
+    caplog.set_level(logging.DEBUG, logger="toolcycle.sources.mcp.stderr")
+    assert register(runtime, stdio("--loud", name="loud", startup_timeout=10)) == VALID_TOOLS
+    said = [record.getMessage() for record in caplog.records]
+    assert "loud: log line 2999 " + "." * 90 in said
+    assert "loud: loud: done" in said
 
 
 def test_a_command_that_does_not_exist_is_a_clear_error(runtime) -> None:

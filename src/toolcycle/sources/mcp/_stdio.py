@@ -48,6 +48,8 @@ KILL_GRACE = 2.0
 _POLL = 0.01
 # A message larger than this is a fault, not a reason to buffer without end.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# A longer stderr line is kept and logged in pieces of this size.
+MAX_STDERR_LINE = 64 * 1024
 _TAIL_LINES = 20
 
 # Process groups we started and have not yet seen end, for the exit handler.
@@ -87,6 +89,13 @@ class LineSplitter:
             self._pieces.append(chunk[start:])
             self.pending += len(chunk) - start
         return lines
+
+    def flush(self) -> bytes:
+        """The unfinished line so far, which the splitter then forgets."""
+        line = b"".join(self._pieces)
+        self._pieces.clear()
+        self.pending = 0
+        return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +232,27 @@ class StdioProcess:
             to_session.close()
 
     async def _read_stderr(self, process: asyncio.subprocess.Process) -> None:
+        """Keep and log the server's stderr, line by line, until it ends.
+
+        Reading must never stop early: a server whose stderr pipe fills up
+        blocks on its next write. So a line longer than `MAX_STDERR_LINE` is
+        taken in pieces of that size instead of ending the loop.
+        """
         assert process.stderr is not None
-        with contextlib.suppress(OSError, ValueError):
-            while line := await process.stderr.readline():
-                text = line.decode("utf-8", errors="replace").rstrip()
-                self.stderr_tail.append(text[:500])
-                _log.debug("%s: %s", self.name, text)
+        splitter = LineSplitter()
+        with contextlib.suppress(OSError):
+            while chunk := await process.stderr.read(65536):
+                for line in splitter.feed(chunk):
+                    self._heard(line)
+                if splitter.pending > MAX_STDERR_LINE:
+                    self._heard(splitter.flush())
+        if splitter.pending:  # the last line had no newline
+            self._heard(splitter.flush())
+
+    def _heard(self, line: bytes) -> None:
+        text = line.decode("utf-8", errors="replace").rstrip()
+        self.stderr_tail.append(text[:500])
+        _log.debug("%s: %s", self.name, text)
 
 
 async def _drain(process: asyncio.subprocess.Process, timeout: float = 1.0) -> None:
