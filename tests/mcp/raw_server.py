@@ -11,7 +11,9 @@ disturbing the connection:
 
 With ``--stubborn`` it ignores SIGTERM and keeps running after its stdin
 closes, so only SIGKILL ends it; with ``--blank-lines`` it writes an empty
-line before every message, which a client must skip.
+line before every message, which a client must skip. With ``--crash-leaving-helper``,
+``quick`` starts a helper process that inherits stdout and outlives the server,
+then exits with code 3 instead of answering: stdout stays open after the crash.
 
 It needs nothing but the standard library, so it starts in a few milliseconds.
 """
@@ -19,7 +21,9 @@ It needs nothing but the standard library, so it starts in a few milliseconds.
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -95,6 +99,10 @@ def _handle(message: dict[str, Any]) -> None:
         if params["name"] == "late":
             release = Path(arguments["release"])
             threading.Thread(target=_answer_late, args=(request_id, release), daemon=True).start()
+        elif "--crash-leaving-helper" in sys.argv:
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            print("raw: crashing, a helper keeps stdout", file=sys.stderr, flush=True)
+            os._exit(3)
         else:
             _send(_result(request_id, arguments.get("n")))
     elif method == "notifications/cancelled":

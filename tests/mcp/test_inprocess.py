@@ -595,3 +595,15 @@ def test_a_sync_call_runs_on_the_mcp_loop_without_the_runtimes_portal() -> None:
         with runtime.plan() as ctx:
             assert runtime.execute("add", {"a": 1, "b": 2}, ctx).success
         assert runtime._invoker.portal._loop is None
+
+
+def test_a_call_after_the_server_closed_says_it_is_closed(runtime) -> None:
+    """Not "was not activated": the plan did activate it; the server has closed since."""
+    server = McpServer.in_process(build(), name="local")
+    register(runtime, server)
+    with runtime.plan() as ctx:
+        assert runtime.execute("add", {"a": 1, "b": 1}, ctx).success
+        server.close()
+        result = runtime.execute("add", {"a": 1, "b": 1}, ctx)
+    assert not result.success
+    assert result.error == "McpServerError: MCP server 'local' is closed"

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
+from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
@@ -203,3 +207,59 @@ async def test_a_same_loop_call_over_its_timeout_is_timed_out(
         after = await runtime.aexecute("add", {"a": 2, "b": 2}, ctx)
     assert result.trace is not None and result.trace.status == "timed_out"
     assert after.output == {"sum": 4}
+
+
+def _held_server(entered: threading.Event, gate: threading.Event) -> Server[Any]:
+    """A server with tools t1 and t2 whose handshake, once ``hold`` is set, waits for ``gate``."""
+    hold = {"on": False}
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        if hold["on"]:
+            entered.set()
+            await anyio.to_thread.run_sync(gate.wait, WAIT)
+        yield {}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        schema = {"type": "object"}
+        return types.ListToolsResult(
+            tools=[types.Tool(name=name, input_schema=schema) for name in ("t1", "t2")]
+        )
+
+    server: Server[Any] = Server("held", lifespan=lifespan, on_list_tools=list_tools)
+    server.hold = hold  # type: ignore[attr-defined]
+    return server
+
+
+def test_a_blocking_activation_on_the_loop_of_an_opening_connection_is_refused() -> None:
+    """A sync activate on the loop where the plan's connection is opening is refused.
+
+    It would wait on the loop it blocks; it is refused like any call from elsewhere.
+    """
+    entered, gate = threading.Event(), threading.Event()
+    server = _held_server(entered, gate)
+    runtime = ToolRuntime(activate_timeout=WAIT)  # bounds the wait if the refusal breaks
+    runtime.register_source(McpServer.in_process(server, same_loop=True))
+    server.hold["on"] = True  # type: ignore[attr-defined]
+    raised: list[BaseException] = []
+
+    async def scenario() -> None:
+        ctx = runtime.new_context()
+        first = asyncio.ensure_future(runtime.aactivate("t1", ctx))
+        assert await asyncio.to_thread(entered.wait, WAIT)
+        try:
+            runtime.activate("t2", ctx)  # blocking, on this loop's own thread
+        except BaseException as exc:
+            raised.append(exc)
+        gate.set()
+        await asyncio.wait_for(first, WAIT)
+        await runtime.aend_plan(ctx)
+
+    thread = threading.Thread(target=asyncio.run, args=(scenario(),))
+    thread.start()
+    thread.join(3 * WAIT)
+    gate.set()
+    runtime.close()
+    assert not thread.is_alive()
+    [error] = raised
+    assert "same_loop=True" in str(error.__cause__ or error), repr(error)

@@ -179,6 +179,80 @@ def test_a_server_with_a_long_stderr_line_keeps_being_heard(runtime, caplog) -> 
     assert "loud: loud: done" in said
 
 
+def test_a_crash_is_seen_even_when_a_helper_still_holds_the_servers_stdout(runtime) -> None:
+    """The end of stdout is not the only sign of a crash: the server's exit is watched too.
+
+    The server starts a helper that inherits its stdout, then exits with code 3;
+    the pipe stays open, and without the watch the call would wait for its timeout.
+    (The SDK's own stdio server keeps its protocol pipe from its children, so the
+    hand-written one plays this server.)
+    """
+    before = children()
+    command = [str(RAW_SERVER), "--crash-leaving-helper"]
+    register(runtime, McpServer.stdio(sys.executable, command, name="leaky"))
+    with runtime.plan() as ctx:
+        result = runtime.execute("quick", {"n": 1}, ctx, timeout=20)
+        assert result.trace is not None
+        assert result.trace.status == "error"
+        assert result.error_type == "McpServerError"
+        assert "'leaky'" in (result.error or "")
+        assert "exit code 3" in (result.error or "")
+    assert wait_gone(children() - before) == []
+
+
+def test_closing_the_server_while_a_plan_starts_it_fails_the_activation_as_closed(
+    runtime, tmp_path
+) -> None:
+    """``server.close()`` interrupts a start in progress; that is not the plan's cancellation."""
+    flag = tmp_path / "hang"
+    server = stdio("--hang-if-exists", str(flag), name="slowstart")
+    register(runtime, server)
+    flag.write_text("hang from now on")
+    before = children()
+    ctx = runtime.new_context()
+    raised: list[BaseException] = []
+    finished = threading.Event()
+
+    def call() -> None:
+        try:
+            runtime.execute("add", {"a": 1, "b": 1}, ctx)
+        except BaseException as exc:
+            raised.append(exc)
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    assert wait_for(lambda: bool(children() - before), timeout=10)
+    server.close()
+    assert finished.wait(10)
+    thread.join(5)
+    runtime.end_plan(ctx)
+    [error] = raised
+    assert not ctx.cancellation_token.is_cancelled
+    assert isinstance(error, ToolActivationError), repr(error)
+    assert "MCP server 'slowstart' is closed" in str(error)
+    assert wait_gone(children() - before) == []
+
+
+def test_a_failed_restart_of_a_runtime_wide_server_binds_only_its_plan(tmp_path) -> None:
+    """scope="runtime": after a crash and a failed restart, the next plan starts it anew."""
+    flag = tmp_path / "started"
+    with ToolRuntime() as runtime:
+        register(runtime, stdio("--fail-if-exists", str(flag), name="once", scope="runtime"))
+        flag.unlink()  # discovery's start made it
+        with runtime.plan() as ctx:
+            assert runtime.execute("add", {"a": 1, "b": 1}, ctx).success
+            assert not runtime.execute("crash", {}, ctx).success
+            refused = runtime.execute("add", {"a": 1, "b": 1}, ctx)
+            assert refused.error is not None and "started a second time" in refused.error
+            again = runtime.execute("add", {"a": 1, "b": 1}, ctx)
+            assert again.error == refused.error  # the plan's later calls fail at once
+        flag.unlink()  # now it can start again
+        with runtime.plan() as ctx:
+            assert runtime.execute("add", {"a": 1, "b": 1}, ctx).output == {"sum": 2}
+
+
 def test_a_command_that_does_not_exist_is_a_clear_error(runtime) -> None:
     """Starting a missing executable fails registration with the OS error."""
     with pytest.raises(McpServerError, match="'ghost' failed to start: FileNotFoundError"):

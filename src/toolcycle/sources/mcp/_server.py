@@ -111,8 +111,9 @@ class _Share:
         self.connection: Connection | None = None
         self.opening: asyncio.Task[Connection] | None = None
         self.users = 0
-        self.retired: McpServerError | None = None
-        """Set when a reconnection after a fault failed too: calls then fail at once."""
+        self.retired: dict[str, McpServerError] = {}
+        """By plan id: a reconnection after a fault failed too, so that plan's calls
+        fail at once. Per plan, so that a runtime-wide share lets later plans retry."""
         self.home = home
         """The caller's loop its connections live on (``same_loop``); None for the MCP loop."""
 
@@ -355,19 +356,25 @@ class McpServer:
         try:
             await self._connected(share, home, ctx.plan_id)
         except BaseException:
-            _close_elsewhere(await asyncio.shield(self._release(ctx)))
+            _close_elsewhere(await asyncio.shield(self._release(ctx, ending=False)))
             raise
 
-    async def _release(self, ctx: ToolExecutionContext) -> Connection | None:
+    async def _release(
+        self, ctx: ToolExecutionContext, *, ending: bool = True
+    ) -> Connection | None:
         """Leave the plan's share; the last to leave closes its connection.
 
         A connection on a caller's loop is not closed here, where waiting for
         that loop could deadlock: it is returned for the caller to close.
+        ``ending`` is False for an activation that failed, after which the plan
+        goes on and keeps what it learned of the server.
         """
         key = self._key(ctx)
         share = self._shares.get(key)
         if share is None:
             return None
+        if ending:
+            share.retired.pop(ctx.plan_id, None)
         share.users -= 1
         if share.users <= 0 and key != _RUNTIME_KEY:
             del self._shares[key]
@@ -387,19 +394,28 @@ class McpServer:
             McpServerError: the opening failed, or a caller elsewhere needs a
                 ``same_loop`` share's connection opened.
         """
-        if share.retired is not None:
-            raise share.retired
+        retired = share.retired.get(plan_id)
+        if retired is not None:
+            raise retired
         if _usable(share.connection):
             return share.connection  # type: ignore[return-value]
-        if share.opening is None:
-            if share.home is not None and share.home is not caller:
-                if not share.home.is_closed():
-                    raise self._elsewhere(plan_id)
+        if share.home is not None and share.home is not caller:
+            # The opening runs on the home loop: waiting for it from anywhere
+            # else may block the very thread that loop needs.
+            if not share.home.is_closed():
+                raise self._elsewhere(plan_id)
+            if share.opening is None:
                 share.home = caller
+        if share.opening is None:
             share.opening = asyncio.get_running_loop().create_task(self._open(share.home))
         opening = share.opening
         try:
             connection = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            if opening.cancelled() and not _cancelling():
+                # Not our cancellation: close() interrupted the start.
+                raise self._closed_error() from None
+            raise
         finally:
             if opening.done() and share.opening is opening:
                 share.opening = None
@@ -441,6 +457,7 @@ class McpServer:
                 from a loop other than the one its ``same_loop`` connection lives
                 on, or the connection is lost.
         """
+        self._check_open()
         share = self._shares.get(self._key(ctx))
         if share is None:
             raise McpServerError(
@@ -458,7 +475,7 @@ class McpServer:
             if reconnect:
                 # One fresh connection per fault; this one failed too, so the
                 # plan's later calls fail at once with the same error.
-                share.retired = error
+                share.retired[ctx.plan_id] = error
             raise
         # On a caller's loop, that caller is awaiting this, so its loop is free.
         return await _loop.hop(connection.call(remote, arguments, report), connection.loop)
@@ -473,7 +490,16 @@ class McpServer:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
+            raise self._closed_error()
+
+    def _closed_error(self) -> McpServerError:
+        return McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
+
+
+def _cancelling() -> bool:
+    """Whether someone asked to cancel the running task."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _usable(connection: Connection | None) -> bool:

@@ -46,6 +46,10 @@ STDIN_GRACE = 2.0
 TERM_GRACE = 2.0
 KILL_GRACE = 2.0
 _POLL = 0.01
+# How often a live connection checks that its server is still running, and how
+# long after the server's exit its stdout may take to end before that is moot.
+_EXIT_POLL = 0.1
+_EXIT_GRACE = 0.2
 # A message larger than this is a fault, not a reason to buffer without end.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # A longer stderr line is kept and logged in pieces of this size.
@@ -168,6 +172,7 @@ class StdioProcess:
                 pumps.start_soon(self._read_stdout, process, to_session)
                 pumps.start_soon(self._write_stdin, process, from_session, to_session)
                 pumps.start_soon(self._read_stderr, process)
+                pumps.start_soon(self._watch_exit, process)
                 try:
                     yield from_server, to_server
                 finally:
@@ -214,6 +219,20 @@ class StdioProcess:
             await _settle_exit(process)
             self.exit_code = process.returncode
             self.on_lost()
+
+    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+        """Call ``on_lost`` when the server exits, even if its stdout stays open.
+
+        The end of stdout is the usual sign, but a helper the server started
+        may hold the pipe after the server is gone, and a call in flight would
+        then wait forever. Polling ``returncode``: ``process.wait()`` also
+        waits for the pipes.
+        """
+        while process.returncode is None:
+            await asyncio.sleep(_EXIT_POLL)
+        await asyncio.sleep(_EXIT_GRACE)  # the usual way, if stdout ends now
+        self.exit_code = process.returncode
+        self.on_lost()
 
     async def _write_stdin(
         self,
