@@ -21,6 +21,7 @@ from toolcycle import (
 )
 from toolcycle._names import provider_name
 from toolcycle._schemas import drop_absent_nulls, openai_strict
+from toolcycle.testing import FakeTool
 
 FORMATS = ["openai", "openai-responses", "anthropic", "gemini", "mcp"]
 
@@ -559,3 +560,44 @@ def test_nulls_are_kept_where_the_schema_says_nothing_about_them() -> None:
     assert drop_absent_nulls({"a": None}, {"properties": {"a": {"anyOf": [{"type": "null"}]}}}) == {
         "a": None
     }
+
+
+def test_a_batch_call_answered_as_cancelled_carries_its_arguments_masked() -> None:
+    """A call the batch never ran still quotes itself with its secrets redacted."""
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t", input_schema=schema))
+        with runtime.plan() as ctx:
+            ctx.cancellation_token.cancel("stop")
+            [result] = runtime.call_many(
+                [{"id": "c1", "name": "t", "arguments": {"api_key": "sk-live-123456"}}], ctx
+            )
+    assert result.error_type == "ToolCancelledError"
+    assert result.call is not None
+    assert result.call.arguments == {"api_key": "[redacted]"}
+
+
+def test_a_call_whose_tool_is_unregistered_while_it_runs_still_answers() -> None:
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+
+        def run(params: Any, ctx: Any) -> str:
+            runtime.unregister("t")
+            return "done"
+
+        runtime.register(FakeTool(name="t", output=run))
+        with runtime.plan() as ctx:
+            result = runtime.call({"id": "c1", "name": "t", "arguments": {"q": "x"}}, ctx)
+    assert result.success and result.output == "done"
+    assert result.call is not None and result.call.id == "c1"
+
+
+def test_arguments_with_names_that_are_not_strings_are_a_failed_result() -> None:
+    """Only reachable from Python (JSON names are strings), and still not an exception."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t"))
+        with runtime.plan() as ctx:
+            call = {"type": "tool_use", "id": "x", "name": "t", "input": {1: "a"}}
+            result = runtime.call(call, ctx)
+    assert not result.success
+    assert result.error_type == "ToolCallError"
+    assert result.error == "the arguments' names must be strings, got 1"

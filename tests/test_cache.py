@@ -221,3 +221,57 @@ def test_an_ended_plan_leaves_nothing_behind() -> None:
         assert [ref() for ref in activations] == [None, None]
         assert runtime.cache.open_plans() == ()
         assert runtime.cache._plans == {}  # nothing kept for the ended plan id either
+
+
+def test_an_async_waiter_gone_with_its_loop_does_not_break_the_activations_owner() -> None:
+    """A cancelled waiter whose loop has closed leaves no wake-up behind for the owner."""
+    import threading
+
+    from toolcycle import ToolDescriptor, ToolExecutionContext
+
+    class SlowActivate:
+        def __init__(self) -> None:
+            self.started, self.release = threading.Event(), threading.Event()
+
+        def discover(self) -> ToolDescriptor:
+            return ToolDescriptor(name="slow")
+
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            self.started.set()
+            self.release.wait(5)
+
+        def execute(self, params: dict[str, object], ctx: ToolExecutionContext) -> str:
+            return "ran"
+
+        def deactivate(self, ctx: ToolExecutionContext) -> None:
+            pass
+
+    tool = SlowActivate()
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        outcome: dict[str, object] = {}
+
+        def owner() -> None:
+            try:
+                outcome["result"] = runtime.execute("slow", {}, ctx)
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=owner)
+        thread.start()
+        assert tool.started.wait(5)
+
+        async def impatient() -> None:
+            waiter = asyncio.ensure_future(runtime.aexecute("slow", {}, ctx))
+            await asyncio.sleep(0)  # it registers its wake-up, then waits
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+
+        asyncio.run(impatient())  # and its loop closes
+        tool.release.set()
+        thread.join(5)
+        runtime.end_plan(ctx)
+    assert "error" not in outcome, outcome
+    assert outcome["result"].success  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from toolcycle import (
+    ApprovalDecision,
     NullTracer,
     RedactionPolicy,
     ToolDescriptor,
@@ -17,6 +18,7 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
+from toolcycle.testing import FakeTool
 
 MARKER = "s3cr3t-MARKER-7f3a"
 
@@ -180,3 +182,55 @@ def test_an_error_message_keeps_a_token_budget_readable() -> None:
         with runtime.plan() as ctx:
             result = runtime.execute("summarise", {"text": "hi", "max_tokens": 9000}, ctx)
     assert result.error == "ValueError: max_tokens=9000 is over the model's limit"
+
+
+def _checked(schema: dict[str, Any]) -> ToolRuntime:
+    """A runtime with one read-only tool ``t`` of that input schema."""
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(FakeTool(name="t", input_schema=schema))
+    return runtime
+
+
+def test_the_cut_start_of_a_long_secret_is_scrubbed_from_messages() -> None:
+    """A message shows a long value cut short with "..."; the start it shows is hidden too."""
+    schema = {"type": "object", "properties": {"api_key": {"type": "string", "pattern": "^x$"}}}
+    secret = "sk-" + "A1b2C3d4" * 20
+    with _checked(schema) as runtime, runtime.plan() as ctx:
+        result = runtime.execute("t", {"api_key": secret}, ctx)
+    assert not result.success and result.error is not None and result.trace is not None
+    assert "[redacted]..." in result.error
+    for text in (result.error, result.trace.model_dump_json(), result.validation.summary()):
+        assert secret[:8] not in text
+
+
+def test_a_secret_with_a_quote_is_scrubbed_as_json_shows_it() -> None:
+    schema = {"type": "object", "properties": {"password": {"type": "string", "maxLength": 5}}}
+    with _checked(schema) as runtime, runtime.plan() as ctx:
+        result = runtime.execute("t", {"password": 'correct"horse'}, ctx)
+    assert result.error is not None
+    assert "horse" not in result.error
+    assert "[redacted]" in result.error
+
+
+def test_scrub_hides_the_start_of_a_secret_only_before_the_cut_mark() -> None:
+    policy = RedactionPolicy()
+    secrets = ("abcdefgh",)
+    assert policy.scrub('"abcdef..." and abc...', secrets) == '"[redacted]..." and abc...'
+    assert policy.scrub("abcdef is not cut", secrets) == "abcdef is not cut"
+
+
+def test_a_deferred_calls_error_hides_a_secret_its_approver_quoted() -> None:
+    """The pending result's error is the trace's, which is scrubbed, as for a denial."""
+    secret = "sk-live-123456"
+
+    def approver(request: Any) -> ApprovalDecision:
+        return ApprovalDecision.defer(f"ask the owner of key {request.arguments['api_key']}")
+
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(FakeTool(name="w", writes=True, input_schema=schema))
+    with runtime, runtime.plan(approver=approver) as ctx:
+        result = runtime.execute("w", {"api_key": secret}, ctx)
+    assert result.pending is not None and result.error is not None
+    assert secret not in result.error
+    assert "ask the owner of key [redacted]" in result.error

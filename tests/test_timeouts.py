@@ -17,6 +17,7 @@ from toolcycle import (
     ToolExecutionContext,
     ToolRuntime,
 )
+from toolcycle.testing import FakeTool
 
 WAIT = 5.0
 
@@ -448,3 +449,112 @@ def test_an_idle_limit_must_be_positive(runtime: ToolRuntime) -> None:
     runtime.register(Hanging())
     with runtime.plan() as ctx, pytest.raises(ValueError, match="idle_timeout"):
         runtime.execute("hang", {}, ctx, idle_timeout=-1)
+
+
+@pytest.mark.parametrize("timeout", ["5", 0, -1.0, float("nan"), True])
+def test_a_call_limit_that_is_not_positive_seconds_is_refused_before_the_tool_runs(
+    timeout: Any,
+) -> None:
+    ran = threading.Event()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t", output=lambda params, ctx: ran.set()))
+        with runtime.plan() as ctx:
+            with pytest.raises(ValueError, match="timeout must be positive seconds or None"):
+                runtime.execute("t", {}, ctx, timeout=timeout)
+            with pytest.raises(ValueError, match="idle_timeout must be positive seconds"):
+                runtime.execute("t", {}, ctx, idle_timeout=timeout)
+    assert not ran.is_set()
+
+
+class CleansUpForever:
+    """An async tool that, once cancelled, keeps waiting in its cleanup until released."""
+
+    def __init__(self) -> None:
+        self.in_cleanup: asyncio.Event | None = None
+        self.release: asyncio.Event | None = None
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="cleans")
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        assert self.in_cleanup is not None and self.release is not None
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.in_cleanup.set()
+            await self.release.wait()
+            raise
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+def test_cancelling_the_caller_during_a_timed_out_tools_cleanup_cancels_the_caller() -> None:
+    """The caller's own cancellation is not swallowed into a timed-out result."""
+    tool = CleansUpForever()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+
+        async def main() -> str:
+            tool.in_cleanup, tool.release = asyncio.Event(), asyncio.Event()
+            async with runtime.aplan() as ctx:
+                call = asyncio.ensure_future(runtime.aexecute("cleans", {}, ctx, timeout=0.05))
+                await asyncio.wait_for(tool.in_cleanup.wait(), WAIT)
+                call.cancel()
+                try:
+                    await asyncio.wait_for(call, WAIT)
+                except asyncio.CancelledError:
+                    return "cancelled"
+                finally:
+                    tool.release.set()
+                return "answered"
+
+        assert asyncio.run(main()) == "cancelled"
+
+
+def test_a_timed_out_tool_that_will_not_stop_is_waited_for_only_a_while(monkeypatch) -> None:
+    """After its timeout, a tool gets a bounded grace to clean up; then the call is timed out."""
+    monkeypatch.setattr("toolcycle._invoke.CANCEL_GRACE_SECONDS", 0.1)
+    tool = CleansUpForever()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+
+        async def main() -> Any:
+            tool.in_cleanup, tool.release = asyncio.Event(), asyncio.Event()
+            async with runtime.aplan() as ctx:
+                try:
+                    return await asyncio.wait_for(
+                        runtime.aexecute("cleans", {}, ctx, timeout=0.05), WAIT
+                    )
+                finally:
+                    tool.release.set()
+
+        result = asyncio.run(main())
+    assert result.trace is not None and result.trace.status == "timed_out"
+
+
+def test_an_async_plan_end_cancelled_while_it_waits_for_abandoned_calls_still_ends() -> None:
+    """Aplan ends the plan on cancellation too, even in its wait for a left-behind call."""
+    tool = Stubborn()
+    runtime = ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT)
+    runtime.register(tool)
+    seen: dict[str, ToolExecutionContext] = {}
+
+    async def main() -> None:
+        async with runtime.aplan("p") as ctx:
+            seen["ctx"] = ctx
+            result = await runtime.aexecute("stubborn", {}, ctx, timeout=0.05)
+            assert result.trace is not None and result.trace.abandoned
+            asyncio.current_task().cancel()  # type: ignore[union-attr]
+
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(main())
+        assert seen["ctx"].ended
+        assert tool.deactivated_after_done == [False]
+    finally:
+        tool.release.set()
+        runtime.close()

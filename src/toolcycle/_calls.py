@@ -88,4 +88,7 @@ def _arguments(value: Any) -> tuple[dict[str, Any] | None, str | None]:
         return None, (
             f"the arguments must be a JSON object of named values, got {type(value).__name__}"
         )
+    odd = [key for key in value if not isinstance(key, str)]
+    if odd:
+        return None, f"the arguments' names must be strings, got {odd[0]!r}"
     return value, None

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import inspect
 import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._portal import (
+    CANCEL_GRACE_SECONDS,
     Deadline,
     Portal,
     PortalTimeoutError,
@@ -252,8 +252,10 @@ async def _cancellable(
             return await _within(task, deadline)
         except TimeoutError as exc:
             task.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await task  # let it finish its cleanup, as wait_for does
+            # Let it clean up, as wait_for does, but only for a while; and a
+            # cancellation of the caller meanwhile is the caller's, so it propagates.
+            await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
+            task.add_done_callback(_retrieve)  # its late failure is nobody's to log
             raise InvokeTimeoutError(str(exc)) from None
         except asyncio.CancelledError:
             task.cancel()  # the caller was cancelled: so is the work
@@ -261,6 +263,11 @@ async def _cancellable(
     finally:
         if unregister is not None:
             unregister()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _in_current_task(coro: Any, token: CancellationToken, task: asyncio.Task[Any]) -> Any:

@@ -25,13 +25,21 @@ from toolcycle.errors import ToolRuntimeError
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-__all__ = ["Deadline", "Portal", "PortalTimeoutError", "as_deadline", "run_blocking", "wait_result"]
+__all__ = [
+    "CANCEL_GRACE_SECONDS",
+    "Deadline",
+    "Portal",
+    "PortalTimeoutError",
+    "as_deadline",
+    "run_blocking",
+    "wait_result",
+]
 
 T = TypeVar("T")
 
-# After a cancellation request, how long a sync caller waits for the task to
-# run its cleanup before returning anyway.
-_CANCEL_GRACE_SECONDS = 5.0
+# After a cancellation request, how long a caller waits for the task to run its
+# cleanup before returning anyway.
+CANCEL_GRACE_SECONDS = 5.0
 
 
 class PortalTimeoutError(TimeoutError):
@@ -224,7 +232,7 @@ def run_blocking(
         message = deadline.message()
         cancel()
         try:
-            return future.result(_CANCEL_GRACE_SECONDS)
+            return future.result(CANCEL_GRACE_SECONDS)
         except (concurrent.futures.TimeoutError, asyncio.CancelledError):
             raise PortalTimeoutError(message) from None
     finally:

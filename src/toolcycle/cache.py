@@ -16,6 +16,7 @@ but nothing of validation or tracing; the runtime supplies how to call a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -98,7 +99,9 @@ class Activation:
                 finished.set_result(None)
 
         def wake() -> None:
-            loop.call_soon_threadsafe(resolve)
+            # Runs in the owner's thread, which must not fail for a waiter gone with its loop.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(resolve)
 
         with self._lock:
             registered = not self._done
@@ -106,8 +109,14 @@ class Activation:
                 if self._callbacks is None:
                     self._callbacks = []
                 self._callbacks.append(wake)
-        if registered:
+        if not registered:
+            return
+        try:
             await finished
+        finally:
+            with self._lock:  # a cancelled waiter leaves nothing behind
+                if self._callbacks is not None and wake in self._callbacks:
+                    self._callbacks.remove(wake)
 
 
 @dataclass(slots=True, eq=False)

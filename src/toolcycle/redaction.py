@@ -13,6 +13,7 @@ default); everything under such a key or property counts, nested values included
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
 
 REDACTED = "[redacted]"
+_CUT = "..."  # how a message ends a value it shows only the start of
+_MIN_CUT = 4  # a shorter start of a secret is too little to hide (or to tell apart)
 """What a sensitive value becomes in exported text."""
 
 DEFAULT_SENSITIVE_KEYS = (
@@ -92,9 +95,19 @@ class RedactionPolicy:
         return REDACTED if sensitive and arguments is not None else arguments
 
     def scrub(self, text: str, secrets: tuple[str, ...]) -> str:
-        """``text`` with every secret (and its ``repr``) replaced by ``[redacted]``."""
+        """``text`` with every secret replaced by ``[redacted]``.
+
+        ``secrets`` come from `secrets`, in each form a message may quote them
+        (plain, inside a ``repr``, inside JSON). A message that cuts a long
+        value short ends it with ``...``: the start of a secret right before
+        that mark is replaced too, down to `_MIN_CUT` characters.
+        """
         for secret in secrets:
             text = text.replace(secret, REDACTED)
+        if _CUT in text:
+            for secret in secrets:
+                for end in range(len(secret) - 1, _MIN_CUT - 1, -1):
+                    text = text.replace(secret[:end] + _CUT, REDACTED + _CUT)
         return text
 
     def _marked(self, schema: dict[str, Any]) -> bool:
@@ -124,6 +137,7 @@ class RedactionPolicy:
             if len(text) >= self.min_length:
                 found.add(text)
                 found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
+                found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:

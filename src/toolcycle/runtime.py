@@ -609,9 +609,20 @@ class ToolRuntime:
         return errors
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
-        """Async twin of `end_plan`: async ``deactivate`` methods are awaited here."""
+        """Async twin of `end_plan`: async ``deactivate`` methods are awaited here.
+
+        Cancelled while it waits for abandoned calls, it still ends the plan
+        (shielded), then lets the cancellation go on.
+        """
         if ctx.plan_id in self._abandoned:
-            await asyncio.to_thread(self._wait_for_abandoned, ctx)
+            try:
+                await asyncio.to_thread(self._wait_for_abandoned, ctx)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._aend_plan(ctx))
+                raise
+        return await self._aend_plan(ctx)
+
+    async def _aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
         _log_deactivation_errors(errors)
         lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
@@ -689,7 +700,7 @@ class ToolRuntime:
             ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not
                 run this tool.
             ToolActivationError: the tool's ``activate`` failed.
-            ValueError: ``idle_timeout`` is not positive.
+            ValueError: ``timeout`` or ``idle_timeout`` is not a positive number.
         """
         return self._execute(name, params, ctx, timeout, idle_timeout)
 
@@ -727,7 +738,8 @@ class ToolRuntime:
 
         That result carries the refusal's trace: ``call`` answers the model with it.
         """
-        _check_idle(idle_timeout)
+        if timeout is not None or idle_timeout is not None:
+            _check_limits(timeout, idle_timeout)
         call = self._start(name, ctx, tool_call_id, approval=approval)
         if call.observer is None and not refuse:
             return self._pipeline(call, params, timeout, idle_timeout)
@@ -755,7 +767,8 @@ class ToolRuntime:
         *,
         refuse: bool = False,
     ) -> ToolResult:
-        _check_idle(idle_timeout)
+        if timeout is not None or idle_timeout is not None:
+            _check_limits(timeout, idle_timeout)
         call = self._start(name, ctx, tool_call_id, approval=approval)
         if call.observer is None and not refuse:
             return await self._apipeline(call, params, timeout, idle_timeout)
@@ -888,7 +901,7 @@ class ToolRuntime:
             return prepared
         call, name, arguments = prepared
         result = self._execute(name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True)
-        return _answering(result, self._masked(call, name))
+        return _answering(result, call)
 
     async def acall(
         self,
@@ -996,20 +1009,26 @@ class ToolRuntime:
         result = await self._aexecute(
             name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
         )
-        return _answering(result, self._masked(call, name))
+        return _answering(result, call)
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced."""
         if self.redaction is None or not call.arguments:
             return call
-        schema = self._entry(name).descriptor.input_schema
+        entry = self._tools.get(name)
+        schema = entry.descriptor.input_schema if entry is not None else None
         masked = self.redaction.masked(call.arguments, schema)
         return call if masked == call.arguments else call.model_copy(update={"arguments": masked})
 
     def _prepare_call(
         self, raw: Any, ctx: ToolExecutionContext
     ) -> tuple[ToolCall, str, dict[str, Any]] | ToolResult:
-        """The call, the tool it means and its arguments; or the refusal to answer it with."""
+        """The call, the tool it means and its arguments; or the refusal to answer it with.
+
+        The call comes back with its secret arguments masked, as every result
+        carries it (a batch answers calls it never ran with it too); the
+        arguments to run with come back as sent.
+        """
         self._check_open()
         call, problem = parse_tool_call(raw)
         if problem is not None:
@@ -1027,7 +1046,7 @@ class ToolRuntime:
         if call.format in {"openai", "openai-responses"}:
             # Strict mode sends null for an optional property that was left out.
             arguments = drop_absent_nulls(arguments, self._entry(name).descriptor.input_schema)
-        return call, name, arguments
+        return self._masked(call, name), name, arguments
 
     def _refused(
         self,
@@ -1467,8 +1486,9 @@ class ToolRuntime:
             + "; it has not run yet"
         )
         trace = self._emit(call, "pending", error_message=message, error_type=PENDING)
+        error = trace.error if trace is not None else message  # redacted by the trace
         return ToolResult(
-            success=False, error=message, error_type=PENDING, trace=trace, pending=pending
+            success=False, error=error, error_type=PENDING, trace=trace, pending=pending
         )
 
     def _denied(self, call: _Call, decision: ApprovalDecision) -> ToolResult:
@@ -1570,9 +1590,13 @@ def _deadline(
     return Deadline(total, idle, lambda: record.active_at)
 
 
-def _check_idle(idle_timeout: float | None) -> None:
-    if idle_timeout is not None and not idle_timeout > 0:
-        raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
+def _check_limits(timeout: float | None, idle_timeout: float | None) -> None:
+    """Refuse a call's limits before anything starts; NaN, 0 and "5" are not seconds."""
+    for name, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
 
 
 def _limit(timeout: float | None, ctx: ToolExecutionContext, entry: _Entry) -> float | None:
