@@ -601,3 +601,170 @@ def test_arguments_with_names_that_are_not_strings_are_a_failed_result() -> None
     assert not result.success
     assert result.error_type == "ToolCallError"
     assert result.error == "the arguments' names must be strings, got 1"
+
+
+ROWS_AND_ADDRESS = {
+    "type": "object",
+    "properties": {
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["name"],
+            },
+        },
+        "addr": {"$ref": "#/$defs/Address"},
+    },
+    "required": ["rows", "addr"],
+    "$defs": {
+        "Address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "zip": {"type": "string"}},
+            "required": ["street"],
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"rows": [{"name": "a", "note": None}], "addr": {"street": "s"}},
+        {"rows": [], "addr": {"street": "s", "zip": None}},
+    ],
+)
+def test_strict_calls_with_nulls_in_array_items_and_refs_pass_validation(
+    arguments: dict[str, Any],
+) -> None:
+    """Nulls strict mode sends inside array items and $ref'd objects are dropped too."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t", input_schema=ROWS_AND_ADDRESS))
+        with runtime.plan() as ctx:
+            [definition] = runtime.tool_definitions(ctx, format="openai", strict=True)
+            assert definition["function"]["strict"] is True
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "t", "arguments": json.dumps(arguments)},
+            }
+            result = runtime.call(call, ctx)
+    assert result.success, result.error
+
+
+def test_absent_nulls_are_dropped_inside_array_items() -> None:
+    """Each item of an array is an object of its own; prefixItems, never strict, are left alone."""
+    arguments = {"rows": [{"name": "a", "note": None}, {"name": "b", "note": "n"}]}
+    assert drop_absent_nulls(arguments, ROWS_AND_ADDRESS) == {
+        "rows": [{"name": "a"}, {"name": "b", "note": "n"}]
+    }
+    pair = {"type": "object", "properties": {"note": {"type": "string"}}}
+    tuple_schema = {
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "prefixItems": [pair]},
+            "list": {"type": "array", "items": pair},
+        },
+    }
+    assert openai_strict(tuple_schema) is None
+    assert drop_absent_nulls(
+        {"pair": [{"note": None}], "list": [{"note": None}]}, tuple_schema
+    ) == {"pair": [{"note": None}], "list": [{}]}
+
+
+def test_absent_nulls_are_dropped_inside_a_ref_to_defs_or_definitions() -> None:
+    """A local $ref is followed from the root, whether to $defs, definitions or a deeper place."""
+    assert drop_absent_nulls(
+        {"rows": [], "addr": {"street": "s", "zip": None}}, ROWS_AND_ADDRESS
+    ) == {"rows": [], "addr": {"street": "s"}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "old": {"$ref": "#/definitions/Point"},
+            "deep": {"$ref": "#/properties/old"},
+            "missing": {"$ref": "#/$defs/Nowhere"},
+        },
+        "definitions": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+    }
+    arguments = {"old": {"x": None}, "deep": {"x": None}, "missing": {"x": None}}
+    assert drop_absent_nulls(arguments, schema) == {"old": {}, "deep": {}, "missing": {"x": None}}
+
+
+def test_absent_nulls_are_dropped_in_the_one_anyof_branch_that_fits() -> None:
+    """An optional model or list is followed; of two models, the one declaring the value's keys."""
+
+    class Address(BaseModel):
+        street: str
+        zip: str | None = None
+        kind: str = "home"
+
+    class Place(BaseModel):
+        street: str
+        kind: str = "shop"
+
+    class Order(BaseModel):
+        ship_to: Address | None = None
+        stops: list[Address] | None = None
+        place: Address | Place | None = None
+        address: Address | Place | None = None
+
+    schema = Order.model_json_schema()
+    assert openai_strict(schema) is not None
+    arguments = {
+        "ship_to": {"street": "s", "zip": None, "kind": None},
+        "stops": [{"street": "t", "zip": None, "kind": None}],
+        "place": {"street": "u", "kind": None},
+        "address": {"street": "v", "zip": None, "kind": None},
+    }
+    assert drop_absent_nulls(arguments, schema) == {
+        "ship_to": {"street": "s", "zip": None},
+        "stops": [{"street": "t", "zip": None}],
+        "place": {"street": "u"},
+        "address": {"street": "v", "zip": None},
+    }
+    text = {"type": "object", "properties": {"n": {"type": "string"}}}
+    number = {"type": "object", "properties": {"n": {"type": "number"}}}
+    either = {"type": "object", "properties": {"x": {"anyOf": [text, number]}}}
+    assert drop_absent_nulls({"x": {"n": None}}, either) == {"x": {"n": None}}
+
+
+def test_a_recursive_ref_schema_drops_absent_nulls_at_every_level() -> None:
+    """A schema that refers to itself is followed as deep as the arguments go, and no further."""
+
+    class Node(BaseModel):
+        label: str = ""
+        child: Node | None = None
+
+    schema = Node.model_json_schema()
+    assert openai_strict(schema) is not None
+    arguments = {"label": None, "child": {"label": "b", "child": {"label": None, "child": None}}}
+    assert drop_absent_nulls(arguments, schema) == {
+        "child": {"label": "b", "child": {"child": None}}
+    }
+    loop = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#"}},
+        "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"anyOf": [{"$ref": "#/$defs/A"}]}},
+    }
+    assert drop_absent_nulls({"a": {"x": None}, "b": {"a": None}}, loop) == {
+        "a": {"x": None},
+        "b": {"a": None},
+    }
+
+
+def test_a_null_the_original_schema_accepts_is_kept() -> None:
+    """Only nulls strict mode added are dropped: not one a $ref, anyOf branch or enum allows."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "text": {"$ref": "#/$defs/MaybeText"},
+            "mode": {"enum": ["on", None]},
+            "level": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/MaybeText"}]},
+            "rows": {"type": "array", "items": {"$ref": "#"}},
+            "size": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+        "$defs": {"MaybeText": {"type": ["string", "null"]}},
+    }
+    arguments = {"text": None, "mode": None, "level": None, "size": None}
+    kept = {"text": None, "mode": None, "level": None}
+    assert drop_absent_nulls({**arguments, "rows": [arguments]}, schema) == {**kept, "rows": [kept]}

@@ -111,30 +111,96 @@ def drop_absent_nulls(arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
     """``arguments`` without the nulls that strict mode sends for properties left out.
 
     A null is dropped where the original ``schema`` does not require the
-    property and does not accept null for it; nested objects are handled alike.
-    Everything else is kept, so validation still sees any other mistake.
+    property and does not accept null for it, at every depth the rewrite
+    reaches: nested objects, array ``items``, local ``$ref``s and the one
+    ``anyOf`` branch that fits the value. Everything else is kept, so
+    validation still sees any other mistake.
     """
-    if not isinstance(schema, dict):
-        return arguments
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return arguments
-    required = set(schema.get("required", []))
-    kept: dict[str, Any] = {}
-    for key, value in arguments.items():
-        sub = properties.get(key)
-        if value is None and key not in required and not _accepts_null(sub):
-            continue
-        if isinstance(value, dict) and isinstance(sub, dict):
-            value = drop_absent_nulls(value, sub)
-        kept[key] = value
+    kept: dict[str, Any] = _drop(arguments, schema, schema, frozenset())
     return kept
 
 
-def _accepts_null(schema: Any) -> bool:
+def _drop(value: Any, schema: Any, root: Any, seen: frozenset[str]) -> Any:
+    # ``seen`` holds the refs followed since the last step into ``value``: one
+    # met again is a cycle that would never reach more of the value.
+    schema, seen = _resolve(schema, root, seen)
     if not isinstance(schema, dict):
-        return True  # unknown or boolean schema: leave the value to validation
-    kind = schema.get("type")
-    if kind is None:
-        return "anyOf" in schema or "oneOf" in schema or not schema
-    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+        return value
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        return [_drop(item, items, root, frozenset()) for item in value]
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, dict):
+        required = set(schema.get("required", []))
+        return {
+            key: _drop(item, properties.get(key), root, frozenset())
+            for key, item in value.items()
+            if item is not None
+            or key in required
+            or _accepts_null(properties.get(key), root, frozenset())
+        }
+    branch = _only_branch(value, schema.get("anyOf"), root, seen)
+    return value if branch is None else _drop(value, branch, root, seen)
+
+
+def _only_branch(value: Any, branches: Any, root: Any, seen: frozenset[str]) -> Any:
+    """The one ``anyOf`` branch whose items or properties can describe ``value``, if just one.
+
+    Of several objects declaring all of ``value``'s keys, the one declaring exactly
+    those wins: strict mode sends every property of the branch it chose.
+    """
+    if not isinstance(branches, list):
+        return None
+    fits: list[tuple[Any, set[str]]] = []
+    for branch in branches:
+        target, _ = _resolve(branch, root, seen)
+        if not isinstance(target, dict):
+            continue
+        properties = target.get("properties")
+        if isinstance(value, list) and isinstance(target.get("items"), dict):
+            fits.append((branch, set()))
+        elif (
+            isinstance(value, dict)
+            and isinstance(properties, dict)
+            and value.keys() <= properties.keys()
+        ):
+            fits.append((branch, set(properties)))
+    if len(fits) > 1 and isinstance(value, dict):
+        fits = [fit for fit in fits if fit[1] == value.keys()]
+    return fits[0][0] if len(fits) == 1 else None
+
+
+def _accepts_null(schema: Any, root: Any, seen: frozenset[str]) -> bool:
+    """Whether ``schema`` allows null; True where unsure, so the null is left to validation."""
+    schema, seen = _resolve(schema, root, seen)
+    if not isinstance(schema, dict):
+        return True
+    kind = schema.get("type", "null")  # no type: any type, null too
+    enum = schema.get("enum")
+    branches = schema.get("anyOf")
+    return (
+        (kind == "null" or (isinstance(kind, list) and "null" in kind))
+        and (not isinstance(enum, list) or None in enum)
+        and schema.get("const") is None
+        and (
+            not isinstance(branches, list)
+            or any(_accepts_null(branch, root, seen) for branch in branches)
+        )
+    )
+
+
+def _resolve(schema: Any, root: Any, seen: frozenset[str]) -> tuple[Any, frozenset[str]]:
+    """``schema`` with its local ``$ref``s followed, and ``seen`` with them added.
+
+    A ref already in ``seen`` (a cycle), outside the document or not found gives None.
+    """
+    while isinstance(schema, dict) and "$ref" in schema:
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#") or ref in seen:
+            return None, seen
+        seen |= {ref}
+        schema = root
+        for part in ref[1:].split("/")[1:]:  # a JSON pointer: "#/$defs/A" or "#"
+            key = part.replace("~1", "/").replace("~0", "~")
+            schema = schema.get(key) if isinstance(schema, dict) else None
+    return schema, seen
