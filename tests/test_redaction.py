@@ -234,3 +234,38 @@ def test_a_deferred_calls_error_hides_a_secret_its_approver_quoted() -> None:
     assert result.pending is not None and result.error is not None
     assert secret not in result.error
     assert "ask the owner of key [redacted]" in result.error
+
+
+_PASSWORDS = {
+    "type": "object",
+    "properties": {
+        "password": {"type": "string", "maxLength": 3},
+        "creds": {"type": "object", "properties": {"password": {"type": "string", "maxLength": 3}}},
+    },
+}
+
+
+def test_secrets_are_found_in_arguments_given_as_any_mapping() -> None:
+    import types
+
+    with _checked(_PASSWORDS) as runtime, runtime.plan() as ctx:
+        params = types.MappingProxyType({"password": "hunter2-secret"})
+        result = runtime.execute("t", params, ctx)
+    assert result.error is not None
+    assert "hunter2-secret" not in result.error
+    assert "[redacted]" in result.error
+
+
+def test_secrets_are_found_inside_a_dataclass_argument() -> None:
+    """Messages show a dataclass as the object it normalises to; its secrets are hidden."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Creds:
+        password: str
+
+    with _checked(_PASSWORDS) as runtime, runtime.plan() as ctx:
+        result = runtime.execute("t", {"creds": Creds("hunter2-secret")}, ctx)
+    assert result.error is not None
+    assert "hunter2-secret" not in result.error
+    assert "/creds/password" in result.error

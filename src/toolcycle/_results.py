@@ -62,7 +62,7 @@ def check_input(
     """
     mapping = type(params) is dict or isinstance(params, Mapping)
     if redaction is not None and mapping:
-        record.scrub = _scrubber(redaction, params, schema.schema)
+        record.scrub = _scrubber(redaction, params, schema)
     if mapping:
         data, validation = schema.validate(params)
         if validation.valid:
@@ -85,17 +85,23 @@ def check_input(
 
 
 def _scrubber(
-    redaction: RedactionPolicy, params: Mapping[str, Any], schema: Any
+    redaction: RedactionPolicy, params: Mapping[str, Any], schema: CompiledSchema
 ) -> Callable[[str], str]:
     """A scrub function that looks for the arguments' secrets only when first asked.
 
-    A successful call exports no message, so it never pays for the walk.
+    A successful call exports no message, so it never pays for the walk. The
+    walk reads the arguments as the messages show them, normalised (a
+    dataclass as an object), or as given when they cannot be.
     """
     found: list[tuple[str, ...]] = []
 
     def scrub(text: str) -> str:
         if not found:
-            found.append(redaction.secrets(params, schema))
+            try:
+                data = schema.normalize(params)
+            except (JSONCompatibilityError, ValueError, TypeError):
+                data = params
+            found.append(redaction.secrets(data, schema.schema))
         return redaction.scrub(text, found[0])
 
     return scrub

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ class RedactionPolicy:
         """A copy of ``arguments`` with every sensitive value replaced by ``[redacted]``."""
         schema = schema if isinstance(schema, dict) else {}
         sensitive = sensitive or self._marked(schema)
-        if isinstance(arguments, dict):
+        if isinstance(arguments, Mapping):
             properties = schema.get("properties")
             properties = properties if isinstance(properties, dict) else {}
             return {
@@ -123,7 +124,7 @@ class RedactionPolicy:
     def _collect(self, value: Any, schema: Any, sensitive: bool, found: set[str]) -> None:
         schema = schema if isinstance(schema, dict) else {}
         sensitive = sensitive or self._marked(schema)
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             properties = schema.get("properties")
             properties = properties if isinstance(properties, dict) else {}
             for key, item in value.items():
