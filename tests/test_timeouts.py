@@ -558,3 +558,50 @@ def test_an_async_plan_end_cancelled_while_it_waits_for_abandoned_calls_still_en
     finally:
         tool.release.set()
         runtime.close()
+
+
+class GatedActivation:
+    """A sync tool whose activate waits for ``release``; its stages are recorded in order."""
+
+    def __init__(self) -> None:
+        self.started, self.release, self.undone = (threading.Event() for _ in range(3))
+        self.stages: list[str] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="slow")
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.started.set()
+        self.release.wait(WAIT)
+        self.stages.append("activate")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+        self.undone.set()
+
+
+@pytest.mark.parametrize("activate_timeout", [None, WAIT], ids=["pool", "own-thread"])
+def test_a_sync_activate_left_running_by_a_cancelled_caller_is_undone_when_it_ends(
+    activate_timeout: float | None,
+) -> None:
+    """The caller gives up; the activate still succeeds on its thread, and is deactivated."""
+    tool = GatedActivation()
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=activate_timeout) as runtime:
+        runtime.register(tool)
+
+        async def main() -> None:
+            ctx = runtime.new_context("p")
+            call = asyncio.ensure_future(runtime.aexecute("slow", {}, ctx))
+            assert await asyncio.to_thread(tool.started.wait, WAIT)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(call, WAIT)
+            tool.release.set()
+            assert await asyncio.to_thread(tool.undone.wait, WAIT)
+            assert await runtime.aend_plan(ctx) == []
+
+        asyncio.run(main())
+    assert tool.stages == ["activate", "deactivate"]

@@ -26,7 +26,7 @@ from toolcycle.tracing import get_logger, lifecycle_event
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from toolcycle._invoke import Invoker
+    from toolcycle._invoke import Invoker, Straggler
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
     from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
@@ -135,6 +135,7 @@ class Activator:
                     ctx,
                     token=ctx.cancellation_token,
                     timeout=self._activate_timeout,
+                    on_abandon=lambda straggler: self._track_late(ctx, activation, straggler),
                 )
         except InvokeTimeoutError as exc:
             self._timed_out(ctx, activation, exc)
@@ -190,11 +191,21 @@ class Activator:
             f"activate did not finish within {self._activate_timeout} seconds (activate_timeout)"
         )
         if exc.straggler is not None:
-            key = (ctx.plan_id, activation.name)
-            with self._lock:
-                self._straggling.add(key)
-            exc.straggler.when_done(lambda error: self._ended_late(ctx, activation, key, error))
+            self._track_late(ctx, activation, exc.straggler)
         self._finish(ctx, activation, late)
+
+    def _track_late(
+        self, ctx: ToolExecutionContext, activation: Activation, straggler: Straggler
+    ) -> None:
+        """A sync ``activate`` its caller gave up on (timeout, cancellation) runs on.
+
+        Until it ends, calls in the plan are refused (see `_claim`); if it then
+        succeeds, what it activated is deactivated.
+        """
+        key = (ctx.plan_id, activation.name)
+        with self._lock:
+            self._straggling.add(key)
+        straggler.when_done(lambda error: self._ended_late(ctx, activation, key, error))
 
     def _ended_late(
         self,

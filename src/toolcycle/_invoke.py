@@ -158,6 +158,7 @@ class Invoker:
         timeout: float | Deadline | None = None,
         detached: bool = False,
         coroutine: bool | None = None,
+        on_abandon: Callable[[Straggler], object] | None = None,
     ) -> Any:
         """Call ``fn(*args)`` from async code and return its result.
 
@@ -169,6 +170,9 @@ class Invoker:
             detached: run a sync ``fn`` on a fresh daemon thread, not the pool.
             coroutine: whether ``fn`` is an ``async def``, when the caller knows;
                 None looks.
+            on_abandon: called with a `Straggler` when the caller is cancelled
+                while a sync ``fn`` runs on a thread, which Python cannot stop:
+                it tells how ``fn`` ends, for a caller that must undo it.
 
         Raises:
             InvokeTimeoutError: the call did not finish within ``timeout``.
@@ -178,11 +182,17 @@ class Invoker:
         if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
             return await _cancellable(fn(*args), token, timeout)
         if detached or timeout is not None:
-            result = await _athread(fn, args, timeout)
+            result = await _athread(fn, args, timeout, on_abandon)
         else:
-            loop = asyncio.get_running_loop()
             context = contextvars.copy_context()
-            result = await loop.run_in_executor(self._ensure_pool(), context.run, fn, *args)
+            running = self._ensure_pool().submit(context.run, fn, *args)
+            try:
+                result = await asyncio.wrap_future(running)
+            except asyncio.CancelledError:
+                # Cancelling the wrapper cancelled a job not yet started; a started one runs on.
+                if on_abandon is not None and not running.cancelled():
+                    on_abandon(_straggler_of(running))
+                raise
         if inspect.isawaitable(result):
             return await _cancellable(_await(result), token, timeout)
         return result
@@ -324,8 +334,20 @@ def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | D
         raise InvokeTimeoutError(deadline.message(), straggler) from None
 
 
+def _straggler_of(running: concurrent.futures.Future[Any]) -> Straggler:
+    """A `Straggler` that ends when the pool job ``running`` does."""
+    straggler = Straggler()
+    running.add_done_callback(
+        lambda done: straggler._end(None if done.cancelled() else done.exception())
+    )
+    return straggler
+
+
 async def _athread(
-    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline | None
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    timeout: float | Deadline | None,
+    on_abandon: Callable[[Straggler], object] | None = None,
 ) -> Any:
     """Async twin of `_in_thread`; the loop is never blocked."""
     loop = asyncio.get_running_loop()
@@ -348,12 +370,16 @@ async def _athread(
         lambda exc: settle(future.set_exception, exc),
     )
     deadline = as_deadline(timeout)
-    if deadline is None:
-        return await future
     try:
+        if deadline is None:
+            return await future
         return await _within(future, deadline)
     except TimeoutError as exc:
         raise InvokeTimeoutError(str(exc), straggler) from None
+    except asyncio.CancelledError:
+        if on_abandon is not None:
+            on_abandon(straggler)
+        raise
 
 
 def _start_thread(
