@@ -715,3 +715,24 @@ def test_cancelling_the_task_that_awaits_the_approver_propagates(rt: ToolRuntime
     asyncio.run(main())
     assert [t.status for t in traces] == ["cancelled"]
     assert ran == []
+
+
+def test_an_approver_failure_quoting_a_secret_is_logged_redacted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    secret = "sk-live-123456"
+
+    def broken(request: ApprovalRequest) -> bool:
+        raise ValueError(f"cannot check key {request.arguments['api_key']}")
+
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    caplog.set_level("WARNING", logger="toolcycle.runtime")
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="w", writes=True, input_schema=schema))
+        with runtime.plan(approver=broken) as ctx:
+            result = runtime.execute("w", {"api_key": secret}, ctx)
+    assert result.error_type == "ApprovalDenied"
+    [record] = [r for r in caplog.records if r.getMessage() == "tool.approver_failed"]
+    assert record.error == "ValueError: cannot check key [redacted]"  # type: ignore[attr-defined]
+    assert record.tool == "w"  # type: ignore[attr-defined]
+    assert secret not in (result.error or "")

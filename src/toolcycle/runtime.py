@@ -1425,7 +1425,7 @@ class ToolRuntime:
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._raise_cancelled(call, exc)
         except Exception as exc:
-            return self._decided(call, request, _approver_failed(exc))
+            return self._decided(call, request, _approver_failed(exc, call))
         return self._decided(call, request, decision_from(answer, request))
 
     async def _aapprove(
@@ -1446,7 +1446,7 @@ class ToolRuntime:
                 raise
             self._raise_cancelled(call, exc)
         except Exception as exc:
-            return self._decided(call, request, _approver_failed(exc))
+            return self._decided(call, request, _approver_failed(exc, call))
         return self._decided(call, request, decision_from(answer, request))
 
     def _request(self, call: _Call, entry: _Entry, data: dict[str, Any]) -> ApprovalRequest:
@@ -1562,8 +1562,15 @@ def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
     return result.model_copy(update=update)
 
 
-def _approver_failed(exc: Exception) -> ApprovalDecision:
-    _log.warning("tool.approver_failed", error=f"{type(exc).__name__}: {exc}")
+def _approver_failed(exc: Exception, call: _Call) -> ApprovalDecision:
+    error = f"{type(exc).__name__}: {exc}"
+    scrub = call.record.scrub  # the approver may have quoted an argument
+    _log.warning(
+        "tool.approver_failed",
+        tool=call.name,
+        plan_id=call.ctx.plan_id,
+        error=scrub(error) if scrub is not None else error,
+    )
     return ApprovalDecision.deny(
         f"the approver failed ({type(exc).__name__}: {exc}); the call was not run"
     )
