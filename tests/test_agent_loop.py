@@ -22,6 +22,7 @@ from toolcycle import (
 from toolcycle._names import provider_name
 from toolcycle._schemas import drop_absent_nulls, openai_strict
 from toolcycle.testing import FakeTool
+from toolcycle.validation import SchemaCompiler
 
 FORMATS = ["openai", "openai-responses", "anthropic", "gemini", "mcp"]
 
@@ -196,10 +197,15 @@ def test_strict_mode_makes_optional_properties_required_and_nullable() -> None:
         {"type": "object", "patternProperties": {"^x": {}}},
         {"type": "array"},
         {"anyOf": [{"type": "object"}]},
+        {"$ref": "#/definitions/Weather", "minProperties": 1, "definitions": {}},
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["country"]},
     ],
 )
 def test_schemas_strict_mode_cannot_express_are_offered_without_it(schema: Any) -> None:
-    """Open objects, unsupported keywords and non-object roots give no strict schema."""
+    """Open objects, unsupported keywords and non-object roots give no strict schema.
+
+    So do a root $ref with constraints beside it and a required name no property describes.
+    """
     assert openai_strict(schema) is None
 
 
@@ -768,3 +774,26 @@ def test_a_null_the_original_schema_accepts_is_kept() -> None:
     arguments = {"text": None, "mode": None, "level": None, "size": None}
     kept = {"text": None, "mode": None, "level": None}
     assert drop_absent_nulls({**arguments, "rows": [arguments]}, schema) == {**kept, "rows": [kept]}
+
+
+def test_a_root_that_is_only_a_ref_is_offered_strict_as_the_object_it_names() -> None:
+    """Zod's named schemas and pydantic's recursive models put the root behind a $ref."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$ref": "#/definitions/Weather",
+        "definitions": {
+            "Weather": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    strict = openai_strict(schema)
+    assert strict is not None
+    assert "$ref" not in strict
+    assert strict["properties"] == {"city": {"type": "string"}}
+    assert strict["required"] == ["city"]
+    compiler = SchemaCompiler()
+    assert compiler.compile(strict).validate({"city": "Paris"})[1].valid

@@ -941,3 +941,13 @@ def test_a_missing_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "toolcycle.otel")
     with pytest.raises(ImportError, match=r"pip install 'toolcycle\[otel\]'"):
         importlib.import_module("toolcycle.otel")
+
+
+@pytest.mark.parametrize("limit", [1, 3, 20, 40, 200])
+def test_a_cut_payload_never_exceeds_max_payload_chars(limit: int) -> None:
+    from toolcycle.otel import _capped
+
+    capped = _capped("x" * 500, limit)
+    assert len(capped) <= limit
+    assert ("[cut: 500 characters" in capped) == (limit >= 40)
+    assert capped.startswith("x" if limit > 3 else ".")

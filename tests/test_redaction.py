@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
 from toolcycle import (
     ApprovalDecision,
@@ -18,7 +19,7 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
-from toolcycle.testing import FakeTool
+from toolcycle.testing import FakeTool, capture_traces
 
 MARKER = "s3cr3t-MARKER-7f3a"
 
@@ -269,3 +270,81 @@ def test_secrets_are_found_inside_a_dataclass_argument() -> None:
     assert result.error is not None
     assert "hunter2-secret" not in result.error
     assert "/creds/password" in result.error
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "type": "object",
+            "properties": {"pin": {"$ref": "#/$defs/Pin"}},
+            "$defs": {"Pin": {"type": "string", "writeOnly": True}},
+        },
+        {
+            "type": "object",
+            "properties": {
+                "pin": {"anyOf": [{"type": "string", "writeOnly": True}, {"type": "null"}]}
+            },
+        },
+    ],
+    ids=["ref", "anyOf"],
+)
+def test_a_write_only_mark_behind_a_ref_or_in_a_branch_is_honoured(schema: dict[str, Any]) -> None:
+    def boom(params: Any, ctx: Any) -> Any:
+        raise RuntimeError(f"login failed for {params}")
+
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="login", input_schema=schema, output=boom))
+        with capture_traces(runtime) as traces, runtime.plan() as ctx:
+            result = runtime.execute("login", {"pin": "983271"}, ctx)
+    assert "983271" not in (result.error or "")
+    assert "983271" not in traces[0].model_dump_json()
+    policy = RedactionPolicy()
+    assert policy.masked({"pin": "983271"}, schema) == {"pin": "[redacted]"}
+
+
+class Creds(BaseModel):
+    user: str
+    pin: SecretStr
+
+
+def test_pydantic_secret_fields_in_nested_and_optional_models_are_redacted() -> None:
+    """A SecretStr in a nested model (a $ref) or an optional one (an anyOf) is a secret."""
+
+    @tool(writes=False)
+    def login(creds: Creds, otp: SecretStr | None = None) -> str:
+        """Log in."""
+        assert otp is not None
+        raise RuntimeError(f"bad login {creds.pin.get_secret_value()} {otp.get_secret_value()}")
+
+    with ToolRuntime() as runtime:
+        runtime.register(login)
+        with capture_traces(runtime) as traces, runtime.plan() as ctx:
+            arguments = {"creds": {"user": "ada", "pin": "983271"}, "otp": "554433"}
+            runtime.execute("login", arguments, ctx)
+    dumped = traces[0].model_dump_json()
+    assert "983271" not in dumped and "554433" not in dumped
+    assert "bad login [redacted] [redacted]" in dumped
+
+
+def test_a_self_referencing_schema_is_walked_without_end() -> None:
+    """A $ref cycle is followed once per value, so masking a tree ends."""
+    schema = {
+        "$ref": "#/$defs/Node",
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "pin": {"type": "string", "writeOnly": True},
+                    "child": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]},
+                },
+            }
+        },
+    }
+    tree = {"pin": "s1-xyz", "child": {"pin": "s2-xyz", "child": None}}
+    policy = RedactionPolicy()
+    assert policy.masked(tree, schema) == {
+        "pin": "[redacted]",
+        "child": {"pin": "[redacted]", "child": None},
+    }
+    assert set(policy.secrets(tree, schema)) >= {"s1-xyz", "s2-xyz"}

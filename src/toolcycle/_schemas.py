@@ -54,6 +54,8 @@ class _NotStrict(Exception):
 
 def openai_strict(schema: Any) -> dict[str, Any] | None:
     """A strict-mode version of the input ``schema``, or None if there is none."""
+    if isinstance(schema, dict) and "$ref" in schema:
+        schema = _inlined_root(schema)
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         return None
     if "anyOf" in schema:
@@ -66,6 +68,29 @@ def openai_strict(schema: Any) -> dict[str, Any] | None:
     except _NotStrict:
         return None
     return adapted
+
+
+_ROOT_ONLY = frozenset({"$defs", "$ref", "$schema", "definitions", "description", "title"})
+
+
+def _inlined_root(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A root that is only a local ``$ref``, with the object it points at in its place.
+
+    Pydantic's recursive models and zod's named schemas look like that; strict
+    mode wants the root to be the object itself. The definitions stay, so
+    references inside still resolve. Any other ``$ref`` root gives None.
+    """
+    ref = schema["$ref"]
+    if not isinstance(ref, str) or not ref.startswith("#/") or set(schema) - _ROOT_ONLY:
+        return None
+    target: Any = schema
+    for part in ref[2:].split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(key) if isinstance(target, dict) else None
+    if not isinstance(target, dict) or "$ref" in target:
+        return None
+    root = {key: value for key, value in schema.items() if key != "$ref"}
+    return {**root, **target}
 
 
 def _adapt(node: Any) -> None:
@@ -90,6 +115,8 @@ def _adapt(node: Any) -> None:
     node["additionalProperties"] = False
     properties: dict[str, Any] = node.setdefault("properties", {})
     required = set(node.get("required", []))
+    if not required <= properties.keys():
+        raise _NotStrict  # a required name with no property: strict mode could never send it
     for name, sub in properties.items():
         _adapt(sub)
         if name not in required:

@@ -328,4 +328,6 @@ def _capped(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     marker = f"...[cut: {len(text)} characters, limit {limit}]"
-    return text[: max(0, limit - len(marker))] + marker
+    if len(marker) > limit:  # a limit this small keeps what it can, with the shortest mark
+        marker = "..."[:limit]
+    return text[: limit - len(marker)] + marker

@@ -75,25 +75,25 @@ class RedactionPolicy:
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
         """The sensitive values in ``arguments``, longest first, as the text they show as."""
         found: set[str] = set()
-        self._collect(arguments, schema, False, found)
+        self._collect(arguments, [schema], False, found, schema)
         return tuple(sorted(found, key=len, reverse=True))
 
     def masked(self, arguments: Any, schema: Any, *, sensitive: bool = False) -> Any:
         """A copy of ``arguments`` with every sensitive value replaced by ``[redacted]``."""
-        schema = schema if isinstance(schema, dict) else {}
-        sensitive = sensitive or self._marked(schema)
-        if isinstance(arguments, Mapping):
-            properties = schema.get("properties")
-            properties = properties if isinstance(properties, dict) else {}
+        return self._mask(arguments, [schema], sensitive, schema)
+
+    def _mask(self, value: Any, schemas: list[Any], sensitive: bool, root: Any) -> Any:
+        parts = _parts(schemas, root)
+        sensitive = sensitive or any(self._marked(part) for part in parts)
+        if isinstance(value, Mapping):
             return {
-                key: self.masked(item, properties.get(key), sensitive=sensitive or self._hit(key))
-                for key, item in arguments.items()
+                key: self._mask(item, _at(parts, key), sensitive or self._hit(key), root)
+                for key, item in value.items()
             }
-        if isinstance(arguments, list | tuple):
-            return [
-                self.masked(item, schema.get("items"), sensitive=sensitive) for item in arguments
-            ]
-        return REDACTED if sensitive and arguments is not None else arguments
+        if isinstance(value, list | tuple):
+            items = [part.get("items") for part in parts]
+            return [self._mask(item, items, sensitive, root) for item in value]
+        return REDACTED if sensitive and value is not None else value
 
     def scrub(self, text: str, secrets: tuple[str, ...]) -> str:
         """``text`` with every secret replaced by ``[redacted]``.
@@ -121,24 +121,69 @@ class RedactionPolicy:
             return False
         return self._safe is None or self._safe.fullmatch(text) is None
 
-    def _collect(self, value: Any, schema: Any, sensitive: bool, found: set[str]) -> None:
-        schema = schema if isinstance(schema, dict) else {}
-        sensitive = sensitive or self._marked(schema)
+    def _collect(
+        self, value: Any, schemas: list[Any], sensitive: bool, found: set[str], root: Any
+    ) -> None:
+        parts = _parts(schemas, root)
+        sensitive = sensitive or any(self._marked(part) for part in parts)
         if isinstance(value, Mapping):
-            properties = schema.get("properties")
-            properties = properties if isinstance(properties, dict) else {}
             for key, item in value.items():
-                self._collect(item, properties.get(key), sensitive or self._hit(key), found)
+                self._collect(item, _at(parts, key), sensitive or self._hit(key), found, root)
         elif isinstance(value, list | tuple):
-            items = schema.get("items")
+            items = [part.get("items") for part in parts]
             for item in value:
-                self._collect(item, items, sensitive, found)
+                self._collect(item, items, sensitive, found, root)
         elif sensitive and not isinstance(value, bool) and value is not None:
             text = str(value)
             if len(text) >= self.min_length:
                 found.add(text)
                 found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
                 found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON
+
+
+def _parts(schemas: list[Any], root: Any) -> list[dict[str, Any]]:
+    """The schema objects that describe one value, whichever way they are reached.
+
+    That is ``schemas``, the local ``$ref``s they follow (each once) and their
+    ``anyOf``/``oneOf``/``allOf`` branches. A mark in any of them counts:
+    pydantic puts a nested model behind a ``$ref`` and an optional
+    ``SecretStr`` in an ``anyOf``.
+    """
+    parts: list[dict[str, Any]] = []
+    pending, followed = list(schemas), set()
+    while pending:
+        schema = pending.pop()
+        if not isinstance(schema, dict):
+            continue
+        parts.append(schema)
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#") and ref not in followed:
+            followed.add(ref)
+            pending.append(_pointer(root, ref))
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            branches = schema.get(keyword)
+            if isinstance(branches, list):
+                pending.extend(branches)
+    return parts
+
+
+def _at(parts: list[dict[str, Any]], key: Any) -> list[Any]:
+    """The subschemas ``parts`` give the property ``key``."""
+    found = []
+    for part in parts:
+        properties = part.get("properties")
+        if isinstance(properties, dict) and key in properties:
+            found.append(properties[key])
+    return found
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """What a local ``$ref`` ("#", "#/$defs/A") points at in ``root``; None if nothing."""
+    target = root
+    for part in ref[1:].split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(key) if isinstance(target, dict) else None
+    return target
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:
