@@ -427,3 +427,14 @@ def test_register_source_can_skip_tools_with_unusable_schemas(runtime: ToolRunti
     with ToolRuntime() as strict, pytest.raises(ToolSchemaValidationError):
         strict.register_source(Source())  # the default stays all or nothing
     assert strict.descriptors() == ()
+
+
+def test_output_with_a_lone_surrogate_fails_the_call_as_not_json() -> None:
+    """No UTF-8 text can hold it: the call fails, nothing raises."""
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="out", output={"text": "bad \udc80 byte"}))
+        with runtime.plan() as ctx:
+            result = runtime.execute("out", {}, ctx)
+    assert not result.success
+    assert result.error_type == "ToolOutputError"
+    assert result.trace is not None and result.trace.status == "error"

@@ -508,3 +508,8 @@ def test_an_unusable_schema_is_not_cached_and_fails_again_with_its_own_tool_name
     for name in ("a", "b"):
         with pytest.raises(ToolSchemaValidationError, match=repr(name)):
             compiler.compile({"type": 12}, tool_name=name)
+
+
+def test_a_schema_holding_a_lone_surrogate_is_refused_clearly() -> None:
+    with pytest.raises(ToolSchemaValidationError, match="not valid Unicode"):
+        SchemaCompiler().compile({"type": "string", "description": "\ud800"})

@@ -158,6 +158,8 @@ def build_result(
     try:
         data = normaliser.normalize(output)
         text = encode_text(data)
+        # Sized as UTF-8; a lone surrogate cannot be, and is no JSON text either.
+        size = len(text) if text.isascii() else len(text.encode())
     except (JSONCompatibilityError, ValueError, TypeError) as exc:
         error = ToolOutputError(
             f"tool {name!r} returned output that is not JSON: {exc}",
@@ -181,7 +183,7 @@ def build_result(
     if not success and error_message is None:
         error_message = f"tool {name!r} reported a failure"
     # The one serialisation of the output: its size, and to_message's text later.
-    original_size = size = len(text) if text.isascii() else len(text.encode())
+    original_size = size
     truncated = max_result_bytes is not None and size > max_result_bytes
     if truncated:
         data, size = cut_output(text.encode(), max_result_bytes or 0)

@@ -382,6 +382,12 @@ class SchemaCompiler:
             key = encode(data)
         except JSONCompatibilityError as exc:
             raise fail(exc.pointer, exc.keyword, exc.reason) from None
+        except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text can hold it
+            raise fail(
+                "",
+                "type",
+                f"the schema holds text that is not valid Unicode ({exc.reason}: {exc.object[exc.start : exc.end]!r})",
+            ) from None
         if len(key) > limits.max_schema_bytes:
             raise fail(
                 "",
