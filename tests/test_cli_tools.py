@@ -29,6 +29,31 @@ def shout(text: str) -> str:
 
 NOT_A_TOOL = 42
 '''
+CLASS_MODULE = """
+from toolcycle import ToolCapability, ToolDescriptor
+
+
+class Echo:
+    def discover(self):
+        return ToolDescriptor(
+            name="echo",
+            description="Echo the text back.",
+            input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+            capability=ToolCapability(writes=False, checkpointable=True),
+        )
+
+    def activate(self, ctx):
+        pass
+
+    def execute(self, params, ctx):
+        return params.get("text")
+
+    def deactivate(self, ctx):
+        pass
+
+
+echo = Echo()
+"""
 
 
 def toolcycle(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -116,6 +141,7 @@ def test_a_refused_call_exits_1_and_says_why(capsys: pytest.CaptureFixture[str])
         (["call", "nope", "--skills", str(SKILLS)], 2, "no tool named 'nope'"),
         (["call", "mcp-builder", "--args", "{", "--skills", str(SKILLS)], 2, "not valid JSON"),
         (["call", "mcp-builder", "--args", "[1]", "--skills", str(SKILLS)], 2, "JSON object"),
+        (["tools", "--mcp", "'unclosed"], 2, "No closing quotation"),
         (["tools", "--skills", "/no/such/folder"], 3, "not a directory"),
         (["tools", "--mcp", "/no/such/server"], 3, "could not be loaded"),
         (["tools", "--mcp", ""], 3, "needs a command"),
@@ -130,6 +156,41 @@ def test_usage_and_source_errors_have_their_exit_codes(
     result = run(capsys, *args)
     assert result[0] == code
     assert words in result[2]
+
+
+def test_skills_dot_is_the_skill_of_the_current_folder(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--skills . run inside a skill's folder calls that skill."""
+    monkeypatch.chdir(SKILLS / "mcp-builder")
+    code, out, err = run(capsys, "call", "mcp-builder", "--read-only", "--skills", ".")
+    assert code == 0, err
+    assert json.loads(out)["success"] is True
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_positive_seconds_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    """--timeout must be a finite number above zero; argparse refuses it before anything runs."""
+    with pytest.raises(SystemExit) as info:
+        main(["call", "mcp-builder", "--timeout", seconds, "--skills", str(SKILLS)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --timeout" in err
+    assert repr(seconds) in err
+
+
+def test_a_tool_class_in_a_module_is_not_taken_for_a_tool(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--module registers a tool instance and passes over the class it was made from."""
+    (tmp_path / "cli_class_tools.py").write_text(CLASS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cli_class_tools", raising=False)
+    code, out, err = run(capsys, "tools", "--module", "cli_class_tools")
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["echo"]
 
 
 def test_the_spinner_turns_only_on_a_terminal() -> None:

@@ -451,7 +451,7 @@ def test_an_idle_limit_must_be_positive(runtime: ToolRuntime) -> None:
         runtime.execute("hang", {}, ctx, idle_timeout=-1)
 
 
-@pytest.mark.parametrize("timeout", ["5", 0, -1.0, float("nan"), True])
+@pytest.mark.parametrize("timeout", ["5", 0, -1.0, float("nan"), float("inf"), True])
 def test_a_call_limit_that_is_not_positive_seconds_is_refused_before_the_tool_runs(
     timeout: Any,
 ) -> None:

@@ -6,7 +6,8 @@ closes the runtime, which stops every server it started. The optional extras
 are imported only when their option is used.
 
 Exit codes: 0 success; 1 the call ran and failed (or was refused or timed
-out); 2 a usage error (bad ``--args``, an unknown tool, no source); 3 a source
+out); 2 a usage error (bad ``--args`` or ``--timeout``, an ``--mcp`` command
+line with an unclosed quote, an unknown tool, no source); 3 a source
 could not be loaded (a server that does not start, a missing folder, a module
 that does not import).
 """
@@ -17,6 +18,7 @@ import argparse
 import importlib
 import itertools
 import json
+import math
 import shlex
 import threading
 import warnings
@@ -68,7 +70,20 @@ def add_commands(commands: Any) -> None:
     call.add_argument("name", help="the tool's name")
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     call.add_argument("--read-only", action="store_true", help="run in a read-only plan")
-    call.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds")
+    call.add_argument("--timeout", type=_seconds, default=None, metavar="S", help="seconds")
+
+
+def _seconds(text: str) -> float:
+    """Parse ``--timeout``: a finite number of seconds greater than zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive number of seconds; give one such as 30 or 0.5"
+        )
+    return seconds
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -79,6 +94,13 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             file=err,
         )
         return EXIT_USAGE
+    commands: list[list[str]] = []
+    for command_line in args.mcp:
+        try:
+            commands.append(shlex.split(command_line))
+        except ValueError as exc:  # an unclosed quote or a trailing backslash
+            print(f"toolcycle: --mcp {command_line!r} is not a shell command line: {exc}", file=err)
+            return EXIT_USAGE
     with ToolRuntime() as runtime:
         try:
             with (
@@ -86,7 +108,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 warnings.catch_warnings(record=True) as seen,
             ):
                 warnings.simplefilter("always")
-                _register_sources(runtime, args)
+                _register_sources(runtime, args, commands)
         except _SourceError as exc:
             print(f"toolcycle: {exc}", file=err)
             return EXIT_SOURCE
@@ -108,11 +130,15 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _call(runtime, args, out, err)
 
 
-def _register_sources(runtime: ToolRuntime, args: argparse.Namespace) -> None:
-    """Register every source named in ``args``, in the order of the options."""
-    for command_line in args.mcp:
+def _register_sources(
+    runtime: ToolRuntime, args: argparse.Namespace, commands: list[list[str]]
+) -> None:
+    """Register every source named in ``args``, in the order of the options.
+
+    ``commands`` holds the ``--mcp`` command lines of ``args``, already split.
+    """
+    for command_line, words in zip(args.mcp, commands, strict=True):
         mcp = _import("toolcycle.sources.mcp")
-        words = shlex.split(command_line)
         if not words:
             raise _SourceError("--mcp needs a command")
         _register(runtime, mcp.McpServer.stdio(words[0], words[1:]), f"MCP server {command_line!r}")
@@ -131,7 +157,11 @@ def _register_sources(runtime: ToolRuntime, args: argparse.Namespace) -> None:
             module = importlib.import_module(name)
         except Exception as exc:
             raise _SourceError(f"module {name!r} does not import: {exc}") from None
-        found = [value for value in vars(module).values() if isinstance(value, ToolInstance)]
+        found = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, ToolInstance) and not isinstance(value, type)
+        ]  # a tool class passes the protocol check too; only its instances are tools
         if not found:
             raise _SourceError(f"module {name!r} has no tools at its top level")
         for instance in found:

@@ -187,6 +187,7 @@ class _Call:
 
 
 _DEFAULT_REDACTION = RedactionPolicy()
+_INF = float("inf")
 
 
 class ToolRuntime:
@@ -1598,11 +1599,14 @@ def _deadline(
 
 
 def _check_limits(timeout: float | None, idle_timeout: float | None) -> None:
-    """Refuse a call's limits before anything starts; NaN, 0 and "5" are not seconds."""
+    """Refuse a call's limits before anything starts; NaN, inf, 0 and "5" are not seconds.
+
+    (No limit is None; an infinite deadline would overflow the clock's arithmetic.)
+    """
     for name, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < _INF:
             raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
 
 

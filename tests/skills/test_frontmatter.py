@@ -198,6 +198,21 @@ def test_yaml_that_strictyaml_refuses_is_refused(yaml_text: str, what: str) -> N
     assert what in str(caught.value) or caught.value.rule == "yaml-syntax"
 
 
+def test_nesting_deeper_than_the_limit_is_refused_not_a_recursion_error() -> None:
+    """Lists and mappings nest at most MAX_NESTING levels; libyaml accepts far deeper."""
+    limit = _frontmatter.MAX_NESTING
+    deepest = parse_yaml("metadata:\n  " + "- " * limit + "v\n")["metadata"]
+    for _ in range(limit):
+        deepest = deepest[0]
+    assert deepest == "v"
+    for depth in (limit + 1, 990):
+        with pytest.raises(FrontMatterError, match=f"nested more than {limit} levels") as caught:
+            parse_yaml("metadata:\n  " + "- " * depth + "v\n")
+        assert caught.value.rule == "yaml-refused"
+    with pytest.raises(FrontMatterError, match="nested more than"):
+        parse_yaml("".join(f"{' ' * i}k:\n" for i in range(100)) + " " * 100 + "k: v\n")
+
+
 def test_duplicate_keys_are_refused_with_their_line() -> None:
     """A key given twice is an error at the second one (line numbers count SKILL.md lines)."""
     with pytest.raises(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -117,11 +119,36 @@ def test_one_invalid_skill_never_stops_the_others(tmp_path: Path) -> None:
     assert len(caught) == 3  # one warning per skill
 
 
+def test_front_matter_nested_too_deep_is_reported_and_the_others_register(
+    tmp_path: Path,
+) -> None:
+    """A skill whose YAML nests past the limit gets a report; the scan goes on."""
+    make_skill(tmp_path, "good")
+    make_skill(tmp_path, "deep", extra="metadata:\n  " + "- " * 990 + "v\n")
+    directory = SkillDirectory(tmp_path)
+    with pytest.warns(InvalidSkillWarning, match="nested more than"):
+        skills = directory.scan()
+    assert [skill.name for skill in skills] == ["good"]
+    assert [(r.path.name, r.rule) for r in directory.reports] == [("deep", "yaml-refused")]
+
+
 def test_a_single_skill_folder_is_a_directory_of_one(tmp_path: Path) -> None:
     """SkillDirectory given a skill's own folder registers that skill alone."""
     path = make_skill(tmp_path, "solo", files={"sub/SKILL.md": "not a skill"})
     with ToolRuntime() as runtime:
         assert register(runtime, SkillDirectory(path)) == ["solo"]
+
+
+def test_a_skill_folder_given_as_dot_is_named_after_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Skill(".") and SkillDirectory(".") in a skill's folder check the name against its name."""
+    path = make_skill(tmp_path, "notes", files={"sub/guide.md": "Guide."})
+    monkeypatch.chdir(path)
+    assert Skill(".").name == "notes"
+    assert Skill("sub/..").path == path.resolve()
+    with ToolRuntime() as runtime:
+        assert register(runtime, SkillDirectory(".")) == ["notes"]
 
 
 def test_hidden_folders_and_plain_files_are_not_skills(tmp_path: Path) -> None:
@@ -145,6 +172,38 @@ def test_recursive_discovery_finds_nested_skills_but_not_inside_a_skill(tmp_path
         assert register(runtime, directory) == ["alpha", "beta"]
     with pytest.warns(InvalidSkillWarning, match="file-missing"):
         assert SkillDirectory(tmp_path).skills == []  # not recursive: the teams are not skills
+
+
+@pytest.mark.parametrize("links", [{"a": ".", "b": "."}, {"up": ".."}])
+def test_recursive_discovery_walks_each_folder_once_through_symlink_loops(
+    tmp_path: Path, links: dict[str, str]
+) -> None:
+    """Links to a folder itself or to an ancestor neither trap the walk nor find a skill twice."""
+    make_skill(tmp_path / "group", "notes")
+    for name, target in links.items():
+        os.symlink(target, tmp_path / "group" / name)
+    code = (
+        "from toolcycle.sources.skills import SkillDirectory\n"
+        f"directory = SkillDirectory({str(tmp_path)!r}, recursive=True, strict=True)\n"
+        "print([skill.name for skill in directory.scan()], directory.reports)\n"
+    )
+    try:  # a subprocess, so that an endless walk fails the test instead of hanging the run
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the recursive scan did not end within 30 s")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['notes'] ()"
+
+
+def test_a_link_to_a_skill_beside_it_is_passed_over_for_the_real_folder(tmp_path: Path) -> None:
+    """The link sorts first by name, yet the real folder is the one registered."""
+    make_skill(tmp_path / "group", "notes")
+    os.symlink("notes", tmp_path / "group" / "a-link")
+    directory = SkillDirectory(tmp_path, recursive=True, strict=True)
+    assert [skill.path for skill in directory.scan()] == [(tmp_path / "group" / "notes").resolve()]
+    assert directory.reports == ()
 
 
 def test_two_skills_with_one_name_keep_the_first_and_report_the_second(tmp_path: Path) -> None:
@@ -325,6 +384,8 @@ def test_a_bundled_file_is_read_on_demand(tmp_path: Path) -> None:
         ("link-out.txt", "leads outside"),
         ("linked-dir/secret.txt", "leads outside"),
         ("references/missing.md", "has no file"),
+        ("references/guide.md/more.md", "has no file"),
+        ("loop/guide.md", "loop of symlinks"),
         ("references", "not a regular file"),
         ("big.txt", "over the limit of 100 bytes"),
         ("image.png", "binary"),
@@ -334,7 +395,7 @@ def test_a_bundled_file_is_read_on_demand(tmp_path: Path) -> None:
 def test_reads_outside_the_folder_or_of_unusable_files_are_refused(
     tmp_path: Path, requested: str, message: str
 ) -> None:
-    """Escapes, absolute paths, outward symlinks, non-files, large and binary files fail."""
+    """Escapes, outward symlinks, loops, non-files, large and binary files fail, in their terms."""
     (tmp_path / "secret.txt").write_text("secret")
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("secret")
@@ -347,6 +408,7 @@ def test_reads_outside_the_folder_or_of_unusable_files_are_refused(
     path = make_skill(tmp_path / "skills", "guarded", files=files)
     os.symlink(tmp_path / "secret.txt", path / "link-out.txt")
     os.symlink(tmp_path / "outside", path / "linked-dir")
+    os.symlink("loop", path / "loop")
     with ToolRuntime() as runtime:
         register(runtime, SkillDirectory(path, limits=SkillLimits(max_file_bytes=100)))
         with runtime.plan() as ctx:
@@ -355,6 +417,7 @@ def test_reads_outside_the_folder_or_of_unusable_files_are_refused(
     assert not result.success
     assert result.error_type == "SkillFileError"
     assert message in (result.error or "")
+    assert str(tmp_path) not in (result.error or "")  # the host's paths stay private
     assert "secret" not in str(result.output)
     assert "link-out.txt" not in listing  # outward links are not offered either
 

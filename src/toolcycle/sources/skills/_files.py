@@ -8,6 +8,7 @@ folder. A request is refused before any file is opened if it is absolute, has a
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -54,24 +55,27 @@ def inside(root: Path, requested: str, *, what: str = "path") -> Path:
 def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
     """The UTF-8 text of the regular file ``path``, at most ``max_bytes`` long.
 
+    Messages name ``requested``, never the host's path.
+
     Raises:
-        SkillFileError: it is missing, not a regular file, too large, or not text.
+        SkillFileError: it is missing (or a part of its path is a file), not a
+            regular file, in a loop of symlinks, unreadable, too large, or not text.
     """
     try:
         info = path.stat()
-    except FileNotFoundError:
-        raise SkillFileError(
-            f"the skill has no file {requested!r}; the files it bundles are listed with "
-            "its instructions"
-        ) from None
+    except OSError as exc:
+        raise _unreadable(exc, requested) from None
     if not stat.S_ISREG(info.st_mode):
         raise SkillFileError(f"{requested!r} is not a regular file")
     if info.st_size > max_bytes:
         raise SkillFileError(
             f"{requested!r} is {info.st_size} bytes, over the limit of {max_bytes} bytes"
         )
-    with path.open("rb") as stream:
-        data = stream.read(max_bytes + 1)
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(max_bytes + 1)
+    except OSError as exc:  # it changed since the stat
+        raise _unreadable(exc, requested) from None
     if len(data) > max_bytes:  # it grew since the stat
         raise SkillFileError(f"{requested!r} is over the limit of {max_bytes} bytes")
     if b"\x00" in data:
@@ -83,6 +87,18 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
             f"{requested!r} is not UTF-8 text (at byte {exc.start}); only text files can be read"
         ) from None
     return text.replace("\r\n", "\n")
+
+
+def _unreadable(exc: OSError, requested: str) -> SkillFileError:
+    """The error for ``requested`` that the system refused, without the host's path."""
+    listed = "the files it bundles are listed with its instructions"
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return SkillFileError(f"the skill has no file {requested!r}; {listed}")
+    if isinstance(exc, IsADirectoryError):
+        return SkillFileError(f"{requested!r} is a folder, not a file; {listed}")
+    if exc.errno == errno.ELOOP:
+        return SkillFileError(f"{requested!r} leads into a loop of symlinks; {listed}")
+    return SkillFileError(f"{requested!r} cannot be read ({exc.strerror}); {listed}")
 
 
 def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str], bool]:

@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-__all__ = ["FrontMatterError", "read_body", "read_front_matter", "skill_file"]
+__all__ = ["MAX_NESTING", "FrontMatterError", "read_body", "read_front_matter", "skill_file"]
 
 _Loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 _CHUNK = 8192
+# How deep lists and mappings may nest inside the front matter's mapping. Far
+# beyond any real skill; it keeps `_node`'s recursion well inside Python's limit.
+MAX_NESTING = 64
 _BOMS = {
     codecs.BOM_UTF8: "UTF-8 with a byte-order mark",
     codecs.BOM_UTF16_LE: "UTF-16",
@@ -284,8 +287,11 @@ def _index(mark: Any) -> int:
     return int(getattr(mark, "index", 0))
 
 
-def _node(event: Any, events: Iterator[Any]) -> Any:
-    """Build the value that starts with ``event``, applying StrictYAML's refusals."""
+def _node(event: Any, events: Iterator[Any], depth: int = 0) -> Any:
+    """Build the value that starts with ``event``, applying StrictYAML's refusals.
+
+    ``depth`` counts the lists and mappings around it, not the document's own.
+    """
     if isinstance(event, yaml.AliasEvent):
         raise _refused("an alias", event, "write the value out again")
     if event.anchor is not None:
@@ -300,15 +306,21 @@ def _node(event: Any, events: Iterator[Any]) -> Any:
             event,
             "use block style (one '- item' or 'key: value' per line), or quote the text",
         )
+    if depth > MAX_NESTING:
+        raise _refused(
+            f"lists and mappings nested more than {MAX_NESTING} levels deep",
+            event,
+            "flatten the value, or write the deeper part as quoted text",
+        )
     if isinstance(event, yaml.SequenceStartEvent):
         items = []
         while not isinstance(item := next(events), yaml.SequenceEndEvent):
-            items.append(_node(item, events))
+            items.append(_node(item, events, depth + 1))
         return items
     mapping: dict[str, Any] = {}
     nested_column: int | None = None
     while not isinstance(key_event := next(events), yaml.MappingEndEvent):
-        key = _node(key_event, events)
+        key = _node(key_event, events, depth + 1)
         if not isinstance(key, str):
             raise _refused("a key that is not text", key_event, "use a plain text key")
         if key in mapping:
@@ -323,7 +335,7 @@ def _node(event: Any, events: Iterator[Any]) -> Any:
                     value_event.start_mark,
                 )
             nested_column = column
-        mapping[key] = _node(value_event, events)
+        mapping[key] = _node(value_event, events, depth + 1)
     return mapping
 
 

@@ -118,7 +118,10 @@ class Skill:
         self.limits = limits or SkillLimits()
         self.scripts = scripts
         self._env = dict(env) if env is not None else None
-        folder = Path(path)
+        # Absolute, so that "." or "skills/notes/.." has the folder's name for the
+        # name check; made so without following symlinks, as a linked folder's name
+        # is the link's in a SkillDirectory too.
+        folder = Path(os.path.abspath(path))
         fields, location, errors = _read(folder, self.limits)
         if errors:
             raise SkillValidationError(errors)
@@ -278,13 +281,24 @@ class SkillDirectory:
                 if entry.is_dir() and not entry.name.startswith(".")
             )
         found: list[Path] = []
+        visited: set[str] = set()  # real paths: a symlink loop or alias is walked once
         for folder, subfolders, _ in os.walk(self.path, followlinks=True):
+            real = os.path.realpath(folder)
+            if real in visited:
+                subfolders[:] = []
+                continue
+            visited.add(real)
             here = Path(folder)
             if here != self.path and skill_file(here) is not None:
                 found.append(here)
                 subfolders[:] = []  # a skill's own folders are its files, not skills
             else:
-                subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+                # Real folders before links, then by name: of two paths to one folder,
+                # the real one counts where they meet, else the first in path order.
+                subfolders[:] = sorted(
+                    (name for name in subfolders if not name.startswith(".")),
+                    key=lambda name: (os.path.islink(os.path.join(folder, name)), name),
+                )
         return sorted(found)
 
 
