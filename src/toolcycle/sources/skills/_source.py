@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import logging
 import os
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Skill", "SkillDirectory", "SkillLimits", "render_prompt"]
 
 _log = logging.getLogger("toolcycle.skills")
-# allowed-tools is space-delimited, but a pattern such as "Bash(git log:*)"
-# keeps its spaces inside the parentheses.
-_ALLOWED_TOOL = re.compile(r"[^\s(]+(?:\([^)]*\))?[^\s(]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +377,7 @@ def _allowed_tools(value: Any, folder: Path, notes: list[SkillReport]) -> tuple[
     if value is None:
         return None
     if isinstance(value, str):
-        return tuple(_ALLOWED_TOOL.findall(value))
+        return _split_allowed(value)
     items = value if isinstance(value, list) else [value]
     kept = tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
     if len(kept) != len(items):
@@ -391,6 +387,32 @@ def _allowed_tools(value: Any, folder: Path, notes: list[SkillReport]) -> tuple[
             )
         )
     return kept
+
+
+def _split_allowed(text: str) -> tuple[str, ...]:
+    """Cut allowed-tools text at its spaces, except inside parentheses.
+
+    So ``Bash(git log:*) Read`` is two patterns, and ``Bash(echo (a) b)`` one.
+    One pass over the text: a pattern search for each ``(`` that never closes
+    would make a long value cost its length squared.
+    """
+    patterns: list[str] = []
+    start, depth = None, 0
+    for index, char in enumerate(text):
+        if char.isspace() and depth == 0:
+            if start is not None:
+                patterns.append(text[start:index])
+                start = None
+            continue
+        if start is None:
+            start = index
+        if char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+    if start is not None:
+        patterns.append(text[start:])
+    return tuple(patterns)
 
 
 def _warning(folder: Path, field: str, message: str) -> SkillReport:
