@@ -291,3 +291,35 @@ def test_a_missing_pyyaml_gives_an_import_error_naming_the_extra() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     ).stdout
     assert "pip install 'toolcycle[skills]'" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "refused_at"),
+    [
+        ("license: x #\tcomment\twith\ttabs", None),
+        ("license: 'a\tb' # and\there", None),
+        ("license: 'a # not a comment'\t", 28),
+        ("license: x#\tno space before the mark", 11),
+        ("\tlicense: x", 0),
+    ],
+)
+def test_tabs_are_allowed_in_comments_and_quoted_text_only(
+    tmp_path: pathlib.Path, line: str, refused_at: int | None
+) -> None:
+    file = write(tmp_path, f"---\nname: demo\ndescription: A demo.\n{line}\n---\n")
+    if refused_at is None:
+        assert read(file)["license"] in {"x", "a\tb"}
+        return
+    error = rule_of(file)
+    assert error.rule == "yaml-syntax"
+    assert f"line 4, column {refused_at + 1}" in str(error)
+
+
+def test_a_long_line_of_tabs_in_a_comment_is_read_in_one_pass(tmp_path: pathlib.Path) -> None:
+    """Each line's comment is found once: 20,000 tabs took 23 s when each tab searched again."""
+    count = 20_000
+    file = write(
+        tmp_path,
+        f"---\nname: demo\ndescription: A demo.\nlicense: {'x' * count} #{chr(9) * count}\n---\n",
+    )
+    assert read(file)["license"] == "x" * count

@@ -14,6 +14,7 @@ and applies those refusals, which costs a fraction of StrictYAML's time.
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
 __all__ = ["MAX_NESTING", "FrontMatterError", "read_body", "read_front_matter", "skill_file"]
@@ -251,6 +252,9 @@ class _Mark:
 def _check_tabs(source: str, events: list[Any]) -> None:
     """Refuse tabs where StrictYAML does: anywhere but quoted text, block text and comments.
 
+    Each line is searched for its comment once, however many tabs it holds, so
+    that a long line of tabs costs its length, not its length squared.
+
     Raises:
         FrontMatterError: naming the line and column of the first such tab.
     """
@@ -259,12 +263,23 @@ def _check_tabs(source: str, events: list[Any]) -> None:
         for event in events
         if isinstance(event, yaml.ScalarEvent)
     ]
+    starts = [start for start, _, _ in scalars]
+
+    def scalar_at(index: int) -> tuple[int, int, bool] | None:
+        found = bisect.bisect_right(starts, index) - 1
+        return scalars[found] if found >= 0 and index < scalars[found][1] else None
+
+    line_start, comment = 0, _comment_start(source, 0, scalar_at)
+    seen = 0  # the text up to here has been searched for line ends
     for match in re.finditer("\t", source):
         at = match.start()
-        if any(start <= at < end and text for start, end, text in scalars):
-            continue
-        line_start = source.rfind("\n", 0, at) + 1
-        if _comment_before(source, line_start, at, scalars):
+        newline = source.rfind("\n", seen, at)
+        seen = at
+        if newline >= 0:  # a later line than the last tab's
+            line_start = newline + 1
+            comment = _comment_start(source, line_start, scalar_at)
+        inside = scalar_at(at)
+        if (inside is not None and inside[2]) or comment < at:
             continue
         line = source.count("\n", 0, at)
         raise _yaml_error(
@@ -272,15 +287,22 @@ def _check_tabs(source: str, events: list[Any]) -> None:
         )
 
 
-def _comment_before(
-    source: str, start: int, end: int, scalars: list[tuple[int, int, bool]]
-) -> bool:
-    """Whether a comment opens between ``start`` and ``end`` (a "#" after a space, or first)."""
-    for index in range(start, end):
-        opens = source[index] == "#" and (index == start or source[index - 1] == " ")
-        if opens and not any(low <= index < high for low, high, _ in scalars):
-            return True
-    return False
+def _comment_start(
+    source: str, start: int, scalar_at: Callable[[int], tuple[int, int, bool] | None]
+) -> int:
+    """Where a comment opens on the line from ``start`` (a "#" after a space, or first).
+
+    The line's end when none does.
+    """
+    end = source.find("\n", start)
+    end = len(source) if end < 0 else end
+    index = source.find("#", start, end)
+    while index >= 0:
+        opens = index == start or source[index - 1] == " "
+        if opens and scalar_at(index) is None:
+            return index
+        index = source.find("#", index + 1, end)
+    return end
 
 
 def _index(mark: Any) -> int:
