@@ -797,3 +797,50 @@ def test_a_root_that_is_only_a_ref_is_offered_strict_as_the_object_it_names() ->
     assert strict["required"] == ["city"]
     compiler = SchemaCompiler()
     assert compiler.compile(strict).validate({"city": "Paris"})[1].valid
+
+
+def test_a_batch_that_raises_cancels_its_other_calls_first() -> None:
+    """The call that finds the plan ended raises; the call still running is cancelled first.
+
+    Before, it was left running on its own, its result lost.
+    """
+    import asyncio
+    import threading
+
+    from toolcycle import ToolRuntimeError
+
+    cancelled = threading.Event()
+
+    class Waits:
+        def discover(self) -> ToolDescriptor:
+            return ToolDescriptor(name="waits")
+
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            pass
+
+        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        def deactivate(self, ctx: ToolExecutionContext) -> None:
+            pass
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(Waits())
+        runtime.register(FakeTool(name="ends", output=lambda params, ctx: runtime.end_plan(ctx)))
+        runtime.register(FakeTool(name="late"))
+        ctx = runtime.new_context()
+        calls = [
+            {"id": str(n), "name": name, "arguments": {}}
+            for n, name in enumerate(["waits", "ends", "late"])
+        ]
+
+        async def main() -> None:
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                await asyncio.wait_for(runtime.acall_many(calls, ctx, max_concurrency=2), 5)
+            assert cancelled.is_set()
+
+        asyncio.run(main())

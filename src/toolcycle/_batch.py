@@ -66,7 +66,16 @@ async def run_batch(
                 limit.release()
 
     for group in _groups(prepared, sequential):
-        await asyncio.gather(*(one(index, *entry) for index, entry in group))
+        tasks = [asyncio.ensure_future(one(index, *entry)) for index, entry in group]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # A call that raises (the plan ended under the batch) or the caller's
+            # cancellation: the other calls are cancelled and waited for, not orphaned.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     answered = [result for result in results if result is not None]
     assert len(answered) == len(results)  # every call was answered, so none is out of place
     return answered
