@@ -83,10 +83,7 @@ def _inlined_root(schema: dict[str, Any]) -> dict[str, Any] | None:
     ref = schema["$ref"]
     if not isinstance(ref, str) or not ref.startswith("#/") or set(schema) - _ROOT_ONLY:
         return None
-    target: Any = schema
-    for part in ref[2:].split("/"):
-        key = part.replace("~1", "/").replace("~0", "~")
-        target = target.get(key) if isinstance(target, dict) else None
+    target = _local_target(schema, ref)
     if not isinstance(target, dict) or "$ref" in target:
         return None
     root = {key: value for key, value in schema.items() if key != "$ref"}
@@ -226,8 +223,14 @@ def _resolve(schema: Any, root: Any, seen: frozenset[str]) -> tuple[Any, frozens
         if not isinstance(ref, str) or not ref.startswith("#") or ref in seen:
             return None, seen
         seen |= {ref}
-        schema = root
-        for part in ref[1:].split("/")[1:]:  # a JSON pointer: "#/$defs/A" or "#"
-            key = part.replace("~1", "/").replace("~0", "~")
-            schema = schema.get(key) if isinstance(schema, dict) else None
+        schema = _local_target(root, ref)
     return schema, seen
+
+
+def _local_target(root: Any, ref: str) -> Any:
+    """What a local ``$ref`` ("#", "#/$defs/A") points at in ``root``; None if nothing."""
+    target = root
+    for part in ref[1:].split("/")[1:]:  # a JSON pointer after the "#"
+        key = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(key) if isinstance(target, dict) else None
+    return target

@@ -284,8 +284,11 @@ async def _drain(process: asyncio.subprocess.Process, timeout: float = 1.0) -> N
     """
     with anyio.move_on_after(timeout), contextlib.suppress(OSError):
         for pipe in (process.stdout, process.stderr):
-            while pipe is not None and await pipe.read(65536):
-                pass
+            if pipe is None:
+                continue
+            chunk = await pipe.read(65536)
+            while chunk:  # read and dropped in chunks: a stray writer cannot fill memory
+                chunk = await pipe.read(65536)
 
 
 async def _settle_exit(process: asyncio.subprocess.Process, timeout: float = 1.0) -> None:
