@@ -17,16 +17,14 @@ Feature: Capability enforcement
       | read-only | true   | false          | ToolAccessDeniedError |
 
     @req-cap-checkpoint-denied
-    Examples: Checkpoint plans refuse tools that cannot be rolled back
+    Examples: Checkpoint plans refuse tools that write and cannot be rolled back
       | plan       | writes | checkpointable | outcome                     |
       | checkpoint | true   | false          | ToolCheckpointRequiredError |
-      | checkpoint | false  | false          | ToolCheckpointRequiredError |
 
     @req-cap-both-denied
     Examples: A plan with both flags applies both rules, and the read-only denial wins a tie
       | plan                 | writes | checkpointable | outcome                     |
       | read-only checkpoint | true   | false          | ToolAccessDeniedError       |
-      | read-only checkpoint | false  | false          | ToolCheckpointRequiredError |
       | read-only checkpoint | true   | true           | ToolAccessDeniedError       |
 
     @req-cap-allowed
@@ -39,6 +37,12 @@ Feature: Capability enforcement
       | checkpoint           | true   | true           | allowed |
       | checkpoint           | false  | true           | allowed |
       | read-only checkpoint | false  | true           | allowed |
+
+    @req-cap-reader-checkpointable
+    Examples: A tool that does not write has nothing to undo, so checkpoint plans run it
+      | plan                 | writes | checkpointable | outcome |
+      | checkpoint           | false  | false          | allowed |
+      | read-only checkpoint | false  | false          | allowed |
 
   @req-cap-safe-default
   Scenario Outline: A tool that declares no capability is treated as writing and not checkpointable

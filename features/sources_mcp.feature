@@ -30,6 +30,16 @@ Feature: MCP servers as a tool source
     Then the call raises ToolAccessDeniedError
     And the MCP server opened 0 connections
 
+  @req-cap-reader-checkpointable
+  Scenario: A checkpoint plan runs the MCP tools that do not write
+    Given the MCP test server "local" in process
+    And I register the MCP server
+    And a checkpoint plan "p1"
+    When I call "add" with arguments {"a": 2, "b": 3}
+    Then the call succeeds
+    When I call "write" with arguments {"path": "x"}
+    Then the call raises ToolCheckpointRequiredError
+
   @req-mcp-shared-connection
   Scenario: The tools of a server share one connection per plan, closed at its end
     Given the MCP test server "local" in process

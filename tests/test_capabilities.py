@@ -19,7 +19,7 @@ from toolcycle.capabilities import check_capabilities, is_allowed
 def _expected(read_only: bool, checkpoint: bool, writes: bool, checkpointable: bool) -> type | None:
     if read_only and writes:
         return ToolAccessDeniedError
-    if checkpoint and not checkpointable:
+    if checkpoint and writes and not checkpointable:
         return ToolCheckpointRequiredError
     return None
 
@@ -44,3 +44,13 @@ def test_capability_table(
         with pytest.raises(expected) as info:
             check_capabilities(descriptor, ctx)
         assert info.value.tool_name == "t" and info.value.plan_id == "p"
+
+
+def test_a_checkpoint_plan_runs_a_tool_that_does_not_write_even_if_not_checkpointable() -> None:
+    """A tool that changes nothing has nothing to undo, so a checkpoint plan allows it."""
+    descriptor = ToolDescriptor(
+        name="lookup", capability=ToolCapability(writes=False, checkpointable=False)
+    )
+    ctx = ToolExecutionContext("p", requires_checkpoint=True)
+    check_capabilities(descriptor, ctx)
+    assert is_allowed(descriptor, ctx)

@@ -24,6 +24,41 @@ def test_record_change_appends_in_order() -> None:
     assert ctx.changes == (first, second)
 
 
+def test_record_change_in_a_call_fills_the_tool_name_and_time_left_empty() -> None:
+    """A change recorded without a tool name or time gets the calling tool's and now."""
+    from datetime import UTC, datetime
+
+    from toolcycle import ToolRuntime, tool
+
+    @tool(writes=True, checkpointable=True)
+    def touch(ctx: ToolExecutionContext) -> None:
+        """Record two changes, one naming its own tool and time."""
+        ctx.record_change(Change(kind="write", target="a"))
+        ctx.record_change(
+            Change(kind="write", target="b", tool_name="other", recorded_at="2020-01-01T00:00:00")
+        )
+
+    before = datetime.now(UTC)
+    with ToolRuntime() as runtime:
+        runtime.register(touch)
+        with runtime.plan() as ctx:
+            result = runtime.execute("touch", {}, ctx)
+            stamped, kept = ctx.changes
+    assert result.changes == (stamped, kept)
+    assert stamped.tool_name == "touch"
+    assert stamped.recorded_at is not None
+    assert before <= datetime.fromisoformat(stamped.recorded_at) <= datetime.now(UTC)
+    assert (kept.tool_name, kept.recorded_at) == ("other", "2020-01-01T00:00:00")
+
+
+def test_record_change_outside_a_call_keeps_the_change_as_given() -> None:
+    """Outside any call there is no tool to name, so the change is stored unchanged."""
+    ctx = ToolExecutionContext("p")
+    change = Change(kind="write", target="a")
+    ctx.record_change(change)
+    assert ctx.changes[0] is change
+
+
 def test_record_change_refuses_other_objects() -> None:
     """Only Change objects can be recorded."""
     with pytest.raises(TypeError, match="expects a Change"):

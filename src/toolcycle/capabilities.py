@@ -6,10 +6,13 @@ One rule per plan flag, from the design's table:
 plan                        tool                        error
 ==========================  ==========================  ================================
 ``read_only=True``          ``writes=True``             `ToolAccessDeniedError`
-``requires_checkpoint=True``  ``checkpointable=False``  `ToolCheckpointRequiredError`
+``requires_checkpoint=True``  ``writes=True`` and         `ToolCheckpointRequiredError`
+                            ``checkpointable=False``
 ==========================  ==========================  ================================
 
-When both rules refuse a tool, the read-only denial is the one raised.
+A tool that does not write has nothing to undo, so a checkpoint plan runs it
+whatever its ``checkpointable`` flag says. When both rules refuse a tool, the
+read-only denial is the one raised.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from toolcycle.errors import ToolAccessDeniedError, ToolCheckpointRequiredError
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
-    from toolcycle.models import ToolDescriptor
+    from toolcycle.models import ToolCapability, ToolDescriptor
 
 __all__ = ["check_capabilities", "is_allowed"]
 
@@ -31,7 +34,7 @@ def check_capabilities(descriptor: ToolDescriptor, ctx: ToolExecutionContext) ->
     Raises:
         ToolAccessDeniedError: the plan is read-only and the tool writes.
         ToolCheckpointRequiredError: the plan requires checkpoints and the tool
-            is not checkpointable.
+            writes and is not checkpointable.
     """
     capability = descriptor.capability
     if ctx.read_only and capability.writes:
@@ -41,7 +44,7 @@ def check_capabilities(descriptor: ToolDescriptor, ctx: ToolExecutionContext) ->
             tool_name=descriptor.name,
             plan_id=ctx.plan_id,
         )
-    if ctx.requires_checkpoint and not capability.checkpointable:
+    if ctx.requires_checkpoint and not _undoable(capability):
         raise ToolCheckpointRequiredError(
             f"tool {descriptor.name!r} cannot be rolled back, and plan {ctx.plan_id!r} "
             "requires checkpoints; run it in a plan with requires_checkpoint=False, or "
@@ -55,5 +58,10 @@ def is_allowed(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> bool:
     """Whether `check_capabilities` would let the plan of ``ctx`` run the tool."""
     capability = descriptor.capability
     return not (ctx.read_only and capability.writes) and not (
-        ctx.requires_checkpoint and not capability.checkpointable
+        ctx.requires_checkpoint and not _undoable(capability)
     )
+
+
+def _undoable(capability: ToolCapability) -> bool:
+    """Whether a checkpoint plan may run the tool: it changes nothing, or can undo it."""
+    return not capability.writes or capability.checkpointable

@@ -13,6 +13,7 @@ import threading
 import time
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle.cancellation import CancellationToken
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["ToolExecutionContext"]
 
 _log = logging.getLogger("toolcycle.context")
+
+
+def _stamped(change: Change, record: _CallRecord | None) -> Change:
+    """``change`` with an empty tool name and time filled from the running call."""
+    update: dict[str, str] = {}
+    if not change.tool_name and record is not None and record.tool_name:
+        update["tool_name"] = record.tool_name
+    if not change.recorded_at:
+        update["recorded_at"] = datetime.now(UTC).isoformat(timespec="microseconds")
+    return change.model_copy(update=update) if update else change
 
 
 class _CallRecord(Protocol):
@@ -212,12 +223,19 @@ class ToolExecutionContext:
         return self._ended
 
     def record_change(self, change: Change) -> None:
-        """Append a change to the plan's record (and to the current call's result)."""
+        """Append a change to the plan's record (and to the current call's result).
+
+        Inside a call of this plan, a change whose ``tool_name`` or ``recorded_at``
+        is empty gets the calling tool's name and the current UTC time, so every
+        change in the record says who made it and when.
+        """
         if not isinstance(change, Change):
             raise TypeError(f"record_change expects a Change, got {type(change).__name__}")
+        scope = _call_scope.get()
+        if scope is not None and scope.plan_token is self.cancellation_token:
+            change = _stamped(change, scope.record)
         with self._lock:
             self._changes.append(change)
-        scope = _call_scope.get()
         if scope is not None:
             scope.changes.append(change)
 
