@@ -117,8 +117,8 @@ def test_read_only_denial_starts_nothing(runtime: ToolRuntime) -> None:
 
 
 def test_checkpoint_denial_starts_nothing(runtime: ToolRuntime) -> None:
-    """A tool that cannot be rolled back is denied in a checkpoint plan."""
-    tool = FakeTool(checkpointable=False)
+    """A tool that writes and cannot be rolled back is denied in a checkpoint plan."""
+    tool = FakeTool(writes=True, checkpointable=False)
     runtime.register(tool)
     with runtime.plan(requires_checkpoint=True) as ctx:
         with pytest.raises(ToolCheckpointRequiredError):
@@ -360,9 +360,16 @@ def test_changes_land_in_order_in_context_and_result(runtime: ToolRuntime) -> No
     with runtime.plan() as ctx:
         recorded = runtime.execute("records", {}, ctx)
         returned = runtime.execute("returns", {}, ctx)
-        assert ctx.changes == (first, second, third)
-    assert recorded.changes == (first, second)
-    assert returned.changes == (third,)
+        stamped = tuple(c.model_copy(update={"recorded_at": None}) for c in ctx.changes)
+    # Recorded and returned changes alike get the calling tool's name and a time.
+    assert stamped == (
+        first.model_copy(update={"tool_name": "records"}),
+        second.model_copy(update={"tool_name": "records"}),
+        third.model_copy(update={"tool_name": "returns"}),
+    )
+    assert all(change.recorded_at for change in ctx.changes)
+    assert recorded.changes == ctx.changes[:2]
+    assert returned.changes == ctx.changes[2:]
 
 
 def test_end_plan_deactivates_in_reverse_order_once(runtime: ToolRuntime) -> None:

@@ -308,7 +308,7 @@ class RuntimeLifecycle(RuleBasedStateMachine):
             return Expected(refusal=ToolCancelledError, status="cancelled")
         if plan.flags.read_only and tool.spec.writes:
             return Expected(refusal=ToolAccessDeniedError, status="denied")
-        if plan.flags.requires_checkpoint and not tool.spec.checkpointable:
+        if plan.flags.requires_checkpoint and tool.spec.writes and not tool.spec.checkpointable:
             return Expected(refusal=ToolCheckpointRequiredError, status="denied")
         activates = tool.name not in plan.active
         if activates and tool.instance.failures_left > 0:
