@@ -92,7 +92,8 @@ ALLOWED = {
     "_dispatch": {"_names", "errors", "models"},
     "_batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
-    "rollback": {"models"},
+    "_confined": set(),
+    "rollback": {"_confined", "models"},
     "context": {"approvals", "cancellation", "models", "rollback"},
     "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approve": {"approvals", "context", "errors", "models", "redaction"},

@@ -297,7 +297,9 @@ class ToolExecutionContext:
         """Undo the changes recorded after ``to`` (all of them by default), newest first.
 
         Each change is undone by the handler for its kind (the built-in file
-        handlers, plus ``handlers``). Undone changes leave ``changes``; those
+        handlers, plus ``handlers``). The file handlers act only inside the
+        workspaces this plan binds, found from each change's workspace name and
+        relative target, never from a path stored in the change. Undone changes leave ``changes``; those
         that could not be undone (a conflict, no handler, an error) stay, in
         order, and are listed in the report with the reason.
 
@@ -316,7 +318,7 @@ class ToolExecutionContext:
                     "changes recorded"
                 )
             later = self._changes[marker.index :]
-            outcomes = undo_changes(later, handlers)
+            outcomes = undo_changes(later, handlers, resources=self.resources)
             kept = [o.change for o in reversed(outcomes) if o.status != "undone"]
             self._changes[marker.index :] = kept
         return RollbackReport(checkpoint=marker, outcomes=outcomes)

@@ -10,20 +10,30 @@ what the tool left behind.
 Before undoing a change, a handler checks that the target is still as the tool
 left it. If someone changed it since, the change is reported as a conflict and
 left alone: a rollback never overwrites work it did not make.
+
+A file change names its workspace and its path relative to it, never where to
+write: the handlers find the file again from the workspace the plan binds now
+and that relative path, walking it without following any symbolic link
+(``toolcycle._confined``). A change whose path is absolute, climbs with ``..``
+or meets a link is refused and nothing is written, so an edited, persisted
+change cannot make a rollback write anywhere else.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from toolcycle.models import Change
+from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
+from toolcycle.models import BoundResource, Change
+
+if TYPE_CHECKING:
+    import os
 
 __all__ = [
     "DEFAULT_UNDO_HANDLERS",
@@ -96,39 +106,94 @@ def digest(data: bytes) -> str:
 
 def file_change(
     kind: Literal["file.write", "file.delete", "dir.create"],
-    path: Path,
+    path: str | os.PathLike[str] | None = None,
     *,
     before: bytes | None,
     after: bytes | None,
     tool_name: str | None,
     target: str,
     recorded_at: str | None = None,
+    workspace: str | None = None,
 ) -> Change:
-    """Build the change a file tool records: enough to undo it and to detect conflicts."""
+    """Build the change a file tool records: enough to undo it and to detect conflicts.
+
+    Args:
+        kind: what happened to the file or folder.
+        path: ignored, kept so that older callers still work; a change never
+            records an absolute path, since rollback finds the file from
+            ``workspace`` and ``target`` alone.
+        before: the file's bytes before the change, or None if it did not exist.
+        after: the file's bytes after the change, or None if it no longer exists.
+        tool_name: the tool that made the change.
+        target: the path relative to the workspace root, with ``/`` separators.
+        recorded_at: when the change was made (ISO-8601 UTC).
+        workspace: the name of the bound workspace; may be left out when the
+            plan that rolls back binds only one.
+    """
+    del path
+    data: dict[str, str | None] = {
+        "before": None if before is None else base64.b64encode(before).decode("ascii"),
+        "after_sha256": None if after is None else digest(after),
+    }
+    if workspace is not None:
+        data["workspace"] = workspace
     return Change(
         kind=kind,
         target=target,
         tool_name=tool_name,
         recorded_at=recorded_at,
         description=f"{kind} {target}",
-        data={
-            "path": str(path),
-            "before": None if before is None else base64.b64encode(before).decode("ascii"),
-            "after_sha256": None if after is None else digest(after),
-        },
+        data=data,
     )
 
 
-def _current(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+def _plain_parts(change: Change) -> Parts:
+    """The change's target as parts below the root; anything that could leave is refused."""
+    target = change.target
+    parts = tuple(target.split("/"))
+    if (
+        not target
+        or target.startswith("/")
+        or "\0" in target
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise ConfinementError(f"the target {target!r} is not a plain path inside the workspace")
+    return parts
+
+
+def _workspace_of(change: Change, workspaces: Mapping[str, BoundResource]) -> BoundResource:
+    """The bound workspace a file change belongs to, re-derived from the plan, not the change."""
+    name = change.data.get("workspace")
+    if isinstance(name, str):
+        found = workspaces.get(name)
+        if found is None:
+            raise ConfinementError(
+                f"the plan binds no workspace named {name!r}; bind it to undo this change"
+            )
+    elif len(workspaces) == 1:
+        (found,) = workspaces.values()
+    else:
+        raise ConfinementError(
+            f"the change names no workspace and the plan binds {len(workspaces)}; "
+            "bind the one it was made in"
+        )
+    if found.read_only:
+        raise ConfinementError(f"workspace {found.name!r} is bound read-only")
+    return found
+
+
+def _current(root: ConfinedRoot, parts: Parts) -> bytes | None:
+    info = root.lstat(parts)
+    if info is None:
         return None
+    if stat.S_ISLNK(info.st_mode):
+        raise ConfinementError(f"{shown(parts)} is now a symbolic link")
+    return root.read_bytes(parts)
 
 
-def _check_unchanged(change: Change, path: Path) -> None:
+def _check_unchanged(change: Change, root: ConfinedRoot, parts: Parts) -> None:
     expected = change.data.get("after_sha256")
-    current = _current(path)
+    current = _current(root, parts)
     if expected is None:
         if current is not None:
             raise RollbackConflictError(f"{change.target} was created again after the change")
@@ -139,43 +204,86 @@ def _check_unchanged(change: Change, path: Path) -> None:
         raise RollbackConflictError(f"{change.target} was modified after the change")
 
 
-def _restore(change: Change) -> None:
-    path = Path(change.data["path"])
-    _check_unchanged(change, path)
+def _restore(change: Change, root: ConfinedRoot, parts: Parts) -> None:
+    _check_unchanged(change, root, parts)
     before = change.data.get("before")
     if before is None:
-        if path.exists():
-            path.unlink()
+        root.unlink(parts)  # the check above found the file the change created
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.toolcycle-rollback")
-    tmp.write_bytes(base64.b64decode(before))
-    os.replace(tmp, path)
+    for _ in root.make_dirs(parts[:-1]):
+        pass  # a folder removed since is made again, inside the workspace only
+    root.write_atomic(parts, base64.b64decode(before))
 
 
-def _remove_dir(change: Change) -> None:
-    path = Path(change.data["path"])
-    if not path.exists():
+def _remove_dir(change: Change, root: ConfinedRoot, parts: Parts) -> None:
+    info = root.lstat(parts)
+    if info is None:
         return
+    if stat.S_ISLNK(info.st_mode):
+        raise ConfinementError(f"{change.target} is now a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RollbackConflictError(f"{change.target} is no longer a directory")
     try:
-        path.rmdir()
+        root.rmdir(parts)
     except OSError as exc:
         raise RollbackConflictError(f"{change.target} is no longer empty") from exc
 
 
-DEFAULT_UNDO_HANDLERS: Mapping[str, UndoHandler] = {
-    "file.write": _restore,
-    "file.delete": _restore,
-    "dir.create": _remove_dir,
-}
-"""Undo handlers for the changes the built-in workspace tools record."""
+_FileUndo = Callable[[Change, ConfinedRoot, Parts], None]
+
+
+def _confined(undo: _FileUndo, workspaces: Mapping[str, BoundResource]) -> UndoHandler:
+    """A handler that runs ``undo`` inside the change's workspace, opened afresh."""
+
+    def handler(change: Change) -> None:
+        parts = _plain_parts(change)
+        workspace = _workspace_of(change, workspaces)
+        try:
+            root = ConfinedRoot(workspace.location)
+        except OSError as exc:
+            raise ConfinementError(
+                f"workspace {workspace.name!r} cannot be opened ({exc.strerror})"
+            ) from None
+        with root:
+            undo(change, root, parts)
+
+    return handler
+
+
+def _file_handlers(resources: Iterable[BoundResource]) -> dict[str, UndoHandler]:
+    """The built-in file handlers, confined to the workspaces among ``resources``."""
+    workspaces = {r.name: r for r in resources if r.kind == "workspace"}
+    return {
+        "file.write": _confined(_restore, workspaces),
+        "file.delete": _confined(_restore, workspaces),
+        "dir.create": _confined(_remove_dir, workspaces),
+    }
+
+
+DEFAULT_UNDO_HANDLERS: Mapping[str, UndoHandler] = _file_handlers(())
+"""The kinds the built-in workspace tools record, with their undo handlers.
+
+Called on their own these know no workspace and refuse every change;
+`undo_changes` (and so ``ctx.rollback``) binds them to the plan's workspaces.
+"""
 
 
 def undo_changes(
-    changes: Iterable[Change], handlers: Mapping[str, UndoHandler] | None = None
+    changes: Iterable[Change],
+    handlers: Mapping[str, UndoHandler] | None = None,
+    *,
+    resources: Iterable[BoundResource] = (),
 ) -> tuple[UndoOutcome, ...]:
-    """Undo ``changes`` newest first; never raises for a change that cannot be undone."""
-    table: dict[str, UndoHandler] = dict(DEFAULT_UNDO_HANDLERS)
+    """Undo ``changes`` newest first; never raises for a change that cannot be undone.
+
+    Args:
+        changes: the changes to undo, oldest first.
+        handlers: undo handlers by kind, in addition to (or replacing) the
+            built-in file handlers.
+        resources: the resources the plan binds; the built-in file handlers act
+            only in its workspaces and refuse a change of any other.
+    """
+    table: dict[str, UndoHandler] = _file_handlers(resources)
     table.update(handlers or {})
     outcomes: list[UndoOutcome] = []
     for change in reversed(list(changes)):
@@ -193,6 +301,10 @@ def undo_changes(
             handler(change)
         except RollbackConflictError as exc:
             outcomes.append(UndoOutcome(change=change, status="conflict", message=str(exc)))
+        except ConfinementError as exc:
+            outcomes.append(
+                UndoOutcome(change=change, status="failed", message=f"refused, not undone: {exc}")
+            )
         except Exception as exc:
             outcomes.append(
                 UndoOutcome(change=change, status="failed", message=f"{type(exc).__name__}: {exc}")

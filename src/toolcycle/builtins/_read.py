@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import stat
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
 from toolcycle.builtins._workspace import NotTextError, WorkspaceError, WorkspaceTool
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    import os
+    from collections.abc import Iterator
 
     from toolcycle import ToolExecutionContext
 
@@ -18,22 +21,34 @@ __all__ = ["ListDir", "ReadFile", "SearchText", "read_text"]
 _SNIFF_BYTES = 8192
 
 
-def read_text(path: Path, shown: str, max_bytes: int) -> str:
-    """Read a UTF-8 text file, refusing missing, oversized and binary files clearly."""
-    if not path.exists():
-        raise FileNotFoundError(f"{shown} does not exist")
-    if not path.is_file():
-        raise WorkspaceError(f"{shown} is not a file")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise WorkspaceError(f"{shown} is {size} bytes, over the limit of {max_bytes}")
-    data = path.read_bytes()
+def read_text(root: ConfinedRoot, parts: Parts, max_bytes: int) -> str:
+    """Read a UTF-8 text file, refusing missing, oversized, linked and binary files clearly."""
+    info = root.lstat(parts)
+    if info is None:
+        raise FileNotFoundError(f"{shown(parts)} does not exist")
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(f"{shown(parts)} is not a file")
+    data = root.read_bytes(parts, max_bytes)
     if b"\0" in data[:_SNIFF_BYTES]:
-        raise NotTextError(f"{shown} is a binary file")
+        raise NotTextError(f"{shown(parts)} is a binary file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NotTextError(f"{shown} is not valid UTF-8 (byte {exc.start})") from None
+        raise NotTextError(f"{shown(parts)} is not valid UTF-8 (byte {exc.start})") from None
+
+
+def _followed(
+    root: ConfinedRoot, parts: Parts, info: os.stat_result
+) -> tuple[Parts, os.stat_result] | None:
+    """An entry, or where its link leads with what is there; None for links out or to nothing."""
+    if not stat.S_ISLNK(info.st_mode):
+        return parts, info
+    try:
+        target = root.resolve(shown(parts))
+    except ConfinementError:
+        return None  # a link leading outside (or in a loop) is left out
+    found = root.lstat(target)
+    return None if found is None else (target, found)
 
 
 class ReadFile(WorkspaceTool):
@@ -55,14 +70,15 @@ class ReadFile(WorkspaceTool):
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Return the text (or the requested lines) and how many lines the file has."""
         workspace = self.workspace(params, ctx)
-        target = self.resolve(workspace, params["path"])
-        text = read_text(target, params["path"], self.max_bytes)
+        with self._opened(workspace) as root:
+            target = root.resolve(params["path"])
+            text = read_text(root, target, self.max_bytes)
         lines = text.splitlines(keepends=True)
         offset = params.get("offset", 0)
         limit = params.get("limit")
         window = lines[offset : None if limit is None else offset + limit]
         return {
-            "path": self.relative(workspace, target),
+            "path": shown(target),
             "content": "".join(window),
             "total_lines": len(lines),
             "truncated": offset > 0 or (limit is not None and offset + limit < len(lines)),
@@ -87,30 +103,32 @@ class ListDir(WorkspaceTool):
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Return the entries, sorted by path, and whether the cap cut them short."""
         workspace = self.workspace(params, ctx)
-        shown = params.get("path", ".")
-        root = self.resolve(workspace, shown)
-        if not root.is_dir():
-            raise WorkspaceError(f"{shown} is not a directory")
+        with self._opened(workspace) as root:
+            base = root.resolve(params.get("path", "."))
+            info = root.lstat(base)
+            if info is None or not stat.S_ISDIR(info.st_mode):
+                raise WorkspaceError(f"{shown(base)} is not a directory")
+            return self._list(root, base, params)
+
+    def _list(self, root: ConfinedRoot, base: Parts, params: dict[str, Any]) -> dict[str, Any]:
         pattern = params.get("pattern")
-        walker = root.rglob("*") if params.get("recursive") else root.iterdir()
         entries: list[dict[str, Any]] = []
         truncated = False
-        for entry in sorted(walker):
-            if pattern and not fnmatch.fnmatch(entry.name, pattern):
+        for here, info in root.scan(base, recursive=bool(params.get("recursive"))):
+            if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
-            try:
-                self.resolve(workspace, str(entry))
-            except WorkspaceError:
-                continue  # a symlink leading outside is not listed
+            followed = _followed(root, here, info)
+            if followed is None:
+                continue
             if len(entries) == self.max_entries:
                 truncated = True
                 break
-            is_dir = entry.is_dir()
+            is_dir = stat.S_ISDIR(followed[1].st_mode)
             entries.append(
                 {
-                    "path": self.relative(workspace, entry),
+                    "path": shown(here),
                     "type": "dir" if is_dir else "file",
-                    "size": 0 if is_dir else entry.stat().st_size,
+                    "size": 0 if is_dir else followed[1].st_size,
                 }
             )
         return {"entries": entries, "truncated": truncated}
@@ -138,30 +156,44 @@ class SearchText(WorkspaceTool):
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Return matching lines with their file and 1-based line number."""
         workspace = self.workspace(params, ctx)
-        shown = params.get("path", ".")
-        root = self.resolve(workspace, shown)
         query = params["query"]
         try:
             matcher = re.compile(query if params.get("regex") else re.escape(query))
         except re.error as exc:
             raise WorkspaceError(f"the query is not a valid regular expression: {exc}") from None
+        with self._opened(workspace) as root:
+            base = root.resolve(params.get("path", "."))
+            return self._search(root, base, matcher, params)
+
+    def _search(
+        self, root: ConfinedRoot, base: Parts, matcher: re.Pattern[str], params: dict[str, Any]
+    ) -> dict[str, Any]:
         limit = params.get("max_results", 100)
-        pattern = params.get("pattern")
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         matches: list[dict[str, Any]] = []
-        for path in files:
-            if pattern and not fnmatch.fnmatch(path.name, pattern):
-                continue
+        for target in self._files(root, base, params.get("pattern")):
             try:
-                target = self.resolve(workspace, str(path))
-                text = read_text(target, str(path), self.max_bytes)
-            except (WorkspaceError, OSError):
-                continue  # binary, oversized or outside files are skipped
+                text = read_text(root, target, self.max_bytes)
+            except (WorkspaceError, ConfinementError, OSError):
+                continue  # binary, oversized, hard-linked or vanished files are skipped
             for number, line in enumerate(text.splitlines(), start=1):
                 if len(line) <= self.max_line_length and matcher.search(line):
-                    matches.append(
-                        {"path": self.relative(workspace, target), "line": number, "text": line}
-                    )
+                    matches.append({"path": shown(target), "line": number, "text": line})
                     if len(matches) == limit:
                         return {"matches": matches, "truncated": True}
         return {"matches": matches, "truncated": False}
+
+    def _files(self, root: ConfinedRoot, base: Parts, pattern: str | None) -> Iterator[Parts]:
+        """The regular files to search: ``base`` itself, or every one under it, in order."""
+        info = root.lstat(base)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            if not pattern or fnmatch.fnmatch(base[-1], pattern):
+                yield base
+            return
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            return
+        for here, entry in root.scan(base, recursive=True):
+            if pattern and not fnmatch.fnmatch(here[-1], pattern):
+                continue
+            followed = _followed(root, here, entry)
+            if followed is not None and stat.S_ISREG(followed[1].st_mode):
+                yield followed[0]

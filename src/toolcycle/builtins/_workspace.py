@@ -1,17 +1,21 @@
 """The workspace a plan binds, and paths that cannot leave it.
 
-Every built-in tool resolves its paths here. A path is taken relative to the
-workspace root (an absolute path must already lie inside it), resolved with
-symlinks followed, and refused unless the result is the root or below it. So
-``..``, absolute paths elsewhere and symlinks that point outside all fail the
-same way, before any file is opened.
+Every built-in tool opens its files through `WorkspaceTool._opened`: the workspace
+root is opened once per call as a directory descriptor and every path is walked
+below it one component at a time without following links (``toolcycle._confined``).
+A path is taken relative to the root (an absolute path must already lie inside
+it); a symbolic link is followed only when what it points to stays inside, and
+``..``, absolute paths elsewhere and links that lead outside fail with
+`PathOutsideWorkspaceError` before anything is opened. Errors name paths relative
+to the workspace, never the host's absolute paths.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolcycle import (
     BoundResource,
@@ -19,6 +23,10 @@ from toolcycle import (
     ToolDescriptor,
     ToolExecutionContext,
 )
+from toolcycle._confined import ConfinedRoot, ConfinementError, OutsideRootError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "NotTextError",
@@ -88,7 +96,7 @@ class WorkspaceTool:
         for resource in ctx.resources:
             if resource.kind == "workspace" and not Path(resource.location).is_dir():
                 raise WorkspaceError(
-                    f"workspace {resource.name!r} is not a directory: {resource.location!r}"
+                    f"workspace {resource.name!r} is not a directory; bind an existing one"
                 )
 
     def deactivate(self, ctx: ToolExecutionContext) -> None:
@@ -104,20 +112,41 @@ class WorkspaceTool:
             ) from None
 
     def resolve(self, workspace: BoundResource, path: str) -> Path:
-        """Resolve ``path`` inside the workspace, or raise `PathOutsideWorkspaceError`."""
-        root = Path(workspace.location).resolve()
-        candidate = Path(path)
-        target = (candidate if candidate.is_absolute() else root / candidate).resolve()
-        if target != root and root not in target.parents:
-            raise PathOutsideWorkspaceError(
-                f"{path!r} is outside the workspace {workspace.name!r}; use a path inside it"
-            )
-        return target
+        """The absolute path ``path`` names inside the workspace, links inside resolved.
+
+        Raises:
+            PathOutsideWorkspaceError: ``path`` (or a link on it) leads outside.
+        """
+        with self._opened(workspace) as root:
+            parts = root.resolve(path)
+        return Path(workspace.location).resolve().joinpath(*parts)
 
     def relative(self, workspace: BoundResource, target: Path) -> str:
         """``target`` as a POSIX path relative to the workspace root."""
         rel = target.relative_to(Path(workspace.location).resolve()).as_posix()
         return rel or "."
+
+    @contextmanager
+    def _opened(self, workspace: BoundResource) -> Iterator[ConfinedRoot]:
+        """The workspace root, opened for one call; confinement errors become ours."""
+        try:
+            root = ConfinedRoot(workspace.location)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"workspace {workspace.name!r} cannot be opened ({exc.strerror}); "
+                "bind an existing directory"
+            ) from None
+        try:
+            with root:
+                yield root
+        except OutsideRootError as exc:
+            via = f" through the symbolic link {exc.link!r}" if exc.link is not None else ""
+            raise PathOutsideWorkspaceError(
+                f"{exc.path!r} is outside the workspace {workspace.name!r}{via}; "
+                "use a path inside it"
+            ) from None
+        except ConfinementError as exc:
+            raise WorkspaceError(str(exc)) from None
 
     def writable(self, workspace: BoundResource) -> None:
         """Refuse to change a workspace the plan bound read-only."""

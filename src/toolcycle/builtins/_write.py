@@ -7,72 +7,66 @@ restore the workspace byte for byte and notice later edits by someone else.
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any, ClassVar
+import stat
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from toolcycle._confined import ConfinedRoot, Parts, shown
 from toolcycle.builtins._read import read_text
 from toolcycle.builtins._workspace import WorkspaceError, WorkspaceTool, now_iso
 from toolcycle.rollback import file_change
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Iterator
 
     from toolcycle import BoundResource, ToolExecutionContext
 
 __all__ = ["DeleteFile", "EditFile", "MakeDir", "WriteFile"]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.toolcycle-tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 class _Writer(WorkspaceTool):
     writes = True
 
+    @contextmanager
     def _target(
         self, params: dict[str, Any], ctx: ToolExecutionContext
-    ) -> tuple[BoundResource, Path]:
+    ) -> Iterator[tuple[BoundResource, ConfinedRoot, Parts]]:
+        """The writable workspace, its opened root and the target's parts, for one call."""
         workspace = self.workspace(params, ctx)
         self.writable(workspace)
-        target = self.resolve(workspace, params["path"])
-        if target == self.resolve(workspace, "."):
-            raise WorkspaceError("the workspace root itself cannot be written")
-        return workspace, target
+        with self._opened(workspace) as root:
+            target = root.resolve(params["path"])
+            if not target:
+                raise WorkspaceError("the workspace root itself cannot be written")
+            yield workspace, root, target
 
     def _record(
         self,
         ctx: ToolExecutionContext,
-        kind: Any,
+        kind: Literal["file.write", "file.delete", "dir.create"],
         workspace: BoundResource,
-        target: Path,
+        target: Parts,
         before: bytes | None,
         after: bytes | None,
     ) -> None:
         ctx.record_change(
             file_change(
                 kind,
-                target,
                 before=before,
                 after=after,
                 tool_name=self.name,
-                target=self.relative(workspace, target),
+                target=shown(target),
                 recorded_at=now_iso(),
+                workspace=workspace.name,
             )
         )
 
-    def _make_parents(
-        self, ctx: ToolExecutionContext, workspace: BoundResource, target: Path
+    def _make_dirs(
+        self, ctx: ToolExecutionContext, workspace: BoundResource, root: ConfinedRoot, dirs: Parts
     ) -> None:
-        missing = []
-        parent = target.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        for directory in reversed(missing):
-            directory.mkdir()
-            self._record(ctx, "dir.create", workspace, directory, None, None)
+        """Create the missing folders of ``dirs``, recording each as soon as it exists."""
+        for made in root.make_dirs(dirs):
+            self._record(ctx, "dir.create", workspace, made, None, None)
 
 
 class WriteFile(_Writer):
@@ -88,19 +82,16 @@ class WriteFile(_Writer):
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Write the file, creating missing folders, and record how to undo it."""
-        workspace, target = self._target(params, ctx)
-        if target.is_dir():
-            raise WorkspaceError(f"{params['path']} is a directory")
-        before = target.read_bytes() if target.exists() else None
-        data = params["content"].encode("utf-8")
-        self._make_parents(ctx, workspace, target)
-        _atomic_write(target, data)
-        self._record(ctx, "file.write", workspace, target, before, data)
-        return {
-            "path": self.relative(workspace, target),
-            "bytes": len(data),
-            "created": before is None,
-        }
+        with self._target(params, ctx) as (workspace, root, target):
+            info = root.lstat(target)
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                raise WorkspaceError(f"{shown(target)} is a directory")
+            before = None if info is None else root.read_bytes(target)
+            data = params["content"].encode("utf-8")
+            self._make_dirs(ctx, workspace, root, target[:-1])
+            root.write_atomic(target, data)
+            self._record(ctx, "file.write", workspace, target, before, data)
+        return {"path": shown(target), "bytes": len(data), "created": before is None}
 
 
 class EditFile(_Writer):
@@ -124,19 +115,19 @@ class EditFile(_Writer):
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Edit the file if ``old`` occurs exactly once; record how to undo it."""
-        workspace, target = self._target(params, ctx)
-        text = read_text(target, params["path"], self.max_bytes)
-        count = text.count(params["old"])
-        if count != 1:
-            where = "does not occur" if count == 0 else f"occurs {count} times"
-            raise WorkspaceError(
-                f"the text to replace {where} in {params['path']}; give a unique, exact excerpt"
-            )
-        before = text.encode("utf-8")
-        after = text.replace(params["old"], params["new"], 1).encode("utf-8")
-        _atomic_write(target, after)
-        self._record(ctx, "file.write", workspace, target, before, after)
-        return {"path": self.relative(workspace, target), "bytes": len(after)}
+        with self._target(params, ctx) as (workspace, root, target):
+            text = read_text(root, target, self.max_bytes)
+            count = text.count(params["old"])
+            if count != 1:
+                where = "does not occur" if count == 0 else f"occurs {count} times"
+                raise WorkspaceError(
+                    f"the text to replace {where} in {shown(target)}; give a unique, exact excerpt"
+                )
+            before = text.encode("utf-8")
+            after = text.replace(params["old"], params["new"], 1).encode("utf-8")
+            root.write_atomic(target, after)
+            self._record(ctx, "file.write", workspace, target, before, after)
+        return {"path": shown(target), "bytes": len(after)}
 
 
 class DeleteFile(_Writer):
@@ -149,13 +140,14 @@ class DeleteFile(_Writer):
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Delete the file and record its bytes so that it can be restored."""
-        workspace, target = self._target(params, ctx)
-        if not target.is_file():
-            raise FileNotFoundError(f"{params['path']} is not an existing file")
-        before = target.read_bytes()
-        target.unlink()
-        self._record(ctx, "file.delete", workspace, target, before, None)
-        return {"path": self.relative(workspace, target), "deleted": True}
+        with self._target(params, ctx) as (workspace, root, target):
+            info = root.lstat(target)
+            if info is None or not stat.S_ISREG(info.st_mode):
+                raise FileNotFoundError(f"{shown(target)} is not an existing file")
+            before = root.read_bytes(target)
+            root.unlink(target)
+            self._record(ctx, "file.delete", workspace, target, before, None)
+        return {"path": shown(target), "deleted": True}
 
 
 class MakeDir(_Writer):
@@ -168,12 +160,9 @@ class MakeDir(_Writer):
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Create the directories that are missing and record each one."""
-        workspace, target = self._target(params, ctx)
-        if target.exists() and not target.is_dir():
-            raise WorkspaceError(f"{params['path']} exists and is not a directory")
-        existed = target.is_dir()
-        if not existed:
-            self._make_parents(ctx, workspace, target)
-            target.mkdir()
-            self._record(ctx, "dir.create", workspace, target, None, None)
-        return {"path": self.relative(workspace, target), "created": not existed}
+        with self._target(params, ctx) as (workspace, root, target):
+            info = root.lstat(target)
+            if info is not None and not stat.S_ISDIR(info.st_mode):
+                raise WorkspaceError(f"{shown(target)} exists and is not a directory")
+            self._make_dirs(ctx, workspace, root, target)
+        return {"path": shown(target), "created": info is None}

@@ -1,0 +1,365 @@
+"""Paths under a root directory, opened so that nothing outside it is ever touched.
+
+`ConfinedRoot` holds a descriptor of the root and opens everything relative to it,
+one path component at a time, with ``O_NOFOLLOW``:
+
+- `ConfinedRoot.resolve` turns a path (relative, or absolute inside the root) into
+  its components below the root. A symbolic link is replaced by what it points to
+  when that stays inside the root; a link or a ``..`` that leads out of the root
+  raises `OutsideRootError`, even when a later component would come back in.
+- Every other method takes such components and follows no link at all: a link
+  found there (the tree changed since it was resolved, or the caller, like
+  rollback, follows none) is refused with `ConfinementError`.
+- A file is read only if it is a regular file with one link: a file with several
+  hard links may share its bytes with a file outside the root.
+- A file is replaced through a temporary created with ``O_CREAT | O_EXCL |
+  O_NOFOLLOW`` under a random name in the same folder and renamed over it, so a
+  link planted at any name is neither followed nor moved into place.
+- Errors name paths relative to the root, never the root itself.
+
+The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools are.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["ConfinedRoot", "ConfinementError", "OutsideRootError", "Parts", "shown"]
+
+Parts = tuple[str, ...]
+"""A path below the root as its components, without ``.``, ``..`` or empty parts."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_PATH = 4096
+_MAX_LINKS = 40
+
+
+class ConfinementError(Exception):
+    """A path cannot be used safely under the root (a link, a hard link, a special file)."""
+
+
+class OutsideRootError(ConfinementError):
+    """A path leads out of the root, through ``..``, an absolute path or a symbolic link."""
+
+    def __init__(self, path: str, link: str | None = None) -> None:
+        self.path = path
+        self.link = link
+        via = f" through the symbolic link {link!r}" if link is not None else ""
+        super().__init__(f"{path!r} leads outside the root{via}")
+
+
+def shown(parts: Parts) -> str:
+    """``parts`` as a POSIX path relative to the root (``.`` for the root itself)."""
+    return "/".join(parts) or "."
+
+
+def _renamed(exc: OSError, where: str) -> OSError:
+    """The same error (of the same class), naming ``where`` instead of the OS's path."""
+    return OSError(exc.errno, exc.strerror, where)
+
+
+@contextmanager
+def _naming(where: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise _renamed(exc, where) from None
+
+
+class ConfinedRoot:
+    """A root directory, opened once; every path under it is opened relative to it.
+
+    Use it as a context manager so that the root's descriptor is closed.
+    """
+
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        """Open ``location`` (which the host chose, so links in it are followed).
+
+        Raises:
+            OSError: the root cannot be opened as a directory; the error names ``.``.
+        """
+        place = os.fspath(location)
+        self._prefixes = tuple(dict.fromkeys((os.path.realpath(place), os.path.abspath(place))))
+        with _naming("."):
+            self._fd = os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the root's descriptor; idempotent."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def resolve(self, path: str) -> Parts:
+        """The components below the root that ``path`` names, links inside replaced.
+
+        A component that does not exist ends the resolution of links: the rest is
+        taken as written (``..`` still may not leave the root).
+
+        Raises:
+            OutsideRootError: ``path`` or a link on it leads out of the root.
+            ConfinementError: the path is too long or has too many links.
+        """
+        if len(path) > _MAX_PATH:
+            raise ConfinementError(f"a path of {len(path)} characters is too long")
+        pending = self._below(path, path)[::-1]
+        done: list[str] = []
+        real = 0  # how many leading parts of done are existing, real directories
+        fd = self._fd  # a descriptor of done[:real]
+        hops = 0
+        name = ""
+        try:
+            while pending:
+                name = pending.pop()
+                if name in ("", "."):
+                    continue
+                if name == "..":
+                    if not done:
+                        raise OutsideRootError(path)
+                    done.pop()
+                    if real > len(done):
+                        real = len(done)
+                        fd = self._reopen(fd, tuple(done))
+                    continue
+                info = None if real < len(done) else _lstat(name, fd)
+                if info is not None and stat.S_ISLNK(info.st_mode):
+                    hops += 1
+                    if hops > _MAX_LINKS:
+                        raise ConfinementError(f"{path!r} passes through too many symbolic links")
+                    link = shown((*done, name))
+                    target = os.readlink(name, dir_fd=fd)
+                    if os.path.isabs(target):
+                        parts = self._below(target, path, link)
+                        done, real, fd = [], 0, self._reopen(fd, ())
+                    else:
+                        parts = target.split("/")
+                    pending.extend(reversed(parts))
+                    continue
+                if info is not None and stat.S_ISDIR(info.st_mode):
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    self._release(fd)
+                    fd, real = child, len(done) + 1
+                done.append(name)
+        except OSError as exc:
+            raise _renamed(exc, shown((*done, name))) from None
+        finally:
+            self._release(fd)
+        return tuple(done)
+
+    def lstat(self, parts: Parts) -> os.stat_result | None:
+        """What is at ``parts`` (a link is not followed), or None if nothing is."""
+        if not parts:
+            return os.fstat(self._fd)
+        try:
+            with self._parent(parts) as fd, _naming(shown(parts)):
+                return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def read_bytes(self, parts: Parts, max_bytes: int | None = None) -> bytes:
+        """The bytes of the regular, singly linked file at ``parts``.
+
+        Raises:
+            ConfinementError: it is a link, not a regular file, has several hard
+                links or is over ``max_bytes``.
+            OSError: it cannot be opened or read; the error names ``parts``.
+        """
+        where = shown(parts)
+        with self._parent(parts) as parent, _naming(where):
+            fd = self._open_file(parts, parent)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise ConfinementError(f"{where} is not a regular file")
+                if info.st_nlink > 1:
+                    raise ConfinementError(
+                        f"{where} has {info.st_nlink} hard links; a file linked more than "
+                        "once may share its bytes with a file outside, so it is not used"
+                    )
+                data = _read_up_to(fd, None if max_bytes is None else max_bytes + 1)
+                if max_bytes is not None and len(data) > max_bytes:
+                    size = max(info.st_size, len(data))
+                    raise ConfinementError(
+                        f"{where} is {size} bytes, over the limit of {max_bytes}"
+                    )
+                return data
+            finally:
+                os.close(fd)
+
+    def write_atomic(self, parts: Parts, data: bytes) -> None:
+        """Replace (or create) the file at ``parts`` with ``data`` in one rename.
+
+        An existing file keeps its permission bits; a new one gets the default.
+        """
+        with self._parent(parts) as parent, _naming(shown(parts)):
+            try:
+                mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                mode = None
+            temp = f".{secrets.token_hex(8)}.toolcycle-tmp"
+            fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=parent)
+            try:
+                try:
+                    if mode is not None and stat.S_ISREG(mode):
+                        os.fchmod(fd, stat.S_IMODE(mode))
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+                os.replace(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
+            except BaseException:
+                with suppress(OSError):  # nothing more can be done; the name is random
+                    os.unlink(temp, dir_fd=parent)
+                raise
+
+    def make_dirs(self, parts: Parts) -> Iterator[Parts]:
+        """Create the missing directories of ``parts``, yielding each one once made."""
+        for depth in range(1, len(parts) + 1):
+            here = parts[:depth]
+            info = self.lstat(here)
+            if info is None:
+                self.make_dir(here)
+                yield here
+            elif not stat.S_ISDIR(info.st_mode):
+                kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
+                raise ConfinementError(f"{shown(here)} is {kind}; cannot create folders in it")
+
+    def make_dir(self, parts: Parts) -> None:
+        """Create the directory at ``parts``; its parent must exist."""
+        with self._parent(parts) as parent, _naming(shown(parts)):
+            os.mkdir(parts[-1], dir_fd=parent)
+
+    def unlink(self, parts: Parts) -> None:
+        """Remove the file (or link itself) at ``parts``."""
+        with self._parent(parts) as parent, _naming(shown(parts)):
+            os.unlink(parts[-1], dir_fd=parent)
+
+    def rmdir(self, parts: Parts) -> None:
+        """Remove the empty directory at ``parts`` (a link there is not removed)."""
+        with self._parent(parts) as parent, _naming(shown(parts)):
+            os.rmdir(parts[-1], dir_fd=parent)
+
+    def scan(self, parts: Parts, *, recursive: bool) -> Iterator[tuple[Parts, os.stat_result]]:
+        """Each entry under the directory ``parts``, in sorted order, links not followed.
+
+        With ``recursive``, real subdirectories are entered (links to directories are
+        listed, never entered); every directory precedes its contents.
+        """
+        stack = [self._entries(parts)]
+        while stack:
+            if not stack[-1]:
+                stack.pop()
+                continue
+            here, info = stack[-1].pop()
+            yield here, info
+            if recursive and stat.S_ISDIR(info.st_mode):
+                stack.append(self._entries(here))
+
+    def _entries(self, parts: Parts) -> list[tuple[Parts, os.stat_result]]:
+        """The entries of a directory, last name first (so that ``pop`` takes them in order)."""
+        with self._directory(parts) as fd, _naming(shown(parts)):
+            names = sorted(os.listdir(fd), reverse=True)
+            found = [(name, _lstat(name, fd)) for name in names]
+        return [((*parts, name), info) for name, info in found if info is not None]
+
+    @contextmanager
+    def _directory(self, parts: Parts) -> Iterator[int]:
+        """A descriptor of the directory ``parts``, reached without following any link."""
+        fd = self._fd
+        try:
+            for depth, name in enumerate(parts, start=1):
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(name, fd):
+                        raise ConfinementError(
+                            f"{shown(parts[:depth])} is a symbolic link; it is not followed here"
+                        ) from None
+                    raise _renamed(exc, shown(parts[:depth])) from None
+                self._release(fd)
+                fd = child
+            yield fd
+        finally:
+            self._release(fd)
+
+    def _parent(self, parts: Parts) -> AbstractContextManager[int]:
+        """A descriptor of the folder that holds ``parts`` (never the root itself)."""
+        return self._directory(parts[:-1])
+
+    def _open_file(self, parts: Parts, parent: int) -> int:
+        try:
+            return os.open(parts[-1], _READ_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and _is_link(parts[-1], parent):
+                raise ConfinementError(
+                    f"{shown(parts)} is a symbolic link; it is not followed here"
+                ) from None
+            raise
+
+    def _below(self, path: str, original: str, link: str | None = None) -> list[str]:
+        """The components of ``path`` relative to the root; an absolute one must lie in it."""
+        if not os.path.isabs(path):
+            return path.split("/")
+        for prefix in self._prefixes:
+            if path == prefix:
+                return []
+            base = prefix.rstrip("/") + "/"
+            if path.startswith(base):
+                return path[len(base) :].split("/")
+        raise OutsideRootError(original, link)
+
+    def _reopen(self, fd: int, parts: Parts) -> int:
+        """Open ``parts`` (real directories) afresh from the root, then release ``fd``."""
+        if parts:
+            with self._directory(parts) as opened:
+                fresh = os.dup(opened)
+        else:
+            fresh = self._fd
+        self._release(fd)
+        return fresh
+
+    def _release(self, fd: int) -> None:
+        if fd != self._fd:
+            os.close(fd)
+
+
+def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
+    """What ``name`` is in ``dir_fd`` (a link is not followed), or None if it is gone."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _read_up_to(fd: int, cap: int | None) -> bytes:
+    """Read ``fd`` to its end, or until ``cap`` bytes have been read."""
+    chunks: list[bytes] = []
+    size = 0
+    while cap is None or size < cap:
+        chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    info = _lstat(name, dir_fd)
+    return info is not None and stat.S_ISLNK(info.st_mode)
