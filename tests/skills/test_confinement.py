@@ -12,6 +12,7 @@ import pytest
 
 from toolcycle import ToolActivationError, ToolRuntime
 from toolcycle.sources.skills import Skill, SkillDirectory, SkillLimits, SkillValidationError
+from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter
 
 from .conftest import make_skill
 
@@ -202,3 +203,10 @@ def test_a_bundled_file_over_the_cap_is_refused_saying_how_to_raise_it(tmp_path:
     assert result.error_type == "SkillFileError"
     assert "is 300 bytes, over the limit of 200 bytes" in (result.error or "")
     assert "raise SkillLimits(max_file_bytes=...)" in (result.error or "")
+
+
+def test_front_matter_of_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    """read_front_matter opens without blocking and refuses what is not a regular file."""
+    os.mkfifo(tmp_path / "SKILL.md")
+    with pytest.raises(FrontMatterError, match="not a regular file"):
+        read_front_matter(tmp_path / "SKILL.md", max_bytes=1024)
