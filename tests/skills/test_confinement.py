@@ -207,6 +207,26 @@ def test_a_bundled_file_over_the_cap_is_refused_saying_how_to_raise_it(tmp_path:
 
 def test_front_matter_of_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
     """read_front_matter opens without blocking and refuses what is not a regular file."""
-    os.mkfifo(tmp_path / "SKILL.md")
-    with pytest.raises(FrontMatterError, match="not a regular file"):
-        read_front_matter(tmp_path / "SKILL.md", max_bytes=1024)
+    fifo = tmp_path / "SKILL.md"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            read_front_matter(fifo, max_bytes=1024)
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    finished = done.wait(5)
+    if not finished:  # release a reader stuck on the FIFO so the thread can end
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+    thread.join(5)
+    assert finished, "reading the front matter waited on a FIFO"
+    assert isinstance(outcome[0], FrontMatterError)
+    assert "not a regular file" in str(outcome[0])
