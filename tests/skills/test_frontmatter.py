@@ -101,7 +101,7 @@ def test_a_body_that_is_not_utf8_does_not_stop_discovery(tmp_path: pathlib.Path)
     file = write(tmp_path, GOOD.encode() + b"\xff\xfe broken" * 2000)
     assert read(file)["description"] == "A demo skill."
     with pytest.raises(FrontMatterError, match="not valid UTF-8") as caught:
-        read_body(file)
+        read_body(file, max_bytes=1 << 20)
     assert caught.value.rule == "encoding"
 
 
@@ -125,7 +125,7 @@ def test_crlf_and_lone_cr_bodies_read_with_unix_newlines(tmp_path: pathlib.Path)
     """Windows and old Mac line endings become Unix ones, as Python's text mode reads them."""
     for newline in ("\r\n", "\r"):
         file = write(tmp_path, GOOD.replace("\n", newline))
-        assert read_body(file) == "# Demo\n\nDo the thing."
+        assert read_body(file, max_bytes=1 << 20) == "# Demo\n\nDo the thing."
 
 
 def test_the_closing_line_may_end_the_file_or_carry_trailing_blanks(
@@ -134,7 +134,7 @@ def test_the_closing_line_may_end_the_file_or_carry_trailing_blanks(
     """A closing line may end the file, and one with trailing blanks closes too."""
     assert read(write(tmp_path, "---\nname: a\n---"))["name"] == "a"
     assert read(write(tmp_path, "--- \nname: a\n---\t \nbody"))["name"] == "a"
-    assert read_body(write(tmp_path, "---\nname: a\n---")) == ""
+    assert read_body(write(tmp_path, "---\nname: a\n---"), max_bytes=1 << 20) == ""
 
 
 def test_a_line_of_four_dashes_or_dashes_inside_text_do_not_close(tmp_path: pathlib.Path) -> None:
@@ -258,7 +258,7 @@ def test_the_body_is_the_text_after_the_closing_line_without_surrounding_blanks(
 ) -> None:
     """Leading and trailing blank lines are dropped, inner ones kept."""
     file = write(tmp_path, "---\nname: a\n---\n\n\n# Title\n\n\ntext\n\n")
-    assert read_body(file) == "# Title\n\n\ntext"
+    assert read_body(file, max_bytes=1 << 20) == "# Title\n\n\ntext"
 
 
 def test_a_body_read_after_the_front_matter_was_removed_is_an_error(
@@ -267,11 +267,11 @@ def test_a_body_read_after_the_front_matter_was_removed_is_an_error(
     """The file changed since discovery: activation reports it rather than guessing."""
     file = write(tmp_path, "---\nname: a\n")
     with pytest.raises(FrontMatterError) as caught:
-        read_body(file)
+        read_body(file, max_bytes=1 << 20)
     assert caught.value.rule == "frontmatter-unclosed"
     file.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
     with pytest.raises(FrontMatterError, match="byte-order mark"):
-        read_body(file)
+        read_body(file, max_bytes=1 << 20)
 
 
 def test_the_core_never_imports_yaml() -> None:

@@ -318,9 +318,9 @@ def test_activation_reads_the_instructions_once_per_plan(
     reads: list[Path] = []
     real = _tools.read_body
 
-    def counting(file: Path) -> str:
+    def counting(file: Path, *, max_bytes: int) -> str:
         reads.append(file)
-        return real(file)
+        return real(file, max_bytes=max_bytes)
 
     monkeypatch.setattr(_tools, "read_body", counting)
     with ToolRuntime() as runtime:

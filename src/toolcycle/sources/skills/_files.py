@@ -2,8 +2,11 @@
 
 A model asks for a path; nothing it asks for may reach outside the skill's
 folder. A request is refused before any file is opened if it is absolute, has a
-``..`` part, a backslash or a NUL, and refused after resolution if the real path
-(every symlink followed) is not inside the real skill folder.
+``..`` part, a backslash or a NUL, or names a hidden file or folder (a leading
+dot, as in ``.env`` or ``.git/config``), and refused after resolution if the real
+path (every symlink followed) is not inside the real skill folder or is hidden
+there. The files listed with the instructions are exactly the ones a call may
+read (up to the listing's cap), so what is offered and what is served agree.
 """
 
 from __future__ import annotations
@@ -12,8 +15,22 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-__all__ = ["SkillFileError", "bundled_files", "inside", "read_text"]
+__all__ = [
+    "SkillFileError",
+    "bundled_files",
+    "inside",
+    "open_regular",
+    "read_capped",
+    "read_text",
+    "real_inside",
+]
+
+# Opening never follows a symlink in the last part (the path given is already
+# real), never waits on a FIFO, and never hands the descriptor to a child.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+_LISTED = "the files it bundles are listed with its instructions"
 
 
 class SkillFileError(Exception):
@@ -30,7 +47,8 @@ def inside(root: Path, requested: str, *, what: str = "path") -> Path:
 
     Raises:
         SkillFileError: the path is empty, absolute, has ``..``, a backslash or a
-            NUL, or leads (through symlinks) outside ``root``.
+            NUL, names a hidden file or folder, or leads (through symlinks)
+            outside ``root`` or to a hidden file or folder inside it.
     """
     if not requested or "\x00" in requested or "\\" in requested:
         raise SkillFileError(
@@ -44,12 +62,33 @@ def inside(root: Path, requested: str, *, what: str = "path") -> Path:
         )
     if ".." in relative.parts:
         raise SkillFileError(f"the {what} {requested!r} has a '..' part; paths stay in the skill")
+    if _hidden(relative.parts):
+        raise SkillFileError(
+            f"the {what} {requested!r} names a hidden file or folder, which a skill does "
+            f"not offer; {_LISTED}"
+        )
     real = Path(os.path.realpath(root.joinpath(*relative.parts)))
     if real != root and root not in real.parents:
         raise SkillFileError(
             f"the {what} {requested!r} leads outside the skill's folder (through a symlink)"
         )
+    if _hidden(real.relative_to(root).parts):
+        raise SkillFileError(
+            f"the {what} {requested!r} leads to a hidden file or folder (through a "
+            f"symlink), which a skill does not offer; {_LISTED}"
+        )
     return real
+
+
+def real_inside(root: Path, path: Path) -> Path | None:
+    """The real path of ``path`` if it is inside the real folder ``root``, else None."""
+    real = Path(os.path.realpath(path))
+    return real if root in real.parents else None
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    """Whether a part of a relative path starts with a dot (``.env``, ``.git/config``)."""
+    return any(part.startswith(".") for part in parts)
 
 
 def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
@@ -61,23 +100,7 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
         SkillFileError: it is missing (or a part of its path is a file), not a
             regular file, in a loop of symlinks, unreadable, too large, or not text.
     """
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise _unreadable(exc, requested) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SkillFileError(f"{requested!r} is not a regular file")
-    if info.st_size > max_bytes:
-        raise SkillFileError(
-            f"{requested!r} is {info.st_size} bytes, over the limit of {max_bytes} bytes"
-        )
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(max_bytes + 1)
-    except OSError as exc:  # it changed since the stat
-        raise _unreadable(exc, requested) from None
-    if len(data) > max_bytes:  # it grew since the stat
-        raise SkillFileError(f"{requested!r} is over the limit of {max_bytes} bytes")
+    data = read_capped(path, requested, max_bytes=max_bytes, limit="max_file_bytes")
     if b"\x00" in data:
         raise SkillFileError(f"{requested!r} is a binary file; only text files can be read")
     try:
@@ -89,9 +112,61 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
     return text.replace("\r\n", "\n")
 
 
+def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> bytes:
+    """The bytes of the regular file ``path``, refused if there are more than ``max_bytes``.
+
+    The file is opened once, without following a symlink in its last part and
+    without waiting on a FIFO, and its kind and size are those of what was
+    opened, so a file swapped after the path was checked is not read blindly.
+
+    Args:
+        path: the real path to read.
+        requested: the path as asked for, the only one messages name.
+        max_bytes: the cap.
+        limit: the `SkillLimits` field that sets the cap, named in the message.
+
+    Raises:
+        SkillFileError: it is missing, not a regular file, unreadable or too large.
+    """
+    over = f"over the limit of {max_bytes} bytes; raise SkillLimits({limit}=...) to allow it"
+    try:
+        stream = open_regular(path)
+    except OSError as exc:
+        raise _unreadable(exc, requested) from None
+    if stream is None:
+        raise SkillFileError(f"{requested!r} is not a regular file")
+    with stream:
+        size = os.fstat(stream.fileno()).st_size
+        if size > max_bytes:
+            raise SkillFileError(f"{requested!r} is {size} bytes, {over}")
+        try:
+            data = stream.read(max_bytes + 1)
+        except OSError as exc:
+            raise _unreadable(exc, requested) from None
+    if len(data) > max_bytes:  # it grew since it was opened
+        raise SkillFileError(f"{requested!r} is {over}")
+    return data
+
+
+def open_regular(path: Path) -> BinaryIO | None:
+    """``path`` opened for reading, or None if what is there is not a regular file.
+
+    A symlink as the last part is not followed (give a real path), and a FIFO
+    is not waited on.
+
+    Raises:
+        OSError: it cannot be opened.
+    """
+    descriptor = os.open(path, _OPEN_FLAGS)
+    if stat.S_ISREG(os.fstat(descriptor).st_mode):
+        return open(descriptor, "rb")  # the caller closes it
+    os.close(descriptor)
+    return None
+
+
 def _unreadable(exc: OSError, requested: str) -> SkillFileError:
     """The error for ``requested`` that the system refused, without the host's path."""
-    listed = "the files it bundles are listed with its instructions"
+    listed = _LISTED
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return SkillFileError(f"the skill has no file {requested!r}; {listed}")
     if isinstance(exc, IsADirectoryError):
@@ -108,8 +183,9 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
     instructions the list goes with.
 
     Hidden files and folders (a leading dot) are left out, as are symlinks whose
-    target is outside ``root``; symlinked folders are not descended into, so a
-    loop of links cannot trap the walk.
+    target is outside ``root`` or hidden inside it: what `inside` refuses is not
+    listed. Symlinked folders are not descended into, so a loop of links cannot
+    trap the walk.
     """
     found: list[str] = []
     for folder, subfolders, files in os.walk(root):
@@ -121,7 +197,11 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
             path = base / name
             if path.is_symlink():
                 real = Path(os.path.realpath(path))
-                if root not in real.parents or not real.is_file():
+                if (
+                    root not in real.parents
+                    or _hidden(real.relative_to(root).parts)
+                    or not real.is_file()
+                ):
                     continue
             elif not path.is_file():
                 continue

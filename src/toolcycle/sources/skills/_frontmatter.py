@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from toolcycle.sources.skills._files import open_regular, read_capped
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
@@ -83,15 +85,23 @@ def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
         The YAML mapping: string keys; strings, lists and mappings as values.
 
     Raises:
-        FrontMatterError: the file is not UTF-8, has no front matter, or its
-            YAML is invalid, refused (see the module docstring) or not a mapping.
+        FrontMatterError: the file is not a regular file or not UTF-8, has no
+            front matter, or its YAML is invalid, refused (see the module
+            docstring) or not a mapping.
         OSError: the file cannot be read.
     """
     # The search runs on bytes: "---" and newlines are ASCII, which UTF-8 never
     # uses inside a multi-byte character, so only the front matter is decoded.
     data = b""
     held_cr = False  # a "\r" at a chunk's end may be half of "\r\n"
-    with file.open("rb") as stream:
+    opened = open_regular(file)
+    if opened is None:
+        raise FrontMatterError(
+            "file-missing",
+            f"{file.name} is not a regular file",
+            f"make {file.name} a file holding the front matter and instructions",
+        )
+    with opened as stream:
         while True:
             chunk = stream.read(_CHUNK)
             if not data and not held_cr:
@@ -116,14 +126,19 @@ def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
                 )
 
 
-def read_body(file: Path) -> str:
+def read_body(file: Path, *, max_bytes: int) -> str:
     """The Markdown after the front matter, with Unix newlines and without surrounding blanks.
+
+    Args:
+        file: the real path of the ``SKILL.md``.
+        max_bytes: the largest ``SKILL.md`` to read (`SkillLimits.max_file_bytes`).
 
     Raises:
         FrontMatterError: the file is no longer UTF-8 or has lost its front matter.
-        OSError: the file cannot be read.
+        SkillFileError: the file is missing, not a regular file, unreadable or
+            larger than ``max_bytes``.
     """
-    data = file.read_bytes()
+    data = read_capped(file, file.name, max_bytes=max_bytes, limit="max_file_bytes")
     _check_bom(data)
     data = _unix_newlines(data)
     found = _split(data, at_eof=True)

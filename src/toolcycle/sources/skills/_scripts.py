@@ -1,24 +1,29 @@
 """Running a skill's bundled script in a subprocess that never outlives its call.
 
-The script runs in its own process group (a new session), with the skill's
-folder as working directory, a small environment and capped output. However
-the call ends, returning, timing out or cancelled, the whole group is killed
-and the script reaped before the call returns, so nothing it started keeps
-running: only a process that starts a session of its own can escape, as with
-any process-group based supervisor.
+The script runs under a small reaper process (``_reaper.py``) that leads a
+session of its own, with the skill's folder as working directory, a small
+environment and capped output. However the call ends, returning, timing out or
+cancelled, every process the script started is killed before the call returns:
+on Linux the reaper is a child subreaper, so even a process that calls
+``setsid`` or double-forks stays below it and is ended with the others. The
+host also records the processes it sees and kills those, and the session's, if
+the reaper was killed before it could do its work (`ProcessTree`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
 import sys
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.sources.skills._files import SkillFileError
+from toolcycle.sources.skills._tracker import ProcessTree
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,6 +36,13 @@ __all__ = ["command_for", "minimal_environment", "run_script"]
 _INHERITED = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "PATH", "SYSTEMROOT", "TEMP", "TMP", "TMPDIR")
 # How long the pipes may stay open after the script and its group are gone.
 _DRAIN_SECONDS = 2.0
+# How long a reaper asked to stop may take to end the script and its descendants
+# before its whole group is killed without it.
+_GRACE_SECONDS = 2.0
+# The reaper runs isolated from the host's PYTHON* variables and site packages.
+_REAPER_COMMAND = (sys.executable, "-I", "-S", "-c")
+# Whether the reaper can hold every descendant (Linux's child subreaper).
+_SUBREAPER = sys.platform.startswith("linux")
 
 
 def minimal_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -72,22 +84,42 @@ async def run_script(
 ) -> dict[str, Any]:
     """Run ``command`` to its end and return its exit code and capped output.
 
-    The script's end is its exit, not the end of its pipes: a background
-    process it left holding them is killed with its group, not waited for.
-    Cancelling the awaiting task (a timeout, the plan's cancellation) kills the
-    process group and waits for the script before the cancellation goes on.
+    The command runs under a reaper (``_reaper.py``) in a session of its own;
+    when the command exits, the reaper ends every process it left. The
+    script's end is its exit, not the end of its pipes. Cancelling the
+    awaiting task (a timeout, the plan's cancellation) asks the reaper to end
+    the script and everything below it, and waits for that before the
+    cancellation goes on. The host also records the processes it sees below
+    the reaper and kills them, with the session's, if the reaper did not
+    finish its work (see `ProcessTree`).
+
+    Raises:
+        OSError: the command could not be started.
     """
     loop = asyncio.get_running_loop()
-    transport, capture = await loop.subprocess_exec(
-        lambda: _Capture(loop, max_output_bytes),
-        *command,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    status, status_out = os.pipe()
+    try:
+        transport, capture = await loop.subprocess_exec(
+            lambda: _Capture(loop, max_output_bytes),
+            *_REAPER_COMMAND,
+            _reaper_source(),
+            str(status_out),
+            *command,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=(status_out,),
+        )
+    except BaseException:
+        os.close(status)
+        raise
+    finally:
+        os.close(status_out)
+    tree = ProcessTree(transport.get_pid())
+    watcher = asyncio.ensure_future(tree.watch())
     finished = False
     try:
         _feed(transport, stdin)
@@ -95,10 +127,12 @@ async def run_script(
         await asyncio.shield(capture.exited)
         finished = True
     finally:
-        # Whatever the script left in its group dies with it, and on cancellation
-        # the script itself; the pipes then reach their end.
-        _kill_group(transport.get_pid())
-        await asyncio.shield(_settle(transport, capture, drain=finished))
+        report = await asyncio.shield(
+            _settle(transport, capture, tree, watcher, status, finished=finished)
+        )
+    if report.startswith("E"):  # "E<errno>", then "D" once the reaper has ended
+        code = int(report[1:].rstrip("D") or 0)
+        raise OSError(code, os.strerror(code))
     exit_code = transport.get_returncode()
     assert exit_code is not None
     out, out_cut = capture.output(1)
@@ -110,6 +144,12 @@ async def run_script(
         "stdout_truncated": out_cut,
         "stderr_truncated": err_cut,
     }
+
+
+@functools.cache
+def _reaper_source() -> str:
+    """The text of ``_reaper.py``, run with ``-c`` so that it needs no import of toolcycle."""
+    return resources.files(__package__).joinpath("_reaper.py").read_text(encoding="utf-8")
 
 
 class _Capture(asyncio.SubprocessProtocol):
@@ -163,20 +203,60 @@ def _feed(transport: asyncio.SubprocessTransport, text: str | None) -> None:
 
 
 async def _settle(
-    transport: asyncio.SubprocessTransport, capture: _Capture, *, drain: bool
-) -> None:
-    """Wait for the (killed) script to be reaped, then, if ``drain``, for its pipes' end.
+    transport: asyncio.SubprocessTransport,
+    capture: _Capture,
+    tree: ProcessTree,
+    watcher: asyncio.Future[None],
+    status: int,
+    *,
+    finished: bool,
+) -> str:
+    """End whatever is left of the script, then return the reaper's report.
 
-    A pipe still held open by a process that left the group is given up on
-    after a while; the transport is closed either way.
+    If the script has not ended (the call was cancelled), the reaper is asked
+    to end it and its descendants, and given `_GRACE_SECONDS` to do so. Then
+    the reaper's process group is killed (the reaper too, if it still runs);
+    if the reaper did not report ``D`` (done), every process recorded below it
+    and every process of its session is killed as well. If ``finished``, the
+    output pipes are then given a moment to reach their end. The transport and
+    the status pipe are closed either way.
+
+    Returns:
+        ``"D"`` when the reaper ended everything, ``"E<errno>D"`` when the
+        command could not be started, or what little it wrote before dying.
     """
+    pid = transport.get_pid()
     try:
+        watcher.cancel()
+        await asyncio.wait([watcher])
+        if not finished:
+            _signal(pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(capture.exited), _GRACE_SECONDS)
+        _kill_group(pid)
         await capture.exited
-        if drain:
+        report = _read_report(status)
+        tree.kill(session=not report.endswith("D") or not _SUBREAPER)
+        if finished:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(capture.closed), _DRAIN_SECONDS)
+        return report
     finally:
+        os.close(status)
         transport.close()
+
+
+def _read_report(status: int) -> str:
+    """What the (ended) reaper wrote on the status pipe; its write end is closed by now."""
+    os.set_blocking(status, False)
+    with contextlib.suppress(BlockingIOError):
+        return os.read(status, 64).decode("ascii", errors="replace")
+    return ""  # pragma: no cover - no process holds the write end once the reaper is gone
+
+
+def _signal(pid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, number)
 
 
 def _kill_group(pid: int) -> None:

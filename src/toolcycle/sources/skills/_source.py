@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
 from toolcycle.sources.skills._rules import (
     InvalidSkillWarning,
@@ -340,8 +341,15 @@ def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list
             f"{location.name} is not a regular file",
             f"make {location.name} a file holding the front matter and instructions",
         )
+    real = real_inside(folder.resolve(), location)
+    if real is None:
+        return fail(
+            "file-outside",
+            f"{location.name} is a symlink to a file outside the skill's folder",
+            f"put the {location.name} itself in the folder, or link to a file inside it",
+        )
     try:
-        fields = read_front_matter(location, max_bytes=limits.max_front_matter_bytes)
+        fields = read_front_matter(real, max_bytes=limits.max_front_matter_bytes)
     except FrontMatterError as exc:
         return fail(exc.rule, str(exc), exc.hint)
     except OSError as exc:

@@ -6,7 +6,13 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle import ToolCapability, ToolDescriptor, ToolResult
-from toolcycle.sources.skills._files import SkillFileError, bundled_files, inside, read_text
+from toolcycle.sources.skills._files import (
+    SkillFileError,
+    bundled_files,
+    inside,
+    read_text,
+    real_inside,
+)
 from toolcycle.sources.skills._frontmatter import read_body
 from toolcycle.sources.skills._scripts import command_for, minimal_environment, run_script
 
@@ -126,7 +132,15 @@ class SkillTool:
     def activate(self, ctx: ToolExecutionContext) -> None:
         """Read the instructions and list the bundled files for the plan of ``ctx``."""
         skill = self.skill
-        instructions = read_body(skill.location)
+        # The SKILL.md as it is now: a link swapped in since discovery that leads
+        # out of the folder is refused like any other path.
+        location = real_inside(skill.path, skill.location)
+        if location is None:
+            raise SkillFileError(
+                f"{skill.location.name} now leads outside the skill's folder (through a "
+                "symlink); put the file itself in the folder"
+            )
+        instructions = read_body(location, max_bytes=skill.limits.max_file_bytes)
         files, cut = bundled_files(
             skill.path, limit=skill.limits.max_files, skill_file=skill.location.name
         )
