@@ -401,6 +401,7 @@ def _tree_copy(value: Any) -> Any:
     """A deep copy of ``value``: its dicts and lists in a loop, anything else by `copy.deepcopy`.
 
     Shared and self-containing containers stay shared and self-containing in the copy.
+    An object that cannot be deep-copied (its copy raises) is shared, not copied.
     """
     memo: dict[int, Any] = {}
 
@@ -408,7 +409,10 @@ def _tree_copy(value: Any) -> Any:
         """The copy of ``node``, and whether it is a new container still to fill."""
         kind = type(node)
         if kind is not dict and kind is not list:
-            return copy.deepcopy(node), False
+            try:
+                return copy.deepcopy(node), False
+            except Exception:  # a hostile object: sharing it is all that can be done
+                return node, False
         known = memo.get(id(node))
         if known is not None:
             return known, False

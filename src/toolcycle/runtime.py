@@ -366,7 +366,6 @@ class ToolRuntime:
                 "not an asyncio event loop",
                 tool_name=name,
             )
-        descriptor = _detached(descriptor)  # later edits by the tool change nothing
         compiled_input = self._compiler.compile(
             descriptor.input_schema, kind="input", tool_name=name
         )
@@ -375,6 +374,7 @@ class ToolRuntime:
             if descriptor.output_schema is None
             else self._compiler.compile(descriptor.output_schema, kind="output", tool_name=name)
         )
+        descriptor = _detached(descriptor)  # later edits by the tool change nothing
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
