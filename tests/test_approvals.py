@@ -619,9 +619,11 @@ def _dumped_fingerprint(tool_name: str, arguments: Any) -> str:
     st.text(max_size=5),
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-        lambda inner: st.lists(inner, max_size=3)
-        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-        | st.dictionaries(st.integers(), inner, max_size=3),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+            | st.dictionaries(st.integers(), inner, max_size=3)
+        ),
         max_leaves=12,
     ),
 )

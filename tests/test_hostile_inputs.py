@@ -149,9 +149,7 @@ def test_call_arguments_given_as_objects_must_be_plain_json_data(plain: ToolRunt
     [{"x": RaisingMapping()}, RaisingMapping(), {"x": RaisingList([1])}],
     ids=["nested", "top", "list"],
 )
-def test_arguments_that_raise_while_read_are_invalid_input(
-    plain: ToolRuntime, params: Any
-) -> None:
+def test_arguments_that_raise_while_read_are_invalid_input(plain: ToolRuntime, params: Any) -> None:
     """A container that raises while it is read fails validation, naming where and why."""
     with plain.plan() as ctx:
         result = plain.execute("fake", params, ctx)

@@ -7,8 +7,8 @@ import enum
 import json
 import math
 from collections import OrderedDict
-from types import MappingProxyType
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest

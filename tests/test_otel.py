@@ -991,7 +991,7 @@ def test_a_payload_that_cannot_be_written_leaves_a_note_and_keeps_the_outcome(
 def test_a_lone_surrogate_in_a_payload_is_written_as_its_json_escape(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    """Span attributes stay valid Unicode: a lone surrogate shows as its \\u escape."""
+    """Span attributes stay valid Unicode: a lone surrogate shows as its JSON escape."""
     _finish_with(provider, arguments={"k\udc80": "a\ud800b"}, output=10**5000)
     attributes = _attributes(_one(exporter, "execute_tool add"))
     text = str(attributes["gen_ai.tool.call.arguments"])
