@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -789,3 +790,12 @@ def test_an_approver_failure_quoting_a_secret_is_logged_redacted(
     assert record.error == "ValueError: cannot check key [redacted]"  # type: ignore[attr-defined]
     assert record.tool == "w"  # type: ignore[attr-defined]
     assert secret not in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{None: 1}, {True: 1, False: 2}, {1.5: "x", -0.5: "y"}, [math.inf, -math.inf, math.nan]],
+)
+def test_a_fingerprint_writes_keys_and_floats_as_json_dumps_does(arguments: Any) -> None:
+    """Keys json.dumps converts to text, and the non-finite floats, give its text."""
+    assert fingerprint("t", arguments) == _dumped_fingerprint("t", arguments)

@@ -17,8 +17,10 @@ from toolcycle import (
     ToolSchemaValidationError,
     ValidationLimits,
 )
+from toolcycle._json import JSONCompatibilityError, normalize
 from toolcycle._schemas import drop_absent_nulls, openai_strict
 from toolcycle.testing import FakeTool
+from toolcycle.tracing import error_text
 
 BOTH = ("jsonschema", "jsonschema-rs")
 
@@ -324,3 +326,78 @@ def test_a_strict_call_with_deep_arguments_and_a_recursive_schema_is_answered() 
             result = runtime.call(_openai(arguments), ctx)
     assert not result.success
     assert "nests deeper than 64 levels" in (result.error or "")
+
+
+# -- the last-resort paths -----------------------------------------------------------------
+
+
+class Exploding:
+    """An object that looks like a provider's model but cannot be dumped."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def model_dump(self, **options: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "needle"),
+    [(RuntimeError("no"), "could not be read (RuntimeError)"), (RecursionError(), "too deeply")],
+)
+def test_a_tool_call_object_that_raises_while_read_is_answered(
+    plain: ToolRuntime, error: BaseException, needle: str
+) -> None:
+    """A call object whose model_dump raises gets a ToolCallError result."""
+    with plain.plan() as ctx:
+        result = plain.call(Exploding(error), ctx)
+    assert not result.success and result.error_type == "ToolCallError"
+    assert needle in (result.error or "")
+
+
+def test_a_model_whose_dump_recurses_without_end_is_refused_as_too_deep() -> None:
+    """A RecursionError from model_dump is the depth refusal, not an escape."""
+
+    class Recursing(BaseModel):
+        def model_dump(self, **options: Any) -> dict[str, Any]:
+            raise RecursionError
+
+    with pytest.raises(JSONCompatibilityError) as info:
+        normalize({"m": Recursing()})
+    assert info.value.keyword == "maxDepth"
+
+
+def test_an_error_whose_message_raises_inside_a_dump_is_described_by_its_type() -> None:
+    """The refusal of an undumpable model names the exception's type when its text fails."""
+
+    class Undescribed(BaseModel):
+        def model_dump(self, **options: Any) -> dict[str, Any]:
+            raise Unprintable
+
+    with pytest.raises(JSONCompatibilityError, match="cannot be serialised: Unprintable"):
+        normalize([Undescribed()])
+
+
+def test_dropping_strict_nulls_past_the_stack_keeps_the_arguments() -> None:
+    """With a depth limit past the stack, the walk gives up and returns the arguments."""
+    schema = {
+        "$defs": {"node": {"type": "object", "properties": {"a": {"$ref": "#/$defs/node"}}}},
+        "$ref": "#/$defs/node",
+    }
+    arguments = _nested(5000, None)
+    assert drop_absent_nulls(arguments, schema, max_depth=10**6) is arguments
+
+
+def test_an_annotation_that_cannot_be_copied_is_shared() -> None:
+    """An object whose deep copy raises stays the same object on the registered descriptor."""
+    trap = RaisingList([1])
+    descriptor = ToolDescriptor(name="trapped", annotations={"trap": trap})
+    with ToolRuntime() as runtime:
+        registered = runtime.register(Described(descriptor))
+    assert registered.annotations["trap"] is trap
+
+
+def test_error_text_never_raises() -> None:
+    """An exception whose __str__ raises is described by its type."""
+    assert error_text(ValueError("plain")) == "plain"
+    assert error_text(Unprintable()) == "<the message of a Unprintable could not be read>"

@@ -29,7 +29,6 @@ __all__ = [
     "JSONCompatibilityError",
     "encode",
     "encode_text",
-    "lone_surrogate",
     "normalize",
     "pointer_token",
     "short_repr",
@@ -65,14 +64,6 @@ def pointer_token(key: object) -> str:
         # Exported text must be valid Unicode: a lone surrogate shows as its escape.
         key = _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", key)
     return key.replace("~", "~0").replace("/", "~1")
-
-
-def lone_surrogate(text: str) -> int | None:
-    """The index of the first lone surrogate in ``text``, or None if it is valid Unicode."""
-    if text.isascii():
-        return None
-    found = _SURROGATE.search(text)
-    return None if found is None else found.start()
 
 
 def short_repr(value: object, limit: int = 40) -> str:
