@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -606,6 +608,58 @@ def test_a_fingerprint_ignores_key_order_only(arguments: dict[str, Any]) -> None
     assert fingerprint("t", arguments) != fingerprint("t", {**arguments, "\x00extra": 1})
 
 
+def _dumped_fingerprint(tool_name: str, arguments: Any) -> str:
+    """The fingerprint as the canonical json.dumps form defines it."""
+    text = json.dumps(
+        [tool_name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@given(
+    st.text(max_size=5),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+            | st.dictionaries(st.integers(), inner, max_size=3)
+        ),
+        max_leaves=12,
+    ),
+)
+def test_a_fingerprint_is_the_hash_of_the_canonical_json_dumps_text(
+    tool_name: str, arguments: Any
+) -> None:
+    """Fingerprints of stored pending calls keep their value: the text is json.dumps's."""
+    try:
+        expected = _dumped_fingerprint(tool_name, arguments)
+    except UnicodeEncodeError:  # a lone surrogate: json.dumps's text is no UTF-8
+        return
+    assert fingerprint(tool_name, arguments) == expected
+
+
+def test_a_fingerprint_of_hostile_arguments_is_computed_not_raised() -> None:
+    """Any depth, an integer past the digit limit and a lone surrogate each get a fingerprint."""
+    deep: Any = 1
+    for _ in range(20_000):
+        deep = [deep]
+    big = 10**6000 + 7
+    values = [deep, {"n": big}, {"n": big + 1}, {"k\ud800": "\udc00"}, {"k\ud800": "\udc01"}]
+    prints = [fingerprint("t", value) for value in values]
+    assert len(set(prints)) == len(prints)
+    assert all(print_.startswith("sha256:") for print_ in prints)
+    assert fingerprint("t", {"n": big}) == prints[1]
+
+
+def test_a_fingerprint_refuses_what_is_not_json_data() -> None:
+    """A set, or an object key json.dumps could not write, is a TypeError as before."""
+    with pytest.raises(TypeError):
+        fingerprint("t", {"s": {1, 2}})
+    with pytest.raises(TypeError):
+        fingerprint("t", {(1, 2): 1})
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=12))
 def test_no_sequence_of_resumes_runs_a_call_twice(attempts: list[tuple[int, bool]]) -> None:
@@ -736,3 +790,12 @@ def test_an_approver_failure_quoting_a_secret_is_logged_redacted(
     assert record.error == "ValueError: cannot check key [redacted]"  # type: ignore[attr-defined]
     assert record.tool == "w"  # type: ignore[attr-defined]
     assert secret not in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{None: 1}, {True: 1, False: 2}, {1.5: "x", -0.5: "y"}, [math.inf, -math.inf, math.nan]],
+)
+def test_a_fingerprint_writes_keys_and_floats_as_json_dumps_does(arguments: Any) -> None:
+    """Keys json.dumps converts to text, and the non-finite floats, give its text."""
+    assert fingerprint("t", arguments) == _dumped_fingerprint("t", arguments)

@@ -7,6 +7,7 @@ import enum
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from toolcycle._json import JSONCompatibilityError, encode, normalize
+from toolcycle._json import JSONCompatibilityError, encode, normalize, short_repr
 
 
 class Point(BaseModel):
@@ -345,3 +346,117 @@ def test_a_flat_object_in_an_array_counts_itself_and_each_leaf(max_nodes: int, f
         with pytest.raises(JSONCompatibilityError) as caught:
             normalize(value, max_nodes=max_nodes)
         assert caught.value.keyword == "maxNodes"
+
+
+# -- hostile values ------------------------------------------------------------------------
+
+
+class RaisingMapping(Mapping[str, Any]):
+    """A mapping whose every read raises."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("no reading")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("no reading")
+
+    def __len__(self) -> int:
+        return 1
+
+
+class RaisingList(list[Any]):
+    """A list whose iteration raises."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise RuntimeError("no iterating")
+
+
+class Undumpable(BaseModel):
+    """A model whose dump raises something other than a ValueError."""
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        raise RuntimeError("no dumping")
+
+
+@dataclasses.dataclass
+class Trap:
+    """A dataclass whose field raises when read."""
+
+    value: int = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "value":
+            raise RuntimeError("no field")
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize(
+    ("value", "pointer", "needle"),
+    [
+        ({"a": [1, RaisingMapping()]}, "/a/1", "RaisingMapping raised RuntimeError: no reading"),
+        ([RaisingList([1])], "/0", "RaisingList raised RuntimeError: no iterating"),
+        ({"m": Undumpable()}, "/m", "cannot be serialised: no dumping"),
+        ({"d": Trap()}, "/d", "Trap raised RuntimeError: no field"),
+    ],
+)
+def test_a_value_that_raises_while_read_is_refused_with_its_pointer(
+    value: Any, pointer: str, needle: str
+) -> None:
+    """Containers, models and dataclasses that raise become a refusal, not an escape."""
+    error = _refusal(value)
+    assert error.pointer == pointer
+    assert needle in error.reason
+
+
+@pytest.mark.parametrize(
+    ("value", "pointer", "what"),
+    [
+        ({"a": "ok \ud800"}, "/a", "text"),
+        ({"a": ["x", "\udfff"]}, "/a/1", "text"),
+        ({"k\udc80": 1}, "/k\\udc80", "key"),
+        ({"n": {"k\udc80": [1]}}, "/n/k\\udc80", "key"),
+        (Shouty("\ud83d"), "", "text"),
+    ],
+)
+def test_a_lone_surrogate_in_a_value_or_a_key_is_refused(
+    value: Any, pointer: str, what: str
+) -> None:
+    """Text must be valid Unicode; the pointer shows a surrogate key as its escape."""
+    error = _refusal(value)
+    assert error.keyword == "unicode"
+    assert error.pointer == pointer
+    assert f"the {what} holds a lone surrogate" in error.reason
+    str(error).encode("utf-8")  # the message itself is valid Unicode
+
+
+def test_paired_surrogates_are_valid_text() -> None:
+    """A character outside the BMP is one code point in Python, and valid."""
+    assert normalize({"emoji \U0001f600": "\U0001f600"}) == {"emoji \U0001f600": "\U0001f600"}
+
+
+def test_a_key_too_long_to_show_is_described_by_its_size() -> None:
+    """An integer key past Python's conversion limit is refused without converting it."""
+    error = _refusal({10**5000: 1})
+    assert "object keys must be strings, got int <an integer of" in error.reason
+
+
+def test_a_depth_limit_beyond_the_stack_is_a_refusal_not_a_recursion_error() -> None:
+    """With max_depth raised past what the stack can walk, deep values are still refused."""
+    value: Any = 1
+    for _ in range(20_000):
+        value = {"a": [value]}
+    error = _refusal(value, max_depth=10**6, max_nodes=10**6)
+    assert error.keyword == "maxDepth"
+    assert "nests too deeply" in error.reason
+
+
+def test_short_repr_never_raises() -> None:
+    """short_repr cuts long text and describes what it cannot show."""
+
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert short_repr("x" * 100, 10) == "'xxxxxx..."
+    assert short_repr(Broken()) == "<a Broken that cannot be shown>"
+    assert short_repr(-(10**5000)).startswith("<an integer of")

@@ -951,3 +951,50 @@ def test_a_cut_payload_never_exceeds_max_payload_chars(limit: int) -> None:
     assert len(capped) <= limit
     assert ("[cut: 500 characters" in capped) == (limit >= 40)
     assert capped.startswith("x" if limit > 3 else ".")
+
+
+# -- hostile payloads ----------------------------------------------------------------------
+
+
+class _Unprintable:
+    """An object whose text form raises, as a tool's own objects may."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def _finish_with(provider: TracerProvider, **payloads: Any) -> None:
+    observer = OpenTelemetry(tracer_provider=provider, record_payloads=True).call_started(
+        tool_name="add",
+        descriptor=None,
+        ctx=ToolExecutionContext("p1"),
+        call_id="c1",
+        tool_call_id=None,
+    )
+    observer.finish(_trace(result_size_bytes=1), **payloads)
+
+
+def test_a_payload_that_cannot_be_written_leaves_a_note_and_keeps_the_outcome(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """Arguments that raise while written, or nest past the encoder, do not cost the status."""
+    nested: Any = 1
+    for _ in range(20_000):
+        nested = [nested]
+    _finish_with(provider, arguments={"x": _Unprintable()}, output=nested)
+    attributes = _attributes(_one(exporter, "execute_tool add"))
+    assert attributes["toolcycle.status"] == "ok"
+    assert attributes["gen_ai.tool.call.arguments"] == "[not recorded: RuntimeError]"
+    assert attributes["gen_ai.tool.call.result"] == "[not recorded: RecursionError]"
+
+
+def test_a_lone_surrogate_in_a_payload_is_written_as_its_json_escape(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """Span attributes stay valid Unicode: a lone surrogate shows as its JSON escape."""
+    _finish_with(provider, arguments={"k\udc80": "a\ud800b"}, output=10**5000)
+    attributes = _attributes(_one(exporter, "execute_tool add"))
+    text = str(attributes["gen_ai.tool.call.arguments"])
+    text.encode("utf-8")  # would raise for a lone surrogate
+    assert json.loads(text) == {"k\udc80": "a\ud800b"}
+    assert attributes["gen_ai.tool.call.result"] == "[not recorded: ValueError]"

@@ -87,7 +87,7 @@ ALLOWED = {
     "redaction": set(),
     "_names": set(),
     "_schemas": set(),
-    "_calls": {"models"},
+    "_calls": {"_json", "models"},
     "_definitions": {"_names", "_schemas", "models"},
     "_dispatch": {"_names", "errors", "models"},
     "_batch": {"cancellation", "errors", "models"},

@@ -13,14 +13,19 @@ Recognised shapes (a pydantic object from a provider SDK is read through
 | ``plain`` | ``{"name", "arguments"}``, arguments as an object or a JSON text, with an optional ``id`` |
 
 Nothing here raises for a malformed call: the problem comes back as text the
-model can act on.
+model can act on. That covers hostile calls too: JSON arguments nested deeper
+than the decoder can follow, a number too long to convert, and (for calls
+handed over as Python objects) containers that raise while they are read or
+hold anything but plain JSON data.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+from toolcycle._json import short_repr
 from toolcycle.models import ToolCall
 
 __all__ = ["parse_tool_call"]
@@ -33,6 +38,15 @@ def parse_tool_call(raw: Any) -> tuple[ToolCall | None, str | None]:
     name, unreadable arguments), so that its result can still quote its id;
     only something that is not an object at all gives no call.
     """
+    try:
+        return _parse(raw)
+    except RecursionError:
+        return None, "the tool call nests too deeply to be read; send a flatter call"
+    except Exception as exc:  # a hostile object, such as a mapping whose iteration raises
+        return None, f"the tool call could not be read ({type(exc).__name__}); send it as JSON data"
+
+
+def _parse(raw: Any) -> tuple[ToolCall | None, str | None]:
     if isinstance(raw, ToolCall):
         return raw, None
     if hasattr(raw, "model_dump"):
@@ -84,11 +98,60 @@ def _arguments(value: Any) -> tuple[dict[str, Any] | None, str | None]:
                 f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); "
                 "send them as one JSON object"
             )
+        except RecursionError:
+            return None, (
+                "the arguments nest too deeply to be read; send them as a flatter JSON object"
+            )
+        except ValueError:  # a number longer than Python converts to an int
+            return None, (
+                "the arguments hold a number with more digits than can be read (at most "
+                f"{_max_digits()}); send large numbers as strings"
+            )
+        if not isinstance(value, dict):
+            return None, (
+                f"the arguments must be a JSON object of named values, got {type(value).__name__}"
+            )
+        return value, None
     if not isinstance(value, dict):
         return None, (
             f"the arguments must be a JSON object of named values, got {type(value).__name__}"
         )
-    odd = [key for key in value if not isinstance(key, str)]
-    if odd:
-        return None, f"the arguments' names must be strings, got {odd[0]!r}"
-    return value, None
+    problem = _not_plain(value)
+    return (None, problem) if problem is not None else (value, None)
+
+
+def _max_digits() -> str:
+    """How many digits an integer may have in this process, as text."""
+    limit: int = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return f"{limit:,}" if limit else "what memory allows"
+
+
+_PLAIN_LEAVES = (str, int, float, bool, type(None))
+
+
+def _not_plain(arguments: dict[Any, Any]) -> str | None:
+    """What keeps ``arguments`` from being plain JSON data, or None if nothing.
+
+    Arguments given as objects rather than JSON text must be what a JSON decoder
+    returns: dicts with string keys, lists (or tuples), strings, numbers, booleans and None,
+    each of exactly that type. Anything else (a mapping or sequence of another
+    class, whose reading could run arbitrary code) is refused before any other
+    part of the runtime walks it. The walk is iterative, so any depth is safe.
+    """
+    stack: list[Any] = [arguments]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    return f"the arguments' names must be strings, got {short_repr(key)}"
+            stack.extend(node.values())
+        elif kind is list or kind is tuple:
+            stack.extend(node)
+        elif kind not in _PLAIN_LEAVES:
+            return (
+                f"the arguments must be plain JSON data, got a {kind.__name__}; send "
+                "objects, arrays, strings, numbers, booleans and null only"
+            )
+    return None

@@ -1,11 +1,17 @@
-"""Strict JSON: turn a Python value into plain JSON data, or say exactly why not.
+r"""Strict JSON: turn a Python value into plain JSON data, or say exactly why not.
 
 Tool inputs and outputs pass through here before they are validated or measured.
 The rules are those of RFC 8259 with no extensions: NaN and the infinities are
 refused, object keys must be strings, and a value that contains itself is
-refused. Tuples become lists; pydantic models and dataclasses become objects.
-The result is always a fresh structure, so a tool never sees (or mutates) the
-caller's containers.
+refused. Text must be valid Unicode, as I-JSON (RFC 7493) requires: a lone
+surrogate (``"\ud800"`` with no partner), in a value or a key, is refused, since
+no UTF-8 text can carry it. Tuples become lists; pydantic models and dataclasses
+become objects. The result is always a fresh structure, so a tool never sees (or
+mutates) the caller's containers.
+
+Hostile values are refused, never raised past the caller: a container whose
+iteration raises, a model whose serialisation raises, and nesting deeper than
+the interpreter's stack can walk all become a `JSONCompatibilityError`.
 """
 
 from __future__ import annotations
@@ -13,12 +19,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["JSONCompatibilityError", "encode", "encode_text", "normalize", "pointer_token"]
+__all__ = [
+    "JSONCompatibilityError",
+    "encode",
+    "encode_text",
+    "normalize",
+    "pointer_token",
+    "short_repr",
+]
+
+# A UTF-16 surrogate code point: in a Python string, only ever a lone one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class JSONCompatibilityError(ValueError):
@@ -41,7 +58,38 @@ class JSONCompatibilityError(ValueError):
 
 def pointer_token(key: object) -> str:
     """Escape one reference token of a JSON Pointer (RFC 6901)."""
-    return str(key).replace("~", "~0").replace("/", "~1")
+    if type(key) is not str:
+        key = short_repr(key, 80) if not isinstance(key, str) else str.__str__(key)
+    if not key.isascii() and _SURROGATE.search(key) is not None:
+        # Exported text must be valid Unicode: a lone surrogate shows as its escape.
+        key = _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", key)
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters; never raises.
+
+    An integer too long for Python's decimal conversion is described by its
+    size, and an object whose ``__repr__`` raises by its type.
+    """
+    if isinstance(value, int) and value.bit_length() > 1024:
+        return f"<an integer of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__: say what it is instead
+        return f"<a {type(value).__name__} that cannot be shown>"
+    if not isinstance(text, str):  # pragma: no cover - repr() checks the type itself
+        return f"<a {type(value).__name__}>"
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def _surrogate_error(text: str, index: int, what: str) -> JSONCompatibilityError:
+    return JSONCompatibilityError(
+        "",
+        f"the {what} holds a lone surrogate ({text[index]!r} at index {index}), which is "
+        "not valid Unicode; send the text as valid Unicode (UTF-8)",
+        keyword="unicode",
+    )
 
 
 class _Walker:
@@ -67,7 +115,9 @@ class _Walker:
                 "", f"the value has more than {self.max_nodes} elements", keyword="maxNodes"
             )
         kind = type(value)
-        if kind is str or kind is bool or value is None:
+        if kind is str:
+            return _text(value)
+        if kind is bool or value is None:
             return value
         if kind is int:
             return self._integer(value)
@@ -102,11 +152,14 @@ class _Walker:
         if isinstance(value, float):
             return self._float(float.__float__(value))
         if isinstance(value, str):
-            return str.__str__(value)
+            return _text(str.__str__(value))
         if isinstance(value, BaseModel):
             return self.walk(self._dump(value), depth)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            try:
+                fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            except Exception as exc:  # a property or descriptor that raises
+                raise _unreadable(value, exc) from None
             return self._container(value, fields, depth)
         if isinstance(value, Mapping | list | tuple):
             return self._container(value, value, depth)
@@ -119,8 +172,10 @@ class _Walker:
         """Dump a model in JSON mode; its serialisation errors become ours."""
         try:
             return model.model_dump(mode="json")
-        except ValueError as exc:  # pydantic's PydanticSerializationError is one
-            message = str(exc)
+        except RecursionError:
+            raise
+        except Exception as exc:  # pydantic's PydanticSerializationError is a ValueError
+            message = _message(exc)
             keyword = "cycle" if "Circular reference" in message else "type"
             raise JSONCompatibilityError(
                 "",
@@ -141,34 +196,42 @@ class _Walker:
         try:
             if type(value) is dict or isinstance(value, Mapping):
                 return self._object(value, depth + 1)
-            out: list[Any] = []
-            append = out.append
-            bits = self.max_integer_bits
-            for index, item in enumerate(value):
-                # The commonest leaves inline (see _object).
-                kind = type(item)
-                if (
-                    kind is str
-                    or kind is bool
-                    or item is None
-                    or (kind is int and item.bit_length() <= bits)
-                    or (kind is float and item - item == 0.0)
-                ) and self.nodes < self.max_nodes:
-                    self.nodes += 1
-                    append(item)
-                    continue
-                if kind is dict:  # an array of flat objects is the commonest large input
-                    flat = self._flat_child(item, depth + 1)
-                    if flat is not None:
-                        append(flat)
-                        continue
-                try:
-                    append(self.walk(item, depth + 1))
-                except JSONCompatibilityError as error:
-                    raise error._within(index) from None
-            return out
+            return self._array(value, depth)
+        except (JSONCompatibilityError, RecursionError):
+            raise
+        except Exception as exc:  # iterating a hostile container raised
+            raise _unreadable(owner, exc) from None
         finally:
             active.discard(marker)
+
+    def _array(self, value: Any, depth: int) -> list[Any]:
+        """A list or tuple (or another sequence) as a fresh list."""
+        out: list[Any] = []
+        append = out.append
+        bits = self.max_integer_bits
+        for index, item in enumerate(value):
+            # The commonest leaves inline (see _object).
+            kind = type(item)
+            if (
+                (kind is str and (item.isascii() or _SURROGATE.search(item) is None))
+                or kind is bool
+                or item is None
+                or (kind is int and item.bit_length() <= bits)
+                or (kind is float and item - item == 0.0)
+            ) and self.nodes < self.max_nodes:
+                self.nodes += 1
+                append(item)
+                continue
+            if kind is dict:  # an array of flat objects is the commonest large input
+                flat = self._flat_child(item, depth + 1)
+                if flat is not None:
+                    append(flat)
+                    continue
+            try:
+                append(self.walk(item, depth + 1))
+            except JSONCompatibilityError as error:
+                raise error._within(index) from None
+        return out
 
     def _flat_child(self, item: dict[Any, Any], depth: int) -> dict[str, Any] | None:
         """``item`` copied in one loop if it is a flat object within the caps, else None.
@@ -190,16 +253,19 @@ class _Walker:
             if type(key) is not str:
                 if not isinstance(key, str):
                     raise JSONCompatibilityError(
-                        "", f"object keys must be strings, got {type(key).__name__} {key!r:.40}"
+                        "",
+                        f"object keys must be strings, got {type(key).__name__} {short_repr(key)}",
                     )
                 key = str.__str__(key)  # a str subclass such as a StrEnum member
                 converted = True
+            if not key.isascii() and (found := _SURROGATE.search(key)) is not None:
+                raise _surrogate_error(key, found.start(), "key")._within(key)
             # The commonest leaves, inline: a call per leaf would be most of the cost.
             # A leaf over a cap is left to walk, which counts it and says why.
             # (inf - inf and nan - nan are nan, so a finite float gives 0.0.)
             kind = type(item)
             if (
-                kind is str
+                (kind is str and (item.isascii() or _SURROGATE.search(item) is None))
                 or kind is bool
                 or item is None
                 or (kind is int and item.bit_length() <= bits)
@@ -236,7 +302,17 @@ def normalize(
         flat = _flat_copy(value, max_integer_bits)
         if flat is not None:
             return flat
-    return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, 0)
+    try:
+        return _Walker(max_depth, max_nodes, max_integer_bits).walk(value, 0)
+    except RecursionError:
+        # Only a max_depth raised far above the default lets the walk get here:
+        # the interpreter's stack ran out first. That is a refusal, not a crash.
+        raise JSONCompatibilityError(
+            "",
+            f"the value nests too deeply to be read (the limit is {max_depth} levels, but "
+            "the interpreter's stack ran out first); send a flatter value",
+            keyword="maxDepth",
+        ) from None
 
 
 def _flat_copy(value: dict[Any, Any], max_integer_bits: int) -> dict[str, Any] | None:
@@ -249,8 +325,8 @@ def _flat_copy(value: dict[Any, Any], max_integer_bits: int) -> dict[str, Any] |
     """
     for key, item in value.items():
         kind = type(item)
-        if type(key) is not str or not (
-            kind is str
+        if (type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None)) or not (
+            (kind is str and (item.isascii() or _SURROGATE.search(item) is None))
             or kind is bool
             or item is None
             or (kind is int and item.bit_length() <= max_integer_bits)
@@ -258,6 +334,31 @@ def _flat_copy(value: dict[Any, Any], max_integer_bits: int) -> dict[str, Any] |
         ):
             return None
     return dict(value)
+
+
+def _text(value: str) -> str:
+    """``value`` if it is valid Unicode."""
+    if not value.isascii() and (found := _SURROGATE.search(value)) is not None:
+        raise _surrogate_error(value, found.start(), "text")
+    return value
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, cut to 160 characters; never raises."""
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        return type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _unreadable(owner: object, exc: Exception) -> JSONCompatibilityError:
+    """The refusal of a container, dataclass or model that raised while it was read."""
+    detail = _message(exc)
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return JSONCompatibilityError(
+        "", f"reading the {type(owner).__name__} raised {what}", keyword="type"
+    )
 
 
 # Built once: json.dumps with non-default options builds a new encoder per call.

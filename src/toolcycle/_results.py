@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._json import JSONCompatibilityError, encode, encode_text
+from toolcycle._json import encode, encode_text
 from toolcycle.errors import ToolOutputError
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, _trusted
-from toolcycle.tracing import get_logger
+from toolcycle.tracing import error_text, get_logger
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
@@ -91,20 +91,34 @@ def _scrubber(
 
     A successful call exports no message, so it never pays for the walk. The
     walk reads the arguments as the messages show them, normalised (a
-    dataclass as an object), or as given when they cannot be.
+    dataclass as an object), or as given when they cannot be. Arguments the
+    walk cannot read at all (a container that raises, say) fail closed: every
+    message of the call is withheld rather than risk showing a secret.
     """
-    found: list[tuple[str, ...]] = []
+    found: list[tuple[str, ...] | None] = []
 
     def scrub(text: str) -> str:
         if not found:
             try:
                 data = schema.normalize(params)
-            except (JSONCompatibilityError, ValueError, TypeError):
+            except Exception:  # refused: its issues say why; look in the value as given
                 data = params
-            found.append(redaction.secrets(data, schema.schema))
-        return redaction.scrub(text, found[0])
+            try:
+                found.append(redaction.secrets(data, schema.schema))
+            except Exception:
+                found.append(None)
+        secrets = found[0]
+        if secrets is None:
+            return _WITHHELD
+        return redaction.scrub(text, secrets)
 
     return scrub
+
+
+_WITHHELD = (
+    "[withheld: the arguments could not be searched for secrets, so no message quoting "
+    "them is shown; send plain JSON data]"
+)
 
 
 def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation:
@@ -158,11 +172,11 @@ def build_result(
     try:
         data = normaliser.normalize(output)
         text = encode_text(data)
-        # Sized as UTF-8; a lone surrogate cannot be, and is no JSON text either.
+        # Sized as UTF-8 (normalisation refused lone surrogates, which UTF-8 cannot hold).
         size = len(text) if text.isascii() else len(text.encode())
-    except (JSONCompatibilityError, ValueError, TypeError) as exc:
+    except Exception as exc:  # whatever the output raised while it was read, it is bad output
         error = ToolOutputError(
-            f"tool {name!r} returned output that is not JSON: {exc}",
+            f"tool {name!r} returned output that is not JSON: {error_text(exc)}",
             tool_name=name,
             plan_id=record.plan_id,
         )
@@ -242,7 +256,8 @@ def _failed(
     *,
     error_type: str | None = None,
 ) -> ToolResult:
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    detail = error_text(exc)
+    message = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
     kind = error_type or type(exc).__name__
     trace = traces.finish(record, "error", error_message=message, error_type=kind)
     return ToolResult(

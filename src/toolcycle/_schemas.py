@@ -9,6 +9,12 @@ nullable (``null`` standing for "left out"), and an object without
 ``additionalProperties`` gets ``false``. A schema it cannot rewrite without
 changing what it accepts (open objects, unsupported keywords, a root that is
 not an object) gives None, and the tool is offered without strict mode.
+
+Both walks are bounded: schemas were depth-checked when their tool was
+registered, and `drop_absent_nulls` stops at a depth limit (arguments deeper
+than the runtime's limit are refused by validation anyway). Should a walk still
+exhaust the interpreter's stack, strict mode is not offered and the arguments
+are left as sent, for validation to judge.
 """
 
 from __future__ import annotations
@@ -60,12 +66,12 @@ def openai_strict(schema: Any) -> dict[str, Any] | None:
         return None
     if "anyOf" in schema:
         return None  # the root must be one plain object
-    adapted = copy.deepcopy(schema)
-    adapted.pop("$schema", None)
-    adapted.setdefault("type", "object")
     try:
+        adapted = copy.deepcopy(schema)
+        adapted.pop("$schema", None)
+        adapted.setdefault("type", "object")
         _adapt(adapted)
-    except _NotStrict:
+    except (_NotStrict, RecursionError):
         return None
     return adapted
 
@@ -131,40 +137,50 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def drop_absent_nulls(arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
+def drop_absent_nulls(
+    arguments: dict[str, Any], schema: Any, *, max_depth: int = 64
+) -> dict[str, Any]:
     """``arguments`` without the nulls that strict mode sends for properties left out.
 
     A null is dropped where the original ``schema`` does not require the
     property and does not accept null for it, at every depth the rewrite
     reaches: nested objects, array ``items``, local ``$ref``s and the one
     ``anyOf`` branch that fits the value. Everything else is kept, so
-    validation still sees any other mistake.
+    validation still sees any other mistake. Values nested deeper than
+    ``max_depth`` are kept as they are (validation refuses them), and so are
+    arguments the walk cannot finish.
     """
-    kept: dict[str, Any] = _drop(arguments, schema, schema, frozenset())
+    try:
+        kept: dict[str, Any] = _drop(arguments, schema, schema, frozenset(), max_depth)
+    except RecursionError:
+        return arguments
     return kept
 
 
-def _drop(value: Any, schema: Any, root: Any, seen: frozenset[str]) -> Any:
+def _drop(value: Any, schema: Any, root: Any, seen: frozenset[str], depth: int) -> Any:
     # ``seen`` holds the refs followed since the last step into ``value``: one
-    # met again is a cycle that would never reach more of the value.
+    # met again is a cycle that would never reach more of the value. ``depth``
+    # counts down the levels of ``value`` the walk may still enter.
+    if depth <= 0:
+        return value
     schema, seen = _resolve(schema, root, seen)
     if not isinstance(schema, dict):
         return value
     items = schema.get("items")
     if isinstance(value, list) and isinstance(items, dict):
-        return [_drop(item, items, root, frozenset()) for item in value]
+        return [_drop(item, items, root, frozenset(), depth - 1) for item in value]
     properties = schema.get("properties")
     if isinstance(value, dict) and isinstance(properties, dict):
         required = set(schema.get("required", []))
         return {
-            key: _drop(item, properties.get(key), root, frozenset())
+            key: _drop(item, properties.get(key), root, frozenset(), depth - 1)
             for key, item in value.items()
             if item is not None
             or key in required
             or _accepts_null(properties.get(key), root, frozenset())
         }
     branch = _only_branch(value, schema.get("anyOf"), root, seen)
-    return value if branch is None else _drop(value, branch, root, seen)
+    return value if branch is None else _drop(value, branch, root, seen, depth)
 
 
 def _only_branch(value: Any, branches: Any, root: Any, seen: frozenset[str]) -> Any:

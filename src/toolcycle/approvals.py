@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     from toolcycle.models import ToolDescriptor
 
@@ -53,11 +54,142 @@ def fingerprint(tool_name: str, arguments: Any) -> str:
 
     The JSON is canonical (sorted keys, no spaces, UTF-8), so two calls have the
     same fingerprint exactly when they name the same tool with equal arguments.
+    It is written without recursion, so arguments of any depth have one; an
+    integer of any length is written in full (without changing the process's
+    own limit on converting integers to text); and a lone surrogate, which no
+    UTF-8 text can hold, is hashed as the code unit it is.
+
+    Raises:
+        TypeError: ``arguments`` holds something that is not JSON data (a set,
+            say), or an object key that is not a string.
     """
-    text = json.dumps(
-        [tool_name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    hasher = hashlib.sha256()
+    for piece in _canonical([tool_name, arguments]):
+        hasher.update(piece.encode("utf-8", "surrogatepass"))
+    return "sha256:" + hasher.hexdigest()
+
+
+_encode_text: Callable[[str], str] = (
+    getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
+)
+
+
+def _canonical(value: Any) -> Iterator[str]:
+    """The canonical JSON text of ``value``, in pieces, by a loop rather than recursion.
+
+    The text is what ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` writes, so fingerprints of stored pending calls keep
+    their value; only what that call cannot write (too deep, too long an
+    integer) is written here and not there.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is _Punctuation:
+            yield node.text
+        elif isinstance(node, str):
+            yield _encode_text(node)
+        elif node is None:
+            yield "null"
+        elif node is True:
+            yield "true"
+        elif node is False:
+            yield "false"
+        elif isinstance(node, int):
+            yield _integer_text(node)
+        elif isinstance(node, float):
+            yield _float_text(node)
+        elif isinstance(node, dict):
+            stack.extend(_object_pieces(node))
+        elif isinstance(node, list | tuple):
+            stack.extend(_array_pieces(node))
+        else:
+            raise TypeError(f"Object of type {type(node).__name__} is not JSON serializable")
+
+
+class _Punctuation:
+    """Text written as it is (brackets, commas, colons and keys already encoded)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_OPEN_OBJECT, _CLOSE_OBJECT = _Punctuation("{"), _Punctuation("}")
+_OPEN_ARRAY, _CLOSE_ARRAY = _Punctuation("["), _Punctuation("]")
+_COMMA = _Punctuation(",")
+
+
+def _object_pieces(node: dict[Any, Any]) -> list[Any]:
+    """The pieces of an object, last first (they go on a stack), keys sorted.
+
+    Keys are sorted as they are, then written as ``json.dumps`` writes them
+    (a number, boolean or None key as its JSON text).
+    """
+    pieces: list[Any] = [_CLOSE_OBJECT]
+    for index, (key, item) in enumerate(sorted(node.items(), key=_first, reverse=True)):
+        if index:
+            pieces.append(_COMMA)
+        pieces.append(item)
+        pieces.append(_Punctuation(_encode_text(_key_text(key)) + ":"))
+    pieces.append(_OPEN_OBJECT)
+    return pieces
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def _key_text(key: Any) -> str:
+    """An object key as text, as ``json.dumps`` converts it."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    if isinstance(key, int):
+        return _integer_text(key)
+    if isinstance(key, float):
+        return _float_text(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _array_pieces(node: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """The pieces of an array, last first."""
+    pieces: list[Any] = [_CLOSE_ARRAY]
+    for index, item in enumerate(reversed(node)):
+        if index:
+            pieces.append(_COMMA)
+        pieces.append(item)
+    pieces.append(_OPEN_ARRAY)
+    return pieces
+
+
+def _float_text(value: float) -> str:
+    """A float as ``json.dumps`` writes it (NaN and the infinities by name)."""
+    if math.isnan(value):
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+_CHUNK_DIGITS = 256
+"""Decimal digits per piece of a long integer: far under any limit a process may set."""
+
+
+def _integer_text(value: int) -> str:
+    """An integer in decimal, whatever its length and the process's conversion limit."""
+    if value.bit_length() < 1024:  # about 308 digits: under the smallest limit allowed
+        return int.__repr__(value)
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    base = 10**_CHUNK_DIGITS
+    pieces: list[str] = []
+    while value >= base:
+        value, chunk = divmod(value, base)
+        pieces.append(f"{chunk:0{_CHUNK_DIGITS}d}")
+    pieces.append(int.__repr__(value))
+    return sign + "".join(reversed(pieces))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ None of them has behaviour beyond small conveniences.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
@@ -380,3 +381,58 @@ def _trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] 
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", private)
     return obj
+
+
+def _detached(descriptor: ToolDescriptor) -> ToolDescriptor:
+    """A copy of ``descriptor`` that shares no mutable data with it, made without recursion.
+
+    ``model_copy(deep=True)`` recurses once per level of a schema or annotation, so
+    a tool (or an MCP server) could make registration overflow the stack with a
+    schema a few hundred levels deep; this copy is a loop however deep it goes, so
+    the schema reaches the compiler, which refuses it properly.
+    """
+    fields = type(descriptor).model_fields
+    return descriptor.model_copy(
+        update={name: _tree_copy(getattr(descriptor, name)) for name in fields}
+    )
+
+
+def _tree_copy(value: Any) -> Any:
+    """A deep copy of ``value``: its dicts and lists in a loop, anything else by `copy.deepcopy`.
+
+    Shared and self-containing containers stay shared and self-containing in the copy.
+    An object that cannot be deep-copied (its copy raises) is shared, not copied.
+    """
+    memo: dict[int, Any] = {}
+
+    def shell(node: Any) -> tuple[Any, bool]:
+        """The copy of ``node``, and whether it is a new container still to fill."""
+        kind = type(node)
+        if kind is not dict and kind is not list:
+            try:
+                return copy.deepcopy(node), False
+            except Exception:  # a hostile object: sharing it is all that can be done
+                return node, False
+        known = memo.get(id(node))
+        if known is not None:
+            return known, False
+        fresh: Any = {} if kind is dict else []
+        memo[id(node)] = fresh
+        return fresh, True
+
+    top, fill = shell(value)
+    pending: list[tuple[Any, Any]] = [(value, top)] if fill else []
+    while pending:
+        source, target = pending.pop()
+        if type(source) is dict:
+            for key, item in source.items():
+                target[key], fill = shell(item)
+                if fill:
+                    pending.append((item, target[key]))
+        else:
+            for item in source:
+                fresh, fill = shell(item)
+                target.append(fresh)
+                if fill:
+                    pending.append((item, fresh))
+    return top

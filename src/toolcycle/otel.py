@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -314,13 +315,30 @@ def _end(span: otel_trace.Span) -> None:
 
 
 def _put_json(attributes: dict[str, AttributeValue], key: str, value: Any, limit: int) -> None:
-    """Store ``value`` as compact JSON text of at most ``limit`` characters under ``key``."""
+    """Store ``value`` as compact JSON text of at most ``limit`` characters under ``key``.
+
+    A value that cannot be written (nested deeper than the encoder goes, an
+    integer too long to convert, an object whose ``__str__`` raises) leaves a
+    short note in its place; a lone surrogate is written as its JSON escape,
+    so that the attribute is valid Unicode for every exporter.
+    """
     try:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError) as exc:
-        _log.debug("could not write %s as JSON: %r", key, exc)
+    except Exception as exc:  # the payload is data from the call, the span must survive it
+        _log.debug("could not write %s as JSON: %r", key, type(exc))
+        attributes[key] = _capped(f"[not recorded: {type(exc).__name__}]", limit)
         return
+    if not text.isascii():
+        text = _SURROGATE.sub(_escaped, text)
     attributes[key] = _capped(text, limit)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    """A lone surrogate as the JSON escape that stands for it."""
+    return f"\\u{ord(found.group()):04x}"
 
 
 def _capped(text: str, limit: int) -> str:

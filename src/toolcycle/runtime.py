@@ -85,6 +85,7 @@ from toolcycle.models import (
     ToolCall,
     ToolDescriptor,
     ToolResult,
+    _detached,
     _trusted,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
@@ -365,7 +366,6 @@ class ToolRuntime:
                 "not an asyncio event loop",
                 tool_name=name,
             )
-        descriptor = descriptor.model_copy(deep=True)  # later edits by the tool change nothing
         compiled_input = self._compiler.compile(
             descriptor.input_schema, kind="input", tool_name=name
         )
@@ -374,6 +374,7 @@ class ToolRuntime:
             if descriptor.output_schema is None
             else self._compiler.compile(descriptor.output_schema, kind="output", tool_name=name)
         )
+        descriptor = _detached(descriptor)  # later edits by the tool change nothing
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -1046,7 +1047,9 @@ class ToolRuntime:
         arguments = call.arguments
         if call.format in {"openai", "openai-responses"}:
             # Strict mode sends null for an optional property that was left out.
-            arguments = drop_absent_nulls(arguments, self._entry(name).descriptor.input_schema)
+            schema = self._entry(name).descriptor.input_schema
+            depth = self._compiler.limits.max_instance_depth
+            arguments = drop_absent_nulls(arguments, schema, max_depth=depth)
         return self._masked(call, name), name, arguments
 
     def _refused(

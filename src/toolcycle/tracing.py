@@ -39,6 +39,7 @@ __all__ = [
     "TraceListener",
     "TraceRecorder",
     "Tracer",
+    "error_text",
     "get_logger",
     "iso_utc",
     "lifecycle_event",
@@ -140,6 +141,18 @@ def lifecycle_event(event: str, **fields: Any) -> None:
     """
     if _lifecycle_stdlib.isEnabledFor(logging.DEBUG):
         _lifecycle_log.debug(event, **fields)
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, never raising: an exception's ``__str__`` is a tool's own code.
+
+    One whose ``__str__`` raises (or returns something that is not text) is
+    described by its type.
+    """
+    try:
+        return str(error)
+    except Exception:
+        return f"<the message of a {type(error).__name__} could not be read>"
 
 
 _second_cache: tuple[int, str] = (-1, "")
@@ -268,7 +281,7 @@ class TraceRecorder:
         A sink that raises is logged and skipped; the others still receive the trace.
         """
         if error is not None:
-            error_message = error_message or str(error) or type(error).__name__
+            error_message = error_message or error_text(error) or type(error).__name__
             error_type = error_type or type(error).__name__
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)

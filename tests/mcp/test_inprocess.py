@@ -607,3 +607,32 @@ def test_a_call_after_the_server_closed_says_it_is_closed(runtime) -> None:
         result = runtime.execute("add", {"a": 1, "b": 1}, ctx)
     assert not result.success
     assert result.error == "McpServerError: MCP server 'local' is closed"
+
+
+def test_a_server_sending_invalid_unicode_or_deep_values_gets_failed_results(runtime) -> None:
+    """Lone surrogates and nesting past the limit in a reply fail the call, in valid Unicode."""
+    deep: Any = 1
+    for _ in range(200):
+        deep = {"a": deep}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        tools = [types.Tool(name=name, input_schema={"type": "object"}) for name in "sed"]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        text = [types.TextContent(type="text", text="bad \ud800")]
+        if params.name == "s":
+            return types.CallToolResult(content=text, structured_content={"k\udc00": 1})
+        if params.name == "e":
+            return types.CallToolResult(content=text, is_error=True)
+        return types.CallToolResult(content=text, structured_content=deep)
+
+    server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+    runtime.register_source(McpServer.in_process(server))
+    with runtime.plan() as ctx:
+        results = {name: runtime.execute(name, {}, ctx) for name in "sed"}
+    for result in results.values():  # the SDK itself refuses to send a lone surrogate
+        assert not result.success
+        (result.error or "").encode("utf-8")
+    assert results["d"].error_type == "ToolOutputError"
+    assert "nests deeper than 64 levels" in (results["d"].error or "")

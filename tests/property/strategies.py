@@ -3,11 +3,14 @@
 The runtime machine draws tools (`tool_specs`), plans (`plan_flags`) and call
 arguments (`call_args`); the cache properties draw schedules of cache operations
 (`cache_ops`, `thread_schedules`, `sequential_ops`). Each record is a small frozen
-dataclass so that a failing example prints readably.
+dataclass so that a failing example prints readably. The hostile-input property
+draws values (`hostile_values`), JSON argument texts (`hostile_json_texts`) and
+schemas (`hostile_schemas`) that a model, a tool or a server could send.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +24,14 @@ __all__ = [
     "End",
     "Finish",
     "PlanFlags",
+    "RaisingList",
+    "RaisingMapping",
     "ToolSpec",
     "cache_ops",
     "call_args",
+    "hostile_json_texts",
+    "hostile_schemas",
+    "hostile_values",
     "plan_flags",
     "sequential_ops",
     "thread_schedules",
@@ -188,3 +196,115 @@ def sequential_ops() -> st.SearchStrategy[list[Begin | Finish | End]]:
         st.builds(End, plan=_plans),
     )
     return st.lists(op, max_size=30)
+
+
+# -- hostile inputs ----------------------------------------------------------------------
+
+
+class RaisingMapping(Mapping[str, Any]):
+    """A mapping whose iteration and item access raise, as a hostile container may."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("this mapping cannot be read")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("this mapping cannot be read")
+
+    def __len__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return "RaisingMapping()"
+
+
+class RaisingList(list[Any]):
+    """A list whose iteration raises."""
+
+    def __iter__(self) -> Iterator[Any]:
+        raise RuntimeError("this list cannot be read")
+
+    def __repr__(self) -> str:
+        return "RaisingList()"
+
+
+DEPTHS = st.one_of(
+    st.integers(1, 70), st.sampled_from([500, 1_000, 5_000, 20_000]), st.integers(1, 20_000)
+)
+"""Nesting depths: around the default limit of 64, past the stack, and up to 20,000."""
+
+
+def _nest(leaf: Any, depth: int, key: str) -> Any:
+    """``leaf`` inside ``depth`` containers (objects under ``key``, or arrays if key is "")."""
+    value = leaf
+    for _ in range(depth):
+        value = [value] if key == "" else {key: value}
+    return value
+
+
+def _hostile_leaves() -> st.SearchStrategy[Any]:
+    """Single hostile values: huge, invalid or raising."""
+    return st.one_of(
+        st.just("x" * 1_000_000),  # a 10^6-character string
+        st.just("\u00e9" * 1_000_000),  # the same, not ASCII
+        st.just(list(range(100_000))),  # a 10^5-element array
+        st.integers(4_300, 5_000).map(lambda digits: 10 ** (digits - 1) + 7),  # 5,000 digits
+        st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+        st.sampled_from(["\ud800", "a\udfff", "\udc80z"]),  # lone surrogates as values
+        st.sampled_from([{"\ud800": 1}, {"k\udc00": [1]}]),  # ... and as keys
+        st.sampled_from([{1: "a"}, {(1, 2): "b"}, {None: 1}]),  # keys that are not strings
+        st.builds(lambda: {10**5000: 1}),  # ... one too long to show (built: never shown)
+        st.builds(RaisingMapping),
+        st.builds(RaisingList, st.just([1])),
+        st.just({"fine": [1, "two", None, True, 2.5]}),  # and a value that is no threat
+    )
+
+
+def hostile_values() -> st.SearchStrategy[dict[str, Any]]:
+    """Tool arguments (always an object at the top) holding a hostile leaf, nested 0..20,000 deep.
+
+    The nesting alternates objects and arrays so that every container kind is
+    walked at depth.
+    """
+    return st.builds(
+        lambda leaf, depth, key: {"x": _nest(leaf, depth, key)},
+        _hostile_leaves(),
+        st.one_of(st.just(0), DEPTHS),
+        st.sampled_from(["a", "", "\ud800"]),
+    )
+
+
+def hostile_json_texts() -> st.SearchStrategy[str]:
+    """Raw JSON argument texts a model could send: deep, huge, or past the number limits."""
+    return st.one_of(
+        DEPTHS.map(lambda depth: '{"x":' + "[" * depth + "]" * depth + "}"),
+        DEPTHS.map(lambda depth: '{"x":' + '{"a":' * depth + "1" + "}" * depth + "}"),
+        st.integers(4_300, 5_000).map(lambda digits: '{"x":' + "9" * digits + "}"),
+        st.sampled_from(['{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}', '{"x": 1e999}']),
+        st.sampled_from(['{"x": "\\ud800"}', '{"\\udc00": 1}', '{"x": "\\ud83d\\ude00"}']),
+        st.just('{"x": "' + "y" * 1_000_000 + '"}'),
+        st.just('{"x": [' + ",".join(["1"] * 100_000) + "]}"),
+        st.just('{"x": 1'),  # and one that is simply broken
+    )
+
+
+def hostile_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    """Input schemas a source could declare: nested 1..20,000 deep, or holding hostile values."""
+    return st.one_of(
+        DEPTHS.map(_nest_schema),
+        st.builds(lambda leaf: {"type": "object", "default": leaf}, _hostile_leaves()),
+        st.builds(
+            lambda depth: {"type": "object", "properties": {"a": {"enum": [_nest(1, depth, "")]}}},
+            DEPTHS,
+        ),
+        st.just({"type": "object", "description": "\ud800"}),
+        st.just({"type": "object", "properties": {"\udc00": {"type": "string"}}}),
+        st.just({"type": "object", "properties": {"a": {"type": "string"}}}),
+    )
+
+
+def _nest_schema(depth: int) -> dict[str, Any]:
+    """An object schema whose property ``a`` is such a schema, ``depth`` times over."""
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
