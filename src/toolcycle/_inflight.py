@@ -82,11 +82,14 @@ class Flight:
         return unplan
 
     def attach(self, scope: _CallScope) -> None:
-        """Follow the running call's scope, whose token the plan's end cancels."""
-        with _lock:
-            self._scope = scope
-            ended = self.ended
-        if ended:
+        """Follow the running call's scope, whose token the plan's end cancels.
+
+        Lock-free: ``_scope`` is written before ``ended`` is read, and `cancel`
+        writes ``ended`` before it reads ``_scope``, so at least one of the two
+        cancels the scope (twice is harmless).
+        """
+        self._scope = scope
+        if self.ended:
             scope.cancel(self.reason)
 
     def cancel(self, reason: str) -> None:
@@ -109,9 +112,7 @@ class Flight:
             finished: set when the thread has ended.
             when_done: registers a callback for the thread's end (``Straggler.when_done``).
         """
-        with _changed:
-            self.left = finished
-            _changed.notify_all()
+        self.left = finished
         when_done(lambda _error: self.group.drop(self))
 
 
@@ -126,18 +127,34 @@ class Flights:
         self._calls: set[Flight] = set()
 
     def admit(self, record: Any, owner: object) -> Flight | None:
-        """A new flight for a call, or None once the plan is ending."""
+        """A new flight for a call, or None once the plan is ending.
+
+        Lock-free: the flight is added before ``closed`` is read, and `close`
+        sets ``closed`` before it reads the flights, so one of the two sees the
+        other (set operations are atomic).
+        """
         flight = Flight(self, record, owner)
-        with _lock:
-            if self.closed:
-                return None
-            self._calls.add(flight)
+        self._calls.add(flight)
+        if self.closed:
+            self.drop(flight)
+            return None
         return flight
 
     def release(self, flight: Flight) -> None:
         """The call's caller has its result; the flight ends unless a thread of it runs on."""
+        if flight.left is None:
+            # Lock-free on the common path: ``done`` is written before ``closed`` is
+            # read; a plan end that waits sets ``closed`` first and checks ``done``
+            # under the lock, so it either sees it or is woken below.
+            flight.done = True
+            self._calls.discard(flight)
+            if self.closed:
+                with _changed:
+                    _changed.notify_all()
+            return
         with _changed:
-            if flight.left is not None and not flight.left.is_set() and not flight.done:
+            if not flight.left.is_set() and not flight.done:
+                _changed.notify_all()  # no longer in progress, though its thread runs on
                 return
             self._drop(flight)
 
