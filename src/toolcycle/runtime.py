@@ -745,10 +745,15 @@ class ToolRuntime:
                 before it is stopped the same way; each report restarts the
                 count, and ``timeout`` still caps the whole call.
 
+        ``timeout`` also covers the tool's first activation in the plan, when
+        this call triggers it (or waits for another call's).
+
         Raises:
             ToolNotFoundError: no tool has that name.
-            ToolRuntimeError: the plan has ended or the runtime is closed.
-            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolRuntimeError: the plan has ended (or is ending) or the runtime is
+                closed.
+            ToolCancelledError: the plan is cancelled, before or during the call,
+                or ends during it (see `end_plan`).
             ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not
                 run this tool.
             ToolActivationError: the tool's ``activate`` failed.
@@ -970,8 +975,12 @@ class ToolRuntime:
             timeout: as for `execute`.
             idle_timeout: as for `execute`.
 
+        A call in an ended plan is the caller's mistake, not the model's: it
+        raises, whatever tool the call names.
+
         Raises:
-            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolCancelledError: the plan is cancelled, before or during the call,
+                or ends during it.
             ToolRuntimeError: the plan has ended or the runtime is closed.
         """
         prepared = self._prepare_call(tool_call, ctx)
@@ -1013,7 +1022,8 @@ class ToolRuntime:
 
         Raises:
             ToolRuntimeError: called from the runtime's own loop thread, or the
-                plan has ended or the runtime is closed.
+                plan has ended (before the batch or during it) or the runtime is
+                closed.
         """
         return self._invoker.portal.call(
             self.acall_many(
@@ -1055,7 +1065,8 @@ class ToolRuntime:
 
         Raises:
             ValueError: ``max_concurrency`` is below 1.
-            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ToolRuntimeError: the plan has ended (before the batch or during it)
+                or the runtime is closed.
         """
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
