@@ -475,6 +475,20 @@ def print_memory(
         f"{calls['seconds']:.1f} s, {calls['seconds'] / calls['calls'] * 1e6:.1f} us a call, "
         f"{calls['failed']} failed)"
     )
+    growth = tracks["track_memory_plans_rss_growth"]
+    soak = details["track_memory_plans_rss_growth"]
+    _target(
+        targets,
+        f"RSS growth over {soak['plans']:,} plans of {soak['calls'] // soak['plans']} calls",
+        f"{growth:.2f} MiB",
+        f"< {RSS_GROWTH_TARGET_MIB:.0f} MiB",
+        growth < RSS_GROWTH_TARGET_MIB and not soak["leftovers"],
+    )
+    print(
+        f"  ({soak['rss_before_mib']:.1f} -> {soak['rss_after_mib']:.1f} MiB, "
+        f"{soak['seconds']:.1f} s, {soak['failed']} failed, "
+        f"{soak['leftovers']} plans left in the runtime)"
+    )
     plans = details["track_memory_idle_plan_rss"]["plans"]
     for key, how in (
         ("track_memory_idle_plan_rss", "RSS"),

@@ -10,6 +10,10 @@ the details of each are in `DETAILS` once it has run.
   `WARMUP_CALLS` calls of the small tool of `benchmarks.bench_runtime` on one
   warm plan, and again after `CALLS` more; ``gc.collect()`` runs before each
   reading. Target: less than 5 MiB of growth.
+- ``track_memory_plans_rss_growth``: the same soak across plans: `PLAN_ROUNDS`
+  plans, each opened, given `CALLS_PER_PLAN` calls and ended, after
+  `WARMUP_PLANS` such plans of warm-up. Target: less than 5 MiB of growth, and
+  nothing of the plans left in the runtime (its per-plan maps are checked).
 - ``track_memory_idle_plan_rss`` and ``track_memory_idle_plan_traced``: `PLANS`
   plans opened with ``runtime.new_context()``, one tool activated in each with
   ``runtime.activate``, then measured while idle, as resident set growth and as
@@ -63,6 +67,15 @@ CALLS = 1_000_000
 PLANS = 10_000
 """Idle plans open at once in the per-plan benchmarks."""
 
+WARMUP_PLANS = 2_000
+"""Plans run before the first reading of the plans soak."""
+
+PLAN_ROUNDS = 100_000
+"""Plans run between the two readings of the plans soak."""
+
+CALLS_PER_PLAN = 10
+"""Calls made in each plan of the plans soak."""
+
 MIB = 1024 * 1024
 
 DETAILS: dict[str, dict[str, Any]] = {}
@@ -101,6 +114,40 @@ def rss_growth() -> dict[str, Any]:
         "rss_after_mib": after / MIB,
         "calls": CALLS,
         "failed": failed,
+        "seconds": seconds,
+    }
+
+
+def plans_rss_growth() -> dict[str, Any]:
+    """Resident set growth over `PLAN_ROUNDS` plans of `CALLS_PER_PLAN` calls each."""
+    runtime = _runtime()
+    execute, new_context, end_plan = runtime.execute, runtime.new_context, runtime.end_plan
+
+    def run(plans: int) -> int:
+        failed = 0
+        for _ in range(plans):
+            ctx = new_context()
+            for _ in range(CALLS_PER_PLAN):
+                failed += not execute("add", PARAMS, ctx).success
+            end_plan(ctx)
+        return failed
+
+    run(WARMUP_PLANS)
+    before = _rss()
+    started = time.perf_counter()
+    failed = run(PLAN_ROUNDS)
+    seconds = time.perf_counter() - started
+    after = _rss()
+    leftovers = len(runtime.cache.open_plans()) + len(runtime.cache._plans)
+    runtime.close()
+    return {
+        "growth_mib": (after - before) / MIB,
+        "rss_before_mib": before / MIB,
+        "rss_after_mib": after / MIB,
+        "plans": PLAN_ROUNDS,
+        "calls": PLAN_ROUNDS * CALLS_PER_PLAN,
+        "failed": failed,
+        "leftovers": leftovers,
         "seconds": seconds,
     }
 
@@ -218,6 +265,7 @@ def ended_plan_leftovers() -> dict[str, Any]:
 
 CASES: dict[str, Callable[[], dict[str, Any]]] = {
     "rss_growth": rss_growth,
+    "plans_rss_growth": plans_rss_growth,
     "idle_plans_rss": idle_plans_rss,
     "idle_plans_traced": idle_plans_traced,
     "ended_plan_leftovers": ended_plan_leftovers,
@@ -253,6 +301,15 @@ def track_memory_rss_growth() -> float:
 
 
 track_memory_rss_growth.unit = "MiB"  # type: ignore[attr-defined]
+
+
+def track_memory_plans_rss_growth() -> float:
+    """Resident set growth over PLAN_ROUNDS plans of CALLS_PER_PLAN calls each."""
+    DETAILS["track_memory_plans_rss_growth"] = found = _in_fresh_process("plans_rss_growth")
+    return float(found["growth_mib"])
+
+
+track_memory_plans_rss_growth.unit = "MiB"  # type: ignore[attr-defined]
 
 
 def track_memory_idle_plan_rss() -> float:

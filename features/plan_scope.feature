@@ -72,3 +72,13 @@ Feature: Plan scopes
     Then the call raises ToolAccessDeniedError
     And plan "p1" carries the metadata owner "ops"
     And plan "p1" has ended
+
+  @req-plan-end-drain
+  Scenario: Ending a plan while a call runs stops the call before deactivating
+    Given a plan "p1"
+    And a sync tool "indexer" that works until its call is cancelled
+    When plan "p1" ends while "indexer" runs
+    Then the call raises ToolCancelledError
+    And the error message mentions "ended"
+    And "indexer" stopped before it was deactivated
+    And a new call of "indexer" in plan "p1" raises ToolRuntimeError

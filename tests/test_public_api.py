@@ -108,9 +108,11 @@ ALLOWED = {
     "capabilities": {"context", "errors", "models"},
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation", "errors"},
-    "cache": {"context", "errors", "protocols"},
+    "_inflight": {"cancellation", "context"},  # for annotations only, under TYPE_CHECKING
+    "cache": {"_inflight", "context", "errors", "protocols"},
     "_activation": {
         "_invoke",
+        "_portal",
         "cache",
         "context",
         "errors",
@@ -121,6 +123,7 @@ ALLOWED = {
     "_results": {"_json", "context", "errors", "models", "redaction", "tracing", "validation"},
     "runtime": {
         "_activation",
+        "_inflight",
         "_approve",
         "approvals",
         "instrumentation",

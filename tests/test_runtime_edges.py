@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -47,7 +48,9 @@ def test_activate_raising_a_runtime_error_is_re_raised_unchanged(runtime: ToolRu
         runtime.execute("fake", {}, ctx)
 
 
-def test_plan_ending_during_activation_deactivates_the_tool() -> None:
+def test_plan_ending_during_activation_deactivates_the_tool(
+    draining: Callable[[str], bool],
+) -> None:
     """If the plan ends while a tool activates, the call fails and the tool is undone."""
     entered = threading.Event()
     release = threading.Event()
@@ -73,9 +76,14 @@ def test_plan_ending_during_activation_deactivates_the_tool() -> None:
         worker = threading.Thread(target=call)
         worker.start()
         assert entered.wait(WAIT)
-        assert runtime.end_plan(ctx) == []
+        ended: list[list[Any]] = []
+        ender = threading.Thread(target=lambda: ended.append(runtime.end_plan(ctx)))
+        ender.start()
+        assert draining(ctx.plan_id)  # the end waits for the call in flight
         release.set()
         worker.join(WAIT)
+        ender.join(WAIT)
+    assert ended == [[]]
     assert len(errors) == 1 and "ended while" in str(errors[0])
     assert tool.stages(ctx.plan_id) == ["activate", "deactivate"]
 
@@ -323,7 +331,9 @@ async def test_async_waiters_share_the_owner_activation() -> None:
     assert tool.activations == 1 and all(r.success for r in results)
 
 
-def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged() -> None:
+def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged(
+    draining: Callable[[str], bool],
+) -> None:
     """If undoing a late activation fails, the call still fails cleanly."""
     entered = threading.Event()
     release = threading.Event()
@@ -347,9 +357,12 @@ def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged() -> Non
         worker = threading.Thread(target=call)
         worker.start()
         assert entered.wait(WAIT)
-        runtime.end_plan(ctx)
+        ender = threading.Thread(target=runtime.end_plan, args=(ctx,))
+        ender.start()
+        assert draining(ctx.plan_id)
         release.set()
         worker.join(WAIT)
+        ender.join(WAIT)
     assert len(errors) == 1 and "ended while" in str(errors[0])
 
 

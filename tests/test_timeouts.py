@@ -308,21 +308,8 @@ async def test_an_async_activation_over_its_limit_fails_from_aexecute() -> None:
                 await runtime.aexecute("slow_start", {}, ctx)
 
 
-class _Watched(threading.Event):
-    """An event that says when someone starts waiting on it."""
-
-    def __init__(self, original: threading.Event, waiting: threading.Event) -> None:
-        super().__init__()
-        self._original = original
-        self._waiting = waiting
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self._waiting.set()
-        return self._original.wait(timeout)
-
-
 def test_a_sync_call_past_its_limit_is_abandoned_and_the_plan_end_waits_for_it(
-    runtime: ToolRuntime,
+    runtime: ToolRuntime, draining: Callable[[str], bool]
 ) -> None:
     """The caller is released with abandoned=True; deactivation waits until the call ends."""
     tool = Stubborn()
@@ -331,12 +318,10 @@ def test_a_sync_call_past_its_limit_is_abandoned_and_the_plan_end_waits_for_it(
     result = runtime.execute("stubborn", {}, ctx, timeout=0.1)
     assert "left running" in message(result)
     assert result.trace is not None and result.trace.abandoned is True
-    waiting = threading.Event()
-    [finished] = runtime._abandoned["p"]
-    runtime._abandoned["p"] = [_Watched(finished, waiting)]
     ender = threading.Thread(target=runtime.end_plan, args=(ctx,))
     ender.start()
-    assert waiting.wait(WAIT)  # end_plan is waiting for the abandoned call
+    assert draining("p")  # end_plan is waiting for the abandoned call
+    assert tool.deactivated_after_done == []
     tool.release.set()
     ender.join(WAIT)
     assert not ender.is_alive()
@@ -584,10 +569,10 @@ class GatedActivation:
 
 
 @pytest.mark.parametrize("activate_timeout", [None, WAIT], ids=["pool", "own-thread"])
-def test_a_sync_activate_left_running_by_a_cancelled_caller_is_undone_when_it_ends(
+def test_a_sync_activate_left_running_by_a_cancelled_caller_still_activates_the_tool(
     activate_timeout: float | None,
 ) -> None:
-    """The caller gives up; the activate still succeeds on its thread, and is deactivated."""
+    """The caller gives up; the activate runs on, the plan keeps it, and it is undone once."""
     tool = GatedActivation()
     with ToolRuntime(tracer=NullTracer(), activate_timeout=activate_timeout) as runtime:
         runtime.register(tool)
@@ -599,8 +584,10 @@ def test_a_sync_activate_left_running_by_a_cancelled_caller_is_undone_when_it_en
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await asyncio.wait_for(call, WAIT)
+            second = asyncio.ensure_future(runtime.aexecute("slow", {}, ctx))
             tool.release.set()
-            assert await asyncio.to_thread(tool.undone.wait, WAIT)
+            result = await asyncio.wait_for(second, WAIT)
+            assert result.success and tool.stages == ["activate"]  # no second activate
             assert await runtime.aend_plan(ctx) == []
 
         asyncio.run(main())

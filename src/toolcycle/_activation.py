@@ -9,11 +9,13 @@ never traces: the runtime records the trace of the call that was affected.
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
+import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from toolcycle._invoke import InvokeTimeoutError, own_loop
+from toolcycle.cache import OwnerGone
 from toolcycle.errors import (
     ToolActivationError,
     ToolCancelledError,
@@ -26,15 +28,20 @@ from toolcycle.tracing import get_logger, lifecycle_event
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from toolcycle._invoke import Invoker, Straggler
+    from toolcycle._invoke import Cancels, Invoker, Straggler
+    from toolcycle._portal import Deadline
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
     from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
     from toolcycle.protocols import ToolInstance
 
-__all__ = ["Activator", "caller_cancelled"]
+__all__ = ["Activator", "CallTimedOut", "caller_cancelled"]
 
 _log = get_logger("toolcycle.runtime")
+
+
+class CallTimedOut(TimeoutError):
+    """The call's own limit passed while its tool was activating."""
 
 
 class Activator:
@@ -46,8 +53,6 @@ class Activator:
         "_deactivate_timeout",
         "_instrumentation",
         "_invoker",
-        "_lock",
-        "_straggling",
     )
 
     def __init__(
@@ -63,12 +68,16 @@ class Activator:
         self._deactivate_timeout = deactivate_timeout
         self._activate_timeout = activate_timeout
         self._instrumentation = instrumentation
-        # (plan id, tool name) of sync activates still running past activate_timeout.
-        self._straggling: set[tuple[str, str]] = set()
-        self._lock = threading.Lock()
 
     def ensure(
-        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
+        self,
+        ctx: ToolExecutionContext,
+        name: str,
+        instance: ToolInstance,
+        *,
+        on_demand: bool,
+        token: Cancels | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         """Make sure the tool is active in the plan, activating it if this call is first.
 
@@ -77,80 +86,167 @@ class Activator:
             name: the tool's registered name.
             instance: the tool.
             on_demand: activate if needed; otherwise an inactive tool is an error.
+            token: cancels a coroutine ``activate`` (the call's flight); the
+                plan's token by default.
+            deadline: the call's own limit, which its wait for the activation
+                counts against.
 
         Raises:
             ToolNotActivatedError: not active, and ``on_demand`` is false.
-            ToolActivationError: ``activate`` raised (shared by concurrent callers).
+            ToolActivationError: ``activate`` raised (shared by concurrent callers)
+                or outlived ``activate_timeout``.
+            CallTimedOut: ``deadline`` passed first. A sync ``activate`` still
+                running goes on, and its outcome is the plan's.
             ToolCancelledError, asyncio.CancelledError: the activation was cancelled.
             ToolRuntimeError: the plan ended meanwhile.
         """
-        claim = self._claim(ctx, name, instance, on_demand=on_demand)
-        if claim is None:
-            return
-        activation, owner = claim
-        if not owner:
-            activation.wait()
-            self._raise_for(activation, ctx)
-            return
+        while True:
+            claim = self._claim(ctx, name, instance, on_demand=on_demand)
+            if claim is None:
+                return
+            activation, owner = claim
+            if owner:
+                self._own(ctx, activation, instance, token, deadline)
+                return
+            if not activation.wait(self._patience(activation, deadline)):
+                raise self._gave_up(ctx, activation, deadline)
+            if not isinstance(activation.error, OwnerGone):
+                self._raise_for(activation, ctx)
+                return
+
+    def _own(
+        self,
+        ctx: ToolExecutionContext,
+        activation: Activation,
+        instance: ToolInstance,
+        token: Cancels | None,
+        deadline: Deadline | None,
+    ) -> None:
+        limit, by_call = self._limit(deadline)
         try:
-            with self._watched("activate", name, ctx):
+            with self._watched("activate", activation.name, ctx):
                 self._invoker.call(
                     instance.activate,
                     ctx,
-                    token=ctx.cancellation_token,
-                    timeout=self._activate_timeout,
+                    token=token or ctx.cancellation_token,
+                    timeout=limit,
                     loop=own_loop(instance),
                 )
         except InvokeTimeoutError as exc:
-            self._timed_out(ctx, activation, exc)
+            self._outlived(ctx, activation, exc, by_call=by_call)
         except (Exception, asyncio.CancelledError) as exc:
             self._finish(ctx, activation, exc)
-        except BaseException as exc:  # KeyboardInterrupt and friends: wake waiters, obey
-            self._cache.finish(ctx, activation, exc)
+        except BaseException as exc:  # KeyboardInterrupt and friends: obey
+            if limit is None:  # activate was interrupted: a waiter takes over
+                self._cache.retry(ctx, activation)
+            else:  # its thread runs on: the waiters must not start another beside it
+                self._cache.finish(ctx, activation, exc)
             raise
         else:
             self._finish(ctx, activation, None)
 
     async def aensure(
-        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
+        self,
+        ctx: ToolExecutionContext,
+        name: str,
+        instance: ToolInstance,
+        *,
+        on_demand: bool,
+        token: Cancels | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         """Async twin of `ensure`; an async ``activate`` is awaited on the caller's loop.
 
         Raises:
-            asyncio.CancelledError: also when the awaiting task itself is cancelled,
-                in which case nothing is cached and waiting callers see the failure.
+            asyncio.CancelledError: also when the awaiting task itself is cancelled.
+                Nothing is cached then; a call waiting for the same activation
+                takes it over (or, when a sync ``activate`` runs on in its
+                thread, waits for that and shares its outcome).
         """
-        claim = self._claim(ctx, name, instance, on_demand=on_demand)
-        if claim is None:
-            return
-        activation, owner = claim
-        if not owner:
-            await activation.wait_async()
-            self._raise_for(activation, ctx)
-            return
+        while True:
+            claim = self._claim(ctx, name, instance, on_demand=on_demand)
+            if claim is None:
+                return
+            activation, owner = claim
+            if owner:
+                await self._aown(ctx, activation, instance, token, deadline)
+                return
+            if not await activation.wait_async(self._patience(activation, deadline)):
+                raise self._gave_up(ctx, activation, deadline)
+            if not isinstance(activation.error, OwnerGone):
+                self._raise_for(activation, ctx)
+                return
+
+    async def _aown(
+        self,
+        ctx: ToolExecutionContext,
+        activation: Activation,
+        instance: ToolInstance,
+        token: Cancels | None,
+        deadline: Deadline | None,
+    ) -> None:
+        limit, by_call = self._limit(deadline)
+        adopted: list[Straggler] = []
+
+        def abandon(straggler: Straggler) -> None:
+            adopted.append(straggler)
+            self._adopt(ctx, activation, straggler)
+
         try:
-            with self._watched("activate", name, ctx):
+            with self._watched("activate", activation.name, ctx):
                 await self._invoker.acall(
                     instance.activate,
                     ctx,
-                    token=ctx.cancellation_token,
-                    timeout=self._activate_timeout,
-                    on_abandon=lambda straggler: self._track_late(ctx, activation, straggler),
+                    token=token or ctx.cancellation_token,
+                    timeout=limit,
+                    on_abandon=abandon,
                 )
         except InvokeTimeoutError as exc:
-            self._timed_out(ctx, activation, exc)
+            self._outlived(ctx, activation, exc, by_call=by_call)
         except Exception as exc:
             self._finish(ctx, activation, exc)
         except asyncio.CancelledError as exc:
             if caller_cancelled():
-                self._cache.finish(ctx, activation, exc)
+                if not adopted:  # activate was cancelled with its caller: a waiter takes over
+                    self._cache.retry(ctx, activation)
                 raise
             self._finish(ctx, activation, exc)
-        except BaseException as exc:
-            self._cache.finish(ctx, activation, exc)
+        except BaseException:
+            self._cache.retry(ctx, activation)
             raise
         else:
             self._finish(ctx, activation, None)
+
+    def _limit(self, deadline: Deadline | None) -> tuple[float | Deadline | None, bool]:
+        """The owner's limit for ``activate``, and whether it is the call's own."""
+        left = None if deadline is None else deadline.remaining()
+        limit = self._activate_timeout
+        if left is not None and (limit is None or left < limit):
+            return deadline, True
+        return limit, False
+
+    @staticmethod
+    def _patience(activation: Activation, deadline: Deadline | None) -> float | None:
+        """How long a waiter may wait: its call's limit, and the activation's own."""
+        parts = [] if deadline is None else [deadline.remaining()]
+        if activation.expires is not None:
+            parts.append(max(0.0, activation.expires - time.monotonic()))
+        found = [part for part in parts if part is not None]
+        return min(found) if found else None
+
+    def _gave_up(
+        self, ctx: ToolExecutionContext, activation: Activation, deadline: Deadline | None
+    ) -> Exception:
+        """Why a waiter stopped waiting: its call's limit, or the activation's."""
+        if deadline is not None and deadline.remaining() == 0:
+            return CallTimedOut(f"{deadline.message()} (its activate was still running)")
+        return ToolActivationError(
+            f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: its "
+            f"activate is still running past activate_timeout ({self._activate_timeout} "
+            "seconds); try again once it has finished",
+            tool_name=activation.name,
+            plan_id=ctx.plan_id,
+        )
 
     @contextmanager
     def _watched(self, stage: Stage, name: str, ctx: ToolExecutionContext) -> Iterator[None]:
@@ -179,42 +275,62 @@ class Activator:
                 except Exception as exc:
                     _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
-    def _timed_out(
-        self, ctx: ToolExecutionContext, activation: Activation, exc: InvokeTimeoutError
-    ) -> None:
-        """Fail the activation; a sync ``activate`` still running is undone when it ends.
-
-        Until it ends, calls in the plan are refused rather than activating the
-        tool a second time beside it (see `_claim`).
-        """
-        late = TimeoutError(
-            f"activate did not finish within {self._activate_timeout} seconds (activate_timeout)"
-        )
-        if exc.straggler is not None:
-            self._track_late(ctx, activation, exc.straggler)
-        self._finish(ctx, activation, late)
-
-    def _track_late(
-        self, ctx: ToolExecutionContext, activation: Activation, straggler: Straggler
-    ) -> None:
-        """A sync ``activate`` its caller gave up on (timeout, cancellation) runs on.
-
-        Until it ends, calls in the plan are refused (see `_claim`); if it then
-        succeeds, what it activated is deactivated.
-        """
-        key = (ctx.plan_id, activation.name)
-        with self._lock:
-            self._straggling.add(key)
-        straggler.when_done(lambda error: self._ended_late(ctx, activation, key, error))
-
-    def _ended_late(
+    def _outlived(
         self,
         ctx: ToolExecutionContext,
         activation: Activation,
-        key: tuple[str, str],
-        error: BaseException | None,
+        exc: InvokeTimeoutError,
+        *,
+        by_call: bool,
+    ) -> NoReturn:
+        """The owner's limit passed: the call's own, or ``activate_timeout``.
+
+        An async ``activate`` was cancelled. A sync one runs on in its thread, and
+        the activation waits for it (see `_adopt`), so that no second ``activate``
+        starts beside it.
+        """
+        if exc.straggler is not None:
+            self._adopt(ctx, activation, exc.straggler)
+        if by_call:
+            if exc.straggler is None:
+                self._cache.retry(ctx, activation)
+            raise CallTimedOut(f"{exc} (its activate was still running)")
+        late = self._late()
+        if exc.straggler is None:
+            self._finish(ctx, activation, late)
+        raise _failed(activation, ctx, late) from None
+
+    def _late(self) -> TimeoutError:
+        return TimeoutError(
+            f"activate did not finish within {self._activate_timeout} seconds (activate_timeout)"
+        )
+
+    def _adopt(
+        self, ctx: ToolExecutionContext, activation: Activation, straggler: Straggler
     ) -> None:
-        """On the abandoned activate's thread: deactivate what it activated after all."""
+        """A sync ``activate`` its caller gave up on (a timeout, a cancellation) runs on.
+
+        The activation stays pending until it ends: calls of the tool in the plan
+        wait for it (no longer than their own limits and ``activate_timeout``),
+        never start a second one beside it, and share its outcome.
+        """
+        straggler.when_done(lambda error: self._ended_late(ctx, activation, error))
+
+    def _ended_late(
+        self, ctx: ToolExecutionContext, activation: Activation, error: BaseException | None
+    ) -> None:
+        """On the adopted activate's thread: settle the activation as it ended.
+
+        One that succeeded within ``activate_timeout`` is the plan's, as if its
+        caller had waited; one that succeeded after it is deactivated at once,
+        since every call was told it failed.
+        """
+        expires = activation.expires
+        late = expires is not None and time.monotonic() > expires
+        if error is None and not late:
+            with contextlib.suppress(ToolRuntimeError):  # the plan ended: _finish undid it
+                self._finish(ctx, activation, None)
+            return
         try:
             if error is None:
                 self.teardown(activation, ctx)
@@ -223,15 +339,14 @@ class Activator:
                 "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
             )
         finally:
-            with self._lock:
-                self._straggling.discard(key)
-        # Logged once the plan may activate the tool again.
-        _log.info(
-            "tool.late_activation_ended",
-            tool=activation.name,
-            plan_id=ctx.plan_id,
-            undone=error is None,
-        )
+            self._cache.finish(ctx, activation, error or self._late())
+        if late:  # logged once the plan may activate the tool again
+            _log.info(
+                "tool.late_activation_ended",
+                tool=activation.name,
+                plan_id=ctx.plan_id,
+                undone=error is None,
+            )
 
     def _claim(
         self, ctx: ToolExecutionContext, name: str, instance: ToolInstance, *, on_demand: bool
@@ -244,15 +359,7 @@ class Activator:
             if not self._cache.is_active(ctx.plan_id, name):
                 raise self._not_active(ctx, name)
             return None
-        if self._straggling and (ctx.plan_id, name) in self._straggling:
-            raise ToolActivationError(
-                f"activating tool {name!r} for plan {ctx.plan_id!r} failed: its earlier "
-                f"activate is still running past activate_timeout ({self._activate_timeout} "
-                "seconds); try again once it has finished",
-                tool_name=name,
-                plan_id=ctx.plan_id,
-            )
-        return self._cache.begin(ctx, name, instance)
+        return self._cache.begin(ctx, name, instance, self._activate_timeout)
 
     @staticmethod
     def _not_active(ctx: ToolExecutionContext, name: str) -> ToolNotActivatedError:
@@ -289,12 +396,7 @@ class Activator:
             return
         if isinstance(error, ToolCancelledError | ToolRuntimeError | asyncio.CancelledError):
             raise error
-        raise ToolActivationError(
-            f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
-            f"{type(error).__name__}: {error}",
-            tool_name=activation.name,
-            plan_id=ctx.plan_id,
-        ) from error
+        raise _failed(activation, ctx, error) from error
 
     def teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
         """Deactivate one tool from sync code, within the deactivate timeout.
@@ -331,6 +433,17 @@ def caller_cancelled() -> bool:
     """Whether the current task is being cancelled by its caller (not by a plan token)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _failed(
+    activation: Activation, ctx: ToolExecutionContext, error: BaseException
+) -> ToolActivationError:
+    return ToolActivationError(
+        f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
+        f"{type(error).__name__}: {error}",
+        tool_name=activation.name,
+        plan_id=ctx.plan_id,
+    )
 
 
 def _hung(

@@ -19,7 +19,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle._portal import (
     CANCEL_GRACE_SECONDS,
@@ -35,9 +35,16 @@ from toolcycle.errors import ToolRuntimeError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolcycle.cancellation import CancellationToken
+__all__ = ["Cancels", "InvokeTimeoutError", "Invoker", "Straggler", "own_loop"]
 
-__all__ = ["InvokeTimeoutError", "Invoker", "Straggler", "own_loop"]
+
+class Cancels(Protocol):
+    """What cancels a stage: a `CancellationToken`, or a call's flight that stands in for it."""
+
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback`` once on cancellation; returns a function that unregisters it."""
+        ...
+
 
 # Results that are certainly not awaitable: checked by type before asking inspect.
 _PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
@@ -113,7 +120,7 @@ class Invoker:
         self,
         fn: Callable[..., Any],
         *args: Any,
-        token: CancellationToken | None = None,
+        token: Cancels | None = None,
         timeout: float | Deadline | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         coroutine: bool | None = None,
@@ -154,7 +161,7 @@ class Invoker:
         self,
         fn: Callable[..., Any],
         *args: Any,
-        token: CancellationToken | None = None,
+        token: Cancels | None = None,
         timeout: float | Deadline | None = None,
         detached: bool = False,
         coroutine: bool | None = None,
@@ -238,9 +245,7 @@ def _on_own_loop(
     return run_blocking(loop, fn(*args), **options)
 
 
-async def _cancellable(
-    coro: Any, token: CancellationToken | None, timeout: float | Deadline | None
-) -> Any:
+async def _cancellable(coro: Any, token: Cancels | None, timeout: float | Deadline | None) -> Any:
     """Await ``coro`` as a task that ``token`` cancels, within ``timeout``.
 
     Raises:
@@ -280,7 +285,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-async def _in_current_task(coro: Any, token: CancellationToken, task: asyncio.Task[Any]) -> Any:
+async def _in_current_task(coro: Any, token: Cancels, task: asyncio.Task[Any]) -> Any:
     """Await ``coro`` in the caller's own task, which ``token`` cancels while it runs.
 
     Without a deadline there is no need for a task of its own, and making one

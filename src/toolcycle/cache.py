@@ -6,6 +6,15 @@ arrive while it is activating wait for it and share its outcome, whether they
 come from threads or from tasks (single flight). A failed activation is not
 cached: the waiters see the failure, and the next call tries again.
 
+An owner that gives up without an outcome (its caller cancelled it, or its
+call's own time ran out) hands the activation back with `retry`: the waiters
+wake and one of them becomes the owner, so their calls are not failed for
+something that happened to another call.
+
+The cache also admits each call of a plan (`admit`), so that ending the plan
+can refuse new calls at once (`close`) and stop and wait for the calls in
+flight before anything is deactivated.
+
 When the plan ends, the cache hands every activated tool to a teardown function
 in reverse order of activation, exactly once, and collects what went wrong as
 `ToolDeactivationError`s instead of raising. The cache knows the tool protocol
@@ -18,17 +27,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from toolcycle._inflight import Flights
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDeactivationError, ToolRuntimeError
 
 if TYPE_CHECKING:
+    from toolcycle._inflight import Flight
     from toolcycle.protocols import ToolInstance
 
-__all__ = ["Activation", "ToolLifecycleCache"]
+__all__ = ["Activation", "OwnerGone", "ToolLifecycleCache"]
+
+
+class OwnerGone(Exception):
+    """The owner of an activation left without an outcome: a waiter takes it over."""
 
 
 class Activation:
@@ -46,6 +62,7 @@ class Activation:
         "_event",
         "_lock",
         "error",
+        "expires",
         "instance",
         "name",
     )
@@ -54,6 +71,8 @@ class Activation:
         self.name = name
         self.instance = instance
         self.error: BaseException | None = None
+        self.expires: float | None = None
+        """``time.monotonic()`` past which waiting for it is given up (``activate_timeout``)."""
         self._done = False
         self._event: threading.Event | None = None
         self._lock = threading.Lock()
@@ -75,22 +94,22 @@ class Activation:
         for callback in callbacks or ():
             callback()
 
-    def wait(self) -> None:
-        """Block until the owner has finished."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the owner has finished, or ``timeout`` seconds; whether it has."""
         if self._done:
-            return
+            return True
         with self._lock:
             if self._done:
-                return
+                return True
             if self._event is None:
                 self._event = threading.Event()
             event = self._event
-        event.wait()
+        return event.wait(timeout)
 
-    async def wait_async(self) -> None:
-        """Wait, without blocking the event loop, until the owner has finished."""
+    async def wait_async(self, timeout: float | None = None) -> bool:
+        """Wait, without blocking the event loop, until the owner has finished; whether it has."""
         if self._done:
-            return
+            return True
         loop = asyncio.get_running_loop()
         finished = loop.create_future()
 
@@ -110,9 +129,13 @@ class Activation:
                     self._callbacks = []
                 self._callbacks.append(wake)
         if not registered:
-            return
+            return True
         try:
-            await finished
+            if timeout is None:
+                await finished
+            else:
+                await asyncio.wait({finished}, timeout=timeout)
+            return finished.done()
         finally:
             with self._lock:  # a cancelled waiter leaves nothing behind
                 if self._callbacks is not None and wake in self._callbacks:
@@ -125,6 +148,8 @@ class _Plan:
     activations: dict[str, Activation] = field(default_factory=dict)
     order: list[Activation] = field(default_factory=list)
     ended: bool = False
+    flights: Flights | None = None
+    """Its calls in flight; made at its first call."""
 
 
 Teardown = Callable[[Activation, ToolExecutionContext], None]
@@ -139,12 +164,17 @@ class ToolLifecycleCache:
         self._plans: dict[str, _Plan] = {}
 
     def begin(
-        self, ctx: ToolExecutionContext, name: str, instance: ToolInstance
+        self,
+        ctx: ToolExecutionContext,
+        name: str,
+        instance: ToolInstance,
+        timeout: float | None = None,
     ) -> tuple[Activation, bool]:
         """Return the activation of ``name`` in the plan and whether the caller owns it.
 
-        The owner must activate the tool and then call `finish`. Everyone else
-        waits on the activation (``wait`` or ``wait_async``) and reads ``error``.
+        The owner must activate the tool and then call `finish` (or `retry`).
+        Everyone else waits on the activation (``wait`` or ``wait_async``) and
+        reads ``error``. ``timeout`` sets a new activation's ``expires``.
 
         Raises:
             ToolRuntimeError: the plan has ended.
@@ -155,6 +185,8 @@ class ToolLifecycleCache:
             if activation is not None:
                 return activation, False
             activation = Activation(name, instance)
+            if timeout is not None:
+                activation.expires = time.monotonic() + timeout
             plan.activations[name] = activation
             return activation, True
 
@@ -184,6 +216,60 @@ class ToolLifecycleCache:
             )
         activation._finish(error)
         return cached
+
+    def retry(self, ctx: ToolExecutionContext, activation: Activation) -> None:
+        """Hand back an activation whose owner left without an outcome.
+
+        Nothing is cached; the waiters wake and see `OwnerGone`, and the next
+        of them to ask becomes the owner.
+        """
+        with self._lock:
+            plan = self._plans.get(ctx.plan_id)
+            if plan is not None and plan.activations.get(activation.name) is activation:
+                del plan.activations[activation.name]
+        activation._finish(OwnerGone())
+
+    def admit(self, ctx: ToolExecutionContext, record: object, owner: object) -> Flight:
+        """Let a call of the plan in, as long as the plan is open.
+
+        Args:
+            ctx: the plan.
+            record: the call's trace record.
+            owner: the task or thread the call runs in.
+
+        Raises:
+            ToolRuntimeError: the plan has ended or is ending, or another
+                context of the same plan id is open.
+        """
+        plan = self._plans.get(ctx.plan_id)  # lock-free for a plan that has had a call
+        if plan is None or plan.ctx is not ctx or plan.flights is None:
+            with self._lock:
+                plan = self._open(ctx)
+                if plan.flights is None:
+                    plan.flights = Flights(ctx.cancellation_token)
+        assert plan.flights is not None
+        flight = plan.flights.admit(record, owner)
+        if flight is None:
+            raise _ended(ctx)
+        return flight
+
+    def close(self, ctx: ToolExecutionContext) -> tuple[Flight, ...] | None:
+        """Start ending the plan: refuse its later calls and activations.
+
+        Returns:
+            The plan's calls still in flight; None when the plan had already
+            ended or is being ended by someone else.
+        """
+        with self._lock:
+            if ctx.ended:
+                return None
+            ctx._ended = True
+            plan = self._plans.get(ctx.plan_id)
+            if plan is None or plan.ctx is not ctx:
+                return ()
+            plan.ended = True
+            flights = plan.flights
+        return flights.close() if flights is not None else ()
 
     def settled(
         self, plan_id: str, name: str, *, owner: ToolExecutionContext | None = None
@@ -225,10 +311,7 @@ class ToolLifecycleCache:
 
     def _open(self, ctx: ToolExecutionContext) -> _Plan:
         if ctx.ended:
-            raise ToolRuntimeError(
-                f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
-                plan_id=ctx.plan_id,
-            )
+            raise _ended(ctx)
         plan = self._plans.get(ctx.plan_id)
         if plan is None:
             plan = self._plans[ctx.plan_id] = _Plan(ctx)
@@ -243,15 +326,16 @@ class ToolLifecycleCache:
         return plan
 
     def _take(self, ctx: ToolExecutionContext) -> list[Activation]:
+        """Close the plan if it is not yet, and take it out: its tools, newest first."""
         with self._lock:
-            if ctx.ended:
-                return []
             ctx._ended = True
-            plan = self._plans.pop(ctx.plan_id, None)
-            if plan is None:
+            plan = self._plans.get(ctx.plan_id)
+            if plan is None or plan.ctx is not ctx:
                 return []
+            del self._plans[ctx.plan_id]
             plan.ended = True
-            plan.ctx._ended = True
+            if plan.flights is not None:
+                plan.flights.close()
             return list(reversed(plan.order))
 
     def end_plan(
@@ -297,6 +381,13 @@ class ToolLifecycleCache:
         if interrupt is not None:
             raise interrupt
         return errors
+
+
+def _ended(ctx: ToolExecutionContext) -> ToolRuntimeError:
+    return ToolRuntimeError(
+        f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+        plan_id=ctx.plan_id,
+    )
 
 
 def _deactivation_error(

@@ -213,7 +213,8 @@ class ToolExecutionTrace(BaseModel):
     progress_count: int = 0
     """How many progress reports the tool made during the call."""
     abandoned: bool = False
-    """A sync tool timed out and, since Python cannot stop it, was left running."""
+    """The call was left running: a sync tool timed out (Python cannot stop it), or
+    its plan ended and stopped waiting for it (``drain_timeout``)."""
     approval: ApprovalRecord | None = None
     """How the call's approval was decided; None for a call that needed none."""
 

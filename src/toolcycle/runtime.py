@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypedDict, Unpack
 
-from toolcycle._activation import Activator, caller_cancelled
+from toolcycle._activation import Activator, CallTimedOut, caller_cancelled
 from toolcycle._approve import (
     DENIED,
     PENDING,
@@ -43,6 +43,7 @@ from toolcycle._batch import run_batch
 from toolcycle._calls import parse_tool_call
 from toolcycle._definitions import definition
 from toolcycle._dispatch import REFUSED, refusal, resolve
+from toolcycle._inflight import wait_for
 from toolcycle._invoke import Invoker, InvokeTimeoutError
 from toolcycle._names import FORMATS
 from toolcycle._portal import Deadline
@@ -104,6 +105,7 @@ from toolcycle.validation import CompiledSchema, SchemaCompiler, ValidationLimit
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 
+    from toolcycle._inflight import Flight
     from toolcycle._types import Clock, JSONSchema
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.instrumentation import CallObserver, Instrumentation
@@ -185,6 +187,8 @@ class _Call:
     """The model's id of the call, when it came through ``call``."""
     arguments: Any = None
     """The validated arguments, kept only for an observer that records payloads."""
+    flight: Flight | None = None
+    """The call in its plan's calls in flight, once its checks have passed."""
 
 
 _DEFAULT_REDACTION = RedactionPolicy()
@@ -233,6 +237,12 @@ class ToolRuntime:
             calls it abandoned at their timeout to finish before deactivating
             the plan's tools; None waits for ever. Those still running then are
             logged as ``tool.abandoned_still_running``.
+        drain_timeout: seconds, in total, that ending a plan waits for its calls
+            still in flight (after cancelling their call tokens, and the async
+            ones' tasks) before deactivating the plan's tools; 5 by default,
+            None waits for ever, 0 does not wait. Calls still running then are
+            left to finish on their own, logged as ``plan.calls_abandoned``,
+            and their traces say ``abandoned``.
         instrumentation: told of every call, activation and deactivation, for
             an observability backend (see `toolcycle.otel.OpenTelemetry`);
             None, the default, costs nothing.
@@ -258,6 +268,7 @@ class ToolRuntime:
         deactivate_timeout: float | None = 30.0,
         activate_timeout: float | None = None,
         abandon_timeout: float | None = 5.0,
+        drain_timeout: float | None = 5.0,
         redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
         instrumentation: Instrumentation | None = None,
         approval_ledger: ApprovalLedger | None = None,
@@ -289,8 +300,11 @@ class ToolRuntime:
         self._sources: list[_SourceEntry] = []
         self._closed = False
         self._abandon_timeout = abandon_timeout
-        # Per plan id: events set when a sync call left running at its timeout ends.
-        self._abandoned: dict[str, list[threading.Event]] = {}
+        if drain_timeout is not None and not drain_timeout >= 0:
+            raise ValueError(
+                f"drain_timeout must be seconds (0 or more) or None, got {drain_timeout!r}"
+            )
+        self._drain_timeout = drain_timeout
 
     def __enter__(self) -> Self:
         return self
@@ -599,12 +613,28 @@ class ToolRuntime:
             await self.aend_plan(ctx)
 
     def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
-        """Deactivate every tool activated in the plan, newest first, exactly once.
+        """End the plan: stop its calls in flight, then deactivate its tools, newest first.
+
+        From the moment it is called, new calls of the plan are refused with
+        `ToolRuntimeError`. Calls still in flight have their call token
+        cancelled (a coroutine stage is cancelled too) and are waited for, up to
+        ``drain_timeout`` seconds in total; those still running then are left
+        to finish on their own, and their traces say ``abandoned``. Sync calls
+        left running at their own timeout are waited for up to
+        ``abandon_timeout``. Then every tool activated in the plan is
+        deactivated exactly once, the most recently activated first.
 
         Never raises for a failing or hanging ``deactivate``: each is logged and
-        returned. Ending an ended plan does nothing.
+        returned. Ending an ended plan (or one that is being ended) does nothing.
         """
-        self._wait_for_abandoned(ctx)
+        flights = self._cache.close(ctx)
+        if flights is None:
+            return []
+        if flights:
+            self._drain(ctx, flights)
+        return self._end(ctx)
+
+    def _end(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         errors = self._cache.end_plan(ctx, self._activator.teardown)
         _log_deactivation_errors(errors)
         lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
@@ -613,12 +643,17 @@ class ToolRuntime:
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """Async twin of `end_plan`: async ``deactivate`` methods are awaited here.
 
-        Cancelled while it waits for abandoned calls, it still ends the plan
-        (shielded), then lets the cancellation go on.
+        The wait for calls in flight runs on a worker thread, so the event loop
+        keeps running them meanwhile. Cancelled while it waits, it still ends the
+        plan (shielded), then lets the cancellation go on.
         """
-        if ctx.plan_id in self._abandoned:
+        flights = self._cache.close(ctx)
+        if flights is None:
+            return []
+        if flights:
+            here = _here()
             try:
-                await asyncio.to_thread(self._wait_for_abandoned, ctx)
+                await asyncio.to_thread(self._drain, ctx, flights, here)
             except asyncio.CancelledError:
                 await asyncio.shield(self._aend_plan(ctx))
                 raise
@@ -630,19 +665,35 @@ class ToolRuntime:
         lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
         return errors
 
-    def _wait_for_abandoned(self, ctx: ToolExecutionContext) -> None:
-        """Give the plan's abandoned sync calls up to ``abandon_timeout`` to finish."""
-        with self._lock:
-            pending = self._abandoned.pop(ctx.plan_id, [])
-        limit = self._abandon_timeout
-        deadline = None if limit is None else time.monotonic() + limit
-        left = 0
-        for finished in pending:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not finished.wait(remaining):
-                left += 1
-        if left:
-            _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=left)
+    def _drain(
+        self, ctx: ToolExecutionContext, flights: tuple[Flight, ...], here: object = None
+    ) -> None:
+        """Stop the plan's calls in flight and wait for them, within the limits.
+
+        A call made from the thread or task that ends the plan (a tool ending its
+        own plan) is not waited for: it could only finish once this returns.
+        """
+        here = here if here is not None else _here()
+        waiting = [f for f in flights if f.owner != here or f.left is not None]
+        reason = f"plan {ctx.plan_id!r} ended while the call ran"
+        lifecycle_event("plan.draining", plan_id=ctx.plan_id, calls=len(waiting))
+        for flight in waiting:
+            flight.cancel(reason)
+        running = wait_for(waiting, self._drain_timeout, live=True)
+        for flight in running:
+            flight.record.abandoned = True
+        if running:
+            _log.warning(
+                "plan.calls_abandoned",
+                plan_id=ctx.plan_id,
+                count=len(running),
+                tools=sorted({flight.record.tool_name for flight in running}),
+            )
+        # Sync calls given up on at their own timeout whose threads run on.
+        left = [flight for flight in waiting if flight.left is not None]
+        stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
+        if stuck:
+            _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
 
     def close(self) -> None:
         """End every open plan, close the sources, stop the runtime's thread and pool.
@@ -695,10 +746,15 @@ class ToolRuntime:
                 before it is stopped the same way; each report restarts the
                 count, and ``timeout`` still caps the whole call.
 
+        ``timeout`` also covers the tool's first activation in the plan, when
+        this call triggers it (or waits for another call's).
+
         Raises:
             ToolNotFoundError: no tool has that name.
-            ToolRuntimeError: the plan has ended or the runtime is closed.
-            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolRuntimeError: the plan has ended (or is ending) or the runtime is
+                closed.
+            ToolCancelledError: the plan is cancelled, before or during the call,
+                or ends during it (see `end_plan`).
             ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not
                 run this tool.
             ToolActivationError: the tool's ``activate`` failed.
@@ -790,52 +846,78 @@ class ToolRuntime:
         self, call: _Call, params: Any, timeout: float | None, idle_timeout: float | None
     ) -> ToolResult:
         entry = self._check(call)
-        if self._approval_needed(call, entry):
-            # Validate and ask first, so that a denied or deferred call starts nothing.
-            data = self._validate_input(call, entry, params)
-            if isinstance(data, ToolResult):
-                return data
-            verdict = self._approve(call, entry, data)
-            if verdict is not None:
-                return verdict
-            self._ensure_active(call, entry)
-        else:
-            self._ensure_active(call, entry)
-            data = self._validate_input(call, entry, params)
-            if isinstance(data, ToolResult):
-                return data
-        call.scope, collecting = _start_collecting(call.ctx, call.record)
+        flight = call.flight = self._admit(call, threading.get_ident())
         try:
-            limit = _deadline(call, entry, timeout, idle_timeout)
-            outcome = self._run_sync(call, entry, data, limit)
-            return self._finish(call, entry, outcome, call.scope.changes)
+            if self._approval_needed(call, entry):
+                # Validate and ask first, so that a denied or deferred call starts nothing.
+                data = self._validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+                verdict = self._approve(call, entry, data)
+                if verdict is not None:
+                    return verdict
+                # The call's time starts once it may run, not while a person decides.
+                before, limit = _deadline(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+            else:
+                before, limit = _deadline(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+                data = None if late is not None else self._validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+            if late is not None:
+                return self._finish(call, entry, late, [])
+            call.scope, collecting = _start_collecting(call.ctx, call.record)
+            flight.attach(call.scope)
+            try:
+                outcome = self._run_sync(call, entry, data, limit)
+                return self._finish(call, entry, outcome, call.scope.changes)
+            finally:
+                _stop_collecting(call.scope, collecting)
         finally:
-            _stop_collecting(call.scope, collecting)
+            flight.group.release(flight)
 
     async def _apipeline(
         self, call: _Call, params: Any, timeout: float | None, idle_timeout: float | None
     ) -> ToolResult:
         entry = self._check(call)
-        if self._approval_needed(call, entry):
-            data = self._validate_input(call, entry, params)
-            if isinstance(data, ToolResult):
-                return data
-            verdict = await self._aapprove(call, entry, data)
-            if verdict is not None:
-                return verdict
-            await self._aensure_active(call, entry)
-        else:
-            await self._aensure_active(call, entry)
-            data = self._validate_input(call, entry, params)
-            if isinstance(data, ToolResult):
-                return data
-        call.scope, collecting = _start_collecting(call.ctx, call.record)
+        flight = call.flight = self._admit(call, asyncio.current_task())
         try:
-            limit = _deadline(call, entry, timeout, idle_timeout)
-            outcome = await self._run_async(call, entry, data, limit)
-            return self._finish(call, entry, outcome, call.scope.changes)
+            if self._approval_needed(call, entry):
+                data = self._validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+                verdict = await self._aapprove(call, entry, data)
+                if verdict is not None:
+                    return verdict
+                before, limit = _deadline(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+            else:
+                before, limit = _deadline(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+                data = None if late is not None else self._validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+            if late is not None:
+                return self._finish(call, entry, late, [])
+            call.scope, collecting = _start_collecting(call.ctx, call.record)
+            flight.attach(call.scope)
+            try:
+                outcome = await self._run_async(call, entry, data, limit)
+                return self._finish(call, entry, outcome, call.scope.changes)
+            finally:
+                _stop_collecting(call.scope, collecting)
         finally:
-            _stop_collecting(call.scope, collecting)
+            flight.group.release(flight)
+
+    def _admit(self, call: _Call, owner: object) -> Flight:
+        """Count the call among its plan's calls in flight; refused once the plan ends."""
+        try:
+            return self._cache.admit(call.ctx, call.record, owner)
+        except ToolRuntimeError as error:
+            error._set_context(call.name, call.ctx.plan_id)
+            self._emit(call, "error", error=error)
+            raise
 
     # -- the agent loop: definitions for a model, and its tool calls -----------------------
 
@@ -894,8 +976,12 @@ class ToolRuntime:
             timeout: as for `execute`.
             idle_timeout: as for `execute`.
 
+        A call in an ended plan is the caller's mistake, not the model's: it
+        raises, whatever tool the call names.
+
         Raises:
-            ToolCancelledError: the plan is cancelled, before or during the call.
+            ToolCancelledError: the plan is cancelled, before or during the call,
+                or ends during it.
             ToolRuntimeError: the plan has ended or the runtime is closed.
         """
         prepared = self._prepare_call(tool_call, ctx)
@@ -937,7 +1023,8 @@ class ToolRuntime:
 
         Raises:
             ToolRuntimeError: called from the runtime's own loop thread, or the
-                plan has ended or the runtime is closed.
+                plan has ended (before the batch or during it) or the runtime is
+                closed.
         """
         return self._invoker.portal.call(
             self.acall_many(
@@ -979,7 +1066,8 @@ class ToolRuntime:
 
         Raises:
             ValueError: ``max_concurrency`` is below 1.
-            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ToolRuntimeError: the plan has ended (before the batch or during it)
+                or the runtime is closed.
         """
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -1033,6 +1121,8 @@ class ToolRuntime:
         """
         self._check_open()
         call, problem = parse_tool_call(raw)
+        if isinstance(ctx, ToolExecutionContext) and ctx.ended:
+            self._refuse_ended(call, ctx)
         if problem is not None:
             return self._refused(call, ctx, problem, "ToolCallError", "invalid_input")
         assert call is not None
@@ -1051,6 +1141,20 @@ class ToolRuntime:
             depth = self._compiler.limits.max_instance_depth
             arguments = drop_absent_nulls(arguments, schema, max_depth=depth)
         return self._masked(call, name), name, arguments
+
+    def _refuse_ended(self, call: ToolCall | None, ctx: ToolExecutionContext) -> NoReturn:
+        """A model's call in an ended plan is the caller's mistake: trace it, and raise."""
+        name, call_id = (call.name, call.id) if call is not None else ("", None)
+        record = self._start(name, ctx, call_id)
+        error = ToolRuntimeError(
+            f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+            tool_name=name or None,
+            plan_id=ctx.plan_id,
+        )
+        self._emit(record, "error", error=error)
+        if record.observer is not None:
+            self._observed(record)
+        raise error
 
     def _refused(
         self,
@@ -1099,22 +1203,58 @@ class ToolRuntime:
 
     # -- pipeline steps (shared by execute and aexecute) --------------------------------
 
-    def _ensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
-        """Step 3 from sync code; a failure is traced, then raised."""
+    def _ensure_active(
+        self,
+        call: _Call,
+        entry: _Entry,
+        deadline: Deadline | None = None,
+        *,
+        explicit: bool = False,
+    ) -> Outcome | None:
+        """Step 3 from sync code; a failure is traced, then raised.
+
+        Returns:
+            A timed-out outcome when the call's own limit passed while the tool
+            was activating; None when the tool is active.
+        """
         try:
             self._activator.ensure(
-                call.ctx, call.name, entry.instance, on_demand=explicit or self.auto_activate
+                call.ctx,
+                call.name,
+                entry.instance,
+                on_demand=explicit or self.auto_activate,
+                token=call.flight,
+                deadline=deadline,
             )
+        except CallTimedOut as exc:
+            return Outcome(timed_out=True, reason=str(exc))
         except BaseException as exc:
             self._activation_failed(call, exc)
             raise
+        if deadline is not None:
+            call.record.active_at = time.monotonic()  # an idle limit counts from the run
+        return None
 
-    async def _aensure_active(self, call: _Call, entry: _Entry, *, explicit: bool = False) -> None:
-        """Step 3 from async code; a failure is traced, then raised."""
+    async def _aensure_active(
+        self,
+        call: _Call,
+        entry: _Entry,
+        deadline: Deadline | None = None,
+        *,
+        explicit: bool = False,
+    ) -> Outcome | None:
+        """Step 3 from async code; a failure is traced, then raised (see `_ensure_active`)."""
         try:
             await self._activator.aensure(
-                call.ctx, call.name, entry.instance, on_demand=explicit or self.auto_activate
+                call.ctx,
+                call.name,
+                entry.instance,
+                on_demand=explicit or self.auto_activate,
+                token=call.flight,
+                deadline=deadline,
             )
+        except CallTimedOut as exc:
+            return Outcome(timed_out=True, reason=str(exc))
         except asyncio.CancelledError as exc:
             if caller_cancelled():
                 self._emit(call, "cancelled", error=exc)
@@ -1123,6 +1263,9 @@ class ToolRuntime:
         except BaseException as exc:
             self._activation_failed(call, exc)
             raise
+        if deadline is not None:
+            call.record.active_at = time.monotonic()
+        return None
 
     def _activation_failed(self, call: _Call, exc: BaseException) -> None:
         """Trace a failed step 3, converting a cancellation into ToolCancelledError."""
@@ -1212,6 +1355,11 @@ class ToolRuntime:
                 f"plan {call.ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
                 reason=reason,
             )
+        elif call.flight is not None and call.flight.ended:
+            error = ToolCancelledError(
+                f"tool {call.name!r} was stopped: plan {call.ctx.plan_id!r} ended while it ran",
+                reason=call.flight.reason,
+            )
         else:  # the tool (or something it awaited) was cancelled, not the plan
             error = ToolCancelledError(f"tool {call.name!r} was cancelled while it ran")
         if error.tool_name is None:
@@ -1255,7 +1403,7 @@ class ToolRuntime:
                 entry.instance.execute,
                 data,
                 ctx,
-                token=ctx.cancellation_token,
+                token=call.flight or ctx.cancellation_token,
                 timeout=timeout,
                 loop=entry.loop,
                 coroutine=entry.coroutine,
@@ -1280,7 +1428,7 @@ class ToolRuntime:
                 entry.instance.execute,
                 data,
                 ctx,
-                token=ctx.cancellation_token,
+                token=call.flight or ctx.cancellation_token,
                 timeout=timeout,
                 coroutine=entry.coroutine,
             )
@@ -1303,9 +1451,10 @@ class ToolRuntime:
     def _timed_out(self, call: _Call, exc: InvokeTimeoutError) -> Outcome:
         if call.scope is not None:
             call.scope.cancel(str(exc))  # a tool polling ctx.call_token stops
-        if exc.abandoned is not None:
-            with self._lock:
-                self._abandoned.setdefault(call.ctx.plan_id, []).append(exc.abandoned)
+        straggler = exc.straggler
+        if straggler is not None and call.flight is not None:
+            # In flight until its thread ends: the plan's end waits for it.
+            call.flight.leave(straggler.finished, straggler.when_done)
         return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
 
     # -- approvals ------------------------------------------------------------------------
@@ -1425,7 +1574,9 @@ class ToolRuntime:
         if approver is None:
             return self._decided(call, request, no_approver(request))
         try:
-            answer = self._invoker.call(approver, request, token=call.ctx.cancellation_token)
+            answer = self._invoker.call(
+                approver, request, token=call.flight or call.ctx.cancellation_token
+            )
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._raise_cancelled(call, exc)
         except Exception as exc:
@@ -1441,7 +1592,9 @@ class ToolRuntime:
         if approver is None:
             return self._decided(call, request, no_approver(request))
         try:
-            answer = await self._invoker.acall(approver, request, token=call.ctx.cancellation_token)
+            answer = await self._invoker.acall(
+                approver, request, token=call.flight or call.ctx.cancellation_token
+            )
         except ToolCancelledError as exc:
             self._raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -1591,14 +1744,30 @@ def _log_skipped(message: str) -> None:
 
 def _deadline(
     call: _Call, entry: _Entry, timeout: float | None, idle_timeout: float | None
-) -> float | Deadline | None:
-    """The call's limits: the smallest total, and the smallest idle limit if any."""
+) -> tuple[Deadline | None, Deadline | None]:
+    """The call's limits, started now: for its activation, and for its run.
+
+    The activation gets the smallest total limit; the run gets that total (which
+    so counts the activation's time too), and the smallest idle limit if any.
+    """
     total = _limit(timeout, call.ctx, entry)
     idle = _smaller(idle_timeout, call.ctx.idle_timeout)
+    if total is None and idle is None:
+        return None, None
+    activation = Deadline(total) if total is not None else None
     if idle is None:
-        return total
+        return activation, Deadline(total)
     record = call.record
-    return Deadline(total, idle, lambda: record.active_at)
+    return activation, Deadline(total, idle, lambda: record.active_at)
+
+
+def _here() -> object:
+    """The task running this code, or else its thread: what a call in flight belongs to."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop runs in this thread
+        task = None
+    return task if task is not None else threading.get_ident()
 
 
 def _check_limits(timeout: float | None, idle_timeout: float | None) -> None:

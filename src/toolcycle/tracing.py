@@ -180,6 +180,7 @@ class CallRecord:
     """When and under which id one call started; the runtime holds it until the trace."""
 
     __slots__ = (
+        "abandoned",
         "active_at",
         "approval",
         "call_id",
@@ -204,6 +205,7 @@ class CallRecord:
         # Set once the arguments are known: removes their secrets from exported text.
         self.scrub: Callable[[str], str] | None = None
         self.approval: ApprovalRecord | None = None  # how its approval was decided
+        self.abandoned = False  # its plan ended and stopped waiting for it
 
 
 class TraceRecorder:
@@ -310,7 +312,7 @@ class TraceRecorder:
                 "error_type": error_type,
                 "output_valid": output_valid,
                 "progress_count": record.progress,
-                "abandoned": abandoned,
+                "abandoned": abandoned or record.abandoned,
                 "approval": approval,
             },
             None,

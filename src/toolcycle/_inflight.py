@@ -1,0 +1,196 @@
+"""The calls of a plan that are in flight, so that ending the plan can stop them and wait.
+
+A call is *admitted* once its checks have passed and *released* when its caller
+has the result. Ending a plan closes its `Flights` (later calls are refused),
+cancels every call still in flight and waits for them, within a limit. A sync
+call left running at its own timeout stays in flight until its thread ends, so
+the plan's end waits for it too before deactivating the plan's tools.
+
+When a plan has ended, nothing here is keyed by its id: a call that finishes
+late only drops itself from the `Flights` object it was admitted to, which the
+plan no longer holds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from toolcycle.cancellation import CancellationToken
+    from toolcycle.context import _CallScope
+
+__all__ = ["Flight", "Flights", "wait_for"]
+
+# One lock (and condition) for every flight of every plan: its sections are a few
+# attribute writes and a set operation, so it is never held for long.
+_lock = threading.Lock()
+_changed = threading.Condition(_lock)
+
+
+class Flight:
+    """One call of a plan, from its admission until its work has really ended.
+
+    It stands in for the plan's token where the call's stages are run: a stage
+    registered with `on_cancel` is cancelled when the plan's token is, and also
+    when the plan ends while the call is in flight.
+
+    Attributes:
+        ended: the plan ended while the call was in flight.
+        left: the call timed out while a sync thread of it ran on: set when that
+            thread ends; None otherwise.
+        done: the flight is over (its caller has the result and no thread of it runs).
+        record: the call's trace record; the plan's end marks it ``abandoned``
+            when it stops waiting for the call.
+    """
+
+    __slots__ = ("_hook", "_scope", "done", "ended", "group", "left", "owner", "reason", "record")
+
+    def __init__(self, group: Flights, record: Any, owner: object) -> None:
+        self.group = group
+        self.record = record
+        self.owner = owner
+        self.ended = False
+        self.done = False
+        self.reason = ""
+        self.left: threading.Event | None = None
+        self._scope: _CallScope | None = None
+        self._hook: Callable[[], object] | None = None
+
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback`` once when the plan's token is cancelled or the plan ends.
+
+        Returns:
+            A function that unregisters it; calling it again is harmless.
+        """
+        unplan = self.group.token.on_cancel(callback)
+        with _lock:
+            if not self.ended:
+                self._hook = callback
+
+                def unregister() -> None:
+                    unplan()
+                    with _lock:
+                        if self._hook is callback:
+                            self._hook = None
+
+                return unregister
+        callback()
+        return unplan
+
+    def attach(self, scope: _CallScope) -> None:
+        """Follow the running call's scope, whose token the plan's end cancels.
+
+        Lock-free: ``_scope`` is written before ``ended`` is read, and `cancel`
+        writes ``ended`` before it reads ``_scope``, so at least one of the two
+        cancels the scope (twice is harmless).
+        """
+        self._scope = scope
+        if self.ended:
+            scope.cancel(self.reason)
+
+    def cancel(self, reason: str) -> None:
+        """The plan ends: cancel the call's token and the stage running now, if it can stop."""
+        with _lock:
+            if self.ended:
+                return
+            self.ended, self.reason = True, reason
+            scope, hook = self._scope, self._hook
+            self._hook = None
+        if scope is not None:
+            scope.cancel(reason)
+        if hook is not None:
+            hook()
+
+    def leave(self, finished: threading.Event, when_done: Callable[..., object]) -> None:
+        """The caller gives up on a sync thread that runs on: stay until it ends.
+
+        Args:
+            finished: set when the thread has ended.
+            when_done: registers a callback for the thread's end (``Straggler.when_done``).
+        """
+        self.left = finished
+        when_done(lambda _error: self.group.drop(self))
+
+
+class Flights:
+    """The calls in flight of one plan."""
+
+    __slots__ = ("_calls", "closed", "token")
+
+    def __init__(self, token: CancellationToken) -> None:
+        self.token = token
+        self.closed = False
+        self._calls: set[Flight] = set()
+
+    def admit(self, record: Any, owner: object) -> Flight | None:
+        """A new flight for a call, or None once the plan is ending.
+
+        Lock-free: the flight is added before ``closed`` is read, and `close`
+        sets ``closed`` before it reads the flights, so one of the two sees the
+        other (set operations are atomic).
+        """
+        flight = Flight(self, record, owner)
+        self._calls.add(flight)
+        if self.closed:
+            self.drop(flight)
+            return None
+        return flight
+
+    def release(self, flight: Flight) -> None:
+        """The call's caller has its result; the flight ends unless a thread of it runs on."""
+        if flight.left is None:
+            # Lock-free on the common path: ``done`` is written before ``closed`` is
+            # read; a plan end that waits sets ``closed`` first and checks ``done``
+            # under the lock, so it either sees it or is woken below.
+            flight.done = True
+            self._calls.discard(flight)
+            if self.closed:
+                with _changed:
+                    _changed.notify_all()
+            return
+        with _changed:
+            if not flight.left.is_set() and not flight.done:
+                _changed.notify_all()  # no longer in progress, though its thread runs on
+                return
+            self._drop(flight)
+
+    def drop(self, flight: Flight) -> None:
+        """The flight is over, whatever its state."""
+        with _changed:
+            self._drop(flight)
+
+    def _drop(self, flight: Flight) -> None:
+        flight.done = True
+        self._calls.discard(flight)
+        if self.closed:
+            _changed.notify_all()
+
+    def close(self) -> tuple[Flight, ...]:
+        """Refuse later calls; the flights still in the plan."""
+        with _lock:
+            self.closed = True
+            return tuple(self._calls)
+
+
+def wait_for(flights: Sequence[Flight], limit: float | None, *, live: bool) -> list[Flight]:
+    """Wait, no longer than ``limit`` seconds, for ``flights`` to end; those that did not.
+
+    With ``live``, a flight whose caller gave up on it at its own timeout (its
+    thread runs on) counts as ended: the wait is for the calls still in progress.
+    """
+
+    def running() -> list[Flight]:
+        return [f for f in flights if not f.done and not (live and f.left is not None)]
+
+    deadline = None if limit is None else time.monotonic() + limit
+    with _changed:
+        while True:
+            left = running()
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if not left or (remaining is not None and remaining <= 0):
+                return left
+            _changed.wait(remaining)

@@ -1,0 +1,503 @@
+"""Ending a plan while calls run; activations within a call's limit; nothing left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from toolcycle import (
+    NullTracer,
+    ToolActivationError,
+    ToolCancelledError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    ToolRuntimeError,
+)
+from toolcycle.testing import FakeTool, capture_traces
+
+WAIT = 5.0
+
+
+class Polite:
+    """A sync tool that works until its call token is cancelled; its stages are recorded."""
+
+    def __init__(self, name: str = "polite") -> None:
+        self.name = name
+        self.started = threading.Event()
+        self.stages: list[str] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name=self.name, capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("activate")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        token = ctx.call_token
+        stop = threading.Event()
+        token.on_cancel(stop.set)
+        self.stages.append("execute")
+        self.started.set()
+        stop.wait(WAIT)
+        self.stages.append("stopped")
+        token.check()
+        return "finished"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+
+
+class Stubborn(Polite):
+    """A sync tool that ignores its token and runs until released."""
+
+    def __init__(self, name: str = "stubborn") -> None:
+        super().__init__(name)
+        self.release = threading.Event()
+        self.done = threading.Event()
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        self.stages.append("execute")
+        self.started.set()
+        self.release.wait(WAIT)
+        self.stages.append("stopped")
+        self.done.set()
+        return "finished"
+
+
+class Endless:
+    """An async tool that waits until it is cancelled, then notes it."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.stages: list[str] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="endless", capability={"writes": False})
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("activate")
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        self.stages.append("execute")
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.stages.append("stopped")
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+
+
+class GatedActivate:
+    """A sync tool whose first activate waits on ``gate``; the later ones return at once."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.finished = threading.Event()
+        self.deactivated = threading.Event()
+        self.stages: list[str] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="gated", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        first = "activate" not in self.stages
+        self.stages.append("activate")
+        if first:
+            self.entered.set()
+            self.gate.wait(WAIT)
+            self.finished.set()
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+        self.deactivated.set()
+
+
+def _in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Run ``target`` on a thread; the list gets what it returned or raised."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(target())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+# -- ending a plan with calls in flight -------------------------------------------------
+
+
+def test_ending_a_plan_stops_its_running_call_before_deactivating() -> None:
+    """The call's token is cancelled, the end waits for it, and only then deactivates."""
+    tool = Polite()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        worker, outcome = _in_thread(lambda: runtime.execute("polite", {}, ctx))
+        assert tool.started.wait(WAIT)
+        assert runtime.end_plan(ctx) == []
+        worker.join(WAIT)
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+    [error] = outcome
+    assert isinstance(error, ToolCancelledError)
+    assert "ended" in str(error)
+
+
+def test_new_calls_are_refused_at_once_while_the_plan_end_waits(
+    draining: Callable[[str], bool],
+) -> None:
+    """While the end waits for a call, execute and call raise ToolRuntimeError at once."""
+    tool = Stubborn()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        runtime.register(FakeTool())
+        ctx = runtime.new_context("p")
+        worker, outcome = _in_thread(lambda: runtime.execute("stubborn", {}, ctx))
+        assert tool.started.wait(WAIT)
+        ender, ended = _in_thread(lambda: runtime.end_plan(ctx))
+        assert draining("p")
+        try:
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                runtime.execute("fake", {}, ctx)
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                runtime.call({"name": "fake", "arguments": {}}, ctx)
+            assert tool.stages == ["activate", "execute"]  # nothing deactivated yet
+        finally:
+            tool.release.set()
+        ender.join(WAIT)
+        worker.join(WAIT)
+    assert ended == [[]]
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+    assert outcome[0].success  # it finished while its tools were still active
+
+
+async def test_aend_plan_cancels_a_running_async_call_then_deactivates() -> None:
+    """The async call's task is cancelled; it reports the plan's end; then deactivation."""
+    tool = Endless()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        call = asyncio.ensure_future(runtime.aexecute("endless", {}, ctx))
+        await asyncio.wait_for(tool.started.wait(), WAIT)
+        assert await asyncio.wait_for(runtime.aend_plan(ctx), WAIT) == []
+        with pytest.raises(ToolCancelledError, match="ended while it ran"):
+            await asyncio.wait_for(call, WAIT)
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+
+
+async def test_leaving_aplan_with_a_call_in_flight_stops_it_first() -> None:
+    """Leaving the scope is ending the plan: the running call stops before deactivation."""
+    tool = Endless()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            call = asyncio.ensure_future(runtime.aexecute("endless", {}, ctx))
+            await asyncio.wait_for(tool.started.wait(), WAIT)
+        with pytest.raises(ToolCancelledError):
+            await asyncio.wait_for(call, WAIT)
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+
+
+def test_a_call_still_running_after_drain_timeout_is_abandoned_and_traced_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past drain_timeout the plan ends anyway; the late call's trace says abandoned."""
+    tool = Stubborn()
+    with ToolRuntime(drain_timeout=0.05) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with capture_traces(runtime) as traces:
+            worker, outcome = _in_thread(lambda: runtime.execute("stubborn", {}, ctx))
+            assert tool.started.wait(WAIT)
+            with caplog.at_level(logging.WARNING, logger="toolcycle.runtime"):
+                runtime.end_plan(ctx)
+            assert tool.stages == ["activate", "execute", "deactivate"]
+            tool.release.set()
+            worker.join(WAIT)
+    assert "plan.calls_abandoned" in caplog.text
+    [trace] = traces
+    assert trace.abandoned and outcome[0].trace.abandoned
+
+
+def test_drain_timeout_must_be_seconds() -> None:
+    """A negative or NaN drain_timeout is refused when the runtime is built."""
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="drain_timeout"):
+            ToolRuntime(drain_timeout=bad)
+
+
+def test_a_tool_that_ends_its_own_plan_is_not_waited_for() -> None:
+    """Ending the plan from inside one of its calls does not wait for that call."""
+    holder: dict[str, Any] = {}
+
+    def closer() -> str:
+        """End the plan this call runs in."""
+        holder["runtime"].end_plan(holder["ctx"])
+        return "closed"
+
+    with ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT) as runtime:
+        runtime.register(closer)
+        holder["runtime"], holder["ctx"] = runtime, runtime.new_context()
+        with capture_traces(runtime) as traces:
+            assert runtime.execute("closer", {}, holder["ctx"]).output == "closed"
+    assert holder["ctx"].ended and not traces[0].abandoned
+
+
+# -- a call's limit covers the activation it triggers ----------------------------------
+
+
+def test_a_call_limit_covers_a_slow_first_activation() -> None:
+    """execute(timeout=0.2) comes back timed out while activate still runs; it is kept."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            result = runtime.execute("gated", {}, ctx, timeout=0.2)
+            assert not tool.finished.is_set()  # back before activate finished
+            assert result.trace is not None and result.trace.status == "timed_out"
+            assert "within 0.2 seconds" in str(result.error)
+            tool.gate.set()
+            assert runtime.execute("gated", {}, ctx, timeout=WAIT).output == "ran"
+            assert tool.stages == ["activate"]  # the first activate was the plan's
+    assert tool.stages == ["activate", "deactivate"]
+
+
+async def test_an_aexecute_limit_covers_a_slow_first_activation() -> None:
+    """The async path returns at the call's limit too, and later calls share the activate."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("gated", {}, ctx, timeout=0.2)
+            assert not tool.finished.is_set()
+            assert result.trace is not None and result.trace.status == "timed_out"
+            tool.gate.set()
+            assert (await runtime.aexecute("gated", {}, ctx)).output == "ran"
+    assert tool.stages == ["activate", "deactivate"]
+
+
+async def test_a_call_limit_cancels_a_slow_async_activate_and_the_next_call_retries() -> None:
+    """An async activate is cancelled at the call's limit; nothing is cached."""
+    gate = asyncio.Event()
+    tool = FakeTool()
+    attempts: list[str] = []
+
+    async def activate(ctx: ToolExecutionContext) -> None:
+        attempts.append("activate")
+        if len(attempts) == 1:
+            await gate.wait()
+
+    tool.activate = activate  # type: ignore[method-assign]
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            result = await asyncio.wait_for(runtime.aexecute("fake", {}, ctx, timeout=0.1), WAIT)
+            assert result.trace is not None and result.trace.status == "timed_out"
+            assert runtime.cache.active_tools(ctx.plan_id) == ()
+            assert (await runtime.aexecute("fake", {}, ctx)).success
+    assert attempts == ["activate", "activate"]
+
+
+def test_a_waiter_gives_up_at_its_own_limit() -> None:
+    """A call waiting for another call's activation returns at its own limit too."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            owner, outcome = _in_thread(lambda: runtime.execute("gated", {}, ctx))
+            assert tool.entered.wait(WAIT)
+            waiter = runtime.execute("gated", {}, ctx, timeout=0.1)
+            assert waiter.trace is not None and waiter.trace.status == "timed_out"
+            tool.gate.set()
+            owner.join(WAIT)
+    assert outcome[0].success and tool.stages == ["activate", "deactivate"]
+
+
+# -- sync activates that outlive their callers --------------------------------------------
+
+
+def test_a_late_sync_activate_after_the_plan_ended_is_deactivated_once() -> None:
+    """activate_timeout passes, the plan ends, then activate succeeds: it is undone once."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer(), activate_timeout=0.1) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with pytest.raises(ToolActivationError, match="activate_timeout"):
+            runtime.execute("gated", {}, ctx)
+        assert runtime.end_plan(ctx) == []
+        tool.gate.set()
+        assert tool.deactivated.wait(WAIT)
+    assert tool.stages == ["activate", "deactivate"]
+
+
+def test_a_timed_out_call_after_its_plan_ended_leaves_nothing_for_a_later_plan() -> None:
+    """A sync call abandoned by the end, then timed out, is not waited for by the next plan."""
+    tool = Stubborn()
+    with ToolRuntime(tracer=NullTracer(), drain_timeout=0.05, abandon_timeout=WAIT) as runtime:
+        runtime.register(tool)
+        first = runtime.new_context("p")
+        worker, outcome = _in_thread(lambda: runtime.execute("stubborn", {}, first, timeout=0.3))
+        assert tool.started.wait(WAIT)
+        runtime.end_plan(first)  # gives up on the call after 0.05 s
+        worker.join(WAIT)
+        assert outcome[0].trace.status == "timed_out"  # it timed out after the end
+        second = runtime.new_context("p")
+        runtime.end_plan(second)
+        assert not tool.done.is_set()  # the second end did not wait for the old call
+        tool.release.set()
+        assert tool.done.wait(WAIT)
+
+
+# -- an owner cancelled by its own caller ------------------------------------------------
+
+
+async def test_a_waiter_takes_over_an_activation_whose_owner_was_cancelled() -> None:
+    """The owner's caller cancels it; the call waiting on the same activation runs."""
+    tool = FakeTool()
+    entered = asyncio.Event()
+    attempts: list[str] = []
+
+    async def activate(ctx: ToolExecutionContext) -> None:
+        attempts.append("activate")
+        if len(attempts) == 1:
+            entered.set()
+            await asyncio.Event().wait()  # until cancelled
+
+    tool.activate = activate  # type: ignore[method-assign]
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            owner = asyncio.ensure_future(runtime.aexecute("fake", {}, ctx))
+            await asyncio.wait_for(entered.wait(), WAIT)
+            waiter = asyncio.ensure_future(runtime.aexecute("fake", {}, ctx))
+            await _until_waiting(runtime, ctx, "fake")
+            owner.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(owner, WAIT)
+            result = await asyncio.wait_for(waiter, WAIT)
+    assert result.success and attempts == ["activate", "activate"]
+    assert not ctx.cancellation_token.is_cancelled
+
+
+async def test_a_waiter_shares_a_sync_activate_whose_owner_was_cancelled() -> None:
+    """The owner's caller cancels it while a sync activate runs on: the waiter gets it."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        async with runtime.aplan() as ctx:
+            owner = asyncio.ensure_future(runtime.aexecute("gated", {}, ctx))
+            assert await asyncio.to_thread(tool.entered.wait, WAIT)
+            waiter = asyncio.ensure_future(runtime.aexecute("gated", {}, ctx))
+            await _until_waiting(runtime, ctx, "gated")
+            owner.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(owner, WAIT)
+            tool.gate.set()
+            result = await asyncio.wait_for(waiter, WAIT)
+            assert result.success and tool.stages == ["activate"]
+    assert tool.stages == ["activate", "deactivate"]
+
+
+async def _until_waiting(runtime: ToolRuntime, ctx: ToolExecutionContext, name: str) -> None:
+    """Yield to the loop until a task waits on the pending activation of ``name``."""
+    for _ in range(1000):
+        plan = runtime.cache._plans.get(ctx.plan_id)
+        pending = plan.activations.get(name) if plan is not None else None
+        if pending is not None and pending._callbacks:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("no call started waiting for the activation")
+
+
+# -- calls on an ended plan -------------------------------------------------------------
+
+
+async def test_every_model_call_on_an_ended_plan_raises_as_documented() -> None:
+    """call, acall and call_many raise ToolRuntimeError on an ended plan, known tool or not."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool())
+        with runtime.plan() as ctx:
+            pass
+        for raw in ({"name": "fake", "arguments": {}}, {"name": "nope", "arguments": {}}):
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                runtime.call(raw, ctx)
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                await runtime.acall(raw, ctx)
+            with pytest.raises(ToolRuntimeError, match="has ended"):
+                await runtime.acall_many([raw], ctx)
+        with pytest.raises(ToolRuntimeError, match="has ended"):
+            runtime.execute("fake", {}, ctx)
+
+
+# -- nothing of a plan outlives it -------------------------------------------------------
+
+
+def _keyed_by_plan(runtime: ToolRuntime, plan_ids: Iterable[str]) -> list[str]:
+    """Every map inside the runtime and its parts that still holds one of ``plan_ids``."""
+    ids = set(plan_ids)
+    found = []
+    owners: list[Any] = [runtime, runtime.cache, runtime._activator, runtime._ledger]
+    for owner in owners:
+        names = set(getattr(owner, "__dict__", {})) | set(getattr(type(owner), "__slots__", ()))
+        for attribute in names:
+            value = getattr(owner, attribute, None)
+            if isinstance(value, dict | set) and any(
+                key in ids or (isinstance(key, tuple) and ids & set(key)) for key in value
+            ):
+                found.append(f"{type(owner).__name__}.{attribute}")
+    return found
+
+
+def test_no_per_plan_state_survives_the_end_of_a_plan() -> None:
+    """After normal, failed, cancelled and timed-out calls, nothing is keyed by the plan."""
+    stubborn = Stubborn()
+    failing = FakeTool(name="failing", execute_error=RuntimeError("boom"))
+
+    async def hang() -> None:
+        """Wait for ever."""
+        await asyncio.Event().wait()
+
+    with ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT) as runtime:
+        for tool in (FakeTool(), failing, stubborn, hang):
+            runtime.register(tool)
+        ids = []
+        for round_ in range(3):
+            with runtime.plan(f"p{round_}") as ctx:
+                ids.append(ctx.plan_id)
+                assert runtime.execute("fake", {}, ctx).success
+                assert not runtime.execute("failing", {}, ctx).success
+                assert runtime.execute("hang", {}, ctx, timeout=0.02).trace.status == "timed_out"
+                assert runtime.execute("stubborn", {}, ctx, timeout=0.02).trace.abandoned
+                stubborn.release.set()  # the plan's end waits for the thread to finish
+                ctx.cancellation_token.cancel("stop")
+                with pytest.raises(ToolCancelledError):
+                    runtime.execute("fake", {}, ctx)
+            stubborn.release.clear()
+            assert runtime.cache.open_plans() == ()
+            assert _keyed_by_plan(runtime, ids) == []
+            assert ctx.cancellation_token._callbacks == {}
+        # A call timed out after its plan ended leaves nothing either.
+        ctx = runtime.new_context("late")
+        worker, _ = _in_thread(lambda: runtime.execute("stubborn", {}, ctx, timeout=0.2))
+        assert stubborn.started.wait(WAIT)
+        runtime2_end = _in_thread(lambda: runtime.end_plan(ctx))
+        stubborn.release.set()
+        runtime2_end[0].join(WAIT)
+        worker.join(WAIT)
+        assert _keyed_by_plan(runtime, [*ids, "late"]) == []
+        assert runtime.cache._plans == {}
