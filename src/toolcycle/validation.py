@@ -10,10 +10,13 @@ treats both as hostile:
   registry refuses every retrieval, so a remote or ``file://`` ``$ref`` is never
   fetched. Documents a schema legitimately refers to can be pre-loaded.
   A reference that does not resolve is an error when the schema is compiled,
-  naming the pointer, never a surprise at call time.
-- Schemas are capped in size and depth, and ``pattern`` / ``patternProperties``
-  regular expressions with nested unbounded quantifiers (the shape behind
-  catastrophic backtracking, such as ``(a+)+``) are refused at compile time.
+  naming the pointer, never a surprise at call time; so is a chain of ``$ref``,
+  ``$dynamicRef`` or ``$recursiveRef`` that comes back round (`toolcycle._survey`).
+- Schemas are capped in size and depth. ``pattern`` / ``patternProperties`` regular
+  expressions are read as ECMA-262 and matched in linear time on both backends
+  (RE2 for ``jsonschema``, the ``regex`` crate for ``jsonschema-rs``), so no
+  pattern can backtrack catastrophically; one that needs backtracking
+  (a backreference, a lookahead) is refused at compile time (`toolcycle._patterns`).
 - Values are normalised to strict JSON and capped in size, depth and integer
   width before they reach the validator; anything the validator still trips
   over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
@@ -23,9 +26,7 @@ treats both as hostile:
 Two backends run the compiled schemas (see `toolcycle._backends`): ``jsonschema``,
 always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
 ``"auto"`` picks when it is installed. Whether a schema is usable is decided here,
-with ``jsonschema``, for both, so they accept the same schemas; they differ only
-in speed and in how ``pattern`` reads a regular expression (Python's syntax for
-``jsonschema``, ECMA-262's for ``jsonschema-rs``).
+with ``jsonschema``, for both, so they accept the same schemas; they differ in speed.
 
 ``jsonschema`` and ``referencing`` are imported here and in `toolcycle._backends`,
 ``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else. They are imported
@@ -368,7 +369,7 @@ class SchemaCompiler:
         Raises:
             ToolSchemaValidationError: when the schema is not usable (draft 2020-12
                 unless its ``$schema`` names a supported older draft): not an object or boolean, too large or deep, invalid
-                against the metaschema, with an unsafe or invalid ``pattern``, or
+                against the metaschema, with a ``pattern`` RE2 cannot run, with a reference loop, or
                 with a ``$ref`` that does not resolve offline.
         """
 
