@@ -36,6 +36,7 @@ MODULES = {
     "peers": "benchmarks.bench_peers",
     "scale": "benchmarks.bench_scale",
     "memory": "benchmarks.bench_memory",
+    "patterns": "benchmarks.bench_patterns",
 }
 """Every benchmark module by the name ``--only`` takes, in the order they run."""
 
@@ -60,6 +61,8 @@ RSS_GROWTH_TARGET_MIB = 5.0
 """Resident set growth over 1,000,000 calls: under this."""
 PLAN_BYTES_TARGET = 2048
 """Memory of one idle plan with one active tool: under this."""
+REDOS_TARGET_MS = 10.0
+"""100 ReDoS patterns, each validated against a 1 KB attack string, on one backend: under this."""
 
 
 def measure(fns: dict[str, Callable[[], None]]) -> dict[str, tuple[float, float]]:
@@ -170,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "peers": lambda: print_peers(modules["peers"], timings, targets),
         "scale": lambda: print_scale(modules["scale"], timings, targets),
         "memory": lambda: print_memory(modules["memory"], tracks, targets),
+        "patterns": lambda: print_patterns(results, targets),
     }
     for index, name in enumerate(modules):
         if timings or index:
@@ -454,6 +458,24 @@ def print_scale(
         not extras,
     )
     return summary
+
+
+def print_patterns(results: dict[str, float], targets: list[dict[str, Any]]) -> None:
+    """The 100 ReDoS patterns on each backend, beside the target, and how the cost grows."""
+    for backend, key in (("jsonschema", "jsonschema"), ("jsonschema-rs", "jsonschema_rs")):
+        total_ms = results[f"time_redos_{key}"] / 1e3
+        _target(
+            targets,
+            f"100 ReDoS patterns x 1 KB ({backend})",
+            f"{total_ms:.2f} ms",
+            f"< {REDOS_TARGET_MS:.0f} ms",
+            total_ms < REDOS_TARGET_MS,
+        )
+        growth = results[f"time_redos_{key}_10kb"] / results[f"time_redos_{key}"]
+        print(
+            f"  10 KB / 1 KB attacks ({backend}) = {growth:.1f}x "
+            "(at most 10x when linear; fixed costs per value bring it down)"
+        )
 
 
 def print_memory(

@@ -122,6 +122,35 @@ def test_search_text_finds_literals_and_regexes(run: Any) -> None:
     assert run("search_text", query="(", regex=True).error_type == "WorkspaceError"
 
 
+def test_search_text_runs_a_catastrophic_regex_in_linear_time(run: Any, workspace: Path) -> None:
+    """^(a+)+$ on 31 a's and a '!' backtracks for minutes in Python's re; RE2 answers at once."""
+    (workspace / "hostile.txt").write_text("a" * 31 + "!\n" + "a" * 31 + "\n")
+    result = run.runtime.execute(
+        "search_text",
+        {"query": "^(a+)+$", "regex": True, "pattern": "hostile.txt"},
+        run.ctx,
+        timeout=2,
+    )
+    assert result.success, result.error
+    assert [m["line"] for m in result.output["matches"]] == [2]
+
+
+def test_search_text_refuses_a_regex_re2_cannot_run_clearly(run: Any) -> None:
+    """A backreference or lookaround fails the call with a WorkspaceError naming RE2."""
+    for query in ("(a)\\1", "a(?=b)", "(?<!x)a"):
+        result = run("search_text", query=query, regex=True)
+        assert result.error_type == "WorkspaceError"
+        assert "RE2" in result.error and "backreferences" in result.error
+
+
+def test_search_text_treats_a_literal_query_literally(run: Any) -> None:
+    """Without regex, a query with regex syntax (or a lone surrogate) matches as plain text."""
+    (Path(run.ctx.resources[0].location) / "syntax.txt").write_text("x = (a+)+ [y]\n")
+    found = run("search_text", query="(a+)+ [y]").output
+    assert [m["path"] for m in found["matches"]] == ["syntax.txt"]
+    assert run("search_text", query="\ud800").error_type == "WorkspaceError"
+
+
 def test_write_file_creates_and_overwrites_and_records_changes(run: Any, workspace: Path) -> None:
     """write_file creates folders as needed and records one change per file and folder."""
     created = run("write_file", path="new/dir/file.txt", content="hé")

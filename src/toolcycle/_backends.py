@@ -5,10 +5,15 @@ references, its patterns, its size) with ``jsonschema`` whatever the backend, so
 both backends accept exactly the same schemas. A backend only builds the checker
 for a schema already accepted and runs it:
 
-- ``jsonschema``: the reference implementation in pure Python, always installed.
+- ``jsonschema``: the reference implementation in pure Python, always installed,
+  with validator classes whose ``pattern``, ``patternProperties`` (and the keywords
+  that look at them) run on RE2 (`toolcycle._re2_keywords`).
 - ``jsonschema-rs``: the Rust implementation (extra ``toolcycle[fast]``), about
-  40 times faster on a small object (docs/performance.md has the numbers). It reads
-  ``pattern`` with ECMA-262 syntax and meaning, as the specification asks.
+  40 times faster on a small object (docs/performance.md has the numbers), with
+  its patterns on the ``regex`` crate rather than ``fancy-regex``.
+
+Both read a pattern as ECMA-262, as the specification asks, and both match in
+time linear in the text: neither engine backtracks.
 
 Neither ever retrieves a document: ``jsonschema`` gets a registry whose
 retrieval raises, ``jsonschema-rs`` a retriever that refuses every URI (an empty
@@ -104,8 +109,6 @@ class ValidatorBackend(Protocol):
     """Builds `SchemaChecker` objects for schemas `toolcycle.validation` accepted."""
 
     name: str
-    ecma_patterns: bool
-    """The engine reads ``pattern`` as ECMA-262 and refuses an invalid one itself."""
 
     def build(self, schema: dict[str, Any] | bool, dialect: str) -> SchemaChecker:
         """The checker for ``schema``, whose dialect is the metaschema URI ``dialect``.
@@ -188,7 +191,6 @@ class JsonschemaBackend:
     """
 
     name = "jsonschema"
-    ecma_patterns = False
 
     def __init__(self, classes: Mapping[str, type[Validator]], registry: Registry[Any]) -> None:
         self._classes = classes
@@ -231,7 +233,6 @@ class JsonschemaRsBackend:
     """
 
     name = "jsonschema-rs"
-    ecma_patterns = True
 
     def __init__(self, documents: Mapping[str, JSONSchema]) -> None:
         try:
@@ -267,6 +268,8 @@ class JsonschemaRsBackend:
                 registry=self._registry,
                 retriever=_refuse,
                 validate_formats=False,
+                # The regex crate, without fancy-regex's backtracking: linear time.
+                pattern_options=rs.RegexOptions(),
             )
         except rs.ValidationError as exc:
             pointer = "".join(f"/{pointer_token(part)}" for part in exc.instance_path)

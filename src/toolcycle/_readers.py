@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urljoin
 
 from toolcycle._issues import Triple, closest
+from toolcycle._patterns import matches
 from toolcycle._wording import describe, json_key
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _additional(instance: Any, schema: dict[str, Any]) -> list[str]:
     return [
         name
         for name in instance
-        if name not in properties and not any(re.search(p, name) for p in patterns)
+        if name not in properties and not any(matches(p, name) for p in patterns)
     ]
 
 

@@ -10,10 +10,13 @@ treats both as hostile:
   registry refuses every retrieval, so a remote or ``file://`` ``$ref`` is never
   fetched. Documents a schema legitimately refers to can be pre-loaded.
   A reference that does not resolve is an error when the schema is compiled,
-  naming the pointer, never a surprise at call time.
-- Schemas are capped in size and depth, and ``pattern`` / ``patternProperties``
-  regular expressions with nested unbounded quantifiers (the shape behind
-  catastrophic backtracking, such as ``(a+)+``) are refused at compile time.
+  naming the pointer, never a surprise at call time; so is a chain of ``$ref``,
+  ``$dynamicRef`` or ``$recursiveRef`` that comes back round (`toolcycle._survey`).
+- Schemas are capped in size and depth. ``pattern`` / ``patternProperties`` regular
+  expressions are read as ECMA-262 and matched in linear time on both backends
+  (RE2 for ``jsonschema``, the ``regex`` crate for ``jsonschema-rs``), so no
+  pattern can backtrack catastrophically; one that needs backtracking
+  (a backreference, a lookahead) is refused at compile time (`toolcycle._patterns`).
 - Values are normalised to strict JSON and capped in size, depth and integer
   width before they reach the validator; anything the validator still trips
   over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
@@ -23,9 +26,7 @@ treats both as hostile:
 Two backends run the compiled schemas (see `toolcycle._backends`): ``jsonschema``,
 always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
 ``"auto"`` picks when it is installed. Whether a schema is usable is decided here,
-with ``jsonschema``, for both, so they accept the same schemas; they differ only
-in speed and in how ``pattern`` reads a regular expression (Python's syntax for
-``jsonschema``, ECMA-262's for ``jsonschema-rs``).
+with ``jsonschema``, for both, so they accept the same schemas; they differ in speed.
 
 ``jsonschema`` and ``referencing`` are imported here and in `toolcycle._backends`,
 ``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else. They are imported
@@ -42,9 +43,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcycle._backends import (
     BACKEND_NAMES,
-    SUBSCHEMA,
-    SUBSCHEMA_ARRAYS,
-    SUBSCHEMA_MAPS,
     BackendSchemaError,
     JsonschemaBackend,
     JsonschemaRsBackend,
@@ -54,13 +52,14 @@ from toolcycle._backends import (
     fast_backend_available,
     truncate,
 )
-from toolcycle._json import JSONCompatibilityError, encode, normalize, pointer_token
-from toolcycle._regex_safety import pattern_problems
+from toolcycle._json import JSONCompatibilityError, encode, normalize
+from toolcycle._re2_keywords import re2_classes
+from toolcycle._survey import schema_problems
 from toolcycle.errors import ToolSchemaValidationError
 from toolcycle.models import Validation, ValidationIssue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Mapping
     from typing import Literal
 
     from jsonschema.protocols import Validator
@@ -120,15 +119,27 @@ def _engine() -> _Engine:
     from referencing.exceptions import Unresolvable
     from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
 
-    classes = (
-        (Draft202012Validator, DRAFT202012),
-        (Draft201909Validator, DRAFT201909),
-        (Draft7Validator, DRAFT7),
-        (Draft6Validator, DRAFT6),
-        (Draft4Validator, DRAFT4),
+    # Each draft's validator class, with its regular expressions run on RE2.
+    classes = re2_classes(
+        dict(
+            zip(
+                _DIALECTS,
+                (
+                    Draft202012Validator,
+                    Draft201909Validator,
+                    Draft7Validator,
+                    Draft6Validator,
+                    Draft4Validator,
+                ),
+                strict=True,
+            )
+        )
     )
+    specifications = (DRAFT202012, DRAFT201909, DRAFT7, DRAFT6, DRAFT4)
     return _Engine(
-        dialects=dict(zip(_DIALECTS, classes, strict=True)),
+        dialects={
+            uri: (classes[uri], spec) for uri, spec in zip(_DIALECTS, specifications, strict=True)
+        },
         registry=Registry,
         resource=Resource,
         draft202012=DRAFT202012,
@@ -358,7 +369,7 @@ class SchemaCompiler:
         Raises:
             ToolSchemaValidationError: when the schema is not usable (draft 2020-12
                 unless its ``$schema`` names a supported older draft): not an object or boolean, too large or deep, invalid
-                against the metaschema, with an unsafe or invalid ``pattern``, or
+                against the metaschema, with a ``pattern`` RE2 cannot run, with a reference loop, or
                 with a ``$ref`` that does not resolve offline.
         """
 
@@ -434,15 +445,12 @@ class SchemaCompiler:
         if isinstance(data, dict):
             resource = specification.create_resource(data)
             resolver = self._registry.combine(engine.specifications).resolver_with_root(resource)
-            ecma = self._backend.ecma_patterns
-
-            def patterns(pattern: str, pointer: str) -> Iterator[tuple[str, str, str]]:
-                return pattern_problems(
-                    pattern, pointer, limits.max_pattern_length, ecma_syntax=ecma
-                )
-
-            for pointer, keyword, message in _problems(
-                data, resolver, "", patterns, specification, root=True
+            for pointer, keyword, message in schema_problems(
+                data,
+                resolver,
+                specification,
+                max_pattern_length=limits.max_pattern_length,
+                unresolvable=engine.unresolvable,
             ):
                 raise fail(pointer, keyword, message)
         try:
@@ -469,108 +477,6 @@ def _registry(
         )
         for uri, doc in documents.items()
     )
-
-
-_MAX_REF_HOPS = 256
-
-
-def _loops(node: dict[str, Any], resolved: Any) -> bool:
-    """Whether following ``$ref`` from ``node`` comes back round without leaving the value.
-
-    Each ``$ref`` applies its target to the same value, so a chain of them that
-    returns to a schema already on it never ends (one validator recurses until
-    its stack runs out, another reports the value valid). A chain longer than
-    the hop budget counts as a loop too.
-    """
-    seen = {id(node)}
-    for _ in range(_MAX_REF_HOPS):
-        contents = resolved.contents
-        if not isinstance(contents, dict) or not isinstance(contents.get("$ref"), str):
-            return False
-        if id(contents) in seen:
-            return True
-        seen.add(id(contents))
-        try:
-            resolved = resolved.resolver.lookup(contents["$ref"])
-        except _engine().unresolvable:  # reported where that reference is written
-            return False
-    return True
-
-
-def _problems(
-    node: Any,
-    resolver: Any,
-    pointer: str,
-    patterns: Callable[[str, str], Iterator[tuple[str, str, str]]],
-    specification: Any,
-    *,
-    root: bool = False,
-) -> Iterator[tuple[str, str, str]]:
-    """Yield (pointer, keyword, message) for unresolvable refs and unsafe patterns."""
-    if isinstance(node, list):  # draft-07 and older allow an array of schemas in items
-        for index, item in enumerate(node):
-            yield from _problems(item, resolver, f"{pointer}/{index}", patterns, specification)
-        return
-    if not isinstance(node, dict):
-        return
-    if not root and isinstance(node.get("$id", node.get("id")), str):
-        resolver = resolver.in_subresource(specification.create_resource(node))
-    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
-        ref = node.get(keyword)
-        if isinstance(ref, str):
-            try:
-                resolved = resolver.lookup(ref)
-            except _engine().unresolvable:
-                hint = (
-                    "; fix the pointer or add the missing definition"
-                    if ref.startswith("#")
-                    else "; documents are never retrieved, so pre-load it with schema_documents"
-                )
-                yield (
-                    f"{pointer}/{pointer_token(keyword)}",
-                    keyword,
-                    f"the reference {truncate(ref, 120)!r} does not resolve{hint}",
-                )
-                continue
-            if keyword == "$ref" and _loops(node, resolved):
-                yield (
-                    f"{pointer}/$ref",
-                    "$ref",
-                    (
-                        f"the reference {truncate(ref, 120)!r} leads back to itself through "
-                        "references alone, so no value could ever be checked against it"
-                    ),
-                )
-    pattern = node.get("pattern")
-    if isinstance(pattern, str):
-        yield from patterns(pattern, f"{pointer}/pattern")
-    members = node.get("patternProperties")
-    if isinstance(members, dict):
-        for key in members:
-            yield from patterns(key, f"{pointer}/patternProperties/{pointer_token(key)}")
-    for keyword in SUBSCHEMA:
-        if keyword in node:
-            yield from _problems(
-                node[keyword], resolver, f"{pointer}/{keyword}", patterns, specification
-            )
-    for keyword in SUBSCHEMA_ARRAYS:
-        items = node.get(keyword)
-        if isinstance(items, list):
-            for index, item in enumerate(items):
-                yield from _problems(
-                    item, resolver, f"{pointer}/{keyword}/{index}", patterns, specification
-                )
-    for keyword in SUBSCHEMA_MAPS:
-        members = node.get(keyword)
-        if isinstance(members, dict):
-            for key, item in members.items():
-                yield from _problems(
-                    item,
-                    resolver,
-                    f"{pointer}/{keyword}/{pointer_token(key)}",
-                    patterns,
-                    specification,
-                )
 
 
 def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | None = None) -> Any:

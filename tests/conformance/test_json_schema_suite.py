@@ -16,40 +16,18 @@ from typing import Any
 
 import pytest
 
-from toolcycle import ToolSchemaValidationError
 from toolcycle.validation import CompiledSchema, SchemaCompiler
 
 from .conftest import CASES, SUITE, suite_remotes
 
 ANY = "*"
 
-# A known disagreement: why, and what the case fails with. A pattern Python's re cannot
-# compile is refused when the schema is compiled (ToolSchemaValidationError); a pattern
-# it compiles with another meaning gives the other verdict (AssertionError).
+# A known disagreement: why, and what the case fails with (AssertionError: the other
+# verdict). Both backends read patterns as ECMA-262 and run them on a linear-time engine
+# (RE2 for jsonschema, the regex crate for jsonschema-rs), and every pattern case of the
+# suite passes on both, so no pattern case is listed here.
 Known = tuple[str, type[BaseException]]
 
-NO_PROPERTY_ESCAPES: Known = (
-    (
-        "Python's re has no \\p{...} Unicode property escapes, so the schema's pattern is "
-        "refused as invalid when it is compiled"
-    ),
-    ToolSchemaValidationError,
-)
-NO_CONTROL_ESCAPES: Known = (
-    (
-        "Python's re has no \\cX control-character escape, so the schema's pattern is refused "
-        "as invalid when it is compiled"
-    ),
-    ToolSchemaValidationError,
-)
-UNICODE_CLASSES: Known = (
-    "Python's re gives \\d and \\w their Unicode meaning on str; ECMA-262 limits them to ASCII",
-    AssertionError,
-)
-BOM_IS_NOT_SPACE: Known = (
-    "Python's re does not count U+FEFF as \\s whitespace; ECMA-262 does",
-    AssertionError,
-)
 NO_VOCABULARIES: Known = (
     "jsonschema applies every 2020-12 keyword whatever $vocabulary a custom metaschema declares",
     AssertionError,
@@ -82,12 +60,6 @@ NO_DEPENDENCIES: Known = (
 
 # (file, group description, case description or ANY) -> the known disagreement.
 MANDATORY_KNOWN: dict[tuple[str, str, str], Known] = {
-    ("pattern.json", "pattern with Unicode property escape requires unicode mode", ANY): (
-        NO_PROPERTY_ESCAPES
-    ),
-    ("patternProperties.json", "patternProperties with Unicode property escape", ANY): (
-        NO_PROPERTY_ESCAPES
-    ),
     (
         "vocabulary.json",
         "schema that uses custom metaschema with with no validation vocabulary",
@@ -95,80 +67,8 @@ MANDATORY_KNOWN: dict[tuple[str, str, str], Known] = {
     ): NO_VOCABULARIES,
 }
 
-_ECMA = "optional/ecmascript-regex.json"
 _DEPS = "optional/dependencies-compatibility.json"
 OPTIONAL_KNOWN: dict[tuple[str, str, str], Known] = {
-    (_ECMA, "ECMA 262 regex escapes control codes with \\c and upper letter", ANY): (
-        NO_CONTROL_ESCAPES
-    ),
-    (_ECMA, "ECMA 262 regex escapes control codes with \\c and lower letter", ANY): (
-        NO_CONTROL_ESCAPES
-    ),
-    (_ECMA, "patterns always use unicode semantics with pattern", ANY): NO_PROPERTY_ESCAPES,
-    (_ECMA, "pattern with non-ASCII digits", ANY): NO_PROPERTY_ESCAPES,
-    (_ECMA, "patterns always use unicode semantics with patternProperties", ANY): (
-        NO_PROPERTY_ESCAPES
-    ),
-    (_ECMA, "patternProperties with non-ASCII digits", ANY): NO_PROPERTY_ESCAPES,
-    **{
-        (_ECMA, group, case): UNICODE_CLASSES
-        for group, case in [
-            (
-                "ECMA 262 \\d matches ascii digits only",
-                "NKO DIGIT ZERO does not match (unlike e.g. Python)",
-            ),
-            (
-                "ECMA 262 \\d matches ascii digits only",
-                "NKO DIGIT ZERO (as \\u escape) does not match",
-            ),
-            (
-                "ECMA 262 \\D matches everything but ascii digits",
-                "NKO DIGIT ZERO matches (unlike e.g. Python)",
-            ),
-            (
-                "ECMA 262 \\D matches everything but ascii digits",
-                "NKO DIGIT ZERO (as \\u escape) matches",
-            ),
-            (
-                "ECMA 262 \\w matches ascii letters only",
-                "latin-1 e-acute does not match (unlike e.g. Python)",
-            ),
-            (
-                "ECMA 262 \\W matches everything but ascii letters",
-                "latin-1 e-acute matches (unlike e.g. Python)",
-            ),
-            (
-                "\\w in patterns matches [A-Za-z0-9_], not unicode letters",
-                "literal unicode character in json string",
-            ),
-            (
-                "\\w in patterns matches [A-Za-z0-9_], not unicode letters",
-                "unicode character in hex format in string",
-            ),
-            (
-                "\\d in pattern matches [0-9], not unicode digits",
-                "non-ascii digits (BENGALI DIGIT FOUR, BENGALI DIGIT TWO)",
-            ),
-            (
-                "\\w in patternProperties matches [A-Za-z0-9_], not unicode letters",
-                "literal unicode character in json string",
-            ),
-            (
-                "\\w in patternProperties matches [A-Za-z0-9_], not unicode letters",
-                "unicode character in hex format in string",
-            ),
-            (
-                "\\d in patternProperties matches [0-9], not unicode digits",
-                "non-ascii digits (BENGALI DIGIT FOUR, BENGALI DIGIT TWO)",
-            ),
-        ]
-    },
-    (_ECMA, "ECMA 262 \\s matches whitespace", "zero-width whitespace matches"): (BOM_IS_NOT_SPACE),
-    (
-        _ECMA,
-        "ECMA 262 \\S matches everything but whitespace",
-        "zero-width whitespace does not match",
-    ): BOM_IS_NOT_SPACE,
     **{
         (_DEPS, group, case): NO_DEPENDENCIES
         for group, case in [

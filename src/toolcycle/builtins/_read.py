@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 import stat
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import re2
 
 from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
 from toolcycle.builtins._workspace import NotTextError, WorkspaceError, WorkspaceTool
@@ -134,15 +135,45 @@ class ListDir(WorkspaceTool):
         return {"entries": entries, "truncated": truncated}
 
 
+def _matcher(query: str, *, regex: bool) -> Any:
+    """The RE2 program for a search query, which matches in time linear in each line.
+
+    RE2 never backtracks, so no regular expression a model sends (``^(a+)+$``,
+    say) can hold the call for longer than reading the files takes.
+
+    Raises:
+        WorkspaceError: the query is not a regular expression RE2 can run.
+    """
+    options = re2.Options()
+    options.log_errors = False  # RE2 writes its errors to stderr otherwise
+    options.never_capture = True
+    options.literal = not regex
+    try:
+        return re2.compile(query, options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise WorkspaceError(
+            f"the query is not a regular expression RE2 can run ({detail}); RE2 matches in "
+            "linear time, so it has no backreferences and no lookaround"
+        ) from None
+    except UnicodeEncodeError:
+        raise WorkspaceError("the query holds a lone surrogate, which no text file holds") from None
+
+
 class SearchText(WorkspaceTool):
-    """Search text files for a literal string or a regular expression."""
+    """Search text files for a literal string or a regular expression (RE2 syntax)."""
 
     name = "search_text"
     description = "Search the workspace's text files for a string or regular expression."
     writes = False
     properties: ClassVar[dict[str, Any]] = {
         "query": {"type": "string", "minLength": 1},
-        "regex": {"type": "boolean", "description": "Treat query as a regular expression."},
+        "regex": {
+            "type": "boolean",
+            "description": "Treat query as a regular expression (RE2 syntax: no backreferences or lookaround).",
+        },
         "path": {"type": "string", "description": "Directory or file to search."},
         "pattern": {"type": "string", "description": "Glob on file names, such as '*.md'."},
         "max_results": {"type": "integer", "minimum": 1, "maximum": 10_000},
@@ -156,17 +187,13 @@ class SearchText(WorkspaceTool):
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         """Return matching lines with their file and 1-based line number."""
         workspace = self.workspace(params, ctx)
-        query = params["query"]
-        try:
-            matcher = re.compile(query if params.get("regex") else re.escape(query))
-        except re.error as exc:
-            raise WorkspaceError(f"the query is not a valid regular expression: {exc}") from None
+        matcher = _matcher(params["query"], regex=bool(params.get("regex")))
         with self._opened(workspace) as root:
             base = root.resolve(params.get("path", "."))
             return self._search(root, base, matcher, params)
 
     def _search(
-        self, root: ConfinedRoot, base: Parts, matcher: re.Pattern[str], params: dict[str, Any]
+        self, root: ConfinedRoot, base: Parts, matcher: Any, params: dict[str, Any]
     ) -> dict[str, Any]:
         limit = params.get("max_results", 100)
         matches: list[dict[str, Any]] = []
