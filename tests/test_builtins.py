@@ -144,11 +144,12 @@ def test_search_text_refuses_a_regex_re2_cannot_run_clearly(run: Any) -> None:
 
 
 def test_search_text_treats_a_literal_query_literally(run: Any) -> None:
-    """Without regex, a query with regex syntax (or a lone surrogate) matches as plain text."""
+    """Without regex, a query with regex syntax matches as plain text; a lone surrogate is invalid."""
     (Path(run.ctx.resources[0].location) / "syntax.txt").write_text("x = (a+)+ [y]\n")
     found = run("search_text", query="(a+)+ [y]").output
     assert [m["path"] for m in found["matches"]] == ["syntax.txt"]
-    assert run("search_text", query="\ud800").error_type == "WorkspaceError"
+    refused = run("search_text", query="\ud800")
+    assert refused.validation is not None and refused.validation.issues[0].keyword == "unicode"
 
 
 def test_write_file_creates_and_overwrites_and_records_changes(run: Any, workspace: Path) -> None:

@@ -158,8 +158,6 @@ def _matcher(query: str, *, regex: bool) -> Any:
             f"the query is not a regular expression RE2 can run ({detail}); RE2 matches in "
             "linear time, so it has no backreferences and no lookaround"
         ) from None
-    except UnicodeEncodeError:
-        raise WorkspaceError("the query holds a lone surrogate, which no text file holds") from None
 
 
 class SearchText(WorkspaceTool):
