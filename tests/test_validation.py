@@ -312,6 +312,37 @@ def test_a_dynamic_reference_loop_is_refused_like_a_ref_loop(
 
 
 @pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}, "/$ref"),
+        (
+            {"$defs": {"a": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/a"}]}}},
+            "/$defs/a/anyOf/1/$ref",
+        ),
+        ({"not": {"$ref": "#"}}, "/not/$ref"),
+        ({"if": {"type": "object"}, "then": {"$ref": "#"}}, "/then/$ref"),
+        (
+            {"dependentSchemas": {"k": {"oneOf": [{"$ref": "#"}]}}},
+            "/dependentSchemas/k/oneOf/0/$ref",
+        ),
+        (
+            {"$defs": {"a": {"$id": "https://example.com/a", "allOf": [{"$ref": "#"}]}}},
+            "/$defs/a/allOf/0/$ref",
+        ),
+    ],
+)
+def test_a_loop_through_in_place_applicators_is_refused_like_a_ref_loop(
+    backend: str, schema: dict[str, Any], pointer: str
+) -> None:
+    """allOf, anyOf, oneOf, not, if/then/else and dependentSchemas do not step into the value."""
+    with pytest.raises(ToolSchemaValidationError, match="leads back to itself") as caught:
+        SchemaCompiler(backend=backend).compile(schema)  # type: ignore[arg-type]
+    issue = caught.value.validation.issues[0]  # type: ignore[union-attr]
+    assert (issue.pointer, issue.keyword) == (pointer, "$ref")
+
+
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
 def test_a_dynamic_reference_into_the_value_is_no_loop(backend: str) -> None:
     """{"$dynamicAnchor": "n", "items": {"$dynamicRef": "#n"}} recurses into arrays: accepted."""
     compiled = SchemaCompiler(backend=backend).compile(  # type: ignore[arg-type]

@@ -3,10 +3,11 @@ r"""One walk over a schema for what its metaschema cannot see: references and pa
 `schema_problems` yields, as (pointer, keyword, message):
 
 - a ``$ref``, ``$dynamicRef`` or ``$recursiveRef`` that does not resolve offline;
-- a reference that leads back to where it started through references alone.
-  Each reference applies its target to the same value, so such a chain never
-  ends: one validator recurses until its stack runs out, another accepts every
-  value. A ``$dynamicRef`` (or ``$recursiveRef``) may land, at validation time, on
+- a reference that leads back to where it started through references and
+  in-place applicators alone (``allOf``, ``anyOf``, ``oneOf``, ``not``,
+  ``if``/``then``/``else``, ``dependentSchemas``). Each of them applies its
+  subschema to the same value, so such a chain never ends: one validator
+  recurses until its stack runs out, another accepts every value. A ``$dynamicRef`` (or ``$recursiveRef``) may land, at validation time, on
   any schema that declares the same dynamic anchor (or ``$recursiveAnchor``), so
   every such schema counts as one of its targets (``{"$dynamicAnchor": "n",
   "$dynamicRef": "#n"}`` refers to itself);
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["schema_problems"]
 
 _REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+_IN_PLACE = ("not", "if", "then", "else")
+"""Keywords whose one subschema applies to the value itself, not to a part of it."""
+_IN_PLACE_ARRAYS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAPS = ("dependentSchemas",)
 _MAX_REF_HOPS = 256
 """A chain of references longer than this counts as a loop."""
 
@@ -140,10 +145,20 @@ class _Survey:
                     yield from self.walk(item, resolver, where)
 
     def _targets(self, target: _Target) -> Iterable[_Target]:
-        """Where the references of a schema lead, the dynamic ones to every candidate."""
+        """The schemas applied to the very value ``target`` is applied to.
+
+        Those are its in-place subschemas and where its references lead, a dynamic
+        reference to every candidate.
+        """
         contents, resolver = target
         if not isinstance(contents, dict):
             return
+        for child in _in_place(contents):
+            if isinstance(child, dict) and isinstance(child.get("$id"), str):
+                resource = self.specification.create_resource(child)
+                yield child, resolver.in_subresource(resource)
+            else:
+                yield child, resolver
         for keyword in _REFERENCES:
             ref = contents.get(keyword)
             if not isinstance(ref, str):
@@ -161,7 +176,7 @@ class _Survey:
                 yield from self.recursive
 
     def loops(self) -> Iterator[tuple[str, str, str]]:
-        """A problem for each recorded reference from which references alone come back round."""
+        """A problem for each recorded reference from which the same value comes back round."""
         settled: set[int] = set()  # schemas from which no loop can be reached
         for pointer, keyword, ref, node, resolver in self.references:
             if self._loops_from((node, resolver), settled):
@@ -169,8 +184,10 @@ class _Survey:
                     pointer,
                     keyword,
                     (
-                        f"the reference {truncate(ref, 120)!r} leads back to itself through "
-                        "references alone, so no value could ever be checked against it"
+                        f"the reference {truncate(ref, 120)!r} leads back to itself without "
+                        "descending into the value (through references and allOf, anyOf, "
+                        "oneOf, not, if, then, else or dependentSchemas alone), so no value "
+                        "could ever be checked against it"
                     ),
                 )
 
@@ -195,3 +212,18 @@ class _Survey:
                 on_path.add(key)
                 stack.append((following, iter(self._targets(following))))
         return False
+
+
+def _in_place(node: dict[str, Any]) -> Iterator[Any]:
+    """The subschemas of ``node`` that apply to the very value ``node`` applies to."""
+    for keyword in _IN_PLACE:
+        if keyword in node:
+            yield node[keyword]
+    for keyword in _IN_PLACE_ARRAYS:
+        items = node.get(keyword)
+        if isinstance(items, list):
+            yield from items
+    for keyword in _IN_PLACE_MAPS:
+        members = node.get(keyword)
+        if isinstance(members, dict):
+            yield from members.values()
