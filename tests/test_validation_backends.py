@@ -249,3 +249,27 @@ def test_a_referencing_failure_inside_the_engine_is_a_schema_error() -> None:
         engine.build({"$ref": "#/$defs/missing"}, DRAFT_2020_12)
     assert caught.value.keyword
     assert caught.value.message
+
+
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+def test_unevaluated_names_full_of_parentheses_are_reported_by_name(backend: str) -> None:
+    """Names the model chose, parentheses and all, are read back out of the engine's message."""
+    compiled = SchemaCompiler(backend=backend).compile(
+        {"properties": {"ok": {}}, "unevaluatedProperties": False}
+    )
+    hostile = "(" * 20_000
+    verdict = compiled.check({"ok": 1, "a(b": 1, hostile: 2})
+    [issue] = verdict.issues
+    assert issue.keyword == "unevaluatedProperties"
+    assert issue.message.endswith(', "a(b" are not allowed')
+
+
+def test_reading_a_listing_message_handles_unusual_text() -> None:
+    """The listing reader takes names between the first '(' and a known ending, or none."""
+    from toolcycle._readers import _listed
+
+    assert _listed("not allowed ('a(b', '((' were unexpected)") == ["a(b", "(("]
+    assert _listed("not allowed ('x' was unevaluated and invalid)") == ["x"]
+    assert _listed("no listing here") == []
+    assert _listed("('x' was unexpected") == []
+    assert _listed("(" + "(" * 5_000 + " was unexpected)") == []

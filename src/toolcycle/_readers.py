@@ -21,7 +21,6 @@ report:
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urljoin
 
@@ -37,18 +36,26 @@ __all__ = ["FALSE_STANDIN", "RsReader", "jsonschema_errors"]
 FALSE_STANDIN: Final[dict[str, Any]] = {"not": {}}
 """Fails every value, as ``false`` does; `_jsonschema_error` reports it as ``false``."""
 
-_LISTED = re.compile(r"\((.*) (?:was|were) (?:unexpected|unevaluated and invalid)\)$", re.DOTALL)
+_LISTED_ENDS = tuple(
+    f" {verb} {what})" for verb in ("was", "were") for what in ("unexpected", "unevaluated and invalid")
+)
 
 
 def _listed(message: str) -> list[Any]:
-    """The names (or items) a jsonschema ``unevaluated*`` message lists; [] if none."""
-    found = _LISTED.search(message)
-    if found is None:
+    """The names (or items) a jsonschema ``unevaluated*`` message lists; [] if none.
+
+    The list runs from the message's first ``(`` to one of the known endings. It is
+    cut out with string methods rather than a regular expression, which would take
+    time quadratic in the number of ``(`` the (model-chosen) names hold.
+    """
+    start = message.find("(")
+    end = next((len(message) - len(e) for e in _LISTED_ENDS if message.endswith(e)), -1)
+    if start < 0 or end <= start:
         return []
     try:
-        return list(ast.literal_eval(f"[{found.group(1)}]"))
-    except (ValueError, SyntaxError):  # a repr that is not a literal: leave the names out
-        return []
+        return list(ast.literal_eval(f"[{message[start + 1 : end]}]"))
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return []  # a repr that is not a literal, or too deep to read: leave the names out
 
 
 def _additional(instance: Any, schema: dict[str, Any]) -> list[str]:
