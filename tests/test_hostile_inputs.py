@@ -11,16 +11,18 @@ import pytest
 from pydantic import BaseModel
 
 from toolcycle import (
+    ToolActivationError,
     ToolDescriptor,
     ToolExecutionContext,
+    ToolRegistrationError,
     ToolRuntime,
     ToolSchemaValidationError,
     ValidationLimits,
 )
 from toolcycle._json import JSONCompatibilityError, normalize
 from toolcycle._schemas import drop_absent_nulls, openai_strict
+from toolcycle.errors import error_text
 from toolcycle.testing import FakeTool
-from toolcycle.tracing import error_text
 
 BOTH = ("jsonschema", "jsonschema-rs")
 
@@ -401,3 +403,59 @@ def test_error_text_never_raises() -> None:
     """An exception whose __str__ raises is described by its type."""
     assert error_text(ValueError("plain")) == "plain"
     assert error_text(Unprintable()) == "<the message of a Unprintable could not be read>"
+
+
+class _Unprintable(Exception):
+    """An exception whose message cannot be read: its ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+def test_an_activate_error_whose_message_raises_is_still_a_clear_activation_error() -> None:
+    """The activation error describes the exception by its type instead of raising."""
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="t", activate_error=_Unprintable()))
+        with runtime.plan() as ctx:
+            with pytest.raises(ToolActivationError, match="_Unprintable: <the message"):
+                runtime.execute("t", {}, ctx)
+            answered = runtime.call({"name": "t", "arguments": {}}, ctx)
+    assert not answered.success and "_Unprintable" in (answered.error or "")
+
+
+def test_a_deactivate_error_whose_message_raises_does_not_break_plan_end() -> None:
+    """Plan end reports the failed deactivation and ends the plan."""
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="t", deactivate_error=_Unprintable()))
+        ctx = runtime.new_context()
+        assert runtime.execute("t", {}, ctx).success
+        [error] = runtime.end_plan(ctx)
+    assert "_Unprintable: <the message" in str(error) and ctx.ended
+
+
+def test_a_discover_error_whose_message_raises_is_a_registration_error() -> None:
+    """The registration fails with its documented error, not the exception's own."""
+
+    class Broken:
+        def discover(self) -> Any:
+            raise _Unprintable
+
+        def activate(self, ctx: Any) -> None: ...
+        def execute(self, params: Any, ctx: Any) -> None: ...
+        def deactivate(self, ctx: Any) -> None: ...
+
+    with ToolRuntime() as runtime, pytest.raises(ToolRegistrationError, match="_Unprintable"):
+        runtime.register(Broken())
+
+
+def test_an_approver_error_whose_message_raises_denies_the_call() -> None:
+    """An approver that fails with an unreadable error denies the call; nothing raises."""
+
+    def approver(request: Any) -> Any:
+        raise _Unprintable
+
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="t", writes=True))
+        with runtime.plan(approver=approver) as ctx:
+            result = runtime.execute("t", {}, ctx)
+    assert not result.success and "the approver failed (_Unprintable" in (result.error or "")

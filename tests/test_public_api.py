@@ -115,7 +115,7 @@ ALLOWED = {
         "errors",
         "models",
     },
-    "tracing": {"_types", "models"},
+    "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation", "errors"},

@@ -22,6 +22,7 @@ from toolcycle.errors import (
     ToolDeactivationError,
     ToolNotActivatedError,
     ToolRuntimeError,
+    error_text,
 )
 from toolcycle.tracing import get_logger, lifecycle_event
 
@@ -336,7 +337,10 @@ class Activator:
                 self.teardown(activation, ctx)
         except Exception as exc:
             _log.warning(
-                "tool.deactivate_failed", tool=activation.name, plan_id=ctx.plan_id, error=str(exc)
+                "tool.deactivate_failed",
+                tool=activation.name,
+                plan_id=ctx.plan_id,
+                error=error_text(exc),
             )
         finally:
             self._cache.finish(ctx, activation, error or self._late())
@@ -385,7 +389,7 @@ class Activator:
                     "tool.deactivate_failed",
                     tool=activation.name,
                     plan_id=ctx.plan_id,
-                    error=str(exc),
+                    error=error_text(exc),
                 )
         self._raise_for(activation, ctx)
 
@@ -440,7 +444,7 @@ def _failed(
 ) -> ToolActivationError:
     return ToolActivationError(
         f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
-        f"{type(error).__name__}: {error}",
+        f"{type(error).__name__}: {error_text(error)}",
         tool_name=activation.name,
         plan_id=ctx.plan_id,
     )

@@ -37,7 +37,9 @@ FALSE_STANDIN: Final[dict[str, Any]] = {"not": {}}
 """Fails every value, as ``false`` does; `_jsonschema_error` reports it as ``false``."""
 
 _LISTED_ENDS = tuple(
-    f" {verb} {what})" for verb in ("was", "were") for what in ("unexpected", "unevaluated and invalid")
+    f" {verb} {what})"
+    for verb in ("was", "were")
+    for what in ("unexpected", "unevaluated and invalid")
 )
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._json import encode, encode_text
-from toolcycle.errors import ToolOutputError
+from toolcycle.errors import ToolOutputError, error_text
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, _trusted
-from toolcycle.tracing import error_text, get_logger
+from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext

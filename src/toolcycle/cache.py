@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from toolcycle._inflight import Flights
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolDeactivationError, ToolRuntimeError
+from toolcycle.errors import ToolDeactivationError, ToolRuntimeError, error_text
 
 if TYPE_CHECKING:
     from toolcycle._inflight import Flight
@@ -397,7 +397,7 @@ def _deactivation_error(
         return exc
     error = ToolDeactivationError(
         f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
-        f"{type(exc).__name__}: {exc}",
+        f"{type(exc).__name__}: {error_text(exc)}",
         tool_name=activation.name,
         plan_id=ctx.plan_id,
     )

@@ -51,6 +51,7 @@ __all__ = [
     "ToolRuntimeError",
     "ToolSchemaValidationError",
     "ToolSkippedWarning",
+    "error_text",
 ]
 
 
@@ -165,3 +166,15 @@ class ToolDefinitionError(ToolRegistrationError):
 
 class ToolSkippedWarning(UserWarning):
     """A tool of a source was not registered because its schema is unusable."""
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, never raising: an exception's ``__str__`` is a tool's own code.
+
+    One whose ``__str__`` raises (or returns something that is not text) is
+    described by its type.
+    """
+    try:
+        return str(error)
+    except Exception:
+        return f"<the message of a {type(error).__name__} could not be read>"

@@ -76,6 +76,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
     ToolSchemaValidationError,
     ToolSkippedWarning,
+    error_text,
 )
 from toolcycle.models import (
     ApprovalRecord,
@@ -365,7 +366,8 @@ class ToolRuntime:
             descriptor = instance.discover()
         except Exception as exc:
             raise ToolRegistrationError(
-                f"discover() of {type(instance).__name__} raised {type(exc).__name__}: {exc}"
+                f"discover() of {type(instance).__name__} raised {type(exc).__name__}: "
+                f"{error_text(exc)}"
             ) from exc
         if not isinstance(descriptor, ToolDescriptor):
             raise ToolRegistrationError(
@@ -1720,7 +1722,7 @@ def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
 
 
 def _approver_failed(exc: Exception, call: _Call) -> ApprovalDecision:
-    error = f"{type(exc).__name__}: {exc}"
+    error = f"{type(exc).__name__}: {error_text(exc)}"
     scrub = call.record.scrub  # the approver may have quoted an argument
     _log.warning(
         "tool.approver_failed",
@@ -1728,9 +1730,7 @@ def _approver_failed(exc: Exception, call: _Call) -> ApprovalDecision:
         plan_id=call.ctx.plan_id,
         error=scrub(error) if scrub is not None else error,
     )
-    return ApprovalDecision.deny(
-        f"the approver failed ({type(exc).__name__}: {exc}); the call was not run"
-    )
+    return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")
 
 
 def _warn_skipped(message: str) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolcycle.errors import error_text
 from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, _trusted
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ __all__ = [
     "TraceListener",
     "TraceRecorder",
     "Tracer",
-    "error_text",
     "get_logger",
     "iso_utc",
     "lifecycle_event",
@@ -141,18 +141,6 @@ def lifecycle_event(event: str, **fields: Any) -> None:
     """
     if _lifecycle_stdlib.isEnabledFor(logging.DEBUG):
         _lifecycle_log.debug(event, **fields)
-
-
-def error_text(error: BaseException) -> str:
-    """``str(error)``, never raising: an exception's ``__str__`` is a tool's own code.
-
-    One whose ``__str__`` raises (or returns something that is not text) is
-    described by its type.
-    """
-    try:
-        return str(error)
-    except Exception:
-        return f"<the message of a {type(error).__name__} could not be read>"
 
 
 _second_cache: tuple[int, str] = (-1, "")
