@@ -142,3 +142,17 @@ def test_few_examples_are_excluded_from_running() -> None:
     """Skipping with '# not run' stays the exception: at most one block in ten."""
     skipped = [e.id for e in EXAMPLES if not e.runs]
     assert len(skipped) * 10 <= len(EXAMPLES), skipped
+
+
+def test_the_security_table_names_tests_that_exist() -> None:
+    """Every test docs/security.md cites as proof is a test function in that file."""
+    page = (DOCS / "security.md").read_text(encoding="utf-8")
+    cited = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`((?:, `::\w+`)*)", page)
+    assert len(cited) >= 10
+    missing = []
+    for path, first, more in cited:
+        source = (ROOT / path).read_text(encoding="utf-8")
+        for name in [first, *re.findall(r"`::(\w+)`", more)]:
+            if f"def {name}(" not in source:
+                missing.append(f"{path}::{name}")
+    assert missing == []
