@@ -26,6 +26,9 @@ cancellation, and a schema problem is a property of data, not of a run.
 
 Every error carries the tool name and plan id it concerns as keyword-only
 attributes (``None`` when it concerns no tool or plan).
+
+`error_text` reads any exception's message without running the risk of its
+``__str__`` raising: tools' exceptions are the tools' own code.
 """
 
 from __future__ import annotations
