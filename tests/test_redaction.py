@@ -788,3 +788,22 @@ def test_overlapping_cut_starts_are_replaced_once() -> None:
     secrets = ("xyzw-abcd-1234", "abcd-1234-wxyz")
     assert policy.scrub("see xyzw-abcd-12... end", secrets) == "see [redacted]... end"
     assert policy.scrub("see abcd-12... end", secrets) == "see [redacted]... end"
+
+
+def test_a_span_gets_no_payload_of_a_tool_unregistered_during_its_call(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """With its schema gone, nothing says what is secret: the span records no arguments."""
+    provider, exporter = spans
+    otel = OpenTelemetry(tracer_provider=provider, record_payloads=True)
+    runtime = ToolRuntime(tracer=NullTracer(), instrumentation=otel)
+
+    def leave(params: Any, ctx: Any) -> Any:
+        runtime.unregister("t")
+        return "done"
+
+    schema = {"type": "object", "properties": {"pin": {"type": "string", "writeOnly": True}}}
+    runtime.register(FakeTool(name="t", input_schema=schema, output=leave))
+    with runtime, runtime.plan() as ctx:
+        assert runtime.execute("t", {"pin": "998877"}, ctx).success
+    assert "998877" not in _span_text(exporter)
