@@ -84,7 +84,8 @@ ALLOWED = {
     "errors": {"models"},  # for annotations only, under TYPE_CHECKING
     "models": {"_messages", "errors"},
     "_messages": set(),
-    "redaction": set(),
+    "redaction": {"_applicators"},
+    "_applicators": set(),
     "_names": set(),
     "_schemas": set(),
     "_calls": {"_json", "models"},

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
-from typing import Any
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, SecretStr
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel, Field, SecretStr
 
 from toolcycle import (
     ApprovalDecision,
@@ -19,6 +28,8 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
+from toolcycle.cli import main
+from toolcycle.otel import OpenTelemetry
 from toolcycle.testing import FakeTool, capture_traces
 
 MARKER = "s3cr3t-MARKER-7f3a"
@@ -156,7 +167,9 @@ def test_a_safe_key_is_still_masked_when_marked_or_under_a_secret() -> None:
     schema = {"properties": {"max_tokens": {"type": "integer", "writeOnly": True}}}
     assert policy.masked({"max_tokens": 1024}, schema) == {"max_tokens": "[redacted]"}
     nested = {"credentials": {"max_tokens": 2048}}
-    assert policy.masked(nested, {}) == {"credentials": {"max_tokens": "[redacted]"}}
+    named = {"properties": {"credentials": {"properties": {"max_tokens": {"type": "integer"}}}}}
+    assert policy.masked(nested, named) == {"credentials": {"max_tokens": "[redacted]"}}
+    assert policy.secrets(nested, named) == ("2048",)
 
 
 def test_safe_keys_can_be_replaced_or_turned_off() -> None:
@@ -348,3 +361,449 @@ def test_a_self_referencing_schema_is_walked_without_end() -> None:
         "child": {"pin": "[redacted]", "child": None},
     }
     assert set(policy.secrets(tree, schema)) >= {"s1-xyz", "s2-xyz"}
+
+
+# -- every applicator of the schema, with pydantic's own schemas, through every export ----
+
+KEY_A = "sk-dict-9f8e7d6c"
+KEY_B = "sk-pair-1a2b3c4d"
+KEY_C = "sk-pair-5e6f7a8b"
+LONG = "sk-long-" + "q7" * 10  # over the maximum of 8: the validation message quotes it
+HIDDEN = (KEY_A, KEY_B, KEY_C, LONG)
+Short = Annotated[SecretStr, Field(max_length=8)]
+
+
+@tool(writes=False)
+def vault(keys: dict[str, SecretStr]) -> str:
+    """Open a vault with named keys (pydantic puts them under additionalProperties)."""
+    shown = {name: key.get_secret_value() for name, key in keys.items()}
+    raise PermissionError(f"no vault takes {shown}")
+
+
+@tool(writes=False)
+def pair(keys: tuple[SecretStr, SecretStr]) -> str:
+    """Sign with two keys (pydantic puts them under prefixItems)."""
+    first, second = (key.get_secret_value() for key in keys)
+    raise PermissionError(f"no signer takes {first} and {second}")
+
+
+@tool(writes=False)
+def short_vault(keys: dict[str, Short]) -> str:
+    """Open a vault with short named keys."""
+    return "opened"
+
+
+@tool(writes=False)
+def short_pair(keys: tuple[Short, Short]) -> str:
+    """Sign with two short keys."""
+    return "signed"
+
+
+HOLE_CALLS = [
+    ("vault", {"keys": {"prod": KEY_A}}),
+    ("pair", {"keys": [KEY_B, KEY_C]}),
+    ("short_vault", {"keys": {"prod": LONG}}),
+    ("short_pair", {"keys": [LONG, LONG]}),
+]
+
+
+@pytest.fixture
+def spans() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A tracer provider that keeps its finished spans in memory."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()
+
+
+def _span_text(exporter: InMemorySpanExporter) -> str:
+    """Every name, attribute, status and event of the finished spans, as text."""
+    parts: list[str] = []
+    for span in exporter.get_finished_spans():
+        parts += [span.name, str(span.status.description)]
+        parts += [str(value) for value in (span.attributes or {}).values()]
+        for event in span.events:
+            parts += [event.name, *(str(value) for value in (event.attributes or {}).values())]
+    return "\n".join(parts)
+
+
+def _result_text(results: list[ToolResult]) -> list[str]:
+    text = [r.model_dump_json() for r in results] + [repr(r) for r in results]
+    return text + [json.dumps(r.to_message()) for r in results if r.call is not None]
+
+
+def _export_everything(
+    calls: list[tuple[str, dict[str, Any]]],
+    caplog: pytest.LogCaptureFixture,
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+    **options: Any,
+) -> str:
+    """Run ``calls`` every way there is; return every byte the runtime exported."""
+    provider, exporter = spans
+    otel = OpenTelemetry(tracer_provider=provider, record_payloads=True)
+    runtime = ToolRuntime(keep_traces=100, instrumentation=otel, **options)
+    for item in (vault, pair, short_vault, short_pair):
+        runtime.register(item)
+    traces: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(traces.append)
+    results: list[ToolResult] = []
+    raw = [{"id": f"c{i}", "name": name, "arguments": a} for i, (name, a) in enumerate(calls)]
+    with caplog.at_level(logging.DEBUG, logger="toolcycle"), runtime, runtime.plan() as ctx:
+        for (name, arguments), call in zip(calls, raw, strict=True):
+            results.append(runtime.execute(name, arguments, ctx))
+            results.append(runtime.call(call, ctx))
+            results.append(asyncio.run(runtime.acall(call, ctx)))
+        results += runtime.call_many(raw, ctx)
+        recent = runtime.recent_traces()
+    text = _result_text(results)
+    text += [t.model_dump_json() for t in [*traces, *recent]]
+    text += [caplog.text, repr([record.__dict__ for record in caplog.records])]
+    text += [_span_text(exporter)]
+    return "\n".join(text)
+
+
+def test_secrets_under_additional_properties_and_prefix_items_reach_no_export(
+    caplog: pytest.LogCaptureFixture, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """dict[str, SecretStr] and tuple[SecretStr, ...]: hidden from results, traces, logs, spans."""
+    text = _export_everything(HOLE_CALLS, caplog, spans)
+    for secret in HIDDEN:
+        assert secret not in text
+    assert "no vault takes {'prod': '[redacted]'}" in text
+    assert "no signer takes [redacted] and [redacted]" in text
+    assert '{"keys":{"prod":"[redacted]"}}' in text  # the span's payload of the call
+
+
+def test_the_export_check_sees_secrets_when_redaction_is_off(
+    caplog: pytest.LogCaptureFixture, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """The check above can see a leak: without a policy every secret is exported."""
+    text = _export_everything(HOLE_CALLS, caplog, spans, redaction=None)
+    for secret in HIDDEN:
+        assert secret in text
+
+
+CLI_MODULE = """
+from pydantic import SecretStr
+from toolcycle import tool
+
+
+@tool(writes=False)
+def vault(keys: dict[str, SecretStr]) -> str:
+    \"\"\"Open a vault.\"\"\"
+    raise PermissionError(f"no vault takes {[k.get_secret_value() for k in keys.values()]}")
+"""
+
+
+def test_the_command_line_prints_no_secret_of_a_failed_call(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call command prints the error and the trace, with the secret hidden."""
+    (tmp_path / "redaction_cli_tools.py").write_text(CLI_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "redaction_cli_tools", raising=False)
+    arguments = json.dumps({"keys": {"prod": KEY_A}})
+    code = main(["call", "vault", "--args", arguments, "--module", "redaction_cli_tools"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert KEY_A not in out + err
+    assert "no vault takes ['[redacted]']" in json.loads(out)["error"]
+
+
+def test_a_call_to_an_unknown_tool_shows_none_of_its_argument_values(
+    caplog: pytest.LogCaptureFixture, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """No schema says what is secret, so every value is hidden, whatever its key."""
+    arguments = {"pin": "483920-unknown", "nested": {"otp": "771199-unknown"}, "note": None}
+    call = {"id": "u1", "name": "no_such_tool", "arguments": arguments}
+    provider, exporter = spans
+    runtime = ToolRuntime(instrumentation=OpenTelemetry(tracer_provider=provider))
+    runtime.register(vault)
+    traces: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(traces.append)
+    with caplog.at_level(logging.DEBUG, logger="toolcycle"), runtime, runtime.plan() as ctx:
+        results = [runtime.call(call, ctx), asyncio.run(runtime.acall(call, ctx))]
+        results += runtime.call_many([call, {**call, "id": "u2"}], ctx)
+    expected = {"pin": "[redacted]", "nested": "[redacted]", "note": "[redacted]"}
+    for result in results:
+        assert result.error_type == "ToolNotFoundError"
+        assert result.call is not None and result.call.arguments == expected
+    text = "\n".join(
+        _result_text(results)
+        + [t.model_dump_json() for t in traces]
+        + [caplog.text, _span_text(exporter)]
+    )
+    assert "483920-unknown" not in text and "771199-unknown" not in text
+
+
+def test_the_arguments_of_an_unknown_tool_are_kept_without_a_policy() -> None:
+    """redaction=None turns this off too: the call is answered with what it sent."""
+    call = {"id": "u1", "name": "no_such_tool", "arguments": {"pin": "483920"}}
+    with ToolRuntime(tracer=NullTracer(), redaction=None) as runtime, runtime.plan() as ctx:
+        result = runtime.call(call, ctx)
+    assert result.call is not None and result.call.arguments == {"pin": "483920"}
+
+
+def _quoting(schema: dict[str, Any]) -> ToolRuntime:
+    """A runtime with tool ``t`` of that input schema, failing with its whole arguments."""
+
+    def boom(params: Any, ctx: Any) -> Any:
+        raise RuntimeError(f"refused {params}")
+
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(FakeTool(name="t", input_schema=schema, output=boom))
+    return runtime
+
+
+def test_a_secret_used_as_a_key_under_a_sensitive_parent_is_hidden() -> None:
+    """Under api_keys the key is the secret: hidden from the error, trace and the call."""
+    secret = "sk-live-KEY123456"
+    runtime = _quoting({"type": "object", "properties": {"api_keys": {"type": "object"}}})
+    with runtime, capture_traces(runtime) as traces, runtime.plan() as ctx:
+        call = {"id": "k", "name": "t", "arguments": {"api_keys": {secret: "prod"}}}
+        result = runtime.call(call, ctx)
+    assert result.error == "RuntimeError: refused {'api_keys': {'[redacted]': '[redacted]'}}"
+    assert result.call is not None and result.call.arguments == {"api_keys": "[redacted]"}
+    assert secret not in result.model_dump_json() + traces[0].model_dump_json()
+
+
+def test_keys_of_a_dict_of_secret_keys_are_hidden() -> None:
+    """dict[SecretStr, str]: pydantic marks propertyNames, so every key is a secret."""
+
+    @tool(writes=False)
+    def sign(keys: dict[SecretStr, str]) -> str:
+        """Sign with each key."""
+        raise PermissionError(f"no signer takes {[key.get_secret_value() for key in keys]}")
+
+    with ToolRuntime(tracer=NullTracer()) as runtime, runtime.plan() as ctx:
+        runtime.register(sign)
+        call = {"id": "k", "name": "sign", "arguments": {"keys": {KEY_A: "prod"}}}
+        result = runtime.call(call, ctx)
+    assert result.error == "PermissionError: no signer takes ['[redacted]']"
+    assert result.call is not None and result.call.arguments == {"keys": "[redacted]"}
+
+
+def test_a_sensitive_object_keeps_the_names_its_schema_declares() -> None:
+    """Declared property names are the schema's, not secrets: only their values are hidden."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "login": {"writeOnly": True, "properties": {"user": {}, "pin": {}}},
+        },
+    }
+    policy = RedactionPolicy()
+    arguments = {"login": {"user": "ada-lovelace", "pin": "4321"}}
+    assert policy.masked(arguments, schema) == {
+        "login": {"user": "[redacted]", "pin": "[redacted]"}
+    }
+    assert set(policy.secrets(arguments, schema)) == {"ada-lovelace", "4321"}
+
+
+WRITE_ONLY = {"type": "string", "writeOnly": True}
+KEYWORD_CASES: list[tuple[str, dict[str, Any], Any]] = [
+    ("properties", {"properties": {"k": WRITE_ONLY}}, {"k": "hidden-value"}),
+    ("patternProperties", {"patternProperties": {"^k": WRITE_ONLY}}, {"k": "hidden-value"}),
+    ("additionalProperties", {"additionalProperties": WRITE_ONLY}, {"k": "hidden-value"}),
+    ("unevaluatedProperties", {"unevaluatedProperties": WRITE_ONLY}, {"k": "hidden-value"}),
+    ("propertyNames", {"propertyNames": {"writeOnly": True}}, {"hidden-value": 1}),
+    ("items", {"items": WRITE_ONLY}, ["hidden-value"]),
+    ("prefixItems", {"prefixItems": [{}, WRITE_ONLY]}, ["shown", "hidden-value"]),
+    ("items-array", {"items": [{}, WRITE_ONLY]}, ["shown", "hidden-value"]),
+    ("additionalItems", {"items": [{}], "additionalItems": WRITE_ONLY}, ["a", "hidden-value"]),
+    ("unevaluatedItems", {"prefixItems": [{}], "unevaluatedItems": WRITE_ONLY}, ["a", "hidden-value"]),
+    ("contains", {"contains": WRITE_ONLY}, ["hidden-value"]),
+    ("$ref", {"$ref": "#/$defs/S"}, "hidden-value"),
+    ("$ref-anchor", {"$ref": "#secret"}, "hidden-value"),
+    ("$ref-array-index", {"$ref": "#/$defs/list/1"}, "hidden-value"),
+    ("$dynamicRef", {"$dynamicRef": "#secret"}, "hidden-value"),
+    ("allOf", {"allOf": [{}, WRITE_ONLY]}, "hidden-value"),
+    ("anyOf", {"anyOf": [{"type": "null"}, WRITE_ONLY]}, "hidden-value"),
+    ("oneOf", {"oneOf": [{"type": "null"}, WRITE_ONLY]}, "hidden-value"),
+    ("if", {"if": WRITE_ONLY}, "hidden-value"),
+    ("then", {"if": {}, "then": WRITE_ONLY}, "hidden-value"),
+    ("else", {"if": {}, "else": WRITE_ONLY}, "hidden-value"),
+    ("dependentSchemas", {"dependentSchemas": {"k": {"properties": {"k": WRITE_ONLY}}}}, {"k": "hidden-value"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"), [case[1:] for case in KEYWORD_CASES], ids=[c[0] for c in KEYWORD_CASES]
+)
+def test_sensitivity_follows_every_applicator_keyword(schema: dict[str, Any], value: Any) -> None:
+    """A mark reached through any applicator hides the value it applies to."""
+    root = {
+        "type": "object",
+        "properties": {"v": schema},
+        "$defs": {"S": WRITE_ONLY, "A": {"$anchor": "secret", **WRITE_ONLY}, "list": [{}, WRITE_ONLY]},
+    }  # fmt: skip
+    policy = RedactionPolicy()
+    assert "hidden-value" in policy.secrets({"v": value}, root)
+    assert "hidden-value" not in json.dumps(policy.masked({"v": value}, root))
+    assert "shown" not in policy.secrets({"v": value}, root)
+
+
+def _deep_dicts(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _deep_lists(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _bottom(value: Any) -> Any:
+    """The leaf at the end of the first key (or item) at every level."""
+    while isinstance(value, dict | list):
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+    return value
+
+
+@pytest.mark.parametrize("depth", [5_000, 20_000])
+def test_redaction_walks_values_of_any_depth(depth: int) -> None:
+    """Collecting and masking keep their own stack: no RecursionError however deep."""
+    policy = RedactionPolicy()
+    for value in (
+        _deep_dicts(depth, {"token": "deep-secret"}),
+        _deep_lists(depth, {"token": "deep-secret"}),
+    ):
+        assert policy.secrets(value, {}) == ("deep-secret",)
+        assert _bottom(policy.masked(value, {})) == "[redacted]"
+
+
+@pytest.mark.parametrize("depth", [5_000, 20_000])
+def test_a_call_with_deep_secret_arguments_gets_a_failed_result(depth: int) -> None:
+    """execute, call and call_many answer arguments thousands deep instead of raising."""
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(FakeTool(name="t", input_schema={"type": "object"}))
+    arguments = {"password": _deep_dicts(depth, "deep-secret")}
+    call = {"id": "d", "name": "t", "arguments": arguments}
+    with runtime, runtime.plan() as ctx:
+        results = [runtime.execute("t", arguments, ctx), runtime.call(call, ctx)]
+        results += runtime.call_many([call, call], ctx)
+    for result in results:
+        assert not result.success and result.error_type == "ToolSchemaValidationError"
+        assert "deep-secret" not in (result.error or "")
+    assert results[1].call is not None and results[1].call.arguments == {"password": "[redacted]"}
+
+
+def test_a_schema_1000_deep_is_read_without_recursion() -> None:
+    """A schema as deep as its value, by properties and by nested allOf, is walked with a stack."""
+    by_properties: Any = WRITE_ONLY
+    by_branches: Any = WRITE_ONLY
+    for _ in range(1_000):
+        by_properties = {"type": "object", "properties": {"a": by_properties}}
+        by_branches = {"allOf": [by_branches]}
+    value = _deep_dicts(1_000, "deep-secret")
+    policy = RedactionPolicy()
+    assert policy.secrets(value, by_properties) == ("deep-secret",)
+    assert _bottom(policy.masked(value, by_properties)) == "[redacted]"
+    assert policy.secrets("deep-secret", by_branches) == ("deep-secret",)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#"},
+        {"allOf": [{"$ref": "#/$defs/A"}], "$defs": {"A": {"anyOf": [{"$ref": "#"}]}}},
+        {"$dynamicAnchor": "n", "$dynamicRef": "#n"},
+        {"$anchor": "me", "items": {"$ref": "#me"}, "additionalProperties": {"$ref": "#"}},
+        {"if": {"$ref": "#"}, "then": {"$ref": "#"}, "dependentSchemas": {"a": {"$ref": "#"}}},
+    ],
+    ids=["self", "through-defs", "dynamic", "anchor", "conditional"],
+)
+def test_a_reference_cycle_in_the_schema_ends(schema: dict[str, Any]) -> None:
+    """Each schema object is read once per value, so a cycle of references ends."""
+    value = {"a": [{"token": "loop-secret", "b": [1, 2]}], "c": "plain"}
+    policy = RedactionPolicy()
+    assert policy.secrets(value, schema) == ("loop-secret",)
+    assert policy.masked(value, schema) == {
+        "a": [{"token": "[redacted]", "b": [1, 2]}],
+        "c": "plain",
+    }
+
+
+def test_a_value_or_schema_that_contains_itself_is_walked_once() -> None:
+    """Python objects may hold themselves; each is walked once per schema, so walks end."""
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    schema["properties"]["self"] = schema
+    schema["allOf"] = [schema]
+    value: dict[str, Any] = {"token": "loop-secret"}
+    value["self"] = value
+    policy = RedactionPolicy()
+    assert policy.secrets(value, schema) == ("loop-secret",)
+    masked = policy.masked(value, schema)
+    assert masked["token"] == "[redacted]"
+    assert masked["self"] is masked
+
+
+class _Unreadable(Mapping[str, Any]):
+    """A mapping whose every read raises."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("no")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("no")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_values_that_cannot_be_shown_do_not_stop_redaction() -> None:
+    """A 5,000-digit integer has no text and an unreadable mapping no items: neither raises."""
+    arguments = {"token": 10**5000, "secret": _Unreadable(), "password": "shown-secret"}
+    policy = RedactionPolicy()
+    assert policy.secrets(arguments, {}) == ("shown-secret",)
+    masked = policy.masked(arguments, {})
+    assert masked == {"token": "[redacted]", "secret": "[redacted]", "password": "[redacted]"}
+
+
+def test_masked_gives_back_the_arguments_themselves_when_nothing_is_secret() -> None:
+    """Nothing to hide, nothing copied: the same object comes back."""
+    arguments = {"city": "Oslo", "days": [1, 2], "max_tokens": 5}
+    assert RedactionPolicy().masked(arguments, {}) is arguments
+
+
+def test_the_cut_start_of_a_very_long_secret_is_scrubbed_in_linear_time() -> None:
+    """A 1,000,000-character secret over a maxLength is hidden at once (it took 48 s)."""
+    schema = {"type": "object", "properties": {"api_key": {"type": "string", "maxLength": 5}}}
+    secret = "sk-" + "a1b2c3d4" * 125_000
+    started = time.perf_counter()
+    with _checked(schema) as runtime, runtime.plan() as ctx:
+        result = runtime.execute("t", {"api_key": secret}, ctx)
+    assert time.perf_counter() - started < 5.0
+    assert result.error is not None and '"[redacted]... has 1000003 characters' in result.error
+    assert secret[:12] not in result.error
+
+
+def test_overlapping_cut_starts_are_replaced_once() -> None:
+    """Two secrets whose starts overlap before one mark leave one [redacted]."""
+    policy = RedactionPolicy()
+    secrets = ("xyzw-abcd-1234", "abcd-1234-wxyz")
+    assert policy.scrub("see xyzw-abcd-12... end", secrets) == "see [redacted]... end"
+    assert policy.scrub("see abcd-12... end", secrets) == "see [redacted]... end"
+
+
+def test_a_span_gets_no_payload_of_a_tool_unregistered_during_its_call(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """With its schema gone, nothing says what is secret: the span records no arguments."""
+    provider, exporter = spans
+    otel = OpenTelemetry(tracer_provider=provider, record_payloads=True)
+    runtime = ToolRuntime(tracer=NullTracer(), instrumentation=otel)
+
+    def leave(params: Any, ctx: Any) -> Any:
+        runtime.unregister("t")
+        return "done"
+
+    schema = {"type": "object", "properties": {"pin": {"type": "string", "writeOnly": True}}}
+    runtime.register(FakeTool(name="t", input_schema=schema, output=leave))
+    with runtime, runtime.plan() as ctx:
+        assert runtime.execute("t", {"pin": "998877"}, ctx).success
+    assert "998877" not in _span_text(exporter)

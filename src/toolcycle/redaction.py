@@ -4,11 +4,19 @@ A tool needs its real arguments; nobody else does. The runtime collects the
 sensitive values of each call's arguments, and every message it exports for
 the call (the result's error, validation messages, the trace, and so the logs
 that the tracer writes) has them replaced by ``[redacted]``. A value is
-sensitive when its property is marked ``writeOnly: true`` or ``x-sensitive:
-true`` in the input schema, or when its key matches the policy's pattern
-(password, token, secret, API key, authorization and the like by default) and
-is not one of its safe keys (counts of tokens, such as ``max_tokens``, by
-default); everything under such a key or property counts, nested values included.
+sensitive when a schema that applies to it is marked ``writeOnly: true`` or
+``x-sensitive: true``, or when its key matches the policy's pattern (password,
+token, secret, API key, authorization and the like by default) and is not one
+of its safe keys (counts of tokens, such as ``max_tokens``, by default);
+everything under such a key or schema counts, nested values included, and so
+do the keys of a sensitive object that its schema does not name (a secret may
+be a key) and the keys of an object whose ``propertyNames`` is marked.
+
+Which schemas apply to a value follows the applicators of JSON Schema (see
+`_Schemas`); where deciding would mean running a pattern from the schema, every
+schema that might apply counts. Every walk here keeps its own stack, so no depth
+of value or schema raises `RecursionError`, and each object is walked once per
+schema, so cycles end.
 """
 
 from __future__ import annotations
@@ -19,12 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolcycle._applicators import Applied, SchemaReader
+
 __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
 
 REDACTED = "[redacted]"
+"""What a sensitive value becomes in exported text."""
 _CUT = "..."  # how a message ends a value it shows only the start of
 _MIN_CUT = 4  # a shorter start of a secret is too little to hide (or to tell apart)
-"""What a sensitive value becomes in exported text."""
+_MAX_READERS = 256  # the schemas a policy remembers what it read of
 
 DEFAULT_SENSITIVE_KEYS = (
     r"pass(word|wd|phrase)?|secret|token|api[-_]?key|authorization|credential|"
@@ -55,8 +66,8 @@ class RedactionPolicy:
         safe_keys: a regular expression for whole keys, ignoring case, that
             ``key_pattern`` does not make sensitive (a schema mark or a
             sensitive parent still does); None for no exceptions.
-        schema_marks: treat properties marked ``writeOnly: true`` or
-            ``x-sensitive: true`` in the input schema as sensitive.
+        schema_marks: treat values whose schema is marked ``writeOnly: true``
+            or ``x-sensitive: true`` in the input schema as sensitive.
         min_length: shorter values are not replaced (a one-letter secret would
             blank out every occurrence of that letter in a message).
     """
@@ -67,33 +78,38 @@ class RedactionPolicy:
     safe_keys: str | None = DEFAULT_SAFE_KEYS
     _compiled: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _safe: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _readers: dict[int, SchemaReader] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_compiled", _compile(self.key_pattern))
         object.__setattr__(self, "_safe", _compile(self.safe_keys))
+        object.__setattr__(self, "_readers", {})
 
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
-        """The sensitive values in ``arguments``, longest first, as the text they show as."""
+        """The sensitive values (and keys) in ``arguments``, longest first, as text shows them."""
         found: set[str] = set()
-        self._collect(arguments, [schema], False, found, schema)
-        return tuple(sorted(found, key=len, reverse=True))
+        _collect(self, self._reader(schema).top(), arguments, found)
+        return tuple(sorted(sorted(found), key=len, reverse=True))  # stable: alike in order
 
     def masked(self, arguments: Any, schema: Any, *, sensitive: bool = False) -> Any:
-        """A copy of ``arguments`` with every sensitive value replaced by ``[redacted]``."""
-        return self._mask(arguments, [schema], sensitive, schema)
+        """``arguments`` with every sensitive value replaced by ``[redacted]``.
 
-    def _mask(self, value: Any, schemas: list[Any], sensitive: bool, root: Any) -> Any:
-        parts = _parts(schemas, root)
-        sensitive = sensitive or any(self._marked(part) for part in parts)
-        if isinstance(value, Mapping):
-            return {
-                key: self._mask(item, _at(parts, key), sensitive or self._hit(key), root)
-                for key, item in value.items()
-            }
-        if isinstance(value, list | tuple):
-            items = [part.get("items") for part in parts]
-            return [self._mask(item, items, sensitive, root) for item in value]
-        return REDACTED if sensitive and value is not None else value
+        Containers come back as new dicts and lists, unless nothing in
+        ``arguments`` is sensitive: then ``arguments`` itself comes back. A
+        sensitive object whose keys its schema does not all name (a free-form
+        mapping, whose keys may be secrets too) becomes ``[redacted]`` as a whole.
+        """
+        return _mask(self, self._reader(schema).top(), arguments, sensitive)
+
+    def masked_without_schema(self, arguments: Mapping[Any, Any]) -> dict[Any, Any]:
+        """The arguments of a call to a tool nobody registered, as they may be exported.
+
+        There is no schema to say which values are secret (the tool the call
+        meant may mark any of them ``writeOnly``) and the key pattern cannot
+        know, so no value is shown: every one is ``[redacted]``. The argument
+        names stay, to show what the call tried.
+        """
+        return dict.fromkeys(arguments, REDACTED)
 
     def scrub(self, text: str, secrets: tuple[str, ...]) -> str:
         """``text`` with every secret replaced by ``[redacted]``.
@@ -101,15 +117,35 @@ class RedactionPolicy:
         ``secrets`` come from `secrets`, in each form a message may quote them
         (plain, inside a ``repr``, inside JSON). A message that cuts a long
         value short ends it with ``...``: the start of a secret right before
-        that mark is replaced too, down to `_MIN_CUT` characters.
+        that mark is replaced too, down to `_MIN_CUT` characters. The work is
+        linear in the length of ``text`` and of each secret.
         """
         for secret in secrets:
-            text = text.replace(secret, REDACTED)
-        if _CUT in text:
-            for secret in secrets:
-                for end in range(len(secret) - 1, _MIN_CUT - 1, -1):
-                    text = text.replace(secret[:end] + _CUT, REDACTED + _CUT)
-        return text
+            if len(secret) <= len(text):
+                text = text.replace(secret, REDACTED)
+        if _CUT not in text:
+            return text
+        spans = [
+            span
+            for secret in secrets
+            if len(secret) > _MIN_CUT and secret[:_MIN_CUT] in text
+            for span in _cut_starts(text, secret)
+        ]
+        return _replaced(text, spans)
+
+    def _reader(self, schema: Any) -> SchemaReader:
+        """The reader of ``schema``: one per schema, so that each is read once.
+
+        Schemas are taken to stay as they are once used, as validation does.
+        """
+        readers = self._readers
+        reader = readers.get(id(schema))
+        if reader is None or reader.root is not schema:
+            reader = SchemaReader(schema, self._marked)
+            if len(readers) >= _MAX_READERS:
+                readers.clear()
+            readers[id(schema)] = reader  # holds the schema, so its id stays its own
+        return reader
 
     def _marked(self, schema: dict[str, Any]) -> bool:
         return self.schema_marks and (
@@ -117,73 +153,168 @@ class RedactionPolicy:
         )
 
     def _hit(self, key: object) -> bool:
-        if self._compiled is None or self._compiled.search(text := str(key)) is None:
+        text = _text(key)
+        if self._compiled is None or text is None or self._compiled.search(text) is None:
             return False
         return self._safe is None or self._safe.fullmatch(text) is None
 
-    def _collect(
-        self, value: Any, schemas: list[Any], sensitive: bool, found: set[str], root: Any
-    ) -> None:
-        parts = _parts(schemas, root)
-        sensitive = sensitive or any(self._marked(part) for part in parts)
+    def _add(self, value: object, found: set[str]) -> None:
+        """Add sensitive ``value`` to ``found``, in each form a message may show it."""
+        if isinstance(value, bool) or value is None:
+            return
+        text = _text(value)  # a 5,000-digit integer has none, so no message quotes it
+        if text is None or len(text) < self.min_length:
+            return
+        found.add(text)
+        found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
+        found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON
+
+
+def _collect(policy: RedactionPolicy, top: Applied, value: Any, found: set[str]) -> None:
+    """Add every sensitive value (and secret key) of ``value`` to ``found``."""
+    stack: list[tuple[Any, Applied, bool]] = [(value, top, False)]
+    seen: set[tuple[int, bool, int]] = set()
+    alive: list[Any] = []  # what ``seen`` names by id stays alive while it is used
+    while stack:
+        value, node, sensitive = stack.pop()
+        sensitive = sensitive or node.marked
+        if isinstance(value, Mapping | list | tuple):
+            mark = (id(value), sensitive, id(node))
+            if mark in seen:  # met before (shared, or a cycle)
+                continue
+            seen.add(mark)
+            alive.append(value)
         if isinstance(value, Mapping):
-            for key, item in value.items():
-                self._collect(item, _at(parts, key), sensitive or self._hit(key), found, root)
+            for key, item in _items(value) or ():
+                if node.keys_marked or (sensitive and not node.declares(key)):
+                    policy._add(key, found)
+                stack.append((item, node.under(key), sensitive or policy._hit(key)))
         elif isinstance(value, list | tuple):
-            items = [part.get("items") for part in parts]
-            for item in value:
-                self._collect(item, items, sensitive, found, root)
-        elif sensitive and not isinstance(value, bool) and value is not None:
-            text = str(value)
-            if len(text) >= self.min_length:
-                found.add(text)
-                found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
-                found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON
+            elements = _elements(value) or []
+            for item, inner in zip(elements, node.along(len(elements)), strict=True):
+                stack.append((item, inner, sensitive))
+        elif sensitive:
+            policy._add(value, found)
 
 
-def _parts(schemas: list[Any], root: Any) -> list[dict[str, Any]]:
-    """The schema objects that describe one value, whichever way they are reached.
-
-    That is ``schemas``, the local ``$ref``s they follow (each once) and their
-    ``anyOf``/``oneOf``/``allOf`` branches. A mark in any of them counts:
-    pydantic puts a nested model behind a ``$ref`` and an optional
-    ``SecretStr`` in an ``anyOf``.
-    """
-    parts: list[dict[str, Any]] = []
-    pending, followed = list(schemas), set()
-    while pending:
-        schema = pending.pop()
-        if not isinstance(schema, dict):
+def _mask(policy: RedactionPolicy, top: Applied, value: Any, sensitive: bool) -> Any:
+    """``value`` with its sensitive parts replaced; ``value`` itself if it has none."""
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Applied, bool, Any, Any]] = [(value, top, sensitive, holder, 0)]
+    copies: dict[tuple[int, bool, int], tuple[Any, Any]] = {}  # id -> (original, copy)
+    changed = False
+    while stack:
+        item, node, sensitive, target, slot = stack.pop()
+        sensitive = sensitive or node.marked
+        if not isinstance(item, Mapping | list | tuple):
+            hidden = sensitive and item is not None
+            changed = changed or hidden
+            target[slot] = REDACTED if hidden else item
             continue
-        parts.append(schema)
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#") and ref not in followed:
-            followed.add(ref)
-            pending.append(_pointer(root, ref))
-        for keyword in ("anyOf", "oneOf", "allOf"):
-            branches = schema.get(keyword)
-            if isinstance(branches, list):
-                pending.extend(branches)
-    return parts
+        mark = (id(item), sensitive, id(node))
+        if mark in copies:  # met before (shared, or a cycle): the same copy
+            target[slot] = copies[mark][1]
+            continue
+        copy: Any
+        if isinstance(item, Mapping):
+            pairs = _items(item)
+            if (
+                pairs is None
+                or node.keys_marked
+                or (sensitive and not all(node.declares(key) for key, _ in pairs))
+            ):
+                copy, changed = REDACTED, True  # its keys may be secrets
+            else:
+                copy = {}
+                for key, child in pairs:
+                    copy[key] = None  # keeps the order; filled when its turn comes
+                    hit = sensitive or policy._hit(key)
+                    stack.append((child, node.under(key), hit, copy, key))
+        else:
+            elements = _elements(item)
+            if elements is None:
+                copy, changed = REDACTED, True
+            else:
+                copy = [None] * len(elements)
+                inner = node.along(len(elements))
+                for index, (child, applied) in enumerate(zip(elements, inner, strict=True)):
+                    stack.append((child, applied, sensitive, copy, index))
+        copies[mark] = (item, copy)
+        target[slot] = copy
+    return holder[0] if changed else value
 
 
-def _at(parts: list[dict[str, Any]], key: Any) -> list[Any]:
-    """The subschemas ``parts`` give the property ``key``."""
-    found = []
-    for part in parts:
-        properties = part.get("properties")
-        if isinstance(properties, dict) and key in properties:
-            found.append(properties[key])
-    return found
+def _items(value: Mapping[Any, Any]) -> list[tuple[Any, Any]] | None:
+    """The pairs of a mapping; None if it cannot give them."""
+    try:
+        return list(value.items())
+    except Exception:
+        return None
 
 
-def _pointer(root: Any, ref: str) -> Any:
-    """What a local ``$ref`` ("#", "#/$defs/A") points at in ``root``; None if nothing."""
-    target = root
-    for part in ref[1:].split("/")[1:]:
-        key = part.replace("~1", "/").replace("~0", "~")
-        target = target.get(key) if isinstance(target, dict) else None
-    return target
+def _elements(value: list[Any] | tuple[Any, ...]) -> list[Any] | None:
+    """The items of a list or tuple; None if it cannot give them."""
+    try:
+        return list(value)
+    except Exception:
+        return None
+
+
+def _text(value: object) -> str | None:
+    """``str(value)``; None where that fails (as for a 5,000-digit integer)."""
+    try:
+        return value if isinstance(value, str) else str(value)
+    except Exception:
+        return None
+
+
+def _cut_starts(text: str, secret: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` that hold a start of ``secret`` right before a ``...`` mark.
+
+    The longest start (of at least `_MIN_CUT` characters) counts. One pass of a
+    prefix automaton over ``text``, so the cost is linear, however long the
+    secret and however many marks.
+    """
+    pattern = secret[:-1]  # the whole secret is replaced already
+    fallback = [0] * len(pattern)  # the usual prefix function of the pattern
+    matched = 0
+    for index in range(1, len(pattern)):
+        while matched and pattern[index] != pattern[matched]:
+            matched = fallback[matched - 1]
+        if pattern[index] == pattern[matched]:
+            matched += 1
+        fallback[index] = matched
+    spans: list[tuple[int, int]] = []
+    matched = 0
+    start = text.find(secret[:_MIN_CUT])
+    for index in range(start, len(text)):
+        if matched >= _MIN_CUT and text.startswith(_CUT, index):
+            spans.append((index - matched, index))
+        if matched == len(pattern):
+            matched = fallback[matched - 1]
+        char = text[index]
+        while matched and char != pattern[matched]:
+            matched = fallback[matched - 1]
+        if char == pattern[matched]:
+            matched += 1
+    return spans
+
+
+def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span (overlapping ones merged) replaced by ``[redacted]``."""
+    if not spans:
+        return text
+    pieces: list[str] = []
+    end = 0
+    for start, stop in sorted(spans):
+        if start < end:  # overlaps the previous span: widen that one
+            pieces[-1] = REDACTED
+            end = max(end, stop)
+            continue
+        pieces += [text[end:start], REDACTED]
+        end = stop
+    pieces.append(text[end:])
+    return "".join(pieces)
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:

@@ -1104,13 +1104,19 @@ class ToolRuntime:
         return _answering(result, call)
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
-        """The call as a result carries it: its secret arguments replaced."""
+        """The call as a result carries it: its secret arguments replaced.
+
+        A call to no registered tool has no schema to tell its secrets by, so
+        none of its values is kept (see `RedactionPolicy.masked_without_schema`).
+        """
         if self.redaction is None or not call.arguments:
             return call
         entry = self._tools.get(name)
-        schema = entry.descriptor.input_schema if entry is not None else None
-        masked = self.redaction.masked(call.arguments, schema)
-        return call if masked == call.arguments else call.model_copy(update={"arguments": masked})
+        if entry is None:
+            masked = self.redaction.masked_without_schema(call.arguments)
+        else:
+            masked = self.redaction.masked(call.arguments, entry.descriptor.input_schema)
+        return call if masked is call.arguments else call.model_copy(update={"arguments": masked})
 
     def _prepare_call(
         self, raw: Any, ctx: ToolExecutionContext
@@ -1126,7 +1132,8 @@ class ToolRuntime:
         if isinstance(ctx, ToolExecutionContext) and ctx.ended:
             self._refuse_ended(call, ctx)
         if problem is not None:
-            return self._refused(call, ctx, problem, "ToolCallError", "invalid_input")
+            shown = None if call is None else self._masked(call, call.name)
+            return self._refused(shown, ctx, problem, "ToolCallError", "invalid_input")
         assert call is not None
         name: str | None = call.name
         if name not in self._tools:  # a dict lookup needs no lock; listing the names does
@@ -1135,7 +1142,9 @@ class ToolRuntime:
             name = resolve(call.name, call.format, names)
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
-            return self._refused(call, ctx, message, "ToolNotFoundError", "error")
+            return self._refused(
+                self._masked(call, call.name), ctx, message, "ToolNotFoundError", "error"
+            )
         arguments = call.arguments
         if call.format in {"openai", "openai-responses"}:
             # Strict mode sends null for an optional property that was left out.
@@ -1690,6 +1699,8 @@ class ToolRuntime:
                     if arguments is not None:
                         arguments = self.redaction.masked(arguments, descriptor.input_schema)
                     output = self.redaction.masked(output, descriptor.output_schema)
+                elif self.redaction is not None:  # unregistered meanwhile: no schema to go by
+                    arguments = output = None
             observer.finish(call.trace, arguments=arguments, output=output)
         except Exception as exc:
             _log.warning("instrumentation.failed", hook="finish", error=repr(exc))
