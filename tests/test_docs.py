@@ -152,7 +152,6 @@ def test_the_security_table_names_tests_that_exist() -> None:
     missing = []
     for path, first, more in cited:
         source = (ROOT / path).read_text(encoding="utf-8")
-        for name in [first, *re.findall(r"`::(\w+)`", more)]:
-            if f"def {name}(" not in source:
-                missing.append(f"{path}::{name}")
+        names = [first, *re.findall(r"`::(\w+)`", more)]
+        missing += [f"{path}::{name}" for name in names if f"def {name}(" not in source]
     assert missing == []

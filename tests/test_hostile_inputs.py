@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from toolcycle import (
+    RedactionPolicy,
     ToolActivationError,
     ToolDescriptor,
     ToolExecutionContext,
@@ -162,15 +163,32 @@ def test_arguments_that_raise_while_read_are_invalid_input(plain: ToolRuntime, p
     assert "raised RuntimeError" in (result.error or "")
 
 
-def test_arguments_that_raise_under_a_redaction_policy_withhold_the_message() -> None:
-    """When the arguments cannot be searched for secrets, no message quoting them is shown."""
+def test_arguments_that_raise_under_a_redaction_policy_are_refused_by_name() -> None:
+    """Redaction reads around a container that raises; the refusal names the failure."""
     with ToolRuntime() as runtime:
         runtime.register(FakeTool())
         with runtime.plan() as ctx:
             result = runtime.execute("fake", {"password": RaisingMapping()}, ctx)
     assert not result.success
     assert result.error_type == "ToolSchemaValidationError"
-    assert "[withheld" in (result.error or "")
+    assert "reading the RaisingMapping raised RuntimeError" in (result.error or "")
+
+
+def test_arguments_redaction_cannot_search_withhold_the_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the search for secrets fails, no message quoting the arguments is shown."""
+
+    def cannot_search(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("cannot search")
+
+    monkeypatch.setattr(RedactionPolicy, "secrets", cannot_search)
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(input_schema={"type": "object", "required": ["pin"]}))
+        with runtime.plan() as ctx:
+            result = runtime.execute("fake", {"token": "sk-123"}, ctx)
+    assert not result.success
+    assert "[withheld" in (result.error or "") and "sk-123" not in (result.error or "")
 
 
 def test_a_key_too_long_to_convert_to_text_is_invalid_input(plain: ToolRuntime) -> None:
