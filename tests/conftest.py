@@ -21,36 +21,60 @@ def runtime() -> Iterator[ToolRuntime]:
         rt.close()
 
 
-class _Draining(logging.Handler):
-    """Notes each plan whose end has started waiting for its calls in flight."""
+class LogWaiter(logging.Handler):
+    """Notes the plan of each record of one event (with given fields), for tests to wait on.
 
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.plans: set[str] = set()
+    Log records are how the runtime says that something happened on another thread,
+    so waiting for one proves an interleaving without sleeping.
+    """
+
+    def __init__(self, event: str, level: int, **fields: object) -> None:
+        super().__init__(level)
+        self.event = event
+        self.fields = fields
+        self.plans: list[str] = []
         self.changed = threading.Condition()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage() == "plan.draining":
+        attributes = vars(record)
+        if record.getMessage() == self.event and all(
+            attributes.get(name) == value for name, value in self.fields.items()
+        ):
             with self.changed:
-                self.plans.add(str(vars(record).get("plan_id", "")))
+                self.plans.append(str(attributes.get("plan_id", "")))
                 self.changed.notify_all()
 
     def wait(self, plan_id: str, timeout: float = 5.0) -> bool:
-        """Whether the end of ``plan_id`` started draining within ``timeout`` seconds."""
+        """Whether the event was logged for ``plan_id`` within ``timeout`` seconds."""
         with self.changed:
             return self.changed.wait_for(lambda: plan_id in self.plans, timeout)
 
 
 @pytest.fixture
-def draining() -> Iterator[Callable[[str], bool]]:
-    """Waits (at most 5 s) until a plan's end is waiting for its calls in flight."""
-    logger = logging.getLogger("toolcycle.lifecycle")
-    handler = _Draining()
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    try:
-        yield handler.wait
-    finally:
-        logger.removeHandler(handler)
+def log_waiter() -> Iterator[Callable[..., LogWaiter]]:
+    """Attaches a `LogWaiter` for an event to a logger, detached when the test ends.
+
+    Call it as ``log_waiter(logger_name, event, level, **fields)``.
+    """
+    attached: list[tuple[logging.Logger, LogWaiter, int]] = []
+
+    def attach(logger_name: str, event: str, level: int, **fields: object) -> LogWaiter:
+        logger = logging.getLogger(logger_name)
+        waiter = LogWaiter(event, level, **fields)
+        attached.append((logger, waiter, logger.level))
         logger.setLevel(level)
+        logger.addHandler(waiter)
+        return waiter
+
+    try:
+        yield attach
+    finally:
+        for logger, waiter, level in reversed(attached):
+            logger.removeHandler(waiter)
+            logger.setLevel(level)
+
+
+@pytest.fixture
+def draining(log_waiter: Callable[..., LogWaiter]) -> Callable[[str], bool]:
+    """Waits (at most 5 s) until a plan's end is waiting for its calls in flight."""
+    return log_waiter("toolcycle.lifecycle", "plan.draining", logging.DEBUG).wait

@@ -170,43 +170,14 @@ def test_an_async_activation_over_its_limit_is_cancelled_and_tried_again() -> No
     assert tool.attempts == 2
 
 
-class _LateEnded(logging.Handler):
-    """Notes each plan for which the runtime logged that an abandoned activate ended."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.plans: list[str] = []
-        self.changed = threading.Condition()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # Other tests' abandoned activates may end at any time: only "late"'s count.
-        if (
-            record.getMessage() == "tool.late_activation_ended"
-            and vars(record).get("tool") == "late"
-        ):
-            with self.changed:
-                self.plans.append(vars(record).get("plan_id", ""))
-                self.changed.notify_all()
-
-    def wait(self, plan_id: str) -> bool:
-        """Whether it was logged for ``plan_id`` within WAIT seconds."""
-        with self.changed:
-            return self.changed.wait_for(lambda: plan_id in self.plans, WAIT)
-
-
 @pytest.fixture
-def late_ended() -> Iterator[Callable[[str], bool]]:
+def late_ended(log_waiter: Callable[..., Any]) -> Callable[[str], bool]:
     """Waits (bounded) until the runtime logs that a plan's abandoned activate has ended."""
-    logger = logging.getLogger("toolcycle.runtime")
-    handler = _LateEnded()
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
-    try:
-        yield handler.wait
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+    # Other tests' abandoned activates may end at any time: only "late"'s count.
+    waiter = log_waiter(
+        "toolcycle.runtime", "tool.late_activation_ended", logging.INFO, tool="late"
+    )
+    return lambda plan_id: waiter.wait(plan_id, WAIT)
 
 
 class LateActivation:
