@@ -451,15 +451,24 @@ def _keyed_by_plan(runtime: ToolRuntime, plan_ids: Iterable[str]) -> list[str]:
     """Every map inside the runtime and its parts that still holds one of ``plan_ids``."""
     ids = set(plan_ids)
     found = []
-    owners: list[Any] = [runtime, runtime.cache, runtime._activator, runtime._ledger]
-    for owner in owners:
+    seen: dict[int, str] = {}
+    owners: list[Any] = [runtime]  # and every toolcycle object reachable from it
+    while owners:
+        owner = owners.pop()
+        if id(owner) in seen:
+            continue
+        seen[id(owner)] = type(owner).__name__
         names = set(getattr(owner, "__dict__", {})) | set(getattr(type(owner), "__slots__", ()))
         for attribute in names:
             value = getattr(owner, attribute, None)
+            if type(value).__module__.startswith("toolcycle."):
+                owners.append(value)
             if isinstance(value, dict | set) and any(
                 key in ids or (isinstance(key, tuple) and ids & set(key)) for key in value
             ):
                 found.append(f"{type(owner).__name__}.{attribute}")
+    # The walk must reach the parts that keep per-plan state, or it proves nothing.
+    assert {"ToolLifecycleCache", "Activator", "MemoryApprovalLedger"} <= set(seen.values())
     return found
 
 

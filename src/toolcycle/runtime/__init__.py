@@ -1,0 +1,19 @@
+"""The runtime: `ToolRuntime`, a small façade over the parts that do the work.
+
+``execute`` runs these steps, in this order (the design's seven, with the
+capability check moved ahead of activation so that a denied call starts
+nothing): check cancellation; enforce the capability flags; activate the tool
+for the plan if it is not yet (single flight); normalise and validate the input;
+run the tool, timed and traced; normalise, measure and validate the output;
+record the changes the tool made into the plan's context. Every call that
+reaches ``execute`` yields exactly one trace, delivered before it returns or
+raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
+plans), ``_pipeline`` with ``_steps`` (the seven steps, sync and async),
+``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
+tool calls); ``_shared`` holds what they share. They never import one another:
+``_facade`` builds them and hands each the others it needs.
+"""
+
+from toolcycle.runtime._facade import ToolRuntime
+
+__all__ = ["ToolRuntime"]

@@ -1,0 +1,262 @@
+"""Approvals: the pipeline's approval step, and resuming deferred calls through the ledger."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._activation import caller_cancelled
+from toolcycle._approve import (
+    DENIED,
+    PENDING,
+    check_resume,
+    decision_from,
+    denial,
+    no_approver,
+    pending_for,
+    record_of,
+    request_for,
+)
+from toolcycle.approvals import ApprovalDecision, needs_approval
+from toolcycle.capabilities import check_capabilities
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
+from toolcycle.models import ToolResult
+from toolcycle.tracing import get_logger, lifecycle_event
+
+if TYPE_CHECKING:
+    from toolcycle._invoke import Invoker
+    from toolcycle.approvals import ApprovalLedger, ApprovalRequest
+    from toolcycle.models import ApprovalRecord, PendingApproval
+    from toolcycle.runtime._shared import Call, Catalog, Entry, Runner, Settings
+    from toolcycle.runtime._steps import CallSteps
+
+__all__ = ["Approvals", "Resumer"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+class Approvals:
+    """The approval step: asks a plan's approver before the calls it selects.
+
+    Args:
+        steps: traces the calls it denies or defers.
+        invoker: runs the approver, sync on the pool or async on the caller's loop.
+        settings: the runtime's shared settings (its redaction policy).
+    """
+
+    def __init__(self, steps: CallSteps, invoker: Invoker, settings: Settings) -> None:
+        self._steps = steps
+        self._invoker = invoker
+        self._settings = settings
+
+    def needed(self, call: Call, entry: Entry) -> bool:
+        """Whether someone must approve this call before it runs."""
+        if call.approved:
+            return False
+        if call.ctx.approver is None:
+            return entry.descriptor.capability.requires_approval is True
+        return needs_approval(entry.descriptor, call.ctx.approval)
+
+    def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Ask the plan's approver from sync code; None means run the call."""
+        request = self._request(call, entry, data)
+        approver = call.ctx.approver
+        if approver is None:
+            return self._decided(call, request, no_approver(request))
+        try:
+            answer = self._invoker.call(
+                approver, request, token=call.flight or call.ctx.cancellation_token
+            )
+        except (ToolCancelledError, asyncio.CancelledError) as exc:
+            self._steps.raise_cancelled(call, exc)
+        except Exception as exc:
+            return self._decided(call, request, _approver_failed(exc, call))
+        return self._decided(call, request, decision_from(answer, request))
+
+    async def aask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Ask the plan's approver from async code (a sync one runs on the pool)."""
+        request = self._request(call, entry, data)
+        approver = call.ctx.approver
+        if approver is None:
+            return self._decided(call, request, no_approver(request))
+        try:
+            answer = await self._invoker.acall(
+                approver, request, token=call.flight or call.ctx.cancellation_token
+            )
+        except ToolCancelledError as exc:
+            self._steps.raise_cancelled(call, exc)
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._steps.emit(call, "cancelled", error=exc)
+                raise
+            self._steps.raise_cancelled(call, exc)
+        except Exception as exc:
+            return self._decided(call, request, _approver_failed(exc, call))
+        return self._decided(call, request, decision_from(answer, request))
+
+    def _request(self, call: Call, entry: Entry, data: dict[str, Any]) -> ApprovalRequest:
+        return request_for(
+            entry.descriptor,
+            data,
+            call.ctx,
+            call.record.call_id,
+            call.tool_call_id,
+            self._settings.redaction,
+        )
+
+    def _decided(
+        self, call: Call, request: ApprovalRequest, decision: ApprovalDecision
+    ) -> ToolResult | None:
+        """Record the decision; the result to return for a denial or a deferral."""
+        lifecycle_event(
+            "tool.approval",
+            tool=call.name,
+            plan_id=call.ctx.plan_id,
+            call_id=call.record.call_id,
+            outcome=decision.outcome,
+        )
+        if decision.outcome == "approve":
+            call.record.approval = record_of(decision, request.fingerprint)
+            return None
+        if decision.outcome == "deny":
+            call.record.approval = record_of(decision, request.fingerprint)
+            return self.denied(call, decision)
+        pending = pending_for(request, decision)
+        call.record.approval = record_of(
+            decision, request.fingerprint, approval_id=pending.approval_id
+        )
+        message = (
+            f"the call of {call.name!r} is waiting for approval"
+            + (f" ({decision.reason})" if decision.reason else "")
+            + "; it has not run yet"
+        )
+        trace = self._steps.emit(call, "pending", error_message=message, error_type=PENDING)
+        error = trace.error if trace is not None else message  # redacted by the trace
+        return ToolResult(
+            success=False, error=error, error_type=PENDING, trace=trace, pending=pending
+        )
+
+    def denied(self, call: Call, decision: ApprovalDecision) -> ToolResult:
+        """Trace the call as denied; the failed result to answer with."""
+        message = denial(call.name, decision)
+        trace = self._steps.emit(call, "denied", error_message=message, error_type=DENIED)
+        error = trace.error if trace is not None else message  # redacted by the trace
+        return ToolResult(success=False, error=error, error_type=DENIED, trace=trace)
+
+
+class Resumer:
+    """Finishes deferred calls: claims each in the ledger once, then runs or denies it.
+
+    Args:
+        approvals: traces a resumed denial.
+        steps: opens the record of a resumed denial.
+        catalog: the registered tools (a resumed call's tool must still exist).
+        runner: runs an approved call (the pipeline).
+        settings: the runtime's shared settings (whether it is closed).
+        ledger: where each resumed call is claimed, so that none runs twice.
+    """
+
+    def __init__(
+        self,
+        approvals: Approvals,
+        steps: CallSteps,
+        catalog: Catalog,
+        runner: Runner,
+        settings: Settings,
+        ledger: ApprovalLedger,
+    ) -> None:
+        self._approvals = approvals
+        self._steps = steps
+        self._catalog = catalog
+        self._runner = runner
+        self._settings = settings
+        self.ledger = ledger
+
+    def resume(
+        self,
+        pending: Any,
+        decision: Any,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """Claim the call, then run it or deny it (see `ToolRuntime.resume`)."""
+        record, chosen, approval = self._claim(pending, decision, ctx)
+        if chosen.outcome == "deny":
+            result = self._resumed_denial(record, chosen, approval, ctx)
+        else:
+            call_id = record.call.id if record.call is not None else None
+            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
+            result = self._runner.execute(*args, approval)
+        return result if record.call is None else result.model_copy(update={"call": record.call})
+
+    async def aresume(
+        self,
+        pending: Any,
+        decision: Any,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """Async twin of `resume`."""
+        record, chosen, approval = self._claim(pending, decision, ctx)
+        if chosen.outcome == "deny":
+            result = self._resumed_denial(record, chosen, approval, ctx)
+        else:
+            call_id = record.call.id if record.call is not None else None
+            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
+            result = await self._runner.aexecute(*args, approval)
+        return result if record.call is None else result.model_copy(update={"call": record.call})
+
+    def _claim(
+        self, pending: Any, decision: Any, ctx: ToolExecutionContext
+    ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
+        """Check a resume and claim the call in the ledger (see `ToolRuntime.resume`)."""
+        self._settings.check_open()
+
+        def precheck(record: PendingApproval) -> None:
+            # Refusals that do not spend the approval: the call stays resumable.
+            if not isinstance(ctx, ToolExecutionContext):
+                raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+            if ctx.ended:
+                raise ToolRuntimeError(
+                    f"plan {ctx.plan_id!r} has ended; resume the call in an open plan",
+                    tool_name=record.tool_name,
+                    plan_id=ctx.plan_id,
+                )
+            check_capabilities(self._catalog.entry(record.tool_name).descriptor, ctx)
+
+        record, chosen = check_resume(pending, decision, self.ledger, precheck)
+        approval = record_of(
+            chosen, record.fingerprint, approval_id=record.approval_id, resumed=True
+        )
+        return record, chosen, approval
+
+    def _resumed_denial(
+        self,
+        record: PendingApproval,
+        decision: ApprovalDecision,
+        approval: ApprovalRecord,
+        ctx: ToolExecutionContext,
+    ) -> ToolResult:
+        """The failed result of a deferred call that was denied, with its own trace."""
+        tool_call_id = record.call.id if record.call is not None else None
+        call = self._steps.start(record.tool_name, ctx, tool_call_id, approval=approval)
+        try:
+            return self._approvals.denied(call, decision)
+        finally:
+            if call.observer is not None:
+                self._steps.observed(call)
+
+
+def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
+    error = f"{type(exc).__name__}: {error_text(exc)}"
+    scrub = call.record.scrub  # the approver may have quoted an argument
+    _log.warning(
+        "tool.approver_failed",
+        tool=call.name,
+        plan_id=call.ctx.plan_id,
+        error=scrub(error) if scrub is not None else error,
+    )
+    return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")

@@ -1,0 +1,247 @@
+"""The dispatcher of a model's tool calls: definitions out, calls in, results back.
+
+Nothing the model got wrong raises here: an unreadable call, an unknown tool or
+a refusal becomes a failed result (with its own trace) that tells the model what
+to do. The caller's mistakes (a call in an ended plan) still raise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from toolcycle._batch import run_batch
+from toolcycle._calls import parse_tool_call
+from toolcycle._definitions import definition
+from toolcycle._dispatch import refusal, resolve
+from toolcycle._names import FORMATS
+from toolcycle._schemas import drop_absent_nulls
+from toolcycle.capabilities import is_allowed
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import ToolRuntimeError
+from toolcycle.models import ToolCall, ToolResult, _trusted
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from toolcycle._invoke import Invoker
+    from toolcycle.models import ProviderFormat, TraceStatus
+    from toolcycle.runtime._shared import Catalog, Runner, Settings
+    from toolcycle.runtime._steps import CallSteps
+    from toolcycle.validation import ValidationLimits
+
+__all__ = ["Dispatcher"]
+
+_Prepared = tuple[ToolCall, str, dict[str, Any]]
+
+
+class Dispatcher:
+    """Turns a model's tool calls, in any provider's format, into pipeline calls.
+
+    Args:
+        catalog: the registered tools.
+        steps: traces the calls that never reach a tool.
+        runner: runs the calls that do (the pipeline).
+        invoker: its loop thread runs ``call_many``'s batch.
+        settings: the runtime's shared settings (redaction; whether it is closed).
+        limits: the validation limits (the depth ``drop_absent_nulls`` may walk).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        steps: CallSteps,
+        runner: Runner,
+        invoker: Invoker,
+        settings: Settings,
+        limits: ValidationLimits,
+    ) -> None:
+        self._catalog = catalog
+        self._steps = steps
+        self._runner = runner
+        self._invoker = invoker
+        self._settings = settings
+        self._limits = limits
+
+    def tool_definitions(
+        self, ctx: ToolExecutionContext, *, format: ProviderFormat, strict: bool
+    ) -> list[dict[str, Any]]:
+        """The definitions of the tools the plan may run (see `ToolRuntime.tool_definitions`)."""
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+        return [
+            definition(descriptor, format, strict=strict)
+            for descriptor in self._catalog.descriptors()
+            if is_allowed(descriptor, ctx)
+        ]
+
+    def call(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """Run a model's tool call and answer it (see `ToolRuntime.call`)."""
+        prepared = self._prepare(tool_call, ctx)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        call, name, arguments = prepared
+        result = self._runner.execute(
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
+        )
+        return _answering(result, call)
+
+    async def acall(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """Async twin of `call`."""
+        prepared = self._prepare(tool_call, ctx)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        return await self._arun(prepared, ctx, timeout, idle_timeout)
+
+    def call_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        max_concurrency: int | None,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> list[ToolResult]:
+        """Run a batch on the runtime's loop thread (see `ToolRuntime.call_many`)."""
+        return self._invoker.portal.call(
+            self.acall_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout)
+        )
+
+    async def acall_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        max_concurrency: int | None,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> list[ToolResult]:
+        """Run a batch concurrently, one result per call (see `ToolRuntime.acall_many`)."""
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        prepared = [self._prepare(tool_call, ctx) for tool_call in tool_calls]
+
+        async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
+            return await self._arun((call, name, arguments), ctx, timeout, idle_timeout)
+
+        return await run_batch(
+            prepared,
+            run=run,
+            sequential=lambda name: self._catalog.entry(name).descriptor.capability.sequential,
+            token=ctx.cancellation_token,
+            max_concurrency=max_concurrency,
+        )
+
+    async def _arun(
+        self,
+        prepared: _Prepared,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        call, name, arguments = prepared
+        result = await self._runner.aexecute(
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
+        )
+        return _answering(result, call)
+
+    def _prepare(self, raw: Any, ctx: ToolExecutionContext) -> _Prepared | ToolResult:
+        """The call, the tool it means and its arguments; or the refusal to answer it with.
+
+        The call comes back with its secret arguments masked, as every result
+        carries it (a batch answers calls it never ran with it too); the
+        arguments to run with come back as sent.
+        """
+        self._settings.check_open()
+        call, problem = parse_tool_call(raw)
+        if isinstance(ctx, ToolExecutionContext) and ctx.ended:
+            self._refuse_ended(call, ctx)
+        if problem is not None:
+            shown = None if call is None else self._masked(call, call.name)
+            return self._refused(shown, ctx, problem, "ToolCallError", "invalid_input")
+        assert call is not None
+        name: str | None = call.name
+        if name not in self._catalog.entries:
+            name = resolve(call.name, call.format, self._catalog.names())
+        if name is None:
+            message = f"there is no tool named {call.name!r}; call one of the tools you were given"
+            return self._refused(
+                self._masked(call, call.name), ctx, message, "ToolNotFoundError", "error"
+            )
+        arguments = call.arguments
+        if call.format in {"openai", "openai-responses"}:
+            # Strict mode sends null for an optional property that was left out.
+            schema = self._catalog.entry(name).descriptor.input_schema
+            depth = self._limits.max_instance_depth
+            arguments = drop_absent_nulls(arguments, schema, max_depth=depth)
+        return self._masked(call, name), name, arguments
+
+    def _masked(self, call: ToolCall, name: str) -> ToolCall:
+        """The call as a result carries it: its secret arguments replaced.
+
+        A call to no registered tool has no schema to tell its secrets by, so
+        none of its values is kept (see `RedactionPolicy.masked_without_schema`).
+        """
+        redaction = self._settings.redaction
+        if redaction is None or not call.arguments:
+            return call
+        entry = self._catalog.entries.get(name)
+        if entry is None:
+            masked = redaction.masked_without_schema(call.arguments)
+        else:
+            masked = redaction.masked(call.arguments, entry.descriptor.input_schema)
+        return call if masked is call.arguments else call.model_copy(update={"arguments": masked})
+
+    def _refuse_ended(self, call: ToolCall | None, ctx: ToolExecutionContext) -> NoReturn:
+        """A model's call in an ended plan is the caller's mistake: trace it, and raise."""
+        name, call_id = (call.name, call.id) if call is not None else ("", None)
+        error = ToolRuntimeError(
+            f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+            tool_name=name or None,
+            plan_id=ctx.plan_id,
+        )
+        self._steps.refused(name, ctx, call_id, "error", error=error)
+        raise error
+
+    def _refused(
+        self,
+        call: ToolCall | None,
+        ctx: ToolExecutionContext,
+        message: str,
+        error_type: str,
+        status: TraceStatus,
+    ) -> ToolResult:
+        """Answer a model's call that never reached a tool, with a trace of its own.
+
+        A model that names no tool or an unknown one is worth seeing in the
+        traces (and spans) like any other failed call; the trace names the tool
+        as the model wrote it ("" when it named none).
+        """
+        name, call_id = (call.name, call.id) if call is not None else ("", None)
+        trace = self._steps.refused(
+            name, ctx, call_id, status, error_message=message, error_type=error_type
+        )
+        return refusal(call, message, error_type, trace)
+
+
+def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
+    """The result with the model's call it answers (its pending record too, if any)."""
+    if result.pending is None:  # the common case: one field set, nothing to re-check
+        private = result.__pydantic_private__
+        return _trusted(
+            ToolResult,
+            {**result.__dict__, "call": call},
+            dict(private) if private is not None else None,
+        )
+    update: dict[str, Any] = {"call": call}
+    update["pending"] = result.pending.model_copy(update={"call": call})
+    return result.model_copy(update=update)

@@ -1,0 +1,428 @@
+"""`ToolRuntime`, the one public entry point: it builds the parts and delegates to them."""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
+
+from toolcycle._activation import Activator
+from toolcycle._invoke import Invoker
+from toolcycle.approvals import MemoryApprovalLedger
+from toolcycle.cache import ToolLifecycleCache
+from toolcycle.redaction import RedactionPolicy
+from toolcycle.runtime._approvals import Approvals, Resumer
+from toolcycle.runtime._dispatcher import Dispatcher
+from toolcycle.runtime._pipeline import CallPipeline
+from toolcycle.runtime._plans import PlanRegistry
+from toolcycle.runtime._registry import ToolRegistry
+from toolcycle.runtime._shared import Option, Settings
+from toolcycle.runtime._steps import CallSteps
+from toolcycle.tracing import StructlogTracer, TraceRecorder
+from toolcycle.validation import SchemaCompiler
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+
+    from toolcycle._types import Clock, JSONSchema
+    from toolcycle.approvals import ApprovalDecision, ApprovalLedger
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.errors import ToolDeactivationError
+    from toolcycle.instrumentation import Instrumentation
+    from toolcycle.models import (
+        PendingApproval,
+        ProviderFormat,
+        ToolDescriptor,
+        ToolExecutionTrace,
+        ToolResult,
+    )
+    from toolcycle.protocols import ToolInstance, ToolSource
+    from toolcycle.runtime._shared import PlanOptions
+    from toolcycle.tracing import TraceListener, Tracer
+    from toolcycle.validation import ValidationLimits
+
+
+__all__ = ["ToolRuntime"]
+
+_DEFAULT_REDACTION = RedactionPolicy()
+
+
+class ToolRuntime:
+    """Drives tools through discover, activate, execute and deactivate, plan by plan.
+
+    Args:
+        strict_output: fail a call whose output misses its schema (else logged, traced).
+        auto_activate: activate on a tool's first call in a plan (else `activate` first).
+        max_result_bytes: the largest output a result carries, as JSON (1 MiB; None: any).
+        schema_documents: schemas ``$ref`` may name, by URI; nothing is ever fetched.
+        limits: caps on schema and value sizes; see `ValidationLimits`.
+        validator: ``"jsonschema-rs"`` (extra ``fast``), ``"jsonschema"`` or ``"auto"``.
+        tracer: where traces go besides listeners (a `StructlogTracer`, silent by default).
+        keep_traces: how many of the latest traces `recent_traces` keeps (0: none).
+        deactivate_timeout: seconds one ``deactivate`` may take (None: no limit).
+        activate_timeout: seconds one ``activate`` may take (None, the default: no limit).
+        abandon_timeout: seconds a plan's end waits for sync calls left at their timeout.
+        drain_timeout: seconds a plan's end waits for its cancelled calls in flight (5).
+        redaction: which argument values are secret (see `RedactionPolicy`); None: off.
+        instrumentation: told of every call and (de)activation (see `toolcycle.otel`).
+        approval_ledger: where ``resume`` claims deferred calls (a `FileApprovalLedger`
+            across processes; in memory by default).
+        max_workers: size of the thread pool that runs sync tools for ``aexecute``.
+        clock: wall-clock seconds since the epoch, for trace timestamps.
+        timer: monotonic seconds, for trace durations.
+
+    Each option is explained in full on the docs page of its concept. The work is
+    done by the parts this façade builds (see the architecture page).
+    """
+
+    def __init__(
+        self,
+        *,
+        strict_output: bool = False,
+        auto_activate: bool = True,
+        max_result_bytes: int | None = 1_048_576,
+        schema_documents: Mapping[str, JSONSchema] | None = None,
+        limits: ValidationLimits | None = None,
+        validator: Literal["auto", "jsonschema", "jsonschema-rs"] = "auto",
+        tracer: Tracer | None = None,
+        keep_traces: int = 0,
+        deactivate_timeout: float | None = 30.0,
+        activate_timeout: float | None = None,
+        abandon_timeout: float | None = 5.0,
+        drain_timeout: float | None = 5.0,
+        redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
+        instrumentation: Instrumentation | None = None,
+        approval_ledger: ApprovalLedger | None = None,
+        max_workers: int = 8,
+        clock: Clock = time.time,
+        timer: Clock = time.perf_counter,
+    ) -> None:
+        self._settings = settings = Settings(
+            strict_output, max_result_bytes, redaction, auto_activate
+        )
+        compiler = SchemaCompiler(schema_documents, limits=limits, backend=validator)
+        tracer = tracer if tracer is not None else StructlogTracer()
+        self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
+        self._cache = cache = ToolLifecycleCache()
+        self._invoker = invoker = Invoker(max_workers=max_workers)
+        self._activator = Activator(
+            cache, invoker, deactivate_timeout, activate_timeout, instrumentation
+        )
+        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings)
+        self._plans = PlanRegistry(
+            cache,
+            self._activator,
+            settings,
+            before_plan=self._tools.refresh_stale_sources,
+            drain_timeout=drain_timeout,
+            abandon_timeout=abandon_timeout,
+        )
+        steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
+        ledger = approval_ledger if approval_ledger is not None else MemoryApprovalLedger()
+        approvals = Approvals(steps, invoker, settings)
+        self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
+        self._resumer = Resumer(approvals, steps, self._tools, self._pipeline, settings, ledger)
+        self._dispatcher = Dispatcher(
+            self._tools, steps, self._pipeline, invoker, settings, compiler.limits
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    strict_output: Option[bool] = Option("strict_output")
+    max_result_bytes: Option[int | None] = Option("max_result_bytes")
+    redaction: Option[RedactionPolicy | None] = Option("redaction")
+    auto_activate: Option[bool] = Option("auto_activate")
+
+    @property
+    def cache(self) -> ToolLifecycleCache:
+        """The per-plan activation cache (read it; the runtime drives it)."""
+        return self._cache
+
+    @property
+    def validator(self) -> str:
+        """The JSON Schema engine in use: ``"jsonschema"`` or ``"jsonschema-rs"``."""
+        return self._compiler.backend
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has been called."""
+        return self._settings.closed
+
+    def close(self) -> None:
+        """End every open plan, close the sources, stop the runtime's thread and pool.
+
+        A source with a ``close()`` method (an MCP server with ``scope="runtime"``)
+        is closed after the plans end; an error it raises is logged. Idempotent.
+        """
+        if self._settings.close():
+            self._plans.end_all()
+            self._tools.close_sources()
+            self._invoker.close()
+
+    # -- tools ------------------------------------------------------------------------
+
+    def register(
+        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+    ) -> ToolDescriptor:
+        """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
+
+        ``timeout`` bounds every call of the tool, besides the descriptor's own.
+
+        Raises:
+            TypeError: not a `ToolInstance` and not callable.
+            ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
+                the tool cannot be described, or its name is taken, or a schema is unusable.
+            ValueError: ``timeout`` is not positive.
+        """
+        return self._tools.register(instance, timeout=timeout)
+
+    def register_source(
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None = None,
+        timeout: float | None = None,
+    ) -> list[ToolDescriptor]:
+        """Register every tool of a source, all or nothing, and keep the source.
+
+        A source whose ``stale`` attribute turns true is registered afresh before the
+        next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
+        schemas with a `ToolSkippedWarning` (None: the source's own attribute).
+        Raises as `register`, after unregistering what it registered.
+        """
+        return self._tools.register_source(
+            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+        )
+
+    def unregister(self, name: str) -> ToolDescriptor:
+        """Remove a tool; plans that activated it still deactivate it when they end.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+        """
+        return self._tools.unregister(name)
+
+    def descriptors(self) -> tuple[ToolDescriptor, ...]:
+        """The descriptors of every registered tool, in order of registration."""
+        return self._tools.descriptors()
+
+    def descriptor(self, name: str) -> ToolDescriptor:
+        """The descriptor of one tool; raises `ToolNotFoundError` if there is none."""
+        return self._tools.entry(name).descriptor
+
+    def recent_traces(self) -> tuple[ToolExecutionTrace, ...]:
+        """The latest traces, oldest first, up to ``keep_traces`` of them (none by default)."""
+        return self._traces.recent()
+
+    def add_trace_listener(self, listener: TraceListener) -> Callable[[], None]:
+        """Call ``listener`` with every trace (one that raises is logged); returns its remover."""
+        return self._traces.add_listener(listener)
+
+    # -- plans ------------------------------------------------------------------------
+
+    def new_context(
+        self, plan_id: str | None = None, **options: Unpack[PlanOptions]
+    ) -> ToolExecutionContext:
+        """Create a context for a new plan (see `ToolExecutionContext` for the options).
+
+        Sources whose tool list changed are registered afresh first.
+
+        Raises:
+            ToolRuntimeError: the runtime is closed, or ``plan_id`` names an open plan.
+        """
+        return self._plans.new_context(plan_id, **options)
+
+    @contextmanager
+    def plan(
+        self, plan_id: str | None = None, **options: Unpack[PlanOptions]
+    ) -> Iterator[ToolExecutionContext]:
+        """A plan scope: yields a new context (as `new_context`) and ends the plan on exit."""
+        ctx = self._plans.new_context(plan_id, **options)
+        try:
+            yield ctx
+        finally:
+            self._plans.end_plan(ctx)
+
+    @asynccontextmanager
+    async def aplan(
+        self, plan_id: str | None = None, **options: Unpack[PlanOptions]
+    ) -> AsyncIterator[ToolExecutionContext]:
+        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
+        ctx = self._plans.new_context(plan_id, **options)
+        try:
+            yield ctx
+        finally:
+            await self._plans.aend_plan(ctx)
+
+    def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """End the plan: stop its calls in flight, then deactivate its tools, newest first.
+
+        Calls in flight are cancelled and waited for (``drain_timeout``); each tool
+        activated is then deactivated once. Never raises: a failing ``deactivate``
+        is logged and returned. Ending an ended plan does nothing.
+        """
+        return self._plans.end_plan(ctx)
+
+    async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """Async twin of `end_plan`; cancelled while it waits, it still ends the plan."""
+        return await self._plans.aend_plan(ctx)
+
+    # -- calls ------------------------------------------------------------------------
+
+    def execute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Run one call through the pipeline and return its result.
+
+        The call's failures come back as a failed `ToolResult`; the host's mistakes
+        raise. ``timeout`` stops the call (status ``timed_out``), as ``idle_timeout``
+        does after that long without progress.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ToolCancelledError: the plan is cancelled or ends during the call.
+            ToolAccessDeniedError, ToolCheckpointRequiredError: the plan may not run it.
+            ToolActivationError: the tool's ``activate`` failed.
+            ValueError: a limit is not a positive number.
+        """
+        return self._pipeline.execute(name, params, ctx, timeout, idle_timeout)
+
+    async def aexecute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Async twin of `execute`; sync tools run on the runtime's thread pool."""
+        return await self._pipeline.aexecute(name, params, ctx, timeout, idle_timeout)
+
+    def activate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Activate a tool ahead of its first call, after `execute`'s checks; raises as it."""
+        self._pipeline.activate(name, ctx)
+
+    async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Async twin of `activate`."""
+        await self._pipeline.aactivate(name, ctx)
+
+    # -- the agent loop ---------------------------------------------------------------
+
+    def tool_definitions(
+        self, ctx: ToolExecutionContext, *, format: ProviderFormat = "openai", strict: bool = False
+    ) -> list[dict[str, Any]]:
+        """The definitions, for a model, of the tools the plan of ``ctx`` may run.
+
+        ``format`` is ``"openai"``, ``"openai-responses"``, ``"anthropic"``,
+        ``"gemini"`` or ``"mcp"``; ``strict`` offers OpenAI's strict mode.
+        """
+        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict)
+
+    def call(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Run a model's tool call, in any provider's format, and answer it.
+
+        Nothing the model got wrong raises: it gets a failed result saying what to
+        do. ``result.to_message()`` builds the provider's tool-result message.
+
+        Raises:
+            ToolCancelledError, ToolRuntimeError: as for `execute`.
+        """
+        return self._dispatcher.call(tool_call, ctx, timeout, idle_timeout)
+
+    async def acall(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Async twin of `call`."""
+        return await self._dispatcher.acall(tool_call, ctx, timeout, idle_timeout)
+
+    def call_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        *,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> list[ToolResult]:
+        """`acall_many` run on the runtime's loop thread (from which it may not be called)."""
+        return self._dispatcher.call_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout)
+
+    async def acall_many(
+        self,
+        tool_calls: Iterable[Any],
+        ctx: ToolExecutionContext,
+        *,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> list[ToolResult]:
+        """Run a model's batch of tool calls concurrently; one result per call, in order.
+
+        Each call is answered as by `acall`; a ``sequential`` tool runs alone, and
+        once the plan is cancelled nothing new starts.
+
+        Raises:
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+        """
+        return await self._dispatcher.acall_many(
+            tool_calls, ctx, max_concurrency, timeout, idle_timeout
+        )
+
+    # -- approvals --------------------------------------------------------------------
+
+    def resume(
+        self,
+        pending: PendingApproval | str | dict[str, Any],
+        decision: ApprovalDecision | bool,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Finish a deferred call with the decision it waited for, at most once.
+
+        The call is claimed in the approval ledger first; an approval runs the
+        recorded arguments as `execute` would, a denial returns a failed result.
+
+        Raises:
+            ToolApprovalError: the record was changed or already resumed, or the
+                decision defers or belongs to another call.
+            ToolRuntimeError: (and its subclasses) refused before the claim.
+        """
+        return self._resumer.resume(pending, decision, ctx, timeout, idle_timeout)
+
+    async def aresume(
+        self,
+        pending: PendingApproval | str | dict[str, Any],
+        decision: ApprovalDecision | bool,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> ToolResult:
+        """Async twin of `resume`."""
+        return await self._resumer.aresume(pending, decision, ctx, timeout, idle_timeout)

@@ -1,0 +1,319 @@
+"""The call pipeline: one call's seven steps, driven from sync or from async code.
+
+Both drivers run the same steps in the same order (see `toolcycle.runtime`); the
+steps that do not wait live in `CallSteps`, so each driver only adds its way of
+waiting: for the activation, for the approver, and for the tool itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._activation import CallTimedOut, caller_cancelled
+from toolcycle._dispatch import REFUSED, refusal
+from toolcycle._invoke import InvokeTimeoutError
+from toolcycle._results import Outcome
+from toolcycle.context import _start_collecting, _stop_collecting
+from toolcycle.errors import ToolCancelledError
+from toolcycle.models import ToolResult
+from toolcycle.runtime._shared import check_limits, deadlines
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from toolcycle._activation import Activator
+    from toolcycle._invoke import Invoker
+    from toolcycle._portal import Deadline
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import ApprovalRecord
+    from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
+    from toolcycle.runtime._steps import CallSteps
+
+__all__ = ["CallPipeline"]
+
+
+class CallPipeline:
+    """Runs calls: check, admit, approve, activate, validate, run, finish.
+
+    Args:
+        steps: the steps that do not wait, and the calls' traces.
+        approvals: the approval step.
+        activator: activates a tool for a plan at most once (single flight).
+        invoker: runs a tool's ``execute``: sync ones on the pool or inline,
+            async ones on the caller's loop or the runtime's own.
+        settings: the runtime's shared settings (``auto_activate``).
+    """
+
+    def __init__(
+        self,
+        steps: CallSteps,
+        approvals: ApprovalStep,
+        activator: Activator,
+        invoker: Invoker,
+        settings: Settings,
+    ) -> None:
+        self._steps = steps
+        self._approvals = approvals
+        self._activator = activator
+        self._invoker = invoker
+        self._settings = settings
+
+    def execute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
+    ) -> ToolResult:
+        """Run one call; with ``refuse``, a refusal (`REFUSED`) becomes a failed result.
+
+        That result carries the refusal's trace: ``call`` answers the model with it.
+        """
+        if timeout is not None or idle_timeout is not None:
+            check_limits(timeout, idle_timeout)
+        call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        if call.observer is None and not refuse:
+            return self._run(call, params, timeout, idle_timeout)
+        try:
+            result = self._run(call, params, timeout, idle_timeout)
+            call.trace, call.result = result.trace, result
+            return result
+        except REFUSED as exc:
+            if not refuse:
+                raise
+            return refusal(None, str(exc), type(exc).__name__, call.trace)
+        finally:
+            if call.observer is not None:
+                self._steps.observed(call)
+
+    async def aexecute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
+    ) -> ToolResult:
+        """Async twin of `execute`."""
+        if timeout is not None or idle_timeout is not None:
+            check_limits(timeout, idle_timeout)
+        call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        if call.observer is None and not refuse:
+            return await self._arun(call, params, timeout, idle_timeout)
+        try:
+            result = await self._arun(call, params, timeout, idle_timeout)
+            call.trace, call.result = result.trace, result
+            return result
+        except REFUSED as exc:
+            if not refuse:
+                raise
+            return refusal(None, str(exc), type(exc).__name__, call.trace)
+        finally:
+            if call.observer is not None:
+                self._steps.observed(call)
+
+    def activate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Activate ahead of the first call, after the same checks; no trace."""
+        call = self._steps.start(name, ctx, traced=False)
+        self._ensure_active(call, self._steps.check(call), explicit=True)
+
+    async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
+        """Async twin of `activate`."""
+        call = self._steps.start(name, ctx, traced=False)
+        await self._aensure_active(call, self._steps.check(call), explicit=True)
+
+    # -- the drivers ---------------------------------------------------------------------
+
+    def _run(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        steps = self._steps
+        entry = steps.check(call)
+        flight = steps.admit(call, threading.get_ident())
+        try:
+            if self._approvals.needed(call, entry):
+                # Validate and ask first, so that a denied or deferred call starts nothing.
+                data = steps.validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+                verdict = self._approvals.ask(call, entry, data)
+                if verdict is not None:
+                    return verdict
+                # The call's time starts once it may run, not while a person decides.
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+            else:
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+                data = None if late is not None else steps.validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+            if late is not None:
+                return steps.finish(call, entry, late, [])
+            call.scope, collecting = _start_collecting(call.ctx, call.record)
+            flight.attach(call.scope)
+            try:
+                outcome = self._invoke(call, entry, data, limit)
+                return steps.finish(call, entry, outcome, call.scope.changes)
+            finally:
+                _stop_collecting(call.scope, collecting)
+        finally:
+            flight.group.release(flight)
+
+    async def _arun(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        steps = self._steps
+        entry = steps.check(call)
+        flight = steps.admit(call, asyncio.current_task())
+        try:
+            if self._approvals.needed(call, entry):
+                data = steps.validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+                verdict = await self._approvals.aask(call, entry, data)
+                if verdict is not None:
+                    return verdict
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+            else:
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+                data = None if late is not None else steps.validate_input(call, entry, params)
+                if isinstance(data, ToolResult):
+                    return data
+            if late is not None:
+                return steps.finish(call, entry, late, [])
+            call.scope, collecting = _start_collecting(call.ctx, call.record)
+            flight.attach(call.scope)
+            try:
+                outcome = await self._ainvoke(call, entry, data, limit)
+                return steps.finish(call, entry, outcome, call.scope.changes)
+            finally:
+                _stop_collecting(call.scope, collecting)
+        finally:
+            flight.group.release(flight)
+
+    # -- step 3: activation --------------------------------------------------------------
+
+    def _ensure_active(
+        self, call: Call, entry: Entry, deadline: Deadline | None = None, *, explicit: bool = False
+    ) -> Outcome | None:
+        """Step 3 from sync code; a failure is traced, then raised.
+
+        Returns:
+            A timed-out outcome when the call's own limit passed while the tool
+            was activating; None when the tool is active.
+        """
+        try:
+            self._activator.ensure(
+                call.ctx,
+                call.name,
+                entry.instance,
+                on_demand=explicit or self._settings.auto_activate,
+                token=call.flight,
+                deadline=deadline,
+            )
+        except CallTimedOut as exc:
+            return Outcome(timed_out=True, reason=str(exc))
+        except BaseException as exc:
+            self._steps.activation_failed(call, exc)
+            raise
+        if deadline is not None:
+            call.record.active_at = time.monotonic()  # an idle limit counts from the run
+        return None
+
+    async def _aensure_active(
+        self, call: Call, entry: Entry, deadline: Deadline | None = None, *, explicit: bool = False
+    ) -> Outcome | None:
+        """Step 3 from async code; a failure is traced, then raised (see `_ensure_active`)."""
+        try:
+            await self._activator.aensure(
+                call.ctx,
+                call.name,
+                entry.instance,
+                on_demand=explicit or self._settings.auto_activate,
+                token=call.flight,
+                deadline=deadline,
+            )
+        except CallTimedOut as exc:
+            return Outcome(timed_out=True, reason=str(exc))
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._steps.emit(call, "cancelled", error=exc)
+                raise
+            self._steps.raise_cancelled(call, exc)
+        except BaseException as exc:
+            self._steps.activation_failed(call, exc)
+            raise
+        if deadline is not None:
+            call.record.active_at = time.monotonic()
+        return None
+
+    # -- step 5: running the tool ----------------------------------------------------------
+
+    def _invoke(
+        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
+    ) -> Outcome:
+        ctx = call.ctx
+        try:
+            output = self._invoker.call(
+                entry.instance.execute,
+                data,
+                ctx,
+                token=call.flight or ctx.cancellation_token,
+                timeout=timeout,
+                loop=entry.loop,
+                coroutine=entry.coroutine,
+            )
+        except InvokeTimeoutError as exc:
+            return self._steps.timed_out(call, exc)
+        except (ToolCancelledError, asyncio.CancelledError) as exc:
+            self._steps.raise_cancelled(call, exc)
+        except Exception as exc:
+            return Outcome(error=exc)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+            self._steps.emit(call, "cancelled", error=exc)
+            raise
+        return Outcome(output)
+
+    async def _ainvoke(
+        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
+    ) -> Outcome:
+        ctx = call.ctx
+        try:
+            output = await self._invoker.acall(
+                entry.instance.execute,
+                data,
+                ctx,
+                token=call.flight or ctx.cancellation_token,
+                timeout=timeout,
+                coroutine=entry.coroutine,
+            )
+        except InvokeTimeoutError as exc:
+            return self._steps.timed_out(call, exc)
+        except ToolCancelledError as exc:
+            self._steps.raise_cancelled(call, exc)
+        except asyncio.CancelledError as exc:
+            if caller_cancelled():
+                self._steps.emit(call, "cancelled", error=exc)
+                raise
+            self._steps.raise_cancelled(call, exc)
+        except Exception as exc:
+            return Outcome(error=exc)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+            self._steps.emit(call, "cancelled", error=exc)
+            raise
+        return Outcome(output)

@@ -1,0 +1,157 @@
+"""The plan registry: open plans, and end them (drain their calls, then deactivate)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._inflight import wait_for
+from toolcycle.cancellation import CancellationToken
+from toolcycle.context import ToolExecutionContext
+from toolcycle.runtime._shared import here
+from toolcycle.tracing import get_logger, lifecycle_event
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolcycle._activation import Activator
+    from toolcycle._inflight import Flight
+    from toolcycle.cache import ToolLifecycleCache
+    from toolcycle.errors import ToolDeactivationError
+    from toolcycle.runtime._shared import Settings
+
+__all__ = ["PlanRegistry"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+class PlanRegistry:
+    """Opens plans and ends them, so that every activated tool is deactivated once.
+
+    Args:
+        cache: where the open plans and their activations are tracked.
+        activator: deactivates a plan's tools (with its time limit).
+        settings: the runtime's shared settings (whether it is closed).
+        before_plan: called before each new plan (the registry refreshes stale
+            sources there).
+        drain_timeout: see `ToolRuntime`.
+        abandon_timeout: see `ToolRuntime`.
+    """
+
+    def __init__(
+        self,
+        cache: ToolLifecycleCache,
+        activator: Activator,
+        settings: Settings,
+        *,
+        before_plan: Callable[[], None],
+        drain_timeout: float | None,
+        abandon_timeout: float | None,
+    ) -> None:
+        if drain_timeout is not None and not drain_timeout >= 0:
+            raise ValueError(
+                f"drain_timeout must be seconds (0 or more) or None, got {drain_timeout!r}"
+            )
+        self._cache = cache
+        self._activator = activator
+        self._settings = settings
+        self._before_plan = before_plan
+        self._drain_timeout = drain_timeout
+        self._abandon_timeout = abandon_timeout
+
+    def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
+        """A tracked context for a new plan (see `ToolRuntime.new_context`)."""
+        self._settings.check_open()
+        self._before_plan()
+        token = options.pop("cancellation_token", None)
+        ctx = ToolExecutionContext(
+            plan_id or f"plan-{uuid.uuid4().hex[:12]}",
+            resources=tuple(options.pop("resources", ())),
+            cancellation_token=token or CancellationToken(),
+            metadata=dict(options.pop("metadata", None) or {}),
+            **options,
+        )
+        self._cache.track(ctx)
+        lifecycle_event(
+            "plan.started",
+            plan_id=ctx.plan_id,
+            read_only=ctx.read_only,
+            requires_checkpoint=ctx.requires_checkpoint,
+        )
+        return ctx
+
+    def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """End the plan from sync code (see `ToolRuntime.end_plan`)."""
+        flights = self._cache.close(ctx)
+        if flights is None:
+            return []
+        if flights:
+            self._drain(ctx, flights)
+        return self._ended(ctx, self._cache.end_plan(ctx, self._activator.teardown))
+
+    async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        """End the plan from async code (see `ToolRuntime.aend_plan`)."""
+        flights = self._cache.close(ctx)
+        if flights is None:
+            return []
+        if flights:
+            owner = here()
+            try:
+                await asyncio.to_thread(self._drain, ctx, flights, owner)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._aend(ctx))
+                raise
+        return await self._aend(ctx)
+
+    def end_all(self) -> None:
+        """End every open plan (the runtime is closing)."""
+        for ctx in self._cache.open_plans():
+            self.end_plan(ctx)
+
+    async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
+        return self._ended(ctx, await self._cache.aend_plan(ctx, self._activator.ateardown))
+
+    @staticmethod
+    def _ended(
+        ctx: ToolExecutionContext, errors: list[ToolDeactivationError]
+    ) -> list[ToolDeactivationError]:
+        for error in errors:
+            _log.warning(
+                "tool.deactivate_failed",
+                tool=error.tool_name,
+                plan_id=error.plan_id,
+                error=str(error),
+            )
+        lifecycle_event("plan.ended", plan_id=ctx.plan_id, errors=len(errors))
+        return errors
+
+    def _drain(
+        self, ctx: ToolExecutionContext, flights: tuple[Flight, ...], owner: object = None
+    ) -> None:
+        """Stop the plan's calls in flight and wait for them, within the limits.
+
+        A call made from the thread or task that ends the plan (a tool ending its
+        own plan) is not waited for: it could only finish once this returns.
+        """
+        owner = owner if owner is not None else here()
+        waiting = [f for f in flights if f.owner != owner or f.left is not None]
+        reason = f"plan {ctx.plan_id!r} ended while the call ran"
+        lifecycle_event("plan.draining", plan_id=ctx.plan_id, calls=len(waiting))
+        for flight in waiting:
+            flight.cancel(reason)
+        running = wait_for(waiting, self._drain_timeout, live=True)
+        for flight in running:
+            flight.record.abandoned = True
+        if running:
+            _log.warning(
+                "plan.calls_abandoned",
+                plan_id=ctx.plan_id,
+                count=len(running),
+                tools=sorted({flight.record.tool_name for flight in running}),
+            )
+        # Sync calls given up on at their own timeout whose threads run on.
+        left = [flight for flight in waiting if flight.left is not None]
+        stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
+        if stuck:
+            _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))

@@ -1,0 +1,239 @@
+"""The tool registry: register tools and sources, refresh stale sources, look tools up."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.callables import wrap
+from toolcycle.errors import (
+    ToolNotFoundError,
+    ToolRegistrationError,
+    ToolSchemaValidationError,
+    ToolSkippedWarning,
+    error_text,
+)
+from toolcycle.models import ToolDescriptor, _detached
+from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._shared import Entry
+from toolcycle.tracing import get_logger
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from toolcycle.protocols import ToolSource
+    from toolcycle.runtime._shared import Settings
+    from toolcycle.validation import SchemaCompiler
+
+__all__ = ["ToolRegistry"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+@dataclass(slots=True)
+class _SourceEntry:
+    """A registered source and the names its tools were registered under."""
+
+    source: ToolSource
+    names: list[str]
+    skip: bool
+    timeout: float | None = None
+
+
+class ToolRegistry:
+    """Every registered tool, compiled once, and the sources they came from.
+
+    Lookups by name read a plain dict without a lock (a dict read is atomic);
+    changes, and listings, take the registry's lock.
+    """
+
+    def __init__(self, compiler: SchemaCompiler, settings: Settings) -> None:
+        self._compiler = compiler
+        self._settings = settings
+        self._lock = threading.RLock()
+        self._tools: dict[str, Entry] = {}
+        self._sources: list[_SourceEntry] = []
+
+    @property
+    def entries(self) -> Mapping[str, Entry]:
+        """Every registered tool by name (read it; register and unregister change it)."""
+        return self._tools
+
+    @property
+    def has_sources(self) -> bool:
+        """Whether any source was registered (and not yet closed)."""
+        return bool(self._sources)
+
+    def names(self) -> list[str]:
+        """The registered names, in order of registration."""
+        with self._lock:
+            return list(self._tools)
+
+    def entry(self, name: str) -> Entry:
+        """The tool's entry.
+
+        Raises:
+            ToolNotFoundError: no tool has that name.
+        """
+        entry = self._tools.get(name)
+        if entry is None:
+            raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
+        return entry
+
+    def descriptors(self) -> tuple[ToolDescriptor, ...]:
+        """The descriptors of every registered tool, in order of registration."""
+        with self._lock:
+            return tuple(entry.descriptor for entry in self._tools.values())
+
+    def register(
+        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+    ) -> ToolDescriptor:
+        """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
+        self._settings.check_open()
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        if not isinstance(instance, ToolInstance) and callable(instance):
+            instance = wrap(instance)
+        if not isinstance(instance, ToolInstance):
+            raise TypeError(
+                f"{instance!r} is not a tool: it needs discover, activate, execute and "
+                "deactivate methods (see toolcycle.ToolInstance)"
+            )
+        descriptor = _discovered(instance)
+        name = descriptor.name
+        loop = getattr(instance, "event_loop", None)
+        if loop is not None and not isinstance(loop, asyncio.AbstractEventLoop):
+            raise ToolRegistrationError(
+                f"the event_loop attribute of tool {name!r} is a {type(loop).__name__}, "
+                "not an asyncio event loop",
+                tool_name=name,
+            )
+        compile_ = self._compiler.compile
+        compiled_input = compile_(descriptor.input_schema, kind="input", tool_name=name)
+        output = descriptor.output_schema
+        compiled_output = (
+            None if output is None else compile_(output, kind="output", tool_name=name)
+        )
+        descriptor = _detached(descriptor)  # later edits by the tool change nothing
+        with self._lock:
+            if name in self._tools:
+                raise ToolRegistrationError(
+                    f"a tool named {name!r} is already registered; unregister it first or "
+                    "give the new one another name",
+                    tool_name=name,
+                )
+            self._tools[name] = Entry(
+                descriptor, instance, compiled_input, compiled_output, loop, timeout
+            )
+        return descriptor
+
+    def register_source(
+        self, source: ToolSource, *, skip_invalid_schemas: bool | None, timeout: float | None
+    ) -> list[ToolDescriptor]:
+        """Register every tool of a source, all or nothing, and keep the source."""
+        self._settings.check_open()
+        skip = (
+            bool(getattr(source, "skip_invalid_schemas", False))
+            if skip_invalid_schemas is None
+            else skip_invalid_schemas
+        )
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        registered = self._register_all(source, skip, _warn_skipped, timeout)
+        with self._lock:
+            names = [d.name for d in registered]
+            self._sources.append(_SourceEntry(source, names, skip, timeout))
+        return registered
+
+    def unregister(self, name: str) -> ToolDescriptor:
+        """Remove a tool (see the façade)."""
+        with self._lock:
+            entry = self._tools.pop(name, None)
+        if entry is None:
+            raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
+        return entry.descriptor
+
+    def refresh_stale_sources(self) -> None:
+        """Register afresh the tools of every source that says its list changed."""
+        if not self._sources:
+            return
+        with self._lock:
+            stale = [entry for entry in self._sources if getattr(entry.source, "stale", False)]
+            for entry in stale:
+                for name in entry.names:
+                    self._tools.pop(name, None)
+                try:
+                    registered = self._register_all(
+                        entry.source, entry.skip, _log_skipped, entry.timeout
+                    )
+                except Exception as exc:
+                    # The old tools stay unknown rather than wrong; the source is
+                    # asked again before the next plan.
+                    entry.names = []
+                    _log.warning("source.refresh_failed", source=repr(entry.source), error=str(exc))
+                    continue
+                entry.names = [d.name for d in registered]
+
+    def close_sources(self) -> None:
+        """Call ``close()`` on every source that has one, once; an error is logged."""
+        with self._lock:
+            sources, self._sources = self._sources, []
+        for entry in sources:
+            close = getattr(entry.source, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:
+                    _log.warning("source.close_failed", source=repr(entry.source), error=str(exc))
+
+    def _register_all(
+        self,
+        source: ToolSource,
+        skip: bool,
+        on_skip: Callable[[str], None],
+        timeout: float | None = None,
+    ) -> list[ToolDescriptor]:
+        registered: list[ToolDescriptor] = []
+        try:
+            for instance in source.tools():
+                try:
+                    registered.append(self.register(instance, timeout=timeout))
+                except ToolSchemaValidationError as error:
+                    if not skip:
+                        raise
+                    on_skip(f"tool {error.tool_name!r} was skipped: {error}")
+        except BaseException:
+            for descriptor in registered:
+                self.unregister(descriptor.name)
+            raise
+        return registered
+
+
+def _discovered(instance: ToolInstance) -> ToolDescriptor:
+    """The tool's ``discover()``, or a `ToolRegistrationError` saying what went wrong."""
+    try:
+        descriptor = instance.discover()
+    except Exception as exc:
+        raise ToolRegistrationError(
+            f"discover() of {type(instance).__name__} raised {type(exc).__name__}: "
+            f"{error_text(exc)}"
+        ) from exc
+    if not isinstance(descriptor, ToolDescriptor):
+        raise ToolRegistrationError(
+            f"discover() of {type(instance).__name__} returned {type(descriptor).__name__}; "
+            "it must return a toolcycle.ToolDescriptor"
+        )
+    return descriptor
+
+
+def _warn_skipped(message: str) -> None:
+    # stacklevel 5: the caller of ToolRuntime.register_source, through the
+    # registry's register_source and _register_all and this function.
+    warnings.warn(ToolSkippedWarning(message), stacklevel=5)
+
+
+def _log_skipped(message: str) -> None:
+    _log.warning("source.tool_skipped", detail=message)

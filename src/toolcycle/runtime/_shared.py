@@ -1,0 +1,285 @@
+"""What the runtime's parts share: records, settings, the parts' interfaces, limits.
+
+The parts never import one another. Where one needs another (the pipeline asks
+the approvals part; the dispatcher runs calls through the pipeline; everyone
+looks tools up in the registry), it receives it in its constructor, typed by one
+of the protocols below, so each part can be read and tested on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypedDict, TypeVar, overload
+
+from toolcycle._portal import Deadline
+from toolcycle.errors import ToolRuntimeError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from toolcycle._inflight import Flight
+    from toolcycle.approvals import ApprovalRule, Approver
+    from toolcycle.cancellation import CancellationToken
+    from toolcycle.context import ToolExecutionContext, _CallScope
+    from toolcycle.instrumentation import CallObserver
+    from toolcycle.models import (
+        ApprovalRecord,
+        BoundResource,
+        ProgressEvent,
+        ToolDescriptor,
+        ToolExecutionTrace,
+        ToolResult,
+    )
+    from toolcycle.protocols import ToolInstance
+    from toolcycle.redaction import RedactionPolicy
+    from toolcycle.tracing import CallRecord
+    from toolcycle.validation import CompiledSchema
+
+__all__ = [
+    "ApprovalStep",
+    "Call",
+    "Catalog",
+    "Entry",
+    "Option",
+    "PlanOptions",
+    "Runner",
+    "Settings",
+    "check_limits",
+    "deadlines",
+    "here",
+    "smaller",
+]
+
+_INF = float("inf")
+T = TypeVar("T")
+
+
+class PlanOptions(TypedDict, total=False):
+    """The keyword arguments of `ToolRuntime.new_context`, for ``plan`` and ``aplan``."""
+
+    read_only: bool
+    requires_checkpoint: bool
+    resources: Iterable[BoundResource]
+    cancellation_token: CancellationToken | None
+    metadata: Mapping[str, Any] | None
+    on_progress: Callable[[ProgressEvent], object] | None
+    timeout: float | None
+    idle_timeout: float | None
+    approver: Approver | None
+    approval: ApprovalRule
+
+
+@dataclass(slots=True)
+class Settings:
+    """The runtime's options that its public attributes may change after construction."""
+
+    strict_output: bool
+    max_result_bytes: int | None
+    redaction: RedactionPolicy | None
+    auto_activate: bool
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def check_open(self) -> None:
+        """Raise `ToolRuntimeError` once the runtime is closed."""
+        if self.closed:
+            raise ToolRuntimeError("the runtime is closed")
+
+    def close(self) -> bool:
+        """Mark the runtime closed; True only for the first caller."""
+        with self.lock:
+            first, self.closed = not self.closed, True
+        return first
+
+
+class Option(Generic[T]):
+    """A public attribute of the façade that reads and writes one of its `Settings`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self.__doc__ = f"The ``{name}`` option (see `ToolRuntime`); may be changed."
+
+    @overload
+    def __get__(self, owner: None, kind: type) -> Self: ...
+    @overload
+    def __get__(self, owner: object, kind: type) -> T: ...
+    def __get__(self, owner: object | None, kind: type) -> T | Self:
+        if owner is None:
+            return self
+        value: T = getattr(owner._settings, self._name)  # type: ignore[attr-defined]
+        return value
+
+    def __set__(self, owner: object, value: T) -> None:
+        setattr(owner._settings, self._name, value)  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """A registered tool with everything that can be computed before its first call."""
+
+    descriptor: ToolDescriptor
+    instance: ToolInstance
+    input: CompiledSchema
+    output: CompiledSchema | None
+    loop: asyncio.AbstractEventLoop | None = None
+    """The tool's own event loop (its ``event_loop`` attribute), if it has one."""
+    registered_timeout: float | None = None
+    """The limit given to ``register`` (or ``register_source``) for this tool."""
+    timeout: float | None = field(init=False)
+    """The smaller of the descriptor's and the registered limit."""
+    coroutine: bool = field(init=False)
+    """Whether the tool's ``execute`` is an ``async def``."""
+
+    def __post_init__(self) -> None:
+        # Worked out once here rather than on every call (the dataclass is frozen).
+        object.__setattr__(
+            self, "timeout", smaller(self.descriptor.timeout, self.registered_timeout)
+        )
+        object.__setattr__(self, "coroutine", inspect.iscoroutinefunction(self.instance.execute))
+
+
+@dataclass(slots=True)
+class Call:
+    """One call on its way through the pipeline."""
+
+    name: str
+    ctx: ToolExecutionContext
+    record: CallRecord
+    traced: bool = True
+    """False for an explicit ``activate``, which is not a call and leaves no trace."""
+    observer: CallObserver | None = None
+    """The instrumentation's watcher of this call, when the runtime has one."""
+    scope: _CallScope | None = None
+    """What the running call collects (changes, progress, its own token)."""
+    trace: ToolExecutionTrace | None = None
+    result: ToolResult | None = None
+    approved: bool = False
+    """The call was approved before it started (``resume``): ask nobody again."""
+    tool_call_id: str | None = None
+    """The model's id of the call, when it came through ``call``."""
+    arguments: Any = None
+    """The validated arguments, kept only for an observer that records payloads."""
+    flight: Flight | None = None
+    """The call in its plan's calls in flight, once its checks have passed."""
+
+
+class Catalog(Protocol):
+    """The registered tools, as the other parts read them (the registry provides it)."""
+
+    @property
+    def entries(self) -> Mapping[str, Entry]:
+        """Every registered tool by name; a lookup needs no lock."""
+        ...
+
+    def names(self) -> list[str]:
+        """The registered names, listed under the registry's lock."""
+        ...
+
+    def entry(self, name: str) -> Entry:
+        """The tool's entry; raises `ToolNotFoundError` if there is none."""
+        ...
+
+    def descriptors(self) -> tuple[ToolDescriptor, ...]:
+        """Every registered tool's descriptor, in order of registration."""
+        ...
+
+
+class ApprovalStep(Protocol):
+    """The pipeline's approval step (the approvals part provides it)."""
+
+    def needed(self, call: Call, entry: Entry) -> bool:
+        """Whether someone must approve this call before it runs."""
+        ...
+
+    def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Ask from sync code; None means run the call, a result means answer with it."""
+        ...
+
+    async def aask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Ask from async code; as `ask`."""
+        ...
+
+
+class Runner(Protocol):
+    """Runs one call through the pipeline (the pipeline provides it)."""
+
+    def execute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
+    ) -> ToolResult:
+        """Run the call; with ``refuse``, a refusal comes back as a failed result."""
+        ...
+
+    async def aexecute(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+        tool_call_id: str | None = None,
+        approval: ApprovalRecord | None = None,
+        *,
+        refuse: bool = False,
+    ) -> ToolResult:
+        """Async twin of `execute`."""
+        ...
+
+
+def deadlines(
+    call: Call, entry: Entry, timeout: float | None, idle_timeout: float | None
+) -> tuple[Deadline | None, Deadline | None]:
+    """The call's limits, started now: for its activation, and for its run.
+
+    The activation gets the smallest total limit: the call's, the plan's, the
+    tool's or its source's. The run gets that total (which so counts the
+    activation's time too), and the smallest idle limit if any.
+    """
+    total = smaller(smaller(timeout, call.ctx.timeout), entry.timeout)
+    idle = smaller(idle_timeout, call.ctx.idle_timeout)
+    if total is None and idle is None:
+        return None, None
+    activation = Deadline(total) if total is not None else None
+    if idle is None:
+        return activation, Deadline(total)
+    record = call.record
+    return activation, Deadline(total, idle, lambda: record.active_at)
+
+
+def here() -> object:
+    """The task running this code, or else its thread: what a call in flight belongs to."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop runs in this thread
+        task = None
+    return task if task is not None else threading.get_ident()
+
+
+def check_limits(timeout: float | None, idle_timeout: float | None) -> None:
+    """Refuse a call's limits before anything starts; NaN, inf, 0 and "5" are not seconds.
+
+    (No limit is None; an infinite deadline would overflow the clock's arithmetic.)
+    """
+    for name, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < _INF:
+            raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+
+
+def smaller(a: float | None, b: float | None) -> float | None:
+    """The smaller of two optional limits; None means no limit."""
+    if a is None:
+        return b
+    return a if b is None or a <= b else b

@@ -1,0 +1,271 @@
+"""The call pipeline's steps that do not wait: shared by the sync and the async path.
+
+Each step takes the `Call` on its way and either returns what the next step
+needs or records the call's trace and raises (or returns the failed result the
+caller answers with). The drivers in ``_pipeline`` only add the waiting:
+activation, the approver, the tool itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from toolcycle._results import Outcome, build_result, check_input
+from toolcycle.capabilities import check_capabilities
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import (
+    ToolAccessDeniedError,
+    ToolCancelledError,
+    ToolCheckpointRequiredError,
+    ToolNotFoundError,
+    ToolRuntimeError,
+)
+from toolcycle.models import ToolResult
+from toolcycle.runtime._shared import Call
+from toolcycle.tracing import get_logger, lifecycle_event
+
+if TYPE_CHECKING:
+    from toolcycle._inflight import Flight
+    from toolcycle._invoke import InvokeTimeoutError
+    from toolcycle.cache import ToolLifecycleCache
+    from toolcycle.instrumentation import CallObserver, Instrumentation
+    from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
+    from toolcycle.runtime._shared import Catalog, Entry, Settings
+    from toolcycle.tracing import TraceRecorder
+
+__all__ = ["CallSteps"]
+
+_log = get_logger("toolcycle.runtime")
+
+
+class CallSteps:
+    """Opens, checks, validates, finishes and traces calls.
+
+    Args:
+        catalog: the registered tools.
+        settings: the runtime's shared settings.
+        traces: where every call's trace is recorded.
+        cache: admits calls into their plan's calls in flight.
+        instrumentation: told of every call, when the runtime has one.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        settings: Settings,
+        traces: TraceRecorder,
+        cache: ToolLifecycleCache,
+        instrumentation: Instrumentation | None,
+    ) -> None:
+        self._catalog = catalog
+        self._settings = settings
+        self._traces = traces
+        self._cache = cache
+        self._instrumentation = instrumentation
+
+    def start(
+        self,
+        name: str,
+        ctx: ToolExecutionContext,
+        tool_call_id: str | None = None,
+        *,
+        traced: bool = True,
+        approval: ApprovalRecord | None = None,
+    ) -> Call:
+        """Open the call's record (and its observer, if the runtime is instrumented).
+
+        ``approval`` is the decision of a resumed call, made before it started.
+        """
+        if not isinstance(ctx, ToolExecutionContext):
+            raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+        call = Call(name, ctx, self._traces.start(name, ctx.plan_id), traced)
+        call.tool_call_id = tool_call_id
+        if approval is not None:
+            call.record.approval = approval
+            call.approved = True
+        if traced:
+            lifecycle_event(
+                "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
+            )
+            if self._instrumentation is not None:
+                call.observer = self._observe(call, tool_call_id)
+        return call
+
+    def check(self, call: Call) -> Entry:
+        """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
+        name, ctx = call.name, call.ctx
+        entry = self._catalog.entries.get(name)
+        if entry is None:
+            error: ToolRuntimeError = ToolNotFoundError(
+                f"no tool named {name!r} is registered; known tools: "
+                + (", ".join(sorted(self._catalog.names())[:20]) or "none"),
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
+            self.emit(call, "error", error=error)
+            raise error
+        closed = self._settings.closed
+        if closed or ctx.ended:
+            error = ToolRuntimeError(
+                "the runtime is closed"
+                if closed
+                else f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+                tool_name=name,
+                plan_id=ctx.plan_id,
+            )
+            self.emit(call, "error", error=error)
+            raise error
+        if ctx.cancellation_token.is_cancelled:
+            self.raise_cancelled(call, None)
+        try:
+            check_capabilities(entry.descriptor, ctx)
+        except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
+            self.emit(call, "denied", error=denial)
+            raise
+        return entry
+
+    def admit(self, call: Call, owner: object) -> Flight:
+        """Count the call among its plan's calls in flight; refused once the plan ends."""
+        try:
+            flight = self._cache.admit(call.ctx, call.record, owner)
+        except ToolRuntimeError as error:
+            error._set_context(call.name, call.ctx.plan_id)
+            self.emit(call, "error", error=error)
+            raise
+        call.flight = flight
+        return flight
+
+    def validate_input(self, call: Call, entry: Entry, params: Any) -> Any:
+        """Step 4: return the normalised input, or a failed result explaining why not."""
+        data = check_input(self._traces, call.record, entry.input, params, self._settings.redaction)
+        if call.observer is not None and not isinstance(data, ToolResult):
+            call.arguments = data
+        return data
+
+    def finish(
+        self, call: Call, entry: Entry, outcome: Outcome, changes: list[Change]
+    ) -> ToolResult:
+        """Steps 6 and 7, and the trace."""
+        settings = self._settings
+        return build_result(
+            self._traces,
+            call.record,
+            call.ctx,
+            entry.input,
+            entry.output,
+            outcome,
+            changes,
+            strict_output=settings.strict_output,
+            max_result_bytes=settings.max_result_bytes,
+        )
+
+    def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
+        """Finish the call's trace, unless the call is an explicit activation."""
+        if not call.traced:
+            return None
+        call.trace = self._traces.finish(call.record, status, **details)
+        return call.trace
+
+    def raise_cancelled(self, call: Call, cause: BaseException | None) -> NoReturn:
+        """Trace the call as cancelled and raise `ToolCancelledError` saying by whom."""
+        token = call.ctx.cancellation_token
+        if isinstance(cause, ToolCancelledError):
+            error = cause
+        elif token.is_cancelled:
+            reason = token.reason
+            error = ToolCancelledError(
+                f"plan {call.ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
+                reason=reason,
+            )
+        elif call.flight is not None and call.flight.ended:
+            error = ToolCancelledError(
+                f"tool {call.name!r} was stopped: plan {call.ctx.plan_id!r} ended while it ran",
+                reason=call.flight.reason,
+            )
+        else:  # the tool (or something it awaited) was cancelled, not the plan
+            error = ToolCancelledError(f"tool {call.name!r} was cancelled while it ran")
+        if error.tool_name is None:
+            error._set_context(call.name, call.ctx.plan_id)
+        self.emit(call, "cancelled", error=error)
+        if cause is None or cause is error:
+            raise error
+        raise error from cause
+
+    def activation_failed(self, call: Call, exc: BaseException) -> None:
+        """Trace a failed step 3, converting a cancellation into ToolCancelledError."""
+        if isinstance(exc, ToolCancelledError | asyncio.CancelledError):
+            self.raise_cancelled(call, exc)
+        if isinstance(exc, ToolRuntimeError):
+            exc._set_context(exc.tool_name or call.name, exc.plan_id or call.ctx.plan_id)
+            self.emit(call, "error", error=exc)
+        else:  # KeyboardInterrupt, SystemExit
+            self.emit(call, "cancelled", error=exc)
+
+    def timed_out(self, call: Call, exc: InvokeTimeoutError) -> Outcome:
+        """The outcome of a call stopped at its limit; a sync straggler stays in flight."""
+        if call.scope is not None:
+            call.scope.cancel(str(exc))  # a tool polling ctx.call_token stops
+        straggler = exc.straggler
+        if straggler is not None and call.flight is not None:
+            # In flight until its thread ends: the plan's end waits for it.
+            call.flight.leave(straggler.finished, straggler.when_done)
+        return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
+
+    def refused(
+        self,
+        name: str,
+        ctx: ToolExecutionContext,
+        tool_call_id: str | None,
+        status: TraceStatus,
+        **details: Any,
+    ) -> ToolExecutionTrace | None:
+        """Trace a call that never reached a tool (a model's unknown tool, an ended plan)."""
+        call = self.start(name, ctx, tool_call_id)
+        trace = self.emit(call, status, **details)
+        if call.observer is not None:
+            self.observed(call)
+        return trace
+
+    def observed(self, call: Call) -> None:
+        """Tell the call's observer how it ended (with payloads, if it wants them)."""
+        observer = call.observer
+        assert observer is not None
+        try:
+            arguments = output = None
+            if observer.record_payloads:
+                arguments, output = self._payloads(call)
+            observer.finish(call.trace, arguments=arguments, output=output)
+        except Exception as exc:
+            _log.warning("instrumentation.failed", hook="finish", error=repr(exc))
+
+    def _payloads(self, call: Call) -> tuple[Any, Any]:
+        """The call's arguments and output as they may leave the process (redacted)."""
+        arguments = call.arguments
+        result = call.result
+        output = result.output if result is not None and result.success else None
+        redaction = self._settings.redaction
+        if redaction is None:
+            return arguments, output
+        entry = self._catalog.entries.get(call.name)
+        if entry is None:  # unregistered meanwhile: no schema to go by
+            return None, None
+        descriptor = entry.descriptor
+        if arguments is not None:
+            arguments = redaction.masked(arguments, descriptor.input_schema)
+        return arguments, redaction.masked(output, descriptor.output_schema)
+
+    def _observe(self, call: Call, tool_call_id: str | None) -> CallObserver | None:
+        assert self._instrumentation is not None
+        entry = self._catalog.entries.get(call.name)
+        try:
+            return self._instrumentation.call_started(
+                tool_name=call.name,
+                descriptor=entry.descriptor if entry is not None else None,
+                ctx=call.ctx,
+                call_id=call.record.call_id,
+                tool_call_id=tool_call_id,
+            )
+        except Exception as exc:
+            _log.warning("instrumentation.failed", hook="call_started", error=repr(exc))
+            return None
