@@ -19,8 +19,8 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
-from toolcycle._names import provider_name
-from toolcycle._schemas import drop_absent_nulls, openai_strict
+from toolcycle.agent._names import provider_name
+from toolcycle.agent._schemas import drop_absent_nulls, openai_strict
 from toolcycle.testing import FakeTool
 from toolcycle.validation import SchemaCompiler
 

@@ -20,10 +20,10 @@ from toolcycle import (
     ToolSchemaValidationError,
     ValidationLimits,
 )
-from toolcycle._json import JSONCompatibilityError, normalize
-from toolcycle._schemas import drop_absent_nulls, openai_strict
+from toolcycle.agent._schemas import drop_absent_nulls, openai_strict
 from toolcycle.errors import error_text
 from toolcycle.testing import FakeTool
+from toolcycle.validation._json import JSONCompatibilityError, normalize
 
 BOTH = ("jsonschema", "jsonschema-rs")
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from toolcycle._json import JSONCompatibilityError, encode, normalize, short_repr
+from toolcycle.validation._json import JSONCompatibilityError, encode, normalize, short_repr
 
 
 class Point(BaseModel):
@@ -286,7 +286,7 @@ def test_the_flat_object_shortcut_agrees_with_the_walker(
     value: dict[Any, Any], max_nodes: int, max_integer_bits: int
 ) -> None:
     """A flat dict normalises exactly as the general walker does, errors and caps included."""
-    from toolcycle._json import _Walker
+    from toolcycle.validation._json import _Walker
 
     def outcome(run: Any) -> Any:
         try:
@@ -317,7 +317,7 @@ def test_flat_objects_inside_containers_are_counted_and_capped_as_the_walker_wou
     value: Any, max_depth: int, max_nodes: int
 ) -> None:
     """Nested flat objects take the shortcut yet give the walker's result, depth and node caps too."""
-    from toolcycle._json import _Walker
+    from toolcycle.validation._json import _Walker
 
     class Plain(_Walker):
         """The walker without the flat-object shortcut."""

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from toolcycle import CancellationToken, ToolRuntimeError
-from toolcycle._invoke import Invoker, InvokeTimeoutError
-from toolcycle._portal import Portal, PortalTimeoutError
+from toolcycle.execution._invoke import Invoker, InvokeTimeoutError
+from toolcycle.execution._portal import Portal, PortalTimeoutError
 
 WAIT = 5.0
 

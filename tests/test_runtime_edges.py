@@ -404,8 +404,8 @@ def test_the_result_limit_can_be_switched_off() -> None:
 @pytest.mark.parametrize("limit", [0, 10, 60, 61, 62, 100, 1000])
 def test_cut_output_fits_the_limit_or_keeps_only_the_marker(limit: int) -> None:
     """The cut text fits the limit whenever the marker does; otherwise it is the marker alone."""
-    from toolcycle._json import encode
-    from toolcycle._results import cut_output
+    from toolcycle.runtime._results import cut_output
+    from toolcycle.validation._json import encode
 
     payload = b'"' + "é".encode() * 500 + b'"'
     text, size = cut_output(payload, limit)

@@ -473,7 +473,7 @@ def test_cancelling_the_caller_during_a_timed_out_tools_cleanup_cancels_the_call
 
 def test_a_timed_out_tool_that_will_not_stop_is_waited_for_only_a_while(monkeypatch) -> None:
     """After its timeout, a tool gets a bounded grace to clean up; then the call is timed out."""
-    monkeypatch.setattr("toolcycle._invoke.CANCEL_GRACE_SECONDS", 0.1)
+    monkeypatch.setattr("toolcycle.execution._invoke.CANCEL_GRACE_SECONDS", 0.1)
     tool = CleansUpForever()
     with ToolRuntime(tracer=NullTracer()) as runtime:
         runtime.register(tool)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from toolcycle import ToolRuntime, ToolSchemaValidationError, ValidationLimits
-from toolcycle import _backends as backends
 from toolcycle.testing import FakeTool
 from toolcycle.validation import DRAFT_2020_12, VALIDATOR_BACKENDS, SchemaCompiler
+from toolcycle.validation import _backends as backends
 
 BOTH = ["jsonschema", "jsonschema-rs"]
 
@@ -266,7 +266,7 @@ def test_unevaluated_names_full_of_parentheses_are_reported_by_name(backend: str
 
 def test_reading_a_listing_message_handles_unusual_text() -> None:
     """The listing reader takes names between the first '(' and a known ending, or none."""
-    from toolcycle._readers import _listed
+    from toolcycle.validation._readers import _listed
 
     assert _listed("not allowed ('a(b', '((' were unexpected)") == ["a(b", "(("]
     assert _listed("not allowed ('x' was unevaluated and invalid)") == ["x"]

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolcycle import ToolRuntime, ToolSchemaValidationError
-from toolcycle._ecma import PatternError, to_re2
-from toolcycle._patterns import compile_pattern, matches
 from toolcycle.testing import FakeTool
-from toolcycle.validation import DRAFT_2020_12, SchemaCompiler, _engine
+from toolcycle.validation import DRAFT_2020_12, SchemaCompiler
+from toolcycle.validation._compiler import _engine
+from toolcycle.validation._ecma import PatternError, to_re2
+from toolcycle.validation._patterns import compile_pattern, matches
 
 BACKENDS = ("jsonschema", "jsonschema-rs")
 
@@ -65,8 +66,10 @@ def test_the_reference_backend_matches_with_re2_classes() -> None:
     """Jsonschema's pattern keywords are toolcycle's, and every pattern compiles to RE2."""
     cls = _engine().dialects[DRAFT_2020_12][0]
     for keyword in ("pattern", "patternProperties", "additionalProperties"):
-        assert cls.VALIDATORS[keyword].__module__ == "toolcycle._re2_keywords"
-    assert cls.VALIDATORS["unevaluatedProperties"].__module__ == "toolcycle._re2_keywords"
+        assert cls.VALIDATORS[keyword].__module__ == "toolcycle.validation._re2_keywords"
+    assert (
+        cls.VALIDATORS["unevaluatedProperties"].__module__ == "toolcycle.validation._re2_keywords"
+    )
     for pattern in CATASTROPHIC:
         assert isinstance(compile_pattern(pattern), re2._Regexp)
 

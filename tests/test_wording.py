@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from toolcycle._wording import describe, duplicate_pair, json_type, show
 from toolcycle.validation import SchemaCompiler
+from toolcycle.validation._wording import describe, duplicate_pair, json_type, show
 
 BOTH = ["jsonschema", "jsonschema-rs"]
 

@@ -32,12 +32,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from toolcycle._inflight import Flights
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDeactivationError, ToolRuntimeError, error_text
+from toolcycle.execution._inflight import Flights
 
 if TYPE_CHECKING:
-    from toolcycle._inflight import Flight
+    from toolcycle.execution._inflight import Flight
     from toolcycle.protocols import ToolInstance
 
 __all__ = ["Activation", "OwnerGone", "ToolLifecycleCache"]

@@ -13,7 +13,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from toolcycle._messages import result_message
+from toolcycle.agent._messages import result_message
 from toolcycle.errors import ToolExecutionError
 
 __all__ = [

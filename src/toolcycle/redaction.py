@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolcycle._applicators import Applied, SchemaReader
+from toolcycle.validation._applicators import Applied, SchemaReader
 
 __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._activation import caller_cancelled
-from toolcycle._approve import (
+from toolcycle.agent._approve import (
     DENIED,
     PENDING,
     check_resume,
@@ -21,12 +20,13 @@ from toolcycle.approvals import ApprovalDecision, needs_approval
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
+from toolcycle.execution._activation import caller_cancelled
 from toolcycle.models import ToolResult
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from toolcycle._invoke import Invoker
     from toolcycle.approvals import ApprovalLedger, ApprovalRequest
+    from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, PendingApproval
     from toolcycle.runtime._shared import Call, Catalog, Entry, Runner, Settings
     from toolcycle.runtime._steps import CallSteps

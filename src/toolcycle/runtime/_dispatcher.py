@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolcycle._batch import run_batch
-from toolcycle._calls import parse_tool_call
-from toolcycle._definitions import definition
-from toolcycle._dispatch import refusal, resolve
-from toolcycle._names import FORMATS
-from toolcycle._schemas import drop_absent_nulls
+from toolcycle.agent._batch import run_batch
+from toolcycle.agent._calls import parse_tool_call
+from toolcycle.agent._definitions import definition
+from toolcycle.agent._dispatch import refusal, resolve
+from toolcycle.agent._names import FORMATS
+from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
@@ -23,7 +23,7 @@ from toolcycle.models import ToolCall, ToolResult, _trusted
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from toolcycle._invoke import Invoker
+    from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ProviderFormat, TraceStatus
     from toolcycle.runtime._shared import Catalog, Runner, Settings
     from toolcycle.runtime._steps import CallSteps

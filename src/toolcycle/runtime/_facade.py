@@ -6,10 +6,10 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
-from toolcycle._activation import Activator
-from toolcycle._invoke import Invoker
 from toolcycle.approvals import MemoryApprovalLedger
 from toolcycle.cache import ToolLifecycleCache
+from toolcycle.execution._activation import Activator
+from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.runtime._approvals import Approvals, Resumer
 from toolcycle.runtime._dispatcher import Dispatcher

@@ -12,22 +12,22 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._activation import CallTimedOut, caller_cancelled
-from toolcycle._dispatch import REFUSED, refusal
-from toolcycle._invoke import InvokeTimeoutError
-from toolcycle._results import Outcome
+from toolcycle.agent._dispatch import REFUSED, refusal
 from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.errors import ToolCancelledError
+from toolcycle.execution._activation import CallTimedOut, caller_cancelled
+from toolcycle.execution._invoke import InvokeTimeoutError
 from toolcycle.models import ToolResult
+from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from toolcycle._activation import Activator
-    from toolcycle._invoke import Invoker
-    from toolcycle._portal import Deadline
     from toolcycle.context import ToolExecutionContext
+    from toolcycle.execution._activation import Activator
+    from toolcycle.execution._invoke import Invoker
+    from toolcycle.execution._portal import Deadline
     from toolcycle.models import ApprovalRecord
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps

@@ -6,19 +6,19 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._inflight import wait_for
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
+from toolcycle.execution._inflight import wait_for
 from toolcycle.runtime._shared import here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolcycle._activation import Activator
-    from toolcycle._inflight import Flight
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.errors import ToolDeactivationError
+    from toolcycle.execution._activation import Activator
+    from toolcycle.execution._inflight import Flight
     from toolcycle.runtime._shared import Settings
 
 __all__ = ["PlanRegistry"]

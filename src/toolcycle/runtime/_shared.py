@@ -14,16 +14,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypedDict, TypeVar, overload
 
-from toolcycle._portal import Deadline
 from toolcycle.errors import ToolRuntimeError
+from toolcycle.execution._portal import Deadline
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from toolcycle._inflight import Flight
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
     from toolcycle.context import ToolExecutionContext, _CallScope
+    from toolcycle.execution._inflight import Flight
     from toolcycle.instrumentation import CallObserver
     from toolcycle.models import (
         ApprovalRecord,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolcycle._results import Outcome, build_result, check_input
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
@@ -22,13 +21,14 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult
+from toolcycle.runtime._results import Outcome, build_result, check_input
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from toolcycle._inflight import Flight
-    from toolcycle._invoke import InvokeTimeoutError
     from toolcycle.cache import ToolLifecycleCache
+    from toolcycle.execution._inflight import Flight
+    from toolcycle.execution._invoke import InvokeTimeoutError
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
     from toolcycle.runtime._shared import Catalog, Entry, Settings

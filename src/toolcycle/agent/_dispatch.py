@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolcycle._names import FORMATS, provider_name
+from toolcycle.agent._names import FORMATS, provider_name
 from toolcycle.errors import (
     ToolAccessDeniedError,
     ToolActivationError,

@@ -1,6 +1,6 @@
 """Readers: an engine's errors as (path, keyword, message) triples in toolcycle's words.
 
-Each reader hands `toolcycle._wording.describe` the facts of a failure (the
+Each reader hands `toolcycle.validation._wording.describe` the facts of a failure (the
 keyword, the failing value, the schema object that holds the keyword) and so
 gives the same triple for the same failure, whichever engine found it. Where the
 engines see one failure differently, the reader brings its engine to the same
@@ -10,7 +10,7 @@ report:
   ``patternProperties``, ``prefixItems`` and ``items`` (it reports the parent
   object, or one issue for all the extra items). Its copies of the schema and of
   the pre-loaded documents carry `FALSE_STANDIN` there instead (see
-  ``toolcycle._backends.false_standins``), which fails the same values, keeps the
+  ``toolcycle.validation._backends.false_standins``), which fails the same values, keeps the
   place, and is read as ``false``.
 - ``jsonschema-rs`` does not hand over the schema object that holds the failed
   keyword; `RsReader` finds it from the keyword's location in the document. It
@@ -24,9 +24,9 @@ import ast
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urljoin
 
-from toolcycle._issues import Triple, closest
-from toolcycle._patterns import matches
-from toolcycle._wording import describe, json_key
+from toolcycle.validation._issues import Triple, closest
+from toolcycle.validation._patterns import matches
+from toolcycle.validation._wording import describe, json_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping

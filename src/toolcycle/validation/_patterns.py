@@ -3,7 +3,7 @@ r"""JSON Schema patterns run on RE2, whose matching time is linear in the text.
 Python's ``re`` backtracks, so a pattern such as ``^(a|a)*$`` can take seconds on
 25 characters. RE2 (``google-re2``) never backtracks: whatever the pattern, it
 matches in time linear in the length of the text. Each pattern is read as
-ECMA-262 and rewritten for RE2 by `toolcycle._ecma.to_re2`, compiled once and
+ECMA-262 and rewritten for RE2 by `toolcycle.validation._ecma.to_re2`, compiled once and
 cached; a pattern that cannot be (a backreference, a lookahead) is refused when
 its schema is compiled, by `pattern_problems`, with the reason.
 """
@@ -14,7 +14,7 @@ import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._ecma import PatternError, to_re2
+from toolcycle.validation._ecma import PatternError, to_re2
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -14,7 +14,6 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
-from toolcycle._invoke import InvokeTimeoutError, own_loop
 from toolcycle.cache import OwnerGone
 from toolcycle.errors import (
     ToolActivationError,
@@ -24,15 +23,16 @@ from toolcycle.errors import (
     ToolRuntimeError,
     error_text,
 )
+from toolcycle.execution._invoke import InvokeTimeoutError, own_loop
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from toolcycle._invoke import Cancels, Invoker, Straggler
-    from toolcycle._portal import Deadline
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
+    from toolcycle.execution._invoke import Cancels, Invoker, Straggler
+    from toolcycle.execution._portal import Deadline
     from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
     from toolcycle.protocols import ToolInstance
 

@@ -12,7 +12,7 @@ r"""One walk over a schema for what its metaschema cannot see: references and pa
   every such schema counts as one of its targets (``{"$dynamicAnchor": "n",
   "$dynamicRef": "#n"}`` refers to itself);
 - a ``pattern`` or ``patternProperties`` key that is too long or that RE2 cannot
-  run with its ECMA-262 meaning (`toolcycle._patterns`).
+  run with its ECMA-262 meaning (`toolcycle.validation._patterns`).
 
 The references are looked up with the ``referencing`` resolver the caller hands
 over, so this module imports neither ``jsonschema`` nor ``referencing``.
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._backends import SUBSCHEMA, SUBSCHEMA_ARRAYS, SUBSCHEMA_MAPS, truncate
-from toolcycle._json import pointer_token
-from toolcycle._patterns import pattern_problems
+from toolcycle.validation._backends import SUBSCHEMA, SUBSCHEMA_ARRAYS, SUBSCHEMA_MAPS, truncate
+from toolcycle.validation._json import pointer_token
+from toolcycle.validation._patterns import pattern_problems
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator

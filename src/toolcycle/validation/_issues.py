@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from toolcycle._json import pointer_token
 from toolcycle.models import ValidationIssue
+from toolcycle.validation._json import pointer_token
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

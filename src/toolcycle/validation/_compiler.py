@@ -1,38 +1,4 @@
-"""JSON Schema, hardened for schemas and values nobody vouches for.
-
-Draft 2020-12 is the dialect of a schema that declares none; a schema may declare
-draft 2019-09, 07, 06 or 04 in ``$schema`` and is then validated by that draft's rules.
-
-Schemas come from MCP servers and values from language models, so this module
-treats both as hostile:
-
-- Validators are built once per schema and never retrieve anything: the
-  registry refuses every retrieval, so a remote or ``file://`` ``$ref`` is never
-  fetched. Documents a schema legitimately refers to can be pre-loaded.
-  A reference that does not resolve is an error when the schema is compiled,
-  naming the pointer, never a surprise at call time; so is a chain of ``$ref``,
-  ``$dynamicRef`` or ``$recursiveRef`` that comes back round (`toolcycle._survey`).
-- Schemas are capped in size and depth. ``pattern`` / ``patternProperties`` regular
-  expressions are read as ECMA-262 and matched in linear time on both backends
-  (RE2 for ``jsonschema``, the ``regex`` crate for ``jsonschema-rs``), so no
-  pattern can backtrack catastrophically; one that needs backtracking
-  (a backreference, a lookahead) is refused at compile time (`toolcycle._patterns`).
-- Values are normalised to strict JSON and capped in size, depth and integer
-  width before they reach the validator; anything the validator still trips
-  over (a ``$ref`` cycle, say) becomes a validation issue, never an exception.
-- Messages quote only the schema's own words and the offending value, truncated, in
-  toolcycle's own wording (`toolcycle._wording`), the same whichever backend runs.
-
-Two backends run the compiled schemas (see `toolcycle._backends`): ``jsonschema``,
-always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
-``"auto"`` picks when it is installed. Whether a schema is usable is decided here,
-with ``jsonschema``, for both, so they accept the same schemas; they differ in speed.
-
-``jsonschema`` and ``referencing`` are imported here and in `toolcycle._backends`,
-``jsonschema_rs`` only in `toolcycle._backends`, and nowhere else. They are imported
-when the first `SchemaCompiler` is built, not with this module: together they are
-about a third of what ``import toolcycle`` would otherwise cost.
-"""
+"""Compile each schema once, and validate inputs and outputs against it (the public API)."""
 
 from __future__ import annotations
 
@@ -41,7 +7,9 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from toolcycle._backends import (
+from toolcycle.errors import ToolSchemaValidationError
+from toolcycle.models import Validation, ValidationIssue
+from toolcycle.validation._backends import (
     BACKEND_NAMES,
     BackendSchemaError,
     JsonschemaBackend,
@@ -52,11 +20,9 @@ from toolcycle._backends import (
     fast_backend_available,
     truncate,
 )
-from toolcycle._json import JSONCompatibilityError, encode, normalize
-from toolcycle._re2_keywords import re2_classes
-from toolcycle._survey import schema_problems
-from toolcycle.errors import ToolSchemaValidationError
-from toolcycle.models import Validation, ValidationIssue
+from toolcycle.validation._json import JSONCompatibilityError, encode, normalize
+from toolcycle.validation._re2_keywords import re2_classes
+from toolcycle.validation._survey import schema_problems
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._names import provider_name
-from toolcycle._schemas import openai_strict
+from toolcycle.agent._names import provider_name
+from toolcycle.agent._schemas import openai_strict
 
 if TYPE_CHECKING:
     from toolcycle.models import ToolDescriptor

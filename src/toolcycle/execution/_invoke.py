@@ -21,7 +21,8 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-from toolcycle._portal import (
+from toolcycle.errors import ToolRuntimeError
+from toolcycle.execution._portal import (
     CANCEL_GRACE_SECONDS,
     Deadline,
     Portal,
@@ -30,7 +31,6 @@ from toolcycle._portal import (
     run_blocking,
     wait_result,
 )
-from toolcycle.errors import ToolRuntimeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

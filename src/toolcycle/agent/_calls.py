@@ -25,8 +25,8 @@ import json
 import sys
 from typing import Any
 
-from toolcycle._json import short_repr
 from toolcycle.models import ToolCall
+from toolcycle.validation._json import short_repr
 
 __all__ = ["parse_tool_call"]
 

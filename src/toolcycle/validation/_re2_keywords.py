@@ -5,7 +5,7 @@ Python's backtracking ``re``, in four places: those two keywords, the
 properties ``additionalProperties`` leaves to ``patternProperties``, and the
 properties ``unevaluatedProperties`` counts as evaluated. `re2_classes` extends
 each dialect's validator class with keyword functions that do the same work with
-`toolcycle._patterns.matches` (ECMA-262 read, RE2 run, linear time) and a format
+`toolcycle.validation._patterns.matches` (ECMA-262 read, RE2 run, linear time) and a format
 checker whose ``regex`` check compiles with RE2. Everything else is
 ``jsonschema``'s own.
 
@@ -19,8 +19,8 @@ import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._ecma import PatternError
-from toolcycle._patterns import compile_pattern, matches
+from toolcycle.validation._ecma import PatternError
+from toolcycle.validation._patterns import compile_pattern, matches
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping

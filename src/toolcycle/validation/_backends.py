@@ -7,7 +7,7 @@ for a schema already accepted and runs it:
 
 - ``jsonschema``: the reference implementation in pure Python, always installed,
   with validator classes whose ``pattern``, ``patternProperties`` (and the keywords
-  that look at them) run on RE2 (`toolcycle._re2_keywords`).
+  that look at them) run on RE2 (`toolcycle.validation._re2_keywords`).
 - ``jsonschema-rs``: the Rust implementation (extra ``toolcycle[fast]``), about
   40 times faster on a small object (docs/performance.md has the numbers), with
   its patterns on the ``regex`` crate rather than ``fancy-regex``.
@@ -21,8 +21,8 @@ registry alone would not stop it from fetching).
 
 Both report problems the same way: `ValidationIssue` records with the JSON
 Pointer of the value, the keyword that failed and a message in toolcycle's own
-words, read from the engine's errors by `toolcycle._readers` and ranked by
-`toolcycle._issues` (shallow before deep, ``anyOf`` and ``oneOf`` after the rest,
+words, read from the engine's errors by `toolcycle.validation._readers` and ranked by
+`toolcycle.validation._issues` (shallow before deep, ``anyOf`` and ``oneOf`` after the rest,
 then by pointer, keyword and message), identical issues once, at most
 `MAX_ISSUES`. Building that list costs far more than the yes/no answer, so the
 runtime asks `is_valid` first and `issues` only when the answer is no.
@@ -33,9 +33,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from toolcycle._issues import MAX_ISSUES, Triple, ranked, truncate
-from toolcycle._json import pointer_token
-from toolcycle._readers import FALSE_STANDIN, RsReader, jsonschema_errors
+from toolcycle.validation._issues import MAX_ISSUES, Triple, ranked, truncate
+from toolcycle.validation._json import pointer_token
+from toolcycle.validation._readers import FALSE_STANDIN, RsReader, jsonschema_errors
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping

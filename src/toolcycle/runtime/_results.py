@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._json import encode, encode_text
 from toolcycle.errors import ToolOutputError, error_text
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, _trusted
 from toolcycle.tracing import get_logger
+from toolcycle.validation._json import encode, encode_text
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
