@@ -88,8 +88,11 @@ ASYNC_BATCH = 100
 STDIO_BATCH = 20
 """Calls awaited per run of a batched stdio benchmark (each is a round trip to a process)."""
 
-ACTIVATION_REPEATS = 5
+ACTIVATION_REPEATS = 9
 """How many times each activation benchmark runs; the runner reports best and median."""
+
+ROUNDS = 11
+"""Repeats of every other benchmark, in turns, for the restated target's paired ratios."""
 
 ARGUMENTS = {"a": 2, "b": 3}
 

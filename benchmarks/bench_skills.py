@@ -23,6 +23,15 @@ The small bodies show how much of the speed-up comes from reading only the
 front matter (toolcycle leaves the body for activation) rather than from
 parsing and checking faster.
 
+Two more benchmarks, on the 100 KB folder, measure what a user sees, for the
+restated target (`benchmarks.targets`): ``time_skills_user_register_100kb``
+builds a fresh ``ToolRuntime()`` (the default one), calls
+``register_source(SkillDirectory(folder))`` and lists the tools with
+``runtime.descriptors()``; the runtime is closed after the timing, as a user's
+would be much later. ``time_skills_user_read_properties_100kb`` is
+``read_properties`` of each folder again. Each runs `USER_REPEATS` times (best of
+two warm runs: ``setup()`` runs each once first).
+
 Each run takes between a tenth of a second and a few seconds, so every
 benchmark says ``number = 1`` and ``repeat = REPEATS``, and the runner runs it
 exactly that often. The files are freshly written, so both sides read them from
@@ -55,6 +64,9 @@ SMALL_BODY_BYTES = 1024
 
 REPEATS = 5
 """How many times each benchmark runs; the runner reports best and median."""
+
+USER_REPEATS = 2
+"""How many times each benchmark of the user's path runs, after one warm-up run."""
 
 _PARAGRAPH = (
     "Read the input carefully before changing anything. Keep the original file "
@@ -135,6 +147,10 @@ def setup() -> None:
             # read_properties raises on one, so the benchmark itself checks that side.
             if _register(root) != SKILL_COUNT:
                 raise RuntimeError(f"not every generated skill in {root} was registered")
+        _state["open"] = []
+        time_skills_user_register_100kb()
+        time_skills_user_read_properties_100kb()
+        _close_user_runtimes()
     except BaseException:
         teardown()
         raise
@@ -144,6 +160,7 @@ def teardown() -> None:
     """Remove the temporary directory and everything in it."""
     if not _state:
         return
+    _close_user_runtimes()
     shutil.rmtree(_state["tmp"], ignore_errors=True)
     _state.clear()
 
@@ -190,3 +207,28 @@ def time_skills_register_1kb() -> None:
 def time_skills_read_properties_1kb() -> None:
     """skills_ref.read_properties of the same 1,000 small skill folders, sorted."""
     _read_all(_state["small"][1])
+
+
+def _close_user_runtimes() -> None:
+    for runtime in _state.get("open", ()):
+        runtime.close()
+    _state.get("open", []).clear()
+
+
+def time_skills_user_register_100kb() -> None:
+    """A user's path: fresh ToolRuntime(), register_source(SkillDirectory), descriptors()."""
+    runtime = ToolRuntime()
+    _state["open"].append(runtime)  # closed after the timing
+    runtime.register_source(SkillDirectory(_state["large"][0]))
+    if len(runtime.descriptors()) != SKILL_COUNT:
+        raise RuntimeError("not every skill is listed")
+
+
+def time_skills_user_read_properties_100kb() -> None:
+    """skills_ref.read_properties of each of the 1,000 skill folders of 100 KB."""
+    _read_all(_state["large"][1])
+
+
+for _bench in (time_skills_user_register_100kb, time_skills_user_read_properties_100kb):
+    _bench.number = 1  # type: ignore[attr-defined]
+    _bench.repeat = USER_REPEATS  # type: ignore[attr-defined]
