@@ -81,8 +81,9 @@ ALLOWED = {
     "validation._json": set(),
     "_docstrings": set(),
     "callables": {"_docstrings", "cancellation", "context", "errors", "models"},
-    "errors": {"models"},  # for annotations only, under TYPE_CHECKING
-    "models": {"agent._messages", "errors"},
+    "_validation_records": set(),
+    "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
+    "models": {"_validation_records", "agent._messages", "errors"},
     "agent._messages": set(),
     "redaction": {"validation._applicators"},
     "validation._applicators": set(),
@@ -368,6 +369,113 @@ def test_every_core_module_has_an_entry_in_the_layer_map() -> None:
     assert core == set(ALLOWED), (
         f"unlisted: {sorted(core - set(ALLOWED))}; gone: {sorted(set(ALLOWED) - core)}"
     )
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(root: Path = SRC) -> dict[str, set[str]]:
+    """Each module of the package at ``root`` and the modules of it that it imports.
+
+    Every import statement counts, those under ``TYPE_CHECKING`` and inside functions
+    too. ``from toolcycle.a import b`` points at ``toolcycle.a.b`` when that is a
+    module, else at ``toolcycle.a``; relative imports are resolved. A module outside a
+    package that imports one of its modules also depends on the package's ``__init__``,
+    which Python runs first; a module inside the package does not (it is already running).
+    """
+    paths = {_module_name(path, root): path for path in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    kept = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*kept, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    submodule = f"{base}.{alias.name}"
+                    targets.add(submodule if submodule in paths else base)
+        # Importing a.b.c from outside the package a.b first runs a.b's __init__.
+        for target in list(targets):
+            parent = target.rpartition(".")[0]
+            while parent and not f"{name}.".startswith(f"{parent}."):
+                targets.add(parent)
+                parent = parent.rpartition(".")[0]
+        graph[name] = {target for target in targets if target in paths and target != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles a depth-first walk meets, each as ``[a, b, ..., a]``."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+    for root in sorted(graph):
+        if root in done:
+            continue
+        path: list[str] = [root]
+        branches = [iter(sorted(graph[root]))]
+        while branches:
+            target = next(branches[-1], None)
+            if target is None:
+                done.add(path.pop())
+                branches.pop()
+            elif target in path:
+                found.append([*path[path.index(target) :], target])
+            elif target not in done:
+                path.append(target)
+                branches.append(iter(sorted(graph[target])))
+    return found
+
+
+def test_the_cycle_check_sees_type_checking_submodule_and_relative_imports(
+    tmp_path: Path,
+) -> None:
+    """Cycles through TYPE_CHECKING, submodule, relative or package-__init__ imports are found."""
+    files = {
+        "__init__.py": "",
+        "low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high import H\n",
+        "high.py": "from pkg.low import L\n",
+        "sub/__init__.py": "from pkg.sub import b\n",
+        "sub/a.py": "from . import b\n",
+        "sub/b.py": "from pkg.sub import a\n",
+        "sub/c.py": "from ..low import L\nfrom pkg.sub import b\n",
+        "deep/__init__.py": "from pkg.deep.x import X\n",
+        "deep/x.py": "from pkg.top import T\n",
+        "deep/y.py": "",
+        "top.py": "from pkg.deep.y import Y\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    graph = _import_graph(tmp_path / "pkg")
+    assert graph["pkg.sub.c"] == {"pkg.low", "pkg.sub.b"}
+    assert graph["pkg.top"] == {"pkg.deep", "pkg.deep.y"}  # deep's __init__ runs first
+    assert _cycles(graph) == [
+        ["pkg.deep", "pkg.deep.x", "pkg.top", "pkg.deep"],
+        ["pkg.high", "pkg.low", "pkg.high"],
+        ["pkg.sub.b", "pkg.sub.a", "pkg.sub.b"],
+    ]
+
+
+def test_the_import_graph_covers_every_package_of_toolcycle() -> None:
+    """The real graph holds sources/, builtins/ and edges only TYPE_CHECKING makes."""
+    graph = _import_graph()
+    assert "toolcycle.models" in graph["toolcycle.approvals"]  # under TYPE_CHECKING only
+    assert "toolcycle.sources.mcp._loop" in graph["toolcycle.sources.mcp._server"]
+    assert "toolcycle.sources.skills._tools" in graph["toolcycle.sources.skills"]
+    assert any(name.startswith("toolcycle.builtins.") for name in graph)
+
+
+def test_no_module_takes_part_in_an_import_cycle() -> None:
+    """No toolcycle module imports itself through others, in sources/ and builtins/ too."""
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
 
 
 def test_core_never_imports_sources_or_testing() -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from toolcycle.models import Validation
+    from toolcycle._validation_records import Validation
 
 __all__ = [
     "ToolAccessDeniedError",

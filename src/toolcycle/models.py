@@ -13,6 +13,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from toolcycle._validation_records import Validation, ValidationIssue
 from toolcycle.agent._messages import result_message
 from toolcycle.errors import ToolExecutionError
 
@@ -142,32 +143,6 @@ class Change(BaseModel):
     """ISO-8601 UTC time the change was made, when the tool knows it."""
     data: dict[str, Any] = Field(default_factory=dict)
     """JSON-compatible details, such as what is needed to undo the change."""
-
-
-class ValidationIssue(BaseModel):
-    """One reason a value does not satisfy a schema."""
-
-    model_config = _FROZEN
-
-    pointer: str
-    """JSON Pointer (RFC 6901) of the failing value; ``""`` is the whole value."""
-    keyword: str
-    """The schema keyword that failed, for example ``"type"`` or ``"required"``."""
-    message: str
-    """A short sentence saying what is wrong, meant for a person or a model."""
-
-
-class Validation(BaseModel):
-    """The outcome of checking one value against one schema."""
-
-    model_config = _FROZEN
-
-    valid: bool
-    issues: tuple[ValidationIssue, ...] = ()
-
-    def summary(self) -> str:
-        """Return the issues as one line each, ``pointer: message``."""
-        return "\n".join(f"{issue.pointer or '/'}: {issue.message}" for issue in self.issues)
 
 
 class ApprovalRecord(BaseModel):

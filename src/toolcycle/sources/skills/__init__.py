@@ -28,12 +28,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from toolcycle.sources.skills._files import SkillFileError
+from toolcycle.sources.skills._limits import SkillLimits
 from toolcycle.sources.skills._rules import (
     InvalidSkillWarning,
     SkillReport,
     SkillValidationError,
 )
-from toolcycle.sources.skills._source import Skill, SkillDirectory, SkillLimits
+from toolcycle.sources.skills._source import Skill, SkillDirectory
 from toolcycle.sources.skills._tools import ScriptTool, SkillTool
 
 __all__ = [

@@ -6,12 +6,12 @@ import html
 import logging
 import os
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
+from toolcycle.sources.skills._limits import SkillLimits
 from toolcycle.sources.skills._rules import (
     InvalidSkillWarning,
     SkillReport,
@@ -25,30 +25,9 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolInstance
 
-__all__ = ["Skill", "SkillDirectory", "SkillLimits", "render_prompt"]
+__all__ = ["Skill", "SkillDirectory", "render_prompt"]
 
 _log = logging.getLogger("toolcycle.skills")
-
-
-@dataclass(frozen=True, slots=True)
-class SkillLimits:
-    """The caps a skills source works within.
-
-    Attributes:
-        max_front_matter_bytes: how far discovery reads looking for the line
-            that closes the front matter.
-        max_file_bytes: the largest bundled file a call may read.
-        max_files: how many bundled files activation lists.
-        script_timeout: seconds a script may run (the ``timeout`` of each
-            ``run_script`` tool; a smaller ``timeout=`` of a call wins).
-        max_output_bytes: how much of a script's stdout, and of its stderr, is kept.
-    """
-
-    max_front_matter_bytes: int = 256 * 1024
-    max_file_bytes: int = 1024 * 1024
-    max_files: int = 1000
-    script_timeout: float = 60.0
-    max_output_bytes: int = 256 * 1024
 
 
 class Skill:

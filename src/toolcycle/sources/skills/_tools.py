@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle import ToolCapability, ToolDescriptor, ToolResult
 from toolcycle.sources.skills._files import (
@@ -17,8 +17,10 @@ from toolcycle.sources.skills._frontmatter import read_body
 from toolcycle.sources.skills._scripts import command_for, minimal_environment, run_script
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from toolcycle import ToolExecutionContext
-    from toolcycle.sources.skills._source import Skill
+    from toolcycle.sources.skills._limits import SkillLimits
 
 __all__ = ["ScriptTool", "SkillTool"]
 
@@ -74,6 +76,39 @@ _SCRIPT_OUTPUT: dict[str, Any] = {
 }
 
 
+class SkillFolder(Protocol):
+    """What the tools read of a skill (a `Skill` is one); they never build or scan one."""
+
+    @property
+    def name(self) -> str:
+        """The skill's name, which names its tools."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """The skill's description, which its reading tool offers."""
+        ...
+
+    @property
+    def path(self) -> Path:
+        """The skill's folder, resolved."""
+        ...
+
+    @property
+    def location(self) -> Path:
+        """Its ``SKILL.md``."""
+        ...
+
+    @property
+    def limits(self) -> SkillLimits:
+        """The caps the tools read and run within."""
+        ...
+
+    def annotations(self) -> dict[str, Any]:
+        """The descriptor annotations of its reading tool."""
+        ...
+
+
 class _PerPlan:
     """What a tool loaded at activation, by plan id, dropped at deactivation."""
 
@@ -107,7 +142,7 @@ class SkillTool:
     with ``{"path": "references/x.md"}`` returns ``{"path": ..., "text": ...}``.
     """
 
-    def __init__(self, skill: Skill) -> None:
+    def __init__(self, skill: SkillFolder) -> None:
         self.skill = skill
         self._descriptor = ToolDescriptor(
             name=skill.name,
@@ -181,7 +216,7 @@ class ScriptTool:
     and it exists only when the source was created with ``scripts=True``.
     """
 
-    def __init__(self, skill: Skill, env: dict[str, str] | None) -> None:
+    def __init__(self, skill: SkillFolder, env: dict[str, str] | None) -> None:
         self.skill = skill
         self._env = env
         self._descriptor = ToolDescriptor(
