@@ -191,6 +191,90 @@ def test_docstring_styles_give_summary_and_parameter_descriptions(doc: str) -> N
     assert props["steps"]["description"] == "how far to move it."
 
 
+def test_the_description_is_the_whole_first_paragraph_of_the_docstring() -> None:
+    """A summary that runs over two lines is kept whole, its lines joined."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    add.__doc__ = """Add two numbers
+        and return the sum.
+
+        More about it, not part of the description.
+
+        Args:
+            a: the first.
+            b: the second.
+        """
+    descriptor = wrap(add).discover()
+    assert descriptor.description == "Add two numbers and return the sum."
+    assert descriptor.input_schema["properties"]["b"]["description"] == "the second."
+
+
+def test_keyword_args_and_other_parameters_sections_describe_parameters() -> None:
+    """Google ``Keyword Args:`` and NumPy ``Other Parameters`` describe parameters too."""
+
+    def google(a: int, *, b: int = 0) -> None:
+        """Do.
+
+        Args:
+            a: the first.
+
+        Keyword Args:
+            b: the second.
+        """
+
+    def numpy(a: int, b: int = 0) -> None:
+        """Do.
+
+        Parameters
+        ----------
+        a : int
+            the first.
+
+        Other Parameters
+        ----------------
+        b : int
+            the second.
+        """
+
+    for fn in (google, numpy):
+        assert {name: prop["description"] for name, prop in _props(wrap(fn)).items()} == {
+            "a": "the first.",
+            "b": "the second.",
+        }
+
+
+def test_an_attributes_section_describes_no_parameter() -> None:
+    """Only parameter sections give descriptions; ``Attributes:`` is about something else."""
+
+    def fn(count: int) -> None:
+        """Do.
+
+        Attributes:
+            count: an attribute of something else.
+        """
+
+    assert "description" not in _props(wrap(fn))["count"]
+
+
+def test_a_docstring_with_stray_markup_still_gives_a_tool() -> None:
+    """Text the docstring reader does not recognise is ignored, never an error."""
+
+    def fn(a: int) -> None:
+        """Do it.
+
+        Args:
+            a: the first.
+
+        : :
+        """
+
+    descriptor = wrap(fn).discover()
+    assert descriptor.description == "Do it."
+    assert descriptor.input_schema["properties"]["a"]["description"] == "the first."
+
+
 def test_field_description_wins_over_the_docstring() -> None:
     """An explicit Field description is kept."""
 
