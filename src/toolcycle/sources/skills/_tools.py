@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from toolcycle import ToolExecutionContext
     from toolcycle.sources.skills._limits import SkillLimits
 
-__all__ = ["ScriptTool", "SkillTool"]
+__all__ = ["ScriptTool", "SkillFolder", "SkillTool"]
 
 _READ_INPUT: dict[str, Any] = {
     "type": "object",
