@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from toolcycle.cancellation import _run_callback
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -24,6 +27,11 @@ if TYPE_CHECKING:
     from toolcycle.context import _CallScope
 
 __all__ = ["Flight", "Flights", "wait_for"]
+
+
+def _noop() -> None:
+    return None
+
 
 # One lock (and condition) for every flight of every plan: its sections are a few
 # attribute writes and a set operation, so it is never held for long.
@@ -63,23 +71,36 @@ class Flight:
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Run ``callback`` once when the plan's token is cancelled or the plan ends.
 
+        The call's stages run one at a time, so one stage's callback is held here
+        and `Flights` hands it the plan token's cancellation: no callback is added
+        to the plan's token per call. A second callback while one is held (not
+        done by the runtime) is registered with the token as well.
+
         Returns:
             A function that unregisters it; calling it again is harmless.
         """
-        unplan = self.group.token.on_cancel(callback)
+        group = self.group
+        if not group.listening:
+            group.listen()
+        token = group.token
         with _lock:
-            if not self.ended:
-                self._hook = callback
-
-                def unregister() -> None:
-                    unplan()
-                    with _lock:
-                        if self._hook is callback:
-                            self._hook = None
-
-                return unregister
+            if not self.ended and not token.is_cancelled:
+                if self._hook is None:
+                    self._hook = callback
+                    return partial(self._unhook, callback)
+                unplan = token.on_cancel(callback)
+                return partial(self._unhook, callback, unplan)
         callback()
-        return unplan
+        return _noop
+
+    def _unhook(
+        self, callback: Callable[[], object], unplan: Callable[[], None] | None = None
+    ) -> None:
+        if unplan is not None:
+            unplan()
+        with _lock:
+            if self._hook is callback:
+                self._hook = None
 
     def attach(self, scope: _CallScope) -> None:
         """Follow the running call's scope, whose token the plan's end cancels.
@@ -119,12 +140,37 @@ class Flight:
 class Flights:
     """The calls in flight of one plan."""
 
-    __slots__ = ("_calls", "closed", "token")
+    __slots__ = ("_calls", "closed", "listening", "token")
 
     def __init__(self, token: CancellationToken) -> None:
         self.token = token
         self.closed = False
         self._calls: set[Flight] = set()
+        self.listening = False
+
+    def listen(self) -> None:
+        """Hand the plan token's cancellation to the stages of the calls in flight.
+
+        One callback for the whole plan, added the first time a stage asks (see
+        `Flight.on_cancel`); a plan whose calls never wait on a stage adds none.
+        A stage that registers meanwhile is served too: registered after the
+        cancellation, the callback runs at once and finds it.
+        """
+        with _lock:
+            if self.listening:
+                return
+            self.listening = True
+        self.token.on_cancel(self._token_cancelled)
+
+    def _token_cancelled(self) -> None:
+        with _lock:
+            hooks = []
+            for flight in tuple(self._calls):  # a copy: admissions add to it lock-free
+                if flight._hook is not None:
+                    hooks.append(flight._hook)
+                    flight._hook = None
+        for hook in hooks:
+            _run_callback(hook)
 
     def admit(self, record: Any, owner: object) -> Flight | None:
         """A new flight for a call, or None once the plan is ending.
