@@ -187,6 +187,11 @@ class Invoker:
             Exception: whatever ``fn`` raised.
         """
         if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
+            if timeout is None and token is not None:
+                # The common case, without a coroutine frame in between (see `_cancellable`).
+                current = asyncio.current_task()
+                if current is not None:
+                    return await _in_current_task(fn(*args), token, current)
             return await _cancellable(fn(*args), token, timeout)
         if detached or timeout is not None:
             result = await _athread(fn, args, timeout, on_abandon)
