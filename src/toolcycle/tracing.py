@@ -401,6 +401,7 @@ class TraceRecorder:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
         ended = self._clock()
+        duration = (self._timer() - record.t0) * 1000.0
         finished = _FinishedCall(
             (
                 record.tool_name,
@@ -408,7 +409,7 @@ class TraceRecorder:
                 record.call_id,
                 started,
                 max(ended, started),
-                max(0.0, (self._timer() - record.t0) * 1000.0),
+                max(0.0, duration),
                 size,
                 size if original_size is None else original_size,
                 status,
@@ -420,7 +421,11 @@ class TraceRecorder:
                 approval,
             )
         )
-        if self._recent is None and not self._listeners and self._drops(status):
+        if (
+            self._recent is None
+            and not self._listeners
+            and (self._drops_all or self._drops(status))
+        ):
             return finished
         trace = finished.build()
         if self._recent is not None:
@@ -434,8 +439,6 @@ class TraceRecorder:
 
     def _drops(self, status: TraceStatus) -> bool:
         """Whether the tracer is known to drop a trace of this status unseen."""
-        if self._drops_all:
-            return True
         gate = self._gate
         if gate is None:
             return False
