@@ -229,7 +229,7 @@ def test_a_cancelled_plan_stops_every_awaited_call_in_flight() -> None:
     running = 0
 
     class Waiting(FakeTool):
-        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
             nonlocal running
             running += 1
             if running == 3:
@@ -258,7 +258,7 @@ def test_calls_add_no_callbacks_to_the_plans_token() -> None:
     """However many awaited calls a plan makes, its token holds the same callbacks."""
 
     class Async(FakeTool):
-        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
             await asyncio.sleep(0)
             return 1
 

@@ -120,7 +120,7 @@ ALLOWED = {
     "capabilities": {"context", "errors", "models"},
     "_portal": {"errors"},
     "_invoke": {"_portal", "cancellation", "errors"},
-    "_inflight": {"cancellation", "context"},  # for annotations only, under TYPE_CHECKING
+    "_inflight": {"cancellation", "context"},  # context for annotations only
     "cache": {"_inflight", "context", "errors", "protocols"},
     "_activation": {
         "_invoke",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import _run_callback
@@ -76,31 +75,42 @@ class Flight:
         to the plan's token per call. A second callback while one is held (not
         done by the runtime) is registered with the token as well.
 
+        Lock-free unless the plan is already cancelled or ending: the hook is
+        written before ``ended`` and the token are read, and a canceller sets
+        those before it takes the hook (under the lock), so one of the two sees
+        the other, and whichever takes the hook runs it, once.
+
         Returns:
             A function that unregisters it; calling it again is harmless.
         """
         group = self.group
         if not group.listening:
             group.listen()
-        token = group.token
+        if self._hook is not None:
+            return self._also(callback)
+        self._hook = callback
+        if self.ended or group.token.is_cancelled:
+            with _lock:
+                mine = self._hook is callback
+                if mine:
+                    self._hook = None
+            if mine:
+                callback()
+            return _noop
+        return self._unhook
+
+    def _unhook(self) -> None:
+        # Only the call's own stage unregisters, before its next stage registers;
+        # a canceller that took the hook meanwhile runs it all the same.
+        self._hook = None
+
+    def _also(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """A second callback at once: the plan's token runs it; the plan's end does not."""
         with _lock:
-            if not self.ended and not token.is_cancelled:
-                if self._hook is None:
-                    self._hook = callback
-                    return partial(self._unhook, callback)
-                unplan = token.on_cancel(callback)
-                return partial(self._unhook, callback, unplan)
+            if not self.ended:
+                return self.group.token.on_cancel(callback)
         callback()
         return _noop
-
-    def _unhook(
-        self, callback: Callable[[], object], unplan: Callable[[], None] | None = None
-    ) -> None:
-        if unplan is not None:
-            unplan()
-        with _lock:
-            if self._hook is callback:
-                self._hook = None
 
     def attach(self, scope: _CallScope) -> None:
         """Follow the running call's scope, whose token the plan's end cancels.
