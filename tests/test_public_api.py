@@ -131,7 +131,7 @@ ALLOWED = {
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},
     "execution._invoke": {"execution._portal", "cancellation", "errors"},
-    "execution._inflight": {"cancellation", "context"},  # for annotations only, under TYPE_CHECKING
+    "execution._inflight": {"cancellation", "context"},  # context for annotations only
     "cache": {"execution._inflight", "context", "errors", "protocols"},
     "execution._activation": {
         "execution._invoke",

@@ -8,7 +8,7 @@ None of them has behaviour beyond small conveniences.
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -249,6 +249,62 @@ class PendingApproval(BaseModel):
     so that the resumed result can answer it."""
 
 
+class _LazyTrace:
+    """A finished call's trace kept as plain values until someone reads it.
+
+    The runtime puts one in a result's ``trace`` slot when nothing asked for the
+    trace while the call ran (no listener, no kept traces, a tracer that drops
+    it). The result turns it into the `ToolExecutionTrace` the first time its
+    ``trace`` or its data (``model_dump``, ``==``, pickling, copies) is read;
+    nothing outside this module ever sees it.
+    """
+
+    __slots__ = ()
+
+    @property
+    def error(self) -> str | None:
+        """The trace's ``error``, as it will read."""
+        raise NotImplementedError
+
+    def build(self) -> ToolExecutionTrace:
+        """The trace; the same object every time it is asked for."""
+        raise NotImplementedError
+
+
+# The instance dict's own descriptor, which a result's ``__dict__`` property wraps.
+_DICT: Any = BaseModel.__dict__["__dict__"]
+
+
+def _settle(values: dict[str, Any]) -> Any:
+    """The trace in a result's ``values``, built in place first if it is still lazy."""
+    trace = values.get("trace")
+    if isinstance(trace, _LazyTrace):
+        trace = values["trace"] = trace.build()  # the same object from every thread
+    return trace
+
+
+def _settled_dict(result: Any) -> dict[str, Any]:
+    """A result's instance dict, its trace built: what every reader of its data gets."""
+    values: dict[str, Any] = _DICT.__get__(result)
+    if isinstance(values.get("trace"), _LazyTrace):
+        _settle(values)
+    return values
+
+
+class _TraceField:
+    """The ``trace`` attribute of a result: a data descriptor, so it is asked first."""
+
+    __slots__ = ()
+
+    def __get__(self, result: Any, owner: type | None = None) -> Any:
+        if result is None:  # as for any pydantic field: no class attribute
+            raise AttributeError("trace")
+        return _settle(_DICT.__get__(result))
+
+    def __set__(self, result: Any, value: Any) -> None:
+        raise TypeError("a ToolResult is frozen")  # pragma: no cover - pydantic refuses first
+
+
 class ToolResult(BaseModel):
     """The outcome of a call: output on success, error details on failure.
 
@@ -281,6 +337,12 @@ class ToolResult(BaseModel):
     """Set when the call waits for approval: pass it to ``runtime.resume`` later."""
     _text: str | None = PrivateAttr(default=None)
     # The output as the compact JSON text the runtime measured, kept for to_message.
+
+    if not TYPE_CHECKING:
+        # Every reader of a result's data (pydantic's dump, copy, pickle, repr and
+        # equality, pydantic-core's serialiser, ``vars``) goes through ``__dict__``;
+        # as a property it builds a lazy trace first, so none of them sees one.
+        __dict__ = property(_settled_dict, _DICT.__set__)
 
     def __eq__(self, other: object) -> bool:
         # The fields decide; the cached text is not part of what a result says.
@@ -337,23 +399,33 @@ class ToolResult(BaseModel):
         raise error from self.exception
 
 
+# Set after the class is made, so that pydantic sees a plain field.
+type.__setattr__(ToolResult, "trace", _TraceField())
+
 _Model = TypeVar("_Model", bound=BaseModel)
 _new = object.__new__
 _set = object.__setattr__
+_fields_sets: dict[type[BaseModel], set[str]] = {}
 
 
 def _trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] | None) -> _Model:
     """Build ``cls`` from values the runtime made itself, without validating them again.
 
-    Validating a frozen model costs about 3 us; a call builds two (its trace and
-    its result), which would be a third of the runtime's own cost per call.
+    Validating a frozen model costs about 3 us; a call builds a result (and its
+    trace, when something reads it), which would be a third of the runtime's own
+    cost per call.
     ``values`` must hold every field, in the order the model declares them
     (`tests/test_models.py` checks each caller against a validated twin), and
     ``private`` every private attribute, or be None when the model has none.
     """
     obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
+    _DICT.__set__(obj, values)
+    every = _fields_sets.get(cls)
+    if every is None:
+        every = _fields_sets[cls] = set(cls.model_fields)
+    # Every field is set, so the records of a class share one set: pydantic copies
+    # it before it adds to it (model_copy), and adding a field name changes nothing.
+    _set(obj, "__pydantic_fields_set__", every)
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", private)
     return obj

@@ -24,7 +24,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle.errors import error_text
-from toolcycle.models import ApprovalRecord, ToolExecutionTrace, TraceStatus, _trusted
+from toolcycle.models import (
+    ApprovalRecord,
+    ToolExecutionTrace,
+    TraceStatus,
+    _LazyTrace,
+    _trusted,
+)
 
 if TYPE_CHECKING:
     from toolcycle._types import Clock
@@ -196,8 +202,86 @@ class CallRecord:
         self.abandoned = False  # its plan ended and stopped waiting for it
 
 
+class _FinishedCall(_LazyTrace):
+    """A finished call's trace as plain values: the model is built on first request."""
+
+    __slots__ = ("_model", "_values")
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self._values = values
+        self._model: ToolExecutionTrace | None = None
+
+    @property
+    def error(self) -> str | None:
+        """The trace's error message (already redacted)."""
+        error: str | None = self._values[9]
+        return error
+
+    def build(self) -> ToolExecutionTrace:
+        """The trace model, built once; every caller gets the same object."""
+        model = self._model
+        if model is not None:
+            return model
+        with _build_lock:
+            if self._model is None:
+                self._model = _trace_model(self._values)
+            return self._model
+
+
+_build_lock = threading.Lock()
+
+
+def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
+    (
+        tool_name,
+        plan_id,
+        call_id,
+        started,
+        ended,
+        duration_ms,
+        size,
+        original_size,
+        status,
+        error,
+        error_type,
+        output_valid,
+        progress,
+        abandoned,
+        approval,
+    ) = values
+    # Every value is built by the recorder from checked parts, so the model is not
+    # validated again (the dict lists every field in declaration order, as _trusted needs).
+    return _trusted(
+        ToolExecutionTrace,
+        {
+            "tool_name": tool_name,
+            "plan_id": plan_id,
+            "call_id": call_id,
+            "started_at": iso_utc(started),
+            "ended_at": iso_utc(ended),
+            "duration_ms": duration_ms,
+            "result_size_bytes": size,
+            "original_size_bytes": original_size,
+            "success": status == "ok",
+            "status": status,
+            "error": error,
+            "error_type": error_type,
+            "output_valid": output_valid,
+            "progress_count": progress,
+            "abandoned": abandoned,
+            "approval": approval,
+        },
+        None,
+    )
+
+
 class TraceRecorder:
-    """Builds the trace of each call and delivers it to the tracer and the listeners.
+    """Records the trace of each call and delivers it to the tracer and the listeners.
+
+    A call's trace is kept as plain values (wall-clock seconds, not ISO text) and
+    made into a `ToolExecutionTrace` only when something wants it: a listener,
+    the kept traces, a tracer that is not known to drop it, or later the reader
+    of its result's ``trace``.
 
     Args:
         tracer: the built-in sink.
@@ -217,6 +301,10 @@ class TraceRecorder:
         if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
             raise ValueError(f"keep_traces must be a whole number, 0 or more, got {keep!r}")
         self._tracer = tracer
+        # Tracers whose drop is known ahead: the null tracer always drops, the
+        # structlog tracer (exactly that class) when its logger is off for the level.
+        self._drops_all = type(tracer) is NullTracer
+        self._gate = tracer._stdlib if type(tracer) is StructlogTracer else None
         # A bounded ring: appending to a deque with maxlen is thread-safe and drops
         # the oldest, so memory stays flat however many calls run.
         self._recent: collections.deque[ToolExecutionTrace] | None = (
@@ -273,6 +361,37 @@ class TraceRecorder:
         if error is not None:
             error_message = error_message or error_text(error) or type(error).__name__
             error_type = error_type or type(error).__name__
+        trace = self.end(
+            record,
+            status,
+            error_message=error_message,
+            error_type=error_type,
+            size=size,
+            original_size=original_size,
+            output_valid=output_valid,
+            abandoned=abandoned,
+        )
+        return trace.build() if isinstance(trace, _LazyTrace) else trace
+
+    def end(
+        self,
+        record: CallRecord,
+        status: TraceStatus,
+        *,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        size: int = 0,
+        original_size: int | None = None,
+        output_valid: bool | None = None,
+        abandoned: bool = False,
+    ) -> ToolExecutionTrace | _LazyTrace:
+        """Record the end of a call; its trace, or its values when nothing wants it yet.
+
+        The trace is delivered (and so built) when a listener, the kept traces or
+        the tracer want it; otherwise a `_LazyTrace` comes back, for the result to
+        build on first reading. Either way the trace says the same, and its
+        ``error`` is already redacted.
+        """
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
         approval = record.approval
@@ -280,31 +399,35 @@ class TraceRecorder:
             reason = record.scrub(approval.reason)  # an approver may quote an argument
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
+        started = record.started
         ended = self._clock()
-        # Every value below is built here from checked parts, so the model is not
-        # validated again (the dict lists every field in declaration order, as _trusted needs).
-        trace = _trusted(
-            ToolExecutionTrace,
-            {
-                "tool_name": record.tool_name,
-                "plan_id": record.plan_id,
-                "call_id": record.call_id,
-                "started_at": iso_utc(record.started),
-                "ended_at": iso_utc(max(ended, record.started)),
-                "duration_ms": max(0.0, (self._timer() - record.t0) * 1000.0),
-                "result_size_bytes": size,
-                "original_size_bytes": size if original_size is None else original_size,
-                "success": status == "ok",
-                "status": status,
-                "error": error_message,
-                "error_type": error_type,
-                "output_valid": output_valid,
-                "progress_count": record.progress,
-                "abandoned": abandoned or record.abandoned,
-                "approval": approval,
-            },
-            None,
+        duration = (self._timer() - record.t0) * 1000.0
+        finished = _FinishedCall(
+            (
+                record.tool_name,
+                record.plan_id,
+                record.call_id,
+                started,
+                max(ended, started),
+                max(0.0, duration),
+                size,
+                size if original_size is None else original_size,
+                status,
+                error_message,
+                error_type,
+                output_valid,
+                record.progress,
+                abandoned or record.abandoned,
+                approval,
+            )
         )
+        if (
+            self._recent is None
+            and not self._listeners
+            and (self._drops_all or self._drops(status))
+        ):
+            return finished
+        trace = finished.build()
         if self._recent is not None:
             self._recent.append(trace)
         for sink in (self._tracer.record, *self._listeners):
@@ -313,3 +436,10 @@ class TraceRecorder:
             except Exception:
                 _log.exception("trace.sink_failed", tool=trace.tool_name, call_id=trace.call_id)
         return trace
+
+    def _drops(self, status: TraceStatus) -> bool:
+        """Whether the tracer is known to drop a trace of this status unseen."""
+        gate = self._gate
+        if gate is None:
+            return False
+        return not gate.isEnabledFor(logging.INFO if status == "ok" else logging.WARNING)

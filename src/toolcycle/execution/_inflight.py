@@ -17,6 +17,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from toolcycle.cancellation import _run_callback
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
     from toolcycle.context import _CallScope
 
 __all__ = ["Flight", "Flights", "wait_for"]
+
+
+def _noop() -> None:
+    return None
+
 
 # One lock (and condition) for every flight of every plan: its sections are a few
 # attribute writes and a set operation, so it is never held for long.
@@ -63,23 +70,47 @@ class Flight:
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Run ``callback`` once when the plan's token is cancelled or the plan ends.
 
+        The call's stages run one at a time, so one stage's callback is held here
+        and `Flights` hands it the plan token's cancellation: no callback is added
+        to the plan's token per call. A second callback while one is held (not
+        done by the runtime) is registered with the token as well.
+
+        Lock-free unless the plan is already cancelled or ending: the hook is
+        written before ``ended`` and the token are read, and a canceller sets
+        those before it takes the hook (under the lock), so one of the two sees
+        the other, and whichever takes the hook runs it, once.
+
         Returns:
             A function that unregisters it; calling it again is harmless.
         """
-        unplan = self.group.token.on_cancel(callback)
+        group = self.group
+        if not group.listening:
+            group.listen()
+        if self._hook is not None:
+            return self._also(callback)
+        self._hook = callback
+        if self.ended or group.token.is_cancelled:
+            with _lock:
+                mine = self._hook is callback
+                if mine:
+                    self._hook = None
+            if mine:
+                callback()
+            return _noop
+        return self._unhook
+
+    def _unhook(self) -> None:
+        # Only the call's own stage unregisters, before its next stage registers;
+        # a canceller that took the hook meanwhile runs it all the same.
+        self._hook = None
+
+    def _also(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """A second callback at once: the plan's token runs it; the plan's end does not."""
         with _lock:
             if not self.ended:
-                self._hook = callback
-
-                def unregister() -> None:
-                    unplan()
-                    with _lock:
-                        if self._hook is callback:
-                            self._hook = None
-
-                return unregister
+                return self.group.token.on_cancel(callback)
         callback()
-        return unplan
+        return _noop
 
     def attach(self, scope: _CallScope) -> None:
         """Follow the running call's scope, whose token the plan's end cancels.
@@ -119,12 +150,37 @@ class Flight:
 class Flights:
     """The calls in flight of one plan."""
 
-    __slots__ = ("_calls", "closed", "token")
+    __slots__ = ("_calls", "closed", "listening", "token")
 
     def __init__(self, token: CancellationToken) -> None:
         self.token = token
         self.closed = False
         self._calls: set[Flight] = set()
+        self.listening = False
+
+    def listen(self) -> None:
+        """Hand the plan token's cancellation to the stages of the calls in flight.
+
+        One callback for the whole plan, added the first time a stage asks (see
+        `Flight.on_cancel`); a plan whose calls never wait on a stage adds none.
+        A stage that registers meanwhile is served too: registered after the
+        cancellation, the callback runs at once and finds it.
+        """
+        with _lock:
+            if self.listening:
+                return
+            self.listening = True
+        self.token.on_cancel(self._token_cancelled)
+
+    def _token_cancelled(self) -> None:
+        with _lock:
+            hooks = []
+            for flight in tuple(self._calls):  # a copy: admissions add to it lock-free
+                if flight._hook is not None:
+                    hooks.append(flight._hook)
+                    flight._hook = None
+        for hook in hooks:
+            _run_callback(hook)
 
     def admit(self, record: Any, owner: object) -> Flight | None:
         """A new flight for a call, or None once the plan is ending.

@@ -202,7 +202,8 @@ def build_result(
     if truncated:
         data, size = cut_output(text.encode(), max_result_bytes or 0)
     status: TraceStatus = "ok" if success else "error"
-    trace = traces.finish(
+    # Plain values unless something wants the trace now: the result builds it when read.
+    finished = traces.end(
         record,
         status,
         error_message=error_message,
@@ -217,10 +218,10 @@ def build_result(
         {
             "success": success,
             "output": data,
-            "error": trace.error,
+            "error": finished.error,
             "error_type": error_type,
             "validation": None,
-            "trace": trace,
+            "trace": finished,
             "changes": tuple(changes),
             "truncated": truncated,
             "exception": None,

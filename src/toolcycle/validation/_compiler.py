@@ -20,7 +20,7 @@ from toolcycle.validation._backends import (
     fast_backend_available,
     truncate,
 )
-from toolcycle.validation._json import JSONCompatibilityError, encode, normalize
+from toolcycle.validation._json import JSONCompatibilityError, _flat_copy, encode, normalize
 from toolcycle.validation._re2_keywords import re2_classes
 from toolcycle.validation._survey import schema_problems
 
@@ -159,7 +159,7 @@ def _crash(exc: BaseException) -> Validation:
 class CompiledSchema:
     """A schema checked once and compiled into a reusable validator."""
 
-    __slots__ = ("_checker", "_limits", "schema")
+    __slots__ = ("_bits", "_checker", "_flat", "_limits", "schema")
 
     def __init__(
         self,
@@ -170,6 +170,9 @@ class CompiledSchema:
         self.schema = schema
         self._checker = checker
         self._limits = limits
+        # What the flat-object fast path of `normalize` needs, read once.
+        self._flat = limits.max_instance_nodes if limits.max_instance_depth >= 1 else 0
+        self._bits = limits.max_integer_bits
 
     def normalize(self, value: Any) -> Any:
         """Return ``value`` as plain JSON data within this schema's limits.
@@ -177,6 +180,10 @@ class CompiledSchema:
         Raises:
             JSONCompatibilityError: naming the pointer of the first bad value.
         """
+        if type(value) is dict and len(value) < self._flat:  # as `normalize` would, sooner
+            flat = _flat_copy(value, self._bits)
+            if flat is not None:
+                return flat
         limits = self._limits
         return normalize(
             value,

@@ -324,14 +324,22 @@ def _flat_copy(value: dict[Any, Any], max_integer_bits: int) -> dict[str, Any] |
     handles the whole value, with its messages.
     """
     for key, item in value.items():
+        if type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None):
+            return None
         kind = type(item)
-        if (type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None)) or not (
-            (kind is str and (item.isascii() or _SURROGATE.search(item) is None))
-            or kind is bool
-            or item is None
-            or (kind is int and item.bit_length() <= max_integer_bits)
-            or (kind is float and item - item == 0.0)
-        ):
+        if kind is str:  # the commonest leaves first, each decided in one test
+            if item.isascii() or _SURROGATE.search(item) is None:
+                continue
+            return None
+        if kind is int:
+            if item.bit_length() <= max_integer_bits:
+                continue
+            return None
+        if kind is float:
+            if item - item == 0.0:  # finite
+                continue
+            return None
+        if kind is not bool and item is not None:
             return None
     return dict(value)
 
