@@ -48,6 +48,7 @@ __all__ = [
     "Tracer",
     "get_logger",
     "iso_utc",
+    "lifecycle_enabled",
     "lifecycle_event",
 ]
 
@@ -137,6 +138,11 @@ class StructlogTracer:
 _log = get_logger("toolcycle.tracing")
 _lifecycle_stdlib = logging.getLogger("toolcycle.lifecycle")
 _lifecycle_log = get_logger("toolcycle.lifecycle")
+
+
+def lifecycle_enabled() -> bool:
+    """Whether lifecycle events are logged: the host enabled ``toolcycle.lifecycle`` at DEBUG."""
+    return _lifecycle_stdlib.isEnabledFor(logging.DEBUG)
 
 
 def lifecycle_event(event: str, **fields: Any) -> None:

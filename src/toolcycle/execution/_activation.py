@@ -70,6 +70,10 @@ class Activator:
         self._activate_timeout = activate_timeout
         self._instrumentation = instrumentation
 
+    def settled(self, ctx: ToolExecutionContext, name: str) -> bool:
+        """Whether the tool is active in the plan already (lock-free; False may be stale)."""
+        return self._cache.settled(ctx.plan_id, name, owner=ctx)
+
     def ensure(
         self,
         ctx: ToolExecutionContext,

@@ -18,7 +18,7 @@ from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
-from toolcycle.models import ToolCall, ToolResult, _trusted
+from toolcycle.models import _DICT, ToolCall, ToolResult, _trusted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -239,7 +239,7 @@ def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
         private = result.__pydantic_private__
         return _trusted(
             ToolResult,
-            {**result.__dict__, "call": call},
+            {**_DICT.__get__(result), "call": call},  # keeps a trace not yet built unbuilt
             dict(private) if private is not None else None,
         )
     update: dict[str, Any] = {"call": call}

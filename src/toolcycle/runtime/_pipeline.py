@@ -84,7 +84,8 @@ class CallPipeline:
             return self._run(call, params, timeout, idle_timeout)
         try:
             result = self._run(call, params, timeout, idle_timeout)
-            call.trace, call.result = result.trace, result
+            if call.observer is not None:  # it reports the trace: build it now
+                call.trace, call.result = result.trace, result
             return result
         except REFUSED as exc:
             if not refuse:
@@ -114,7 +115,8 @@ class CallPipeline:
             return await self._arun(call, params, timeout, idle_timeout)
         try:
             result = await self._arun(call, params, timeout, idle_timeout)
-            call.trace, call.result = result.trace, result
+            if call.observer is not None:  # it reports the trace: build it now
+                call.trace, call.result = result.trace, result
             return result
         except REFUSED as exc:
             if not refuse:
@@ -146,7 +148,7 @@ class CallPipeline:
             if self._approvals.needed(call, entry):
                 # Validate and ask first, so that a denied or deferred call starts nothing.
                 data = steps.validate_input(call, entry, params)
-                if isinstance(data, ToolResult):
+                if type(data) is ToolResult:
                     return data
                 verdict = self._approvals.ask(call, entry, data)
                 if verdict is not None:
@@ -158,7 +160,7 @@ class CallPipeline:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = self._ensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
-                if isinstance(data, ToolResult):
+                if type(data) is ToolResult:
                     return data
             if late is not None:
                 return steps.finish(call, entry, late, [])
@@ -181,7 +183,7 @@ class CallPipeline:
         try:
             if self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
-                if isinstance(data, ToolResult):
+                if type(data) is ToolResult:
                     return data
                 verdict = await self._approvals.aask(call, entry, data)
                 if verdict is not None:
@@ -192,7 +194,7 @@ class CallPipeline:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = await self._aensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
-                if isinstance(data, ToolResult):
+                if type(data) is ToolResult:
                     return data
             if late is not None:
                 return steps.finish(call, entry, late, [])
@@ -217,6 +219,8 @@ class CallPipeline:
             A timed-out outcome when the call's own limit passed while the tool
             was activating; None when the tool is active.
         """
+        if deadline is None and self._activator.settled(call.ctx, call.name):
+            return None  # warm: nothing to wait for
         try:
             self._activator.ensure(
                 call.ctx,
@@ -239,6 +243,8 @@ class CallPipeline:
         self, call: Call, entry: Entry, deadline: Deadline | None = None, *, explicit: bool = False
     ) -> Outcome | None:
         """Step 3 from async code; a failure is traced, then raised (see `_ensure_active`)."""
+        if deadline is None and self._activator.settled(call.ctx, call.name):
+            return None  # warm: no coroutine to make and await
         try:
             await self._activator.aensure(
                 call.ctx,

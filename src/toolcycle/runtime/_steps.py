@@ -23,7 +23,7 @@ from toolcycle.errors import (
 from toolcycle.models import ToolResult
 from toolcycle.runtime._results import Outcome, build_result, check_input
 from toolcycle.runtime._shared import Call
-from toolcycle.tracing import get_logger, lifecycle_event
+from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
 if TYPE_CHECKING:
     from toolcycle.cache import ToolLifecycleCache
@@ -85,9 +85,10 @@ class CallSteps:
             call.record.approval = approval
             call.approved = True
         if traced:
-            lifecycle_event(
-                "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
-            )
+            if lifecycle_enabled():  # checked first: building the event's fields costs too
+                lifecycle_event(
+                    "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
+                )
             if self._instrumentation is not None:
                 call.observer = self._observe(call, tool_call_id)
         return call
@@ -139,7 +140,7 @@ class CallSteps:
     def validate_input(self, call: Call, entry: Entry, params: Any) -> Any:
         """Step 4: return the normalised input, or a failed result explaining why not."""
         data = check_input(self._traces, call.record, entry.input, params, self._settings.redaction)
-        if call.observer is not None and not isinstance(data, ToolResult):
+        if call.observer is not None and type(data) is not ToolResult:
             call.arguments = data
         return data
 
