@@ -117,6 +117,7 @@ ALLOWED = {
     "validation._compiler": {
         "validation._backends",
         "validation._json",
+        "validation._limits",
         "validation._re2_keywords",
         "validation._survey",
         "_types",
@@ -126,7 +127,8 @@ ALLOWED = {
     # Subpackages: an __init__ holds a docstring (validation's re-exports its public API).
     "agent": set(),
     "execution": set(),
-    "validation": {"validation._compiler"},
+    "validation": {"validation._compiler", "validation._limits"},
+    "validation._limits": set(),
     "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},
@@ -263,6 +265,7 @@ ALLOWED = {
         "runtime._steps",
         "tracing",
         "validation",
+        "validation._compiler",
     },
     "runtime": {"runtime._facade"},
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING

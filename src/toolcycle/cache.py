@@ -29,7 +29,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from toolcycle.context import ToolExecutionContext
@@ -142,14 +141,19 @@ class Activation:
                     self._callbacks.remove(wake)
 
 
-@dataclass(slots=True, eq=False)
 class _Plan:
-    ctx: ToolExecutionContext
-    activations: dict[str, Activation] = field(default_factory=dict)
-    order: list[Activation] = field(default_factory=list)
-    ended: bool = False
-    flights: Flights | None = None
-    """Its calls in flight; made at its first call."""
+    """One open plan: its context, its activations by name and in order, its calls in flight."""
+
+    # A plain slotted class: defining a dataclass costs ``import toolcycle`` about
+    # half a millisecond (its methods are generated then).
+    __slots__ = ("activations", "ctx", "ended", "flights", "order")
+
+    def __init__(self, ctx: ToolExecutionContext) -> None:
+        self.ctx = ctx
+        self.activations: dict[str, Activation] = {}
+        self.order: list[Activation] = []
+        self.ended = False
+        self.flights: Flights | None = None  # made at the plan's first call
 
 
 Teardown = Callable[[Activation, ToolExecutionContext], None]

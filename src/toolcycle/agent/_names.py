@@ -14,8 +14,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["FORMATS", "provider_name"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["FORMATS", "provider_name", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +57,19 @@ def provider_name(name: str, format: str) -> str:
         base = "_" + base
     suffix = "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
     return base[: rule.max_length - len(suffix)] + suffix
+
+
+def resolve(name: str, format: str, registered: Iterable[str]) -> str | None:
+    """The registered tool the model's ``name`` means, or None.
+
+    A name is ours as it is, or the provider-safe form of one of ours (see
+    `provider_name`): in the call's format, or in any format for a plain call.
+    """
+    names = list(registered)
+    if name in names:
+        return name
+    formats = FORMATS if format == "plain" else (format,)
+    for candidate in names:
+        if any(provider_name(candidate, each) == name for each in formats):
+            return candidate
+    return None

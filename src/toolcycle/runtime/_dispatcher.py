@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
 from toolcycle.agent._definitions import definition
-from toolcycle.agent._dispatch import refusal, resolve
-from toolcycle.agent._names import FORMATS
+from toolcycle.agent._dispatch import refusal
+from toolcycle.agent._names import FORMATS, resolve
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
@@ -12,14 +13,12 @@ from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.runtime._approvals import Approvals, Resumer
-from toolcycle.runtime._dispatcher import Dispatcher
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer, TraceRecorder
-from toolcycle.validation import SchemaCompiler
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
+    from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
     from toolcycle.tracing import TraceListener, Tracer
     from toolcycle.validation import ValidationLimits
@@ -100,6 +100,9 @@ class ToolRuntime:
         self._settings = settings = Settings(
             strict_output, max_result_bytes, redaction, auto_activate
         )
+        # The validation engine's modules load with the first runtime, not the package.
+        from toolcycle.validation._compiler import SchemaCompiler
+
         compiler = SchemaCompiler(schema_documents, limits=limits, backend=validator)
         tracer = tracer if tracer is not None else StructlogTracer()
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
@@ -117,13 +120,24 @@ class ToolRuntime:
             drain_timeout=drain_timeout,
             abandon_timeout=abandon_timeout,
         )
-        steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
+        self._steps = steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
         ledger = approval_ledger if approval_ledger is not None else MemoryApprovalLedger()
         approvals = Approvals(steps, invoker, settings)
         self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
         self._resumer = Resumer(approvals, steps, self._tools, self._pipeline, settings, ledger)
-        self._dispatcher = Dispatcher(
-            self._tools, steps, self._pipeline, invoker, settings, compiler.limits
+
+    @functools.cached_property
+    def _dispatcher(self) -> Dispatcher:
+        """The agent loop's part: built, and its modules imported, on first use."""
+        from toolcycle.runtime._dispatcher import Dispatcher
+
+        return Dispatcher(
+            self._tools,
+            self._steps,
+            self._pipeline,
+            self._invoker,
+            self._settings,
+            self._compiler.limits,
         )
 
     def __enter__(self) -> Self:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.callables import wrap
@@ -33,14 +32,18 @@ __all__ = ["ToolRegistry"]
 _log = get_logger("toolcycle.runtime")
 
 
-@dataclass(slots=True)
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    source: ToolSource
-    names: list[str]
-    skip: bool
-    timeout: float | None = None
+    __slots__ = ("names", "skip", "source", "timeout")
+
+    def __init__(
+        self, source: ToolSource, names: list[str], skip: bool, timeout: float | None
+    ) -> None:
+        self.source = source
+        self.names = names
+        self.skip = skip
+        self.timeout = timeout
 
 
 class ToolRegistry:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypedDict, TypeVar, overload
 
 from toolcycle.errors import ToolRuntimeError
@@ -72,16 +71,36 @@ class PlanOptions(TypedDict, total=False):
     approval: ApprovalRule
 
 
-@dataclass(slots=True)
+# Plain slotted classes rather than dataclasses: these three are built at import
+# and Call on every call; a dataclass's generated methods cost about 0.5 ms each
+# to make at import, which ``import toolcycle`` would pay.
+
+
 class Settings:
     """The runtime's options that its public attributes may change after construction."""
 
-    strict_output: bool
-    max_result_bytes: int | None
-    redaction: RedactionPolicy | None
-    auto_activate: bool
-    closed: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = (
+        "auto_activate",
+        "closed",
+        "lock",
+        "max_result_bytes",
+        "redaction",
+        "strict_output",
+    )
+
+    def __init__(
+        self,
+        strict_output: bool,
+        max_result_bytes: int | None,
+        redaction: RedactionPolicy | None,
+        auto_activate: bool,
+    ) -> None:
+        self.strict_output = strict_output
+        self.max_result_bytes = max_result_bytes
+        self.redaction = redaction
+        self.auto_activate = auto_activate
+        self.closed = False
+        self.lock = threading.Lock()
 
     def check_open(self) -> None:
         """Raise `ToolRuntimeError` once the runtime is closed."""
@@ -116,54 +135,88 @@ class Option(Generic[T]):
         setattr(owner._settings, self._name, value)  # type: ignore[attr-defined]
 
 
-@dataclass(slots=True, frozen=True)
 class Entry:
-    """A registered tool with everything that can be computed before its first call."""
+    """A registered tool with everything that can be computed before its first call.
 
-    descriptor: ToolDescriptor
-    instance: ToolInstance
-    input: CompiledSchema
-    output: CompiledSchema | None
-    loop: asyncio.AbstractEventLoop | None = None
-    """The tool's own event loop (its ``event_loop`` attribute), if it has one."""
-    registered_timeout: float | None = None
-    """The limit given to ``register`` (or ``register_source``) for this tool."""
-    timeout: float | None = field(init=False)
-    """The smaller of the descriptor's and the registered limit."""
-    coroutine: bool = field(init=False)
-    """Whether the tool's ``execute`` is an ``async def``."""
+    Attributes:
+        descriptor: the tool's descriptor, detached from the tool.
+        instance: the tool.
+        input: its compiled input schema.
+        output: its compiled output schema, if it has one.
+        loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
+        timeout: the smaller of the descriptor's limit and the one given to ``register``.
+        coroutine: whether the tool's ``execute`` is an ``async def``.
+    """
 
-    def __post_init__(self) -> None:
-        # Worked out once here rather than on every call (the dataclass is frozen).
-        object.__setattr__(
-            self, "timeout", smaller(self.descriptor.timeout, self.registered_timeout)
-        )
-        object.__setattr__(self, "coroutine", inspect.iscoroutinefunction(self.instance.execute))
+    __slots__ = ("coroutine", "descriptor", "input", "instance", "loop", "output", "timeout")
+
+    def __init__(
+        self,
+        descriptor: ToolDescriptor,
+        instance: ToolInstance,
+        input: CompiledSchema,
+        output: CompiledSchema | None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        registered_timeout: float | None = None,
+    ) -> None:
+        self.descriptor = descriptor
+        self.instance = instance
+        self.input = input
+        self.output = output
+        self.loop = loop
+        # Worked out once here rather than on every call.
+        self.timeout = smaller(descriptor.timeout, registered_timeout)
+        self.coroutine = inspect.iscoroutinefunction(instance.execute)
 
 
-@dataclass(slots=True)
 class Call:
-    """One call on its way through the pipeline."""
+    """One call on its way through the pipeline.
 
-    name: str
-    ctx: ToolExecutionContext
-    record: CallRecord
-    traced: bool = True
-    """False for an explicit ``activate``, which is not a call and leaves no trace."""
-    observer: CallObserver | None = None
-    """The instrumentation's watcher of this call, when the runtime has one."""
-    scope: _CallScope | None = None
-    """What the running call collects (changes, progress, its own token)."""
-    trace: ToolExecutionTrace | None = None
-    result: ToolResult | None = None
-    approved: bool = False
-    """The call was approved before it started (``resume``): ask nobody again."""
-    tool_call_id: str | None = None
-    """The model's id of the call, when it came through ``call``."""
-    arguments: Any = None
-    """The validated arguments, kept only for an observer that records payloads."""
-    flight: Flight | None = None
-    """The call in its plan's calls in flight, once its checks have passed."""
+    Attributes:
+        name: the tool's name, as the call gave it.
+        ctx: the plan's context.
+        record: the call's trace record.
+        traced: False for an explicit ``activate``, which is not a call and leaves no trace.
+        observer: the instrumentation's watcher of this call, when the runtime has one.
+        scope: what the running call collects (changes, progress, its own token).
+        trace: the call's trace, once finished (kept for an observer).
+        result: the call's result (kept for an observer).
+        approved: the call was approved before it started (``resume``): ask nobody again.
+        tool_call_id: the model's id of the call, when it came through ``call``.
+        arguments: the validated arguments, kept only for an observer that records payloads.
+        flight: the call in its plan's calls in flight, once its checks have passed.
+    """
+
+    __slots__ = (
+        "approved",
+        "arguments",
+        "ctx",
+        "flight",
+        "name",
+        "observer",
+        "record",
+        "result",
+        "scope",
+        "tool_call_id",
+        "trace",
+        "traced",
+    )
+
+    def __init__(
+        self, name: str, ctx: ToolExecutionContext, record: CallRecord, traced: bool = True
+    ) -> None:
+        self.name = name
+        self.ctx = ctx
+        self.record = record
+        self.traced = traced
+        self.observer: CallObserver | None = None
+        self.scope: _CallScope | None = None
+        self.trace: ToolExecutionTrace | None = None
+        self.result: ToolResult | None = None
+        self.approved = False
+        self.tool_call_id: str | None = None
+        self.arguments: Any = None
+        self.flight: Flight | None = None
 
 
 class Catalog(Protocol):

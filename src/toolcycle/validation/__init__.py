@@ -34,15 +34,18 @@ when the first `SchemaCompiler` is built, not with this module: together they ar
 about a third of what ``import toolcycle`` would otherwise cost.
 """
 
-from toolcycle.validation._compiler import (
-    DRAFT_2020_12,
-    VALIDATOR_BACKENDS,
-    CompiledSchema,
-    SchemaCompiler,
-    ValidationLimits,
-    validate_input,
-    validate_output,
-)
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
+
+if TYPE_CHECKING:
+    from toolcycle.validation._compiler import (
+        VALIDATOR_BACKENDS,
+        CompiledSchema,
+        SchemaCompiler,
+        validate_input,
+        validate_output,
+    )
 
 __all__ = [
     "DRAFT_2020_12",
@@ -53,3 +56,15 @@ __all__ = [
     "validate_input",
     "validate_output",
 ]
+
+_ENGINE = frozenset(__all__) - {"DRAFT_2020_12", "ValidationLimits"}
+
+
+def __getattr__(name: str) -> Any:
+    # The engine's modules cost a few milliseconds to import; a host pays for
+    # them with its first runtime (or first use of these names), not on import.
+    if name in _ENGINE:
+        import toolcycle.validation._compiler as engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcycle.errors import ToolSchemaValidationError
@@ -21,6 +20,7 @@ from toolcycle.validation._backends import (
     truncate,
 )
 from toolcycle.validation._json import JSONCompatibilityError, _flat_copy, encode, normalize
+from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
 from toolcycle.validation._re2_keywords import re2_classes
 from toolcycle.validation._survey import schema_problems
 
@@ -34,17 +34,12 @@ if TYPE_CHECKING:
     from toolcycle._types import JSONSchema
 
 __all__ = [
-    "DRAFT_2020_12",
     "VALIDATOR_BACKENDS",
     "CompiledSchema",
     "SchemaCompiler",
-    "ValidationLimits",
     "validate_input",
     "validate_output",
 ]
-
-DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-"""The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
 
 # The dialects a schema may declare in $schema (servers written with TypeScript
 # tooling often emit draft-07); `_Engine.dialects` has their validator and rules.
@@ -116,29 +111,6 @@ def _engine() -> _Engine:
 
 VALIDATOR_BACKENDS = ("auto", *BACKEND_NAMES)
 """What ``validator=`` accepts: ``"auto"`` is ``jsonschema-rs`` when installed, else ``jsonschema``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ValidationLimits:
-    """Caps applied before anything reaches the validator. All are inclusive.
-
-    Attributes:
-        max_schema_bytes: size of a schema serialised as compact JSON.
-        max_schema_depth: nesting of objects and arrays in a schema.
-        max_instance_nodes: values (scalars and containers) in one input or output.
-        max_instance_depth: nesting of objects and arrays in one input or output.
-        max_integer_bits: width of any integer in an input or output; 4096 bits is
-            about 1,233 decimal digits, well under Python's 4,300-digit
-            conversion limit.
-        max_pattern_length: characters of one ``pattern`` regular expression.
-    """
-
-    max_schema_bytes: int = 1_000_000
-    max_schema_depth: int = 64
-    max_instance_nodes: int = 100_000
-    max_instance_depth: int = 64
-    max_integer_bits: int = 4096
-    max_pattern_length: int = 1_000
 
 
 def _crash(exc: BaseException) -> Validation:
