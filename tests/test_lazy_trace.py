@@ -23,7 +23,7 @@ from toolcycle import (
     ToolRuntime,
     Tracer,
 )
-from toolcycle.models import _DICT, _LazyTrace
+from toolcycle._lazy_trace import INSTANCE_DICT, LazyTrace
 from toolcycle.testing import FakeTool
 
 _OUTPUT = {"sum": 5, "label": "é"}
@@ -56,7 +56,7 @@ def _run(runtime: ToolRuntime) -> ToolResult:
 
 def _lazy(result: ToolResult) -> bool:
     """Whether the result still holds its trace as plain values."""
-    return isinstance(_DICT.__get__(result)["trace"], _LazyTrace)
+    return isinstance(INSTANCE_DICT.__get__(result)["trace"], LazyTrace)
 
 
 def _same_ids(result: ToolResult, like: ToolResult) -> dict[str, Any]:

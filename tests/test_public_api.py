@@ -78,12 +78,14 @@ EXPECTED = {
 ALLOWED = {
     "_version": set(),
     "_types": set(),
+    "_lazy_trace": set(),
+    "runtime._recorder": {"_lazy_trace", "_types", "errors", "models", "tracing"},
     "validation._json": set(),
     "_docstrings": set(),
     "callables": {"_docstrings", "cancellation", "context", "errors", "models"},
     "_validation_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
-    "models": {"_validation_records", "agent._messages", "errors"},
+    "models": {"_validation_records", "agent._messages", "errors", "_lazy_trace"},
     "agent._messages": set(),
     "redaction": {"validation._applicators"},
     "validation._applicators": set(),
@@ -153,6 +155,7 @@ ALLOWED = {
         "redaction",
         "tracing",
         "validation",
+        "runtime._recorder",
     },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
@@ -169,6 +172,7 @@ ALLOWED = {
         "redaction",
         "tracing",
         "validation",
+        "runtime._recorder",
     },
     "runtime._registry": {
         "callables",
@@ -201,6 +205,7 @@ ALLOWED = {
         "models",
         "runtime._shared",
         "tracing",
+        "runtime._recorder",
     },
     "runtime._approvals": {
         "execution._activation",
@@ -242,6 +247,7 @@ ALLOWED = {
         "runtime._shared",
         "runtime._steps",
         "validation",
+        "_lazy_trace",
     },
     "runtime._facade": {
         "execution._activation",
@@ -266,6 +272,7 @@ ALLOWED = {
         "tracing",
         "validation",
         "validation._compiler",
+        "runtime._recorder",
     },
     "runtime": {"runtime._facade"},
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING

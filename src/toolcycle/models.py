@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from toolcycle._lazy_trace import INSTANCE_DICT, TraceField, settled_dict
 from toolcycle._validation_records import Validation, ValidationIssue
 from toolcycle.agent._messages import result_message
 from toolcycle.errors import ToolExecutionError
@@ -249,62 +250,6 @@ class PendingApproval(BaseModel):
     so that the resumed result can answer it."""
 
 
-class _LazyTrace:
-    """A finished call's trace kept as plain values until someone reads it.
-
-    The runtime puts one in a result's ``trace`` slot when nothing asked for the
-    trace while the call ran (no listener, no kept traces, a tracer that drops
-    it). The result turns it into the `ToolExecutionTrace` the first time its
-    ``trace`` or its data (``model_dump``, ``==``, pickling, copies) is read;
-    nothing outside this module ever sees it.
-    """
-
-    __slots__ = ()
-
-    @property
-    def error(self) -> str | None:
-        """The trace's ``error``, as it will read."""
-        raise NotImplementedError
-
-    def build(self) -> ToolExecutionTrace:
-        """The trace; the same object every time it is asked for."""
-        raise NotImplementedError
-
-
-# The instance dict's own descriptor, which a result's ``__dict__`` property wraps.
-_DICT: Any = BaseModel.__dict__["__dict__"]
-
-
-def _settle(values: dict[str, Any]) -> Any:
-    """The trace in a result's ``values``, built in place first if it is still lazy."""
-    trace = values.get("trace")
-    if isinstance(trace, _LazyTrace):
-        trace = values["trace"] = trace.build()  # the same object from every thread
-    return trace
-
-
-def _settled_dict(result: Any) -> dict[str, Any]:
-    """A result's instance dict, its trace built: what every reader of its data gets."""
-    values: dict[str, Any] = _DICT.__get__(result)
-    if isinstance(values.get("trace"), _LazyTrace):
-        _settle(values)
-    return values
-
-
-class _TraceField:
-    """The ``trace`` attribute of a result: a data descriptor, so it is asked first."""
-
-    __slots__ = ()
-
-    def __get__(self, result: Any, owner: type | None = None) -> Any:
-        if result is None:  # as for any pydantic field: no class attribute
-            raise AttributeError("trace")
-        return _settle(_DICT.__get__(result))
-
-    def __set__(self, result: Any, value: Any) -> None:
-        raise TypeError("a ToolResult is frozen")  # pragma: no cover - pydantic refuses first
-
-
 class ToolResult(BaseModel):
     """The outcome of a call: output on success, error details on failure.
 
@@ -342,7 +287,7 @@ class ToolResult(BaseModel):
         # Every reader of a result's data (pydantic's dump, copy, pickle, repr and
         # equality, pydantic-core's serialiser, ``vars``) goes through ``__dict__``;
         # as a property it builds a lazy trace first, so none of them sees one.
-        __dict__ = property(_settled_dict, _DICT.__set__)
+        __dict__ = property(settled_dict, INSTANCE_DICT.__set__)
 
     def __eq__(self, other: object) -> bool:
         # The fields decide; the cached text is not part of what a result says.
@@ -400,7 +345,7 @@ class ToolResult(BaseModel):
 
 
 # Set after the class is made, so that pydantic sees a plain field.
-type.__setattr__(ToolResult, "trace", _TraceField())
+type.__setattr__(ToolResult, "trace", TraceField())
 
 _Model = TypeVar("_Model", bound=BaseModel)
 _new = object.__new__
@@ -419,7 +364,7 @@ def _trusted(cls: type[_Model], values: dict[str, Any], private: dict[str, Any] 
     ``private`` every private attribute, or be None when the model has none.
     """
     obj = _new(cls)
-    _DICT.__set__(obj, values)
+    INSTANCE_DICT.__set__(obj, values)
     every = _fields_sets.get(cls)
     if every is None:
         every = _fields_sets[cls] = set(cls.model_fields)

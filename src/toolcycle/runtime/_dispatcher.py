@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
 from toolcycle.agent._definitions import definition
@@ -18,7 +19,7 @@ from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
-from toolcycle.models import _DICT, ToolCall, ToolResult, _trusted
+from toolcycle.models import ToolCall, ToolResult, _trusted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -239,7 +240,7 @@ def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
         private = result.__pydantic_private__
         return _trusted(
             ToolResult,
-            {**_DICT.__get__(result), "call": call},  # keeps a trace not yet built unbuilt
+            {**INSTANCE_DICT.__get__(result), "call": call},  # keeps a trace not yet built unbuilt
             dict(private) if private is not None else None,
         )
     update: dict[str, Any] = {"call": call}

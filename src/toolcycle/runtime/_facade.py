@@ -15,10 +15,11 @@ from toolcycle.redaction import RedactionPolicy
 from toolcycle.runtime._approvals import Approvals, Resumer
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
+from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
-from toolcycle.tracing import StructlogTracer, TraceRecorder
+from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import Change
     from toolcycle.redaction import RedactionPolicy
-    from toolcycle.tracing import CallRecord, TraceRecorder
+    from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
 __all__ = ["Outcome", "build_result", "check_input", "cut_output"]

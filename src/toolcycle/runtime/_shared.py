@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
-    from toolcycle.tracing import CallRecord
+    from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
 __all__ = [

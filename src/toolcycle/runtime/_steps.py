@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from toolcycle.execution._invoke import InvokeTimeoutError
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
+    from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.runtime._shared import Catalog, Entry, Settings
-    from toolcycle.tracing import TraceRecorder
 
 __all__ = ["CallSteps"]
 

@@ -1,0 +1,308 @@
+"""The trace recorder: each call's record, and its trace made only when something wants it.
+
+A call's trace is kept as plain values (clock readings, a counter-based id, the
+status) and turned into a `ToolExecutionTrace` when a listener, the kept traces
+or a tracer that is not known to drop it asks, or later when someone reads the
+result's ``trace``. Failing sinks are logged on ``toolcycle.tracing``.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._lazy_trace import LazyTrace
+from toolcycle.errors import error_text
+from toolcycle.models import ApprovalRecord, ToolExecutionTrace, _trusted
+from toolcycle.tracing import NullTracer, StructlogTracer, get_logger, iso_utc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolcycle._types import Clock
+    from toolcycle.models import TraceStatus
+    from toolcycle.tracing import TraceListener, Tracer
+
+__all__ = ["CallRecord", "TraceRecorder"]
+
+_log = get_logger("toolcycle.tracing")
+
+
+class CallRecord:
+    """When and under which id one call started; the runtime holds it until the trace."""
+
+    __slots__ = (
+        "abandoned",
+        "active_at",
+        "approval",
+        "call_id",
+        "plan_id",
+        "progress",
+        "scrub",
+        "started",
+        "t0",
+        "tool_name",
+    )
+
+    def __init__(
+        self, tool_name: str, plan_id: str, call_id: str, started: float, t0: float
+    ) -> None:
+        self.tool_name = tool_name
+        self.plan_id = plan_id
+        self.call_id = call_id
+        self.started = started
+        self.t0 = t0
+        self.progress = 0
+        self.active_at = time.monotonic()  # its start, then its latest progress report
+        # Set once the arguments are known: removes their secrets from exported text.
+        self.scrub: Callable[[str], str] | None = None
+        self.approval: ApprovalRecord | None = None  # how its approval was decided
+        self.abandoned = False  # its plan ended and stopped waiting for it
+
+
+class _FinishedCall(LazyTrace):
+    """A finished call's trace as plain values: the model is built on first request."""
+
+    __slots__ = ("_model", "_values")
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self._values = values
+        self._model: ToolExecutionTrace | None = None
+
+    @property
+    def error(self) -> str | None:
+        """The trace's error message (already redacted)."""
+        error: str | None = self._values[9]
+        return error
+
+    def build(self) -> ToolExecutionTrace:
+        """The trace model, built once; every caller gets the same object."""
+        model = self._model
+        if model is not None:
+            return model
+        with _build_lock:
+            if self._model is None:
+                self._model = _trace_model(self._values)
+            return self._model
+
+
+_build_lock = threading.Lock()
+
+
+def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
+    (
+        tool_name,
+        plan_id,
+        call_id,
+        started,
+        ended,
+        duration_ms,
+        size,
+        original_size,
+        status,
+        error,
+        error_type,
+        output_valid,
+        progress,
+        abandoned,
+        approval,
+    ) = values
+    # Every value is built by the recorder from checked parts, so the model is not
+    # validated again (the dict lists every field in declaration order, as _trusted needs).
+    return _trusted(
+        ToolExecutionTrace,
+        {
+            "tool_name": tool_name,
+            "plan_id": plan_id,
+            "call_id": call_id,
+            "started_at": iso_utc(started),
+            "ended_at": iso_utc(ended),
+            "duration_ms": duration_ms,
+            "result_size_bytes": size,
+            "original_size_bytes": original_size,
+            "success": status == "ok",
+            "status": status,
+            "error": error,
+            "error_type": error_type,
+            "output_valid": output_valid,
+            "progress_count": progress,
+            "abandoned": abandoned,
+            "approval": approval,
+        },
+        None,
+    )
+
+
+class TraceRecorder:
+    """Records the trace of each call and delivers it to the tracer and the listeners.
+
+    A call's trace is kept as plain values (wall-clock seconds, not ISO text) and
+    made into a `ToolExecutionTrace` only when something wants it: a listener,
+    the kept traces, a tracer that is not known to drop it, or later the reader
+    of its result's ``trace``.
+
+    Args:
+        tracer: the built-in sink.
+        clock: wall-clock seconds since the epoch, for timestamps.
+        timer: monotonic seconds, for durations.
+        keep: how many of the latest traces to keep for `recent`; 0 keeps none.
+    """
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        *,
+        clock: Clock = time.time,
+        timer: Clock = time.perf_counter,
+        keep: int = 0,
+    ) -> None:
+        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+            raise ValueError(f"keep_traces must be a whole number, 0 or more, got {keep!r}")
+        self._tracer = tracer
+        # Tracers whose drop is known ahead: the null tracer always drops, the
+        # structlog tracer (exactly that class) when its logger is off for the level.
+        self._drops_all = type(tracer) is NullTracer
+        self._gate = tracer._stdlib if type(tracer) is StructlogTracer else None
+        # A bounded ring: appending to a deque with maxlen is thread-safe and drops
+        # the oldest, so memory stays flat however many calls run.
+        self._recent: collections.deque[ToolExecutionTrace] | None = (
+            collections.deque(maxlen=keep) if keep else None
+        )
+        self._clock = clock
+        self._timer = timer
+        self._lock = threading.Lock()
+        self._listeners: tuple[TraceListener, ...] = ()
+        # Call ids: a random prefix per recorder and a counter. Unique within the
+        # recorder, and across recorders with overwhelming probability, at a
+        # twentieth of the cost of a uuid4 per call.
+        self._id_prefix = uuid.uuid4().hex[:12]
+        self._ids = itertools.count(1)
+
+    def add_listener(self, listener: TraceListener) -> Callable[[], None]:
+        """Deliver every later trace to ``listener``; returns a function that removes it."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return remove
+
+    def recent(self) -> tuple[ToolExecutionTrace, ...]:
+        """The latest traces kept, oldest first; empty when none are kept."""
+        return tuple(self._recent) if self._recent is not None else ()
+
+    def start(self, tool_name: str, plan_id: str) -> CallRecord:
+        """Note the start of a call."""
+        call_id = f"{self._id_prefix}-{next(self._ids):x}"
+        return CallRecord(tool_name, plan_id, call_id, self._clock(), self._timer())
+
+    def finish(
+        self,
+        record: CallRecord,
+        status: TraceStatus,
+        *,
+        error: BaseException | None = None,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        size: int = 0,
+        original_size: int | None = None,
+        output_valid: bool | None = None,
+        abandoned: bool = False,
+    ) -> ToolExecutionTrace:
+        """Build the call's trace, deliver it, and return it.
+
+        ``error`` fills ``error_message`` and ``error_type`` when they are not given.
+        A sink that raises is logged and skipped; the others still receive the trace.
+        """
+        if error is not None:
+            error_message = error_message or error_text(error) or type(error).__name__
+            error_type = error_type or type(error).__name__
+        trace = self.end(
+            record,
+            status,
+            error_message=error_message,
+            error_type=error_type,
+            size=size,
+            original_size=original_size,
+            output_valid=output_valid,
+            abandoned=abandoned,
+        )
+        return trace.build() if isinstance(trace, LazyTrace) else trace
+
+    def end(
+        self,
+        record: CallRecord,
+        status: TraceStatus,
+        *,
+        error_message: str | None = None,
+        error_type: str | None = None,
+        size: int = 0,
+        original_size: int | None = None,
+        output_valid: bool | None = None,
+        abandoned: bool = False,
+    ) -> ToolExecutionTrace | LazyTrace:
+        """Record the end of a call; its trace, or its values when nothing wants it yet.
+
+        The trace is delivered (and so built) when a listener, the kept traces or
+        the tracer want it; otherwise a `LazyTrace` comes back, for the result to
+        build on first reading. Either way the trace says the same, and its
+        ``error`` is already redacted.
+        """
+        if error_message is not None and record.scrub is not None:
+            error_message = record.scrub(error_message)
+        approval = record.approval
+        if approval is not None and approval.reason and record.scrub is not None:
+            reason = record.scrub(approval.reason)  # an approver may quote an argument
+            if reason != approval.reason:
+                approval = approval.model_copy(update={"reason": reason})
+        started = record.started
+        ended = self._clock()
+        duration = (self._timer() - record.t0) * 1000.0
+        finished = _FinishedCall(
+            (
+                record.tool_name,
+                record.plan_id,
+                record.call_id,
+                started,
+                max(ended, started),
+                max(0.0, duration),
+                size,
+                size if original_size is None else original_size,
+                status,
+                error_message,
+                error_type,
+                output_valid,
+                record.progress,
+                abandoned or record.abandoned,
+                approval,
+            )
+        )
+        if (
+            self._recent is None
+            and not self._listeners
+            and (self._drops_all or self._drops(status))
+        ):
+            return finished
+        trace = finished.build()
+        if self._recent is not None:
+            self._recent.append(trace)
+        for sink in (self._tracer.record, *self._listeners):
+            try:
+                sink(trace)
+            except Exception:
+                _log.exception("trace.sink_failed", tool=trace.tool_name, call_id=trace.call_id)
+        return trace
+
+    def _drops(self, status: TraceStatus) -> bool:
+        """Whether the tracer is known to drop a trace of this status unseen."""
+        gate = self._gate
+        if gate is None:
+            return False
+        return not gate.isEnabledFor(logging.INFO if status == "ok" else logging.WARNING)
