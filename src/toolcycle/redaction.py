@@ -31,6 +31,9 @@ from toolcycle.validation._applicators import Applied, SchemaReader
 
 __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
 
+_PLAIN = frozenset({str, int, float, bool})
+"""The value types `RedactionPolicy.masked` can judge without walking."""
+
 REDACTED = "[redacted]"
 """What a sensitive value becomes in exported text."""
 _CUT = "..."  # how a message ends a value it shows only the start of
@@ -99,7 +102,10 @@ class RedactionPolicy:
         sensitive object whose keys its schema does not all name (a free-form
         mapping, whose keys may be secrets too) becomes ``[redacted]`` as a whole.
         """
-        return _mask(self, self._reader(schema).top(), arguments, sensitive)
+        top = self._reader(schema).top()
+        if not sensitive and type(arguments) is dict and self._nothing_to_hide(top, arguments):
+            return arguments  # the common call: one object of plain values, none secret
+        return _mask(self, top, arguments, sensitive)
 
     def masked_without_schema(self, arguments: Mapping[Any, Any]) -> dict[Any, Any]:
         """The arguments of a call to a tool nobody registered, as they may be exported.
@@ -146,6 +152,23 @@ class RedactionPolicy:
                 readers.clear()
             readers[id(schema)] = reader  # holds the schema, so its id stays its own
         return reader
+
+    def _nothing_to_hide(self, top: Applied, arguments: dict[Any, Any]) -> bool:
+        """Whether a flat object of plain values has no value `_mask` would replace.
+
+        The same verdict as the full walk, reached without copying anything: no
+        schema of the object or its keys is marked, and no value sits under a
+        marked schema or a key the pattern matches. Anything nested goes the
+        long way.
+        """
+        if top.marked or top.keys_marked:
+            return False
+        for key, value in arguments.items():
+            if value is None:
+                continue  # a null is never replaced
+            if type(value) not in _PLAIN or self._hit(key) or top.under(key).marked:
+                return False
+        return True
 
     def _marked(self, schema: dict[str, Any]) -> bool:
         return self.schema_marks and (

@@ -25,7 +25,7 @@ import json
 import sys
 from typing import Any
 
-from toolcycle.models import ToolCall
+from toolcycle.models import ToolCall, _trusted
 from toolcycle.validation._json import short_repr
 
 __all__ = ["parse_tool_call"]
@@ -61,8 +61,10 @@ def _parse(raw: Any) -> tuple[ToolCall | None, str | None]:
         call = ToolCall(id=identifier, name="", format=format_)
         return call, "the tool call names no tool: give the tool's name as a non-empty string"
     parsed, problem = _arguments(arguments)
-    call = ToolCall(id=identifier, name=name, arguments=parsed or {}, format=format_)
-    return call, problem
+    # Every field is checked above (an id as text, a non-empty name, an object of
+    # arguments, a known format), so the model is not validated again.
+    values = {"id": identifier, "name": name, "arguments": parsed or {}, "format": format_}
+    return _trusted(ToolCall, values, None), problem
 
 
 def _fields(raw: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
@@ -117,7 +119,8 @@ def _arguments(value: Any) -> tuple[dict[str, Any] | None, str | None]:
             f"the arguments must be a JSON object of named values, got {type(value).__name__}"
         )
     problem = _not_plain(value)
-    return (None, problem) if problem is not None else (value, None)
+    # A copy: the call a result carries must not change when the caller's dict does.
+    return (None, problem) if problem is not None else (dict(value), None)
 
 
 def _max_digits() -> str:

@@ -24,6 +24,9 @@ from typing import Any
 
 __all__ = ["STRICT_KEYWORDS", "drop_absent_nulls", "openai_strict"]
 
+_PLAIN = frozenset({str, int, float, bool})
+"""Value types that are neither null nor containers."""
+
 STRICT_KEYWORDS = frozenset(
     {
         "$defs",
@@ -150,6 +153,8 @@ def drop_absent_nulls(
     ``max_depth`` are kept as they are (validation refuses them), and so are
     arguments the walk cannot finish.
     """
+    if type(arguments) is dict and all(type(v) in _PLAIN for v in arguments.values()):
+        return arguments  # no null, nothing nested: nothing to drop
     try:
         kept: dict[str, Any] = _drop(arguments, schema, schema, frozenset(), max_depth)
     except RecursionError:
