@@ -108,10 +108,17 @@ class StructlogTracer:
         self._stdlib = logging.getLogger(name)
         self._log = get_logger(name)
 
+    def drops(self, success: bool) -> bool:
+        """Whether a trace of a call that succeeded (or not) would be dropped unlogged.
+
+        True while the logger is off for the level, as it is on a host that has
+        not configured logging; the runtime then need not build the trace for it.
+        """
+        return not self._stdlib.isEnabledFor(logging.INFO if success else logging.WARNING)
+
     def record(self, trace: ToolExecutionTrace) -> None:
         """Log the trace if the ``toolcycle.trace`` logger is enabled for its level."""
-        level = logging.INFO if trace.success else logging.WARNING
-        if not self._stdlib.isEnabledFor(level):
+        if self.drops(trace.success):
             return
         fields = trace.model_dump()
         if trace.success:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import logging
 import threading
 import time
 import uuid
@@ -167,7 +166,7 @@ class TraceRecorder:
         # Tracers whose drop is known ahead: the null tracer always drops, the
         # structlog tracer (exactly that class) when its logger is off for the level.
         self._drops_all = type(tracer) is NullTracer
-        self._gate = tracer._stdlib if type(tracer) is StructlogTracer else None
+        self._gate = tracer if type(tracer) is StructlogTracer else None
         # A bounded ring: appending to a deque with maxlen is thread-safe and drops
         # the oldest, so memory stays flat however many calls run.
         self._recent: collections.deque[ToolExecutionTrace] | None = (
@@ -305,4 +304,4 @@ class TraceRecorder:
         gate = self._gate
         if gate is None:
             return False
-        return not gate.isEnabledFor(logging.INFO if status == "ok" else logging.WARNING)
+        return gate.drops(status == "ok")
