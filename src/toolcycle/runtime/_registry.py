@@ -65,11 +65,6 @@ class ToolRegistry:
         """Every registered tool by name (read it; register and unregister change it)."""
         return self._tools
 
-    @property
-    def has_sources(self) -> bool:
-        """Whether any source was registered (and not yet closed)."""
-        return bool(self._sources)
-
     def names(self) -> list[str]:
         """The registered names, in order of registration."""
         with self._lock:
