@@ -124,3 +124,14 @@ def test_a_parsed_call_keeps_its_own_copy_of_the_callers_arguments() -> None:
     call, _ = parse_tool_call({"name": "add", "arguments": arguments})
     arguments["a"] = 2
     assert call is not None and call.arguments == {"a": 1}
+
+
+def test_the_verdicts_a_policy_remembers_on_keys_stay_bounded() -> None:
+    """A model sending ever new argument names cannot grow the policy's memory without end."""
+    from toolcycle.redaction import _MAX_KEYS
+
+    policy = RedactionPolicy()
+    for index in range(_MAX_KEYS + 10):
+        policy.masked({f"key{index}": "value"}, {})
+    assert len(policy._hits) <= _MAX_KEYS
+    assert policy.masked({"password": "x" * 8}, {}) == {"password": "[redacted]"}

@@ -39,6 +39,7 @@ REDACTED = "[redacted]"
 _CUT = "..."  # how a message ends a value it shows only the start of
 _MIN_CUT = 4  # a shorter start of a secret is too little to hide (or to tell apart)
 _MAX_READERS = 256  # the schemas a policy remembers what it read of
+_MAX_KEYS = 4096  # the keys a policy remembers its verdict on
 
 DEFAULT_SENSITIVE_KEYS = (
     r"pass(word|wd|phrase)?|secret|token|api[-_]?key|authorization|credential|"
@@ -82,11 +83,13 @@ class RedactionPolicy:
     _compiled: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _safe: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _readers: dict[int, SchemaReader] = field(init=False, repr=False, compare=False)
+    _hits: dict[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_compiled", _compile(self.key_pattern))
         object.__setattr__(self, "_safe", _compile(self.safe_keys))
         object.__setattr__(self, "_readers", {})
+        object.__setattr__(self, "_hits", {})  # key -> whether the pattern makes it secret
 
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
         """The sensitive values (and keys) in ``arguments``, longest first, as text shows them."""
@@ -176,6 +179,18 @@ class RedactionPolicy:
         )
 
     def _hit(self, key: object) -> bool:
+        if type(key) is not str:
+            return self._matches(key)
+        hits = self._hits  # the same few keys come back call after call
+        hit = hits.get(key)
+        if hit is None:
+            hit = self._matches(key)
+            if len(hits) >= _MAX_KEYS:
+                hits.clear()
+            hits[key] = hit
+        return hit
+
+    def _matches(self, key: object) -> bool:
         text = _text(key)
         if self._compiled is None or text is None or self._compiled.search(text) is None:
             return False
