@@ -79,7 +79,8 @@ ALLOWED = {
     "_version": set(),
     "_types": set(),
     "_lazy_trace": set(),
-    "runtime._recorder": {"_lazy_trace", "_types", "errors", "models", "tracing"},
+    "_construct": {"_lazy_trace", "models"},  # models for annotations only
+    "runtime._recorder": {"_lazy_trace", "_types", "errors", "models", "tracing", "_construct"},
     "validation._json": set(),
     "_docstrings": set(),
     "callables": {"_docstrings", "cancellation", "context", "errors", "models"},
@@ -91,7 +92,7 @@ ALLOWED = {
     "validation._applicators": set(),
     "agent._names": set(),
     "agent._schemas": set(),
-    "agent._calls": {"validation._json", "models"},
+    "agent._calls": {"validation._json", "models", "_construct"},
     "agent._definitions": {"agent._names", "agent._schemas", "models"},
     "agent._dispatch": {"agent._names", "errors", "models"},
     "agent._batch": {"cancellation", "errors", "models"},
@@ -156,6 +157,7 @@ ALLOWED = {
         "tracing",
         "validation",
         "runtime._recorder",
+        "_construct",
     },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
@@ -182,6 +184,7 @@ ALLOWED = {
         "runtime._shared",
         "tracing",
         "validation",
+        "_construct",
     },
     "runtime._plans": {
         "execution._activation",
@@ -248,6 +251,7 @@ ALLOWED = {
         "runtime._steps",
         "validation",
         "_lazy_trace",
+        "_construct",
     },
     "runtime._facade": {
         "execution._activation",

@@ -18,9 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from toolcycle.models import (
-    ToolExecutionTrace,
-)
+from toolcycle.models import ToolExecutionTrace
 
 # A library must not print: without this, a WARNING on an unconfigured host would
 # reach the standard library's last-resort handler and appear on stderr.

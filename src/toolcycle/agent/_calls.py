@@ -25,7 +25,8 @@ import json
 import sys
 from typing import Any
 
-from toolcycle.models import ToolCall, _trusted
+from toolcycle._construct import trusted
+from toolcycle.models import ToolCall
 from toolcycle.validation._json import short_repr
 
 __all__ = ["parse_tool_call"]
@@ -64,7 +65,7 @@ def _parse(raw: Any) -> tuple[ToolCall | None, str | None]:
     # Every field is checked above (an id as text, a non-empty name, an object of
     # arguments, a known format), so the model is not validated again.
     values = {"id": identifier, "name": name, "arguments": parsed or {}, "format": format_}
-    return _trusted(ToolCall, values, None), problem
+    return trusted(ToolCall, values, None), problem
 
 
 def _fields(raw: dict[str, Any]) -> tuple[Any, Any, Any, Any]:

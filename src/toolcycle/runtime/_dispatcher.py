@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcycle._construct import trusted
 from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
@@ -19,7 +20,7 @@ from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
-from toolcycle.models import ToolCall, ToolResult, _trusted
+from toolcycle.models import ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -238,7 +239,7 @@ def _answering(result: ToolResult, call: ToolCall) -> ToolResult:
     """The result with the model's call it answers (its pending record too, if any)."""
     if result.pending is None:  # the common case: one field set, nothing to re-check
         private = result.__pydantic_private__
-        return _trusted(
+        return trusted(
             ToolResult,
             {**INSTANCE_DICT.__get__(result), "call": call},  # keeps a trace not yet built unbuilt
             dict(private) if private is not None else None,

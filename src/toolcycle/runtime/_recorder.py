@@ -15,9 +15,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._construct import trusted
 from toolcycle._lazy_trace import LazyTrace
 from toolcycle.errors import error_text
-from toolcycle.models import ApprovalRecord, ToolExecutionTrace, _trusted
+from toolcycle.models import ApprovalRecord, ToolExecutionTrace
 from toolcycle.tracing import NullTracer, StructlogTracer, get_logger, iso_utc
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
-    return _trusted(
+    return trusted(
         ToolExecutionTrace,
         {
             "tool_name": tool_name,

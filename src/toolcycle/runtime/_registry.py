@@ -7,6 +7,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._construct import detached
 from toolcycle.callables import wrap
 from toolcycle.errors import (
     ToolNotFoundError,
@@ -15,7 +16,7 @@ from toolcycle.errors import (
     ToolSkippedWarning,
     error_text,
 )
-from toolcycle.models import ToolDescriptor, _detached
+from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
@@ -115,7 +116,7 @@ class ToolRegistry:
         compiled_output = (
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
-        descriptor = _detached(descriptor)  # later edits by the tool change nothing
+        descriptor = detached(descriptor)  # later edits by the tool change nothing
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(

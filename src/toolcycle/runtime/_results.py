@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._construct import trusted
 from toolcycle.errors import ToolOutputError, error_text
-from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue, _trusted
+from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
 from toolcycle.tracing import get_logger
 from toolcycle.validation._json import encode, encode_text
 
@@ -213,7 +214,7 @@ def build_result(
         output_valid=output_valid,
     )
     # Built from checked parts, so not validated again (fields in declaration order).
-    return _trusted(
+    return trusted(
         ToolResult,
         {
             "success": success,
