@@ -135,3 +135,15 @@ def test_the_verdicts_a_policy_remembers_on_keys_stay_bounded() -> None:
         policy.masked({f"key{index}": "value"}, {})
     assert len(policy._hits) <= _MAX_KEYS
     assert policy.masked({"password": "x" * 8}, {}) == {"password": "[redacted]"}
+
+
+@pytest.mark.parametrize("schema_name", sorted(SCHEMAS))
+def test_one_policy_masking_many_calls_agrees_with_the_full_walk_every_time(
+    schema_name: str,
+) -> None:
+    """What a policy remembers from earlier calls never changes a later verdict."""
+    policy = RedactionPolicy()
+    schema = SCHEMAS[schema_name]
+    for value in [*VALUES, *reversed(VALUES), *VALUES]:
+        walked = _mask(policy, policy._reader(schema).top(), value, False)
+        assert policy.masked(value, schema) == walked

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime, tool
+from toolcycle import ToolCall, ToolExecutionContext, ToolResult, ToolRuntime, tool
 from toolcycle.models import ApprovalRecord
 from toolcycle.runtime._shared import Call, Entry
 from toolcycle.testing import FakeTool
@@ -29,7 +29,9 @@ class RecordingRunner:
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
+        assert answers is not None and answers.id == tool_call_id
         self.calls.append((name, dict(params), tool_call_id, refuse))
         return ToolResult(success=True, output="from the stand-in")
 
@@ -44,8 +46,11 @@ class RecordingRunner:
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
-        return self.execute(name, params, ctx, timeout, idle_timeout, tool_call_id, refuse=refuse)
+        return self.execute(
+            name, params, ctx, timeout, idle_timeout, tool_call_id, refuse=refuse, answers=answers
+        )
 
 
 def test_the_dispatcher_runs_a_model_call_only_through_the_runner_it_is_given() -> None:

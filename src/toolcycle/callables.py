@@ -82,6 +82,7 @@ class FunctionTool:
             raise ToolDefinitionError(f"{fn!r} has no usable name; pass name=...")
         doc = parse_docstring(inspect.getdoc(fn))
         self._parameters, self._arguments = _arguments_model(fn, tool_name, doc.params)
+        self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
         self._returns, output_schema = _return_adapter(fn, tool_name)
         self._on_activate: Hook | None = None
         self._on_deactivate: Hook | None = None
@@ -143,7 +144,10 @@ class FunctionTool:
         return self._serialise(self.fn(**self._kwargs(params, ctx)))
 
     def _kwargs(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
-        arguments = self._arguments.model_validate(params)
+        # The validator itself rather than model_validate: the same check, 0.3 us less.
+        arguments = self._arguments.__pydantic_validator__.validate_python(params)
+        if self._plain:  # every parameter is an argument of the same name
+            return dict(arguments.__dict__)
         kwargs: dict[str, Any] = {}
         for parameter in self._parameters:
             if parameter.inject is ToolExecutionContext:

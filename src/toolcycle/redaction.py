@@ -166,11 +166,18 @@ class RedactionPolicy:
         """
         if top.marked or top.keys_marked:
             return False
+        clear = top.clear  # declared keys judged before: a bounded set, the schema's names
         for key, value in arguments.items():
             if value is None:
                 continue  # a null is never replaced
-            if type(value) not in _PLAIN or self._hit(key) or top.under(key).marked:
+            if type(value) not in _PLAIN:
                 return False
+            if key in clear:
+                continue
+            if self._hit(key) or top.under(key).marked:
+                return False
+            if top.declares(key):
+                clear.add(key)
         return True
 
     def _marked(self, schema: dict[str, Any]) -> bool:

@@ -48,10 +48,11 @@ def parse_tool_call(raw: Any) -> tuple[ToolCall | None, str | None]:
 
 
 def _parse(raw: Any) -> tuple[ToolCall | None, str | None]:
-    if isinstance(raw, ToolCall):
-        return raw, None
-    if hasattr(raw, "model_dump"):
-        raw = raw.model_dump(mode="json")
+    if type(raw) is not dict:  # the usual shape needs neither check
+        if isinstance(raw, ToolCall):
+            return raw, None
+        if hasattr(raw, "model_dump"):
+            raw = raw.model_dump(mode="json")
     if not isinstance(raw, dict):
         return None, (
             f"a tool call must be an object with a name and arguments, got {type(raw).__name__}"

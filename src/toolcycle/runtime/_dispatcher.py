@@ -89,9 +89,9 @@ class Dispatcher:
             return prepared
         call, name, arguments = prepared
         result = self._runner.execute(
-            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
         )
-        return _answering(result, call)
+        return result if result.call is call else _answering(result, call)
 
     async def acall(
         self,
@@ -152,9 +152,9 @@ class Dispatcher:
     ) -> ToolResult:
         call, name, arguments = prepared
         result = await self._runner.aexecute(
-            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
         )
-        return _answering(result, call)
+        return result if result.call is call else _answering(result, call)
 
     def _prepare(self, raw: Any, ctx: ToolExecutionContext) -> _Prepared | ToolResult:
         """The call, the tool it means and its arguments; or the refusal to answer it with.

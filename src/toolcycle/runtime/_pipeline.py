@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord
+    from toolcycle.models import ApprovalRecord, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -72,14 +72,17 @@ class CallPipeline:
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
         """Run one call; with ``refuse``, a refusal (`REFUSED`) becomes a failed result.
 
         That result carries the refusal's trace: ``call`` answers the model with it.
+        A successful run's result carries ``answers``, the model's call it answers.
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        call.answers = answers
         if call.observer is None and not refuse:
             return self._run(call, params, timeout, idle_timeout)
         try:
@@ -106,11 +109,13 @@ class CallPipeline:
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
         """Async twin of `execute`."""
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        call.answers = answers
         if call.observer is None and not refuse:
             return await self._arun(call, params, timeout, idle_timeout)
         try:

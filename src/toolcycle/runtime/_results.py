@@ -18,7 +18,7 @@ from toolcycle.validation._json import encode, encode_text
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
-    from toolcycle.models import Change
+    from toolcycle.models import Change, ToolCall
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
@@ -140,8 +140,13 @@ def build_result(
     *,
     strict_output: bool,
     max_result_bytes: int | None = None,
+    answers: ToolCall | None = None,
 ) -> ToolResult:
-    """Steps 6 and 7: normalise, measure and check the output; record returned changes."""
+    """Steps 6 and 7: normalise, measure and check the output; record returned changes.
+
+    ``answers`` is the model's call a successful run answers, set on the result
+    at once (the other results get it from the dispatcher).
+    """
     name = record.tool_name
     if outcome.timed_out:
         message = f"tool {name!r} {outcome.reason}"
@@ -226,7 +231,7 @@ def build_result(
             "changes": tuple(changes),
             "truncated": truncated,
             "exception": None,
-            "call": None,
+            "call": answers,
             "pending": None,
         },
         {"_text": None if truncated or isinstance(data, str) else text},

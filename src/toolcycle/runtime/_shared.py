@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ApprovalRecord,
         BoundResource,
         ProgressEvent,
+        ToolCall,
         ToolDescriptor,
         ToolExecutionTrace,
         ToolResult,
@@ -185,9 +186,11 @@ class Call:
         tool_call_id: the model's id of the call, when it came through ``call``.
         arguments: the validated arguments, kept only for an observer that records payloads.
         flight: the call in its plan's calls in flight, once its checks have passed.
+        answers: the model's call this one answers, for its result to carry.
     """
 
     __slots__ = (
+        "answers",
         "approved",
         "arguments",
         "ctx",
@@ -217,6 +220,7 @@ class Call:
         self.tool_call_id: str | None = None
         self.arguments: Any = None
         self.flight: Flight | None = None
+        self.answers: ToolCall | None = None
 
 
 class Catalog(Protocol):
@@ -270,8 +274,12 @@ class Runner(Protocol):
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
-        """Run the call; with ``refuse``, a refusal comes back as a failed result."""
+        """Run the call; with ``refuse``, a refusal comes back as a failed result.
+
+        A result that answers ``answers`` may carry it already (see `Dispatcher`).
+        """
         ...
 
     async def aexecute(
@@ -285,6 +293,7 @@ class Runner(Protocol):
         approval: ApprovalRecord | None = None,
         *,
         refuse: bool = False,
+        answers: ToolCall | None = None,
     ) -> ToolResult:
         """Async twin of `execute`."""
         ...

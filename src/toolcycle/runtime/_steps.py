@@ -159,6 +159,7 @@ class CallSteps:
             changes,
             strict_output=settings.strict_output,
             max_result_bytes=settings.max_result_bytes,
+            answers=call.answers,
         )
 
     def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:

@@ -45,6 +45,7 @@ class Applied:
         "_named",
         "_other",
         "_reader",
+        "clear",
         "declared",
         "every",
         "extra",
@@ -68,6 +69,8 @@ class Applied:
         self._named: dict[Any, Applied] = {}  # the child under each declared key, once built
         self._other: Applied | None = None  # the child under any key not declared
         self._later: list[Applied] = []  # the child at each index, up to the alike ones
+        self.clear: set[Any] = set()
+        """Declared keys whose plain values the reader's user found nothing to hide under."""
 
     def declares(self, key: Any) -> bool:
         """Whether some ``properties`` of the value names ``key``."""
