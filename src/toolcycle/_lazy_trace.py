@@ -9,9 +9,13 @@ This module knows nothing of the models: it only moves values between slots.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["INSTANCE_DICT", "LazyTrace", "TraceField", "settle", "settled_dict"]
 
@@ -24,18 +28,33 @@ class LazyTrace:
     it). The result turns it into the `ToolExecutionTrace` the first time its
     ``trace`` or its data (``model_dump``, ``==``, pickling, copies) is read;
     nothing outside this module ever sees it.
+
+    Args:
+        values: what the trace is made of.
+        error: the trace's ``error`` (already redacted), which the result needs at once.
+        make: builds the trace from ``values``; called at most once.
     """
 
-    __slots__ = ()
+    __slots__ = ("_make", "_model", "_values", "error")
 
-    @property
-    def error(self) -> str | None:
-        """The trace's ``error``, as it will read."""
-        raise NotImplementedError
+    def __init__(self, values: Any, error: str | None, make: Callable[[Any], Any]) -> None:
+        self._values = values
+        self._make = make
+        self._model: Any = None
+        self.error = error
 
     def build(self) -> Any:
-        """The trace; the same object every time it is asked for."""
-        raise NotImplementedError
+        """The trace; the same object every time, from whichever thread asks first."""
+        model = self._model
+        if model is not None:
+            return model
+        with _build_lock:
+            if self._model is None:
+                self._model = self._make(self._values)
+            return self._model
+
+
+_build_lock = threading.Lock()
 
 
 # The instance dict's own descriptor, which a result's ``__dict__`` property wraps.

@@ -186,10 +186,8 @@ class Resumer:
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
-            call_id = record.call.id if record.call is not None else None
-            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
-            result = self._runner.execute(*args, approval)
-        return result if record.call is None else result.model_copy(update={"call": record.call})
+            result = self._runner.execute(*_rerun(record, ctx, timeout, idle_timeout), approval)
+        return _answering(result, record)
 
     async def aresume(
         self,
@@ -204,10 +202,9 @@ class Resumer:
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
-            call_id = record.call.id if record.call is not None else None
-            args = (record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id)
+            args = _rerun(record, ctx, timeout, idle_timeout)
             result = await self._runner.aexecute(*args, approval)
-        return result if record.call is None else result.model_copy(update={"call": record.call})
+        return _answering(result, record)
 
     def _claim(
         self, pending: Any, decision: Any, ctx: ToolExecutionContext
@@ -260,3 +257,21 @@ def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
         error=scrub(error) if scrub is not None else error,
     )
     return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")
+
+
+def _rerun(
+    record: PendingApproval,
+    ctx: ToolExecutionContext,
+    timeout: float | None,
+    idle_timeout: float | None,
+) -> tuple[str, dict[str, Any], ToolExecutionContext, float | None, float | None, str | None]:
+    """The runner's arguments for an approved call: its recorded tool, arguments and call id."""
+    call_id = record.call.id if record.call is not None else None
+    return record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id
+
+
+def _answering(result: ToolResult, record: PendingApproval) -> ToolResult:
+    """The resumed call's result, carrying the model's call it answers, if it came as one."""
+    if record.call is None:
+        return result
+    return result.model_copy(update={"call": record.call})

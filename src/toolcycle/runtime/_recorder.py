@@ -65,35 +65,6 @@ class CallRecord:
         self.abandoned = False  # its plan ended and stopped waiting for it
 
 
-class _FinishedCall(LazyTrace):
-    """A finished call's trace as plain values: the model is built on first request."""
-
-    __slots__ = ("_model", "_values")
-
-    def __init__(self, values: tuple[Any, ...]) -> None:
-        self._values = values
-        self._model: ToolExecutionTrace | None = None
-
-    @property
-    def error(self) -> str | None:
-        """The trace's error message (already redacted)."""
-        error: str | None = self._values[9]
-        return error
-
-    def build(self) -> ToolExecutionTrace:
-        """The trace model, built once; every caller gets the same object."""
-        model = self._model
-        if model is not None:
-            return model
-        with _build_lock:
-            if self._model is None:
-                self._model = _trace_model(self._values)
-            return self._model
-
-
-_build_lock = threading.Lock()
-
-
 def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
     (
         tool_name,
@@ -265,7 +236,7 @@ class TraceRecorder:
         started = record.started
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
-        finished = _FinishedCall(
+        finished = LazyTrace(
             (
                 record.tool_name,
                 record.plan_id,
@@ -282,7 +253,9 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
-            )
+            ),
+            error_message,
+            _trace_model,
         )
         if (
             self._recent is None
@@ -290,7 +263,7 @@ class TraceRecorder:
             and (self._drops_all or self._drops(status))
         ):
             return finished
-        trace = finished.build()
+        trace: ToolExecutionTrace = finished.build()
         if self._recent is not None:
             self._recent.append(trace)
         for sink in (self._tracer.record, *self._listeners):
