@@ -606,7 +606,8 @@ def test_a_call_after_the_server_closed_says_it_is_closed(runtime) -> None:
         server.close()
         result = runtime.execute("add", {"a": 1, "b": 1}, ctx)
     assert not result.success
-    assert result.error == "McpServerError: MCP server 'local' is closed"
+    assert result.error == "MCP server 'local' is closed"
+    assert result.error_type == "McpServerError"
 
 
 def test_a_server_sending_invalid_unicode_or_deep_values_gets_failed_results(runtime) -> None:
