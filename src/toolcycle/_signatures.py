@@ -67,6 +67,8 @@ _PYDANTIC_ERRORS = (
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Parameter:
+    """One parameter of the function, and where its value comes from."""
+
     name: str
     """The Python parameter name."""
     field: str

@@ -5,7 +5,10 @@ a bad definition fails where it is written, not when a model first calls it:
 
 - the input schema comes from the signature through pydantic (every annotation
   pydantic can express as JSON Schema, with defaults and ``Field`` constraints)
-  and the parameter descriptions from the docstring;
+  and the parameter descriptions from the docstring, without the titles pydantic
+  makes up from names (see `toolcycle._signatures`);
+- the description is the docstring's first paragraph or ``description=``; a tool
+  with neither is accepted with a `ToolDefinitionWarning`;
 - the output schema comes from the return annotation (none for ``-> None`` or
   no annotation), and outputs are serialised to JSON data through it;
 - a parameter annotated `ToolExecutionContext` or `CancellationToken` receives

@@ -179,6 +179,7 @@ def test_a_json_rpc_error_gives_a_failed_result_with_the_code(runtime, in_proces
         result = runtime.execute("rpc_error", {}, ctx)
     assert not result.success and result.error_type == "McpCallError"
     assert "-32099" in (result.error or "") and "a custom JSON-RPC failure" in (result.error or "")
+    assert not (result.error or "").startswith("McpCallError")  # the class is error_type alone
     assert isinstance(result.exception, McpCallError)
     assert (result.exception.code, result.exception.data) == (-32099, {"hint": "none"})
 
