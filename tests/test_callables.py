@@ -113,7 +113,6 @@ def test_annotations_map_to_json_schema(annotation: Any, expected: dict[str, Any
 
     def fn(value):  # type: ignore[no-untyped-def]  # annotated below
         """The fn tool of this test."""
-        return None
 
     fn.__annotations__ = {"value": annotation}
     schema = _props(wrap(fn))["value"]
@@ -125,7 +124,6 @@ def test_models_dataclasses_enums_and_typeddicts_use_local_defs() -> None:
 
     def place(point: Point, box: Box, colour: Colour, options: Options) -> None:
         """The place tool of this test."""
-        return None
 
     schema = wrap(place).discover().input_schema
     assert set(schema["$defs"]) == {"Point", "Box", "Colour", "Options"}
@@ -138,7 +136,6 @@ def test_tuple_parameters_use_prefix_items() -> None:
 
     def pair(value: tuple[int, str]) -> None:
         """The pair tool of this test."""
-        return None
 
     schema = _props(wrap(pair))["value"]
     assert schema["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
@@ -348,7 +345,6 @@ def test_no_output_schema_without_annotation_or_for_none() -> None:
 
     def nothing() -> None:
         """The nothing tool of this test."""
-        return None
 
     def unannotated():  # type: ignore[no-untyped-def]
         """The unannotated tool of this test."""
@@ -460,7 +456,6 @@ def test_a_second_hook_of_the_same_kind_is_refused() -> None:
     @tool
     def fn() -> None:
         """The fn tool of this test."""
-        return None
 
     fn.on_activate(lambda ctx: None)
     with pytest.raises(ToolDefinitionError, match="already has"):
