@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import threading
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -521,3 +522,22 @@ def test_unresolvable_annotations_fail_at_decoration() -> None:
 def test_repr_names_the_tool() -> None:
     """The repr says which function the tool wraps."""
     assert "'lambda_free'" in repr(wrap(lambda_free))
+
+
+def test_a_signature_schema_or_name_that_cannot_be_used_fails_at_decoration() -> None:
+    """An unreadable signature, a parameter with no JSON Schema and a bad name each raise."""
+
+    def takes_callback(callback: Callable[[], int]) -> None:
+        """Take a callback, which no JSON Schema describes."""
+
+    def unreadable(x: int) -> int:
+        """Claim a signature that is not one."""
+        return x
+
+    unreadable.__signature__ = "not a signature"  # type: ignore[attr-defined]
+    with pytest.raises(ToolDefinitionError, match="cannot be described as JSON Schema"):
+        wrap(takes_callback)
+    with pytest.raises(ToolDefinitionError, match="cannot read the signature"):
+        wrap(unreadable)
+    with pytest.raises(ToolDefinitionError, match="no surrounding whitespace"):
+        wrap(lambda_free, name=" spaced ")
