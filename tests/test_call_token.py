@@ -33,6 +33,7 @@ def test_each_call_gets_its_own_token_and_it_is_stable_within_the_call(
 
     @tool(writes=False)
     def probe(ctx: ToolExecutionContext) -> None:
+        """The probe tool of this test."""
         seen.append((ctx.call_token, ctx.call_token))
 
     runtime.register(probe)
@@ -53,6 +54,7 @@ def test_cancelling_the_plan_cancels_a_running_calls_token(runtime: ToolRuntime)
 
     @tool(writes=False)
     def waits(ctx: ToolExecutionContext) -> None:
+        """The waits tool of this test."""
         token = ctx.call_token
         started.set()
         deadline = time.monotonic() + WAIT
@@ -78,6 +80,7 @@ def test_a_timeout_cancels_the_calls_token_but_not_the_plans(runtime: ToolRuntim
 
     @tool(writes=False)
     def slow(ctx: ToolExecutionContext) -> None:
+        """The slow tool of this test."""
         token = ctx.call_token
         deadline = time.monotonic() + WAIT
         while not token.is_cancelled and time.monotonic() < deadline:
@@ -104,6 +107,7 @@ def test_a_token_first_asked_for_after_the_timeout_is_already_cancelled(
 
     @tool(writes=False)
     def late(ctx: ToolExecutionContext) -> None:
+        """The late tool of this test."""
         release.wait(WAIT)
         states.append(ctx.call_token.is_cancelled)
         done.set()
@@ -123,6 +127,7 @@ def test_an_async_tools_call_token_is_cancelled_at_its_timeout(runtime: ToolRunt
 
     @tool(writes=False)
     async def hangs(ctx: ToolExecutionContext) -> None:
+        """The hangs tool of this test."""
         tokens.append(ctx.call_token)
         await asyncio.sleep(WAIT)
 
@@ -144,6 +149,7 @@ def test_concurrent_calls_each_see_their_own_token(runtime: ToolRuntime) -> None
 
     @tool(writes=False)
     async def meet(ctx: ToolExecutionContext) -> None:
+        """The meet tool of this test."""
         arrived.append(ctx.call_token)
         if len(arrived) == 2:
             both.set()
@@ -169,6 +175,7 @@ def test_finished_calls_leave_no_callback_on_the_plans_token(runtime: ToolRuntim
 
     @tool(writes=False)
     def asks(ctx: ToolExecutionContext) -> bool:
+        """The asks tool of this test."""
         return ctx.call_token.is_cancelled
 
     runtime.register(asks)

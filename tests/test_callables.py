@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import enum
 import threading
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -112,19 +113,18 @@ def test_annotations_map_to_json_schema(annotation: Any, expected: dict[str, Any
     """Each supported annotation yields the expected property schema."""
 
     def fn(value):  # type: ignore[no-untyped-def]  # annotated below
-        return None
+        """The fn tool of this test."""
 
     fn.__annotations__ = {"value": annotation}
     schema = _props(wrap(fn))["value"]
-    schema.pop("title", None)
-    assert schema == expected
+    assert schema == expected  # with no title made up from the parameter's name
 
 
 def test_models_dataclasses_enums_and_typeddicts_use_local_defs() -> None:
     """Structured parameters become local $defs that compile offline."""
 
     def place(point: Point, box: Box, colour: Colour, options: Options) -> None:
-        return None
+        """The place tool of this test."""
 
     schema = wrap(place).discover().input_schema
     assert set(schema["$defs"]) == {"Point", "Box", "Colour", "Options"}
@@ -136,7 +136,7 @@ def test_tuple_parameters_use_prefix_items() -> None:
     """A fixed tuple becomes prefixItems with an exact length."""
 
     def pair(value: tuple[int, str]) -> None:
-        return None
+        """The pair tool of this test."""
 
     schema = _props(wrap(pair))["value"]
     assert schema["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
@@ -294,6 +294,7 @@ def test_arguments_are_coerced_into_annotated_types() -> None:
 
     @tool(writes=False)
     def inspect_args(point: Point, colour: Colour, pair: tuple[int, int], box: Box) -> None:
+        """The inspect args tool of this test."""
         seen.update(point=point, colour=colour, pair=pair, box=box)
 
     with ToolRuntime() as runtime:
@@ -314,14 +315,17 @@ def test_outputs_are_serialised_through_the_return_annotation() -> None:
 
     @tool(writes=False)
     def make(x: int) -> Point:
+        """The make tool of this test."""
         return Point(x=x)
 
     @tool(writes=False)
     def boxed(width: float) -> Box:
+        """The boxed tool of this test."""
         return Box(width=width)
 
     @tool(writes=False)
     def colour() -> Colour:
+        """The colour tool of this test."""
         return Colour.RED
 
     with ToolRuntime() as runtime:
@@ -341,9 +345,10 @@ def test_no_output_schema_without_annotation_or_for_none() -> None:
     """-> None and a missing return annotation give no output schema."""
 
     def nothing() -> None:
-        return None
+        """The nothing tool of this test."""
 
     def unannotated():  # type: ignore[no-untyped-def]
+        """The unannotated tool of this test."""
         return 1
 
     assert wrap(nothing).discover().output_schema is None
@@ -356,6 +361,7 @@ def test_context_and_token_are_injected_and_hidden_from_the_schema() -> None:
 
     @tool(writes=False)
     def probe(x: int, context: ToolExecutionContext, stop: CancellationToken) -> int:
+        """The probe tool of this test."""
         seen.extend([context, stop, context.call_token])
         return x
 
@@ -390,6 +396,7 @@ async def test_async_functions_run_natively_under_aexecute() -> None:
 
     @tool(writes=False)
     async def fetch(key: str) -> str:
+        """The fetch tool of this test."""
         loops.append(asyncio.get_running_loop())
         return key * 2
 
@@ -408,6 +415,7 @@ def test_async_function_under_sync_execute_runs_on_the_runtime_loop() -> None:
 
     @tool(writes=False)
     async def where() -> str:
+        """The where tool of this test."""
         threads.append(threading.current_thread().name)
         return "ok"
 
@@ -424,6 +432,7 @@ def test_hooks_run_once_per_plan() -> None:
 
     @tool(writes=False)
     def query(sql: str) -> str:
+        """The query tool of this test."""
         return sql
 
     @query.on_activate
@@ -447,7 +456,7 @@ def test_a_second_hook_of_the_same_kind_is_refused() -> None:
 
     @tool
     def fn() -> None:
-        return None
+        """The fn tool of this test."""
 
     fn.on_activate(lambda ctx: None)
     with pytest.raises(ToolDefinitionError, match="already has"):
@@ -491,9 +500,10 @@ def test_bad_definitions_fail_at_decoration(fn: Any, message: str) -> None:
 
 def test_lambdas_need_a_name_and_non_callables_are_refused() -> None:
     """A lambda must be given a name; a non-callable cannot be wrapped."""
-    with pytest.raises(ToolDefinitionError, match="name="):
+    with pytest.raises(ToolDefinitionError, match=r"wrap\(fn, name=\.\.\.\) or @tool\(name="):
         wrap(lambda x: x)
-    assert wrap(lambda x: x, name="identity").discover().name == "identity"
+    named = wrap(lambda x: x, name="identity", description="Return the argument.")
+    assert named.discover().name == "identity"
     with pytest.raises(ToolDefinitionError, match="not callable"):
         FunctionTool(3)  # type: ignore[arg-type]
 
@@ -505,9 +515,29 @@ def test_unresolvable_annotations_fail_at_decoration() -> None:
         return None
 
     with pytest.raises(ToolDefinitionError, match="cannot be resolved"):
+        """The fn tool of this test."""
         wrap(fn)
 
 
 def test_repr_names_the_tool() -> None:
     """The repr says which function the tool wraps."""
     assert "'lambda_free'" in repr(wrap(lambda_free))
+
+
+def test_a_signature_schema_or_name_that_cannot_be_used_fails_at_decoration() -> None:
+    """An unreadable signature, a parameter with no JSON Schema and a bad name each raise."""
+
+    def takes_callback(callback: Callable[[], int]) -> None:
+        """Take a callback, which no JSON Schema describes."""
+
+    def unreadable(x: int) -> int:
+        """Claim a signature that is not one."""
+        return x
+
+    unreadable.__signature__ = "not a signature"  # type: ignore[attr-defined]
+    with pytest.raises(ToolDefinitionError, match="cannot be described as JSON Schema"):
+        wrap(takes_callback)
+    with pytest.raises(ToolDefinitionError, match="cannot read the signature"):
+        wrap(unreadable)
+    with pytest.raises(ToolDefinitionError, match="no surrounding whitespace"):
+        wrap(lambda_free, name=" spaced ")

@@ -7,12 +7,15 @@ import itertools
 import pytest
 
 from toolcycle import (
+    SourceKind,
     ToolAccessDeniedError,
     ToolCapability,
     ToolCheckpointRequiredError,
     ToolDescriptor,
     ToolExecutionContext,
+    ToolRuntime,
 )
+from toolcycle.builtins import workspace_tools
 from toolcycle.capabilities import check_capabilities, is_allowed
 
 
@@ -54,3 +57,57 @@ def test_a_checkpoint_plan_runs_a_tool_that_does_not_write_even_if_not_checkpoin
     ctx = ToolExecutionContext("p", requires_checkpoint=True)
     check_capabilities(descriptor, ctx)
     assert is_allowed(descriptor, ctx)
+
+
+@pytest.mark.parametrize(
+    ("source", "source_name", "advice"),
+    [
+        ("custom", None, "or declare writes=False if it only reads"),
+        ("wrapped", None, "or declare writes=False if it only reads"),
+        ("builtin", None, "(it is a built-in tool: its capability is fixed)"),
+        ("mcp", "notes", "(its capability comes from MCP server 'notes')"),
+        ("mcp", None, "(its capability comes from MCP server)"),
+        ("skill", "pdf", "(it runs a skill's script, which the runtime can neither inspect"),
+    ],
+)
+def test_a_read_only_denial_suggests_a_new_declaration_only_for_the_users_own_tools(
+    source: SourceKind, source_name: str | None, advice: str
+) -> None:
+    """Only a tool the user wrote is told to declare writes=False; others get plan advice."""
+    descriptor = ToolDescriptor(name="w", source=source, source_name=source_name)
+    with pytest.raises(ToolAccessDeniedError) as info:
+        check_capabilities(descriptor, ToolExecutionContext("p", read_only=True))
+    message = str(info.value)
+    assert message.startswith(
+        "tool 'w' writes, and plan 'p' is read-only; run it in a plan with read_only=False"
+    )
+    assert advice in message
+    assert ("declare" in message) is (source in ("custom", "wrapped"))
+
+
+@pytest.mark.parametrize("source", ["custom", "wrapped", "builtin", "mcp", "skill"])
+def test_a_checkpoint_denial_suggests_checkpointable_only_for_the_users_own_tools(
+    source: SourceKind,
+) -> None:
+    """checkpointable=True is offered for a tool the user wrote, never for another's."""
+    descriptor = ToolDescriptor(name="w", source=source)
+    with pytest.raises(ToolCheckpointRequiredError) as info:
+        check_capabilities(descriptor, ToolExecutionContext("p", requires_checkpoint=True))
+    message = str(info.value)
+    assert "run it in a plan with requires_checkpoint=False" in message
+    assert ("declare checkpointable=True" in message) is (source in ("custom", "wrapped"))
+
+
+def test_a_model_calling_a_built_in_that_writes_in_a_read_only_plan_is_told_about_the_plan() -> (
+    None
+):
+    """The failed result of call names the plan's flag and never asks to redeclare write_file."""
+    with ToolRuntime() as runtime:
+        runtime.register_source(workspace_tools())
+        with runtime.plan("p", read_only=True) as ctx:
+            result = runtime.call({"name": "write_file", "arguments": {}}, ctx)
+    assert result.error_type == "ToolAccessDeniedError"
+    assert result.error == (
+        "tool 'write_file' writes, and plan 'p' is read-only; run it in a plan with "
+        "read_only=False (it is a built-in tool: its capability is fixed)"
+    )

@@ -11,6 +11,7 @@ skipped.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import sys
 import textwrap
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from toolcycle import tool, wrap
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -155,3 +158,27 @@ def test_the_security_table_names_tests_that_exist() -> None:
         names = [first, *re.findall(r"`::(\w+)`", more)]
         missing += [f"{path}::{name}" for name in names if f"def {name}(" not in source]
     assert missing == []
+
+
+def _documented_options(page: Path, heading: str) -> list[str]:
+    """The backquoted names in the first column of the table under ``heading``."""
+    text = page.read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)` \|", section, flags=re.MULTILINE)
+
+
+def test_the_callables_page_documents_every_option_of_tool_and_wrap() -> None:
+    """The options table lists exactly the keyword options of @tool, which wrap shares."""
+    documented = _documented_options(DOCS / "sources" / "callables.md", "## Options and defaults")
+    options = [
+        name
+        for name, parameter in inspect.signature(tool).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    wrapped = [
+        name
+        for name, parameter in inspect.signature(wrap).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert wrapped == options
+    assert documented == options

@@ -176,7 +176,7 @@ def test_a_checkpoint_plan_still_refuses_tools_that_cannot_roll_back(ws: Workspa
 
     @tool(writes=True, checkpointable=False)
     def send_email(to: str) -> None:
-        return None
+        """The send email tool of this test."""
 
     ws.runtime.register(send_email)
     with pytest.raises(ToolCheckpointRequiredError):

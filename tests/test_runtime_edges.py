@@ -433,6 +433,7 @@ def test_register_source_can_skip_tools_with_unusable_schemas(runtime: ToolRunti
     with pytest.warns(ToolSkippedWarning) as caught:
         registered = runtime.register_source(Source(), skip_invalid_schemas=True)
     assert [d.name for d in registered] == ["good", "also_good"]
+    assert {w.filename for w in caught} == {__file__}  # the line that registered the source
     messages = [str(w.message) for w in caught]
     assert any("'bad'" in m for m in messages) and any("'odd'" in m for m in messages)
     from toolcycle import ToolSchemaValidationError

@@ -175,6 +175,7 @@ def test_a_tool_reporting_progress_reaches_on_progress_and_the_trace(runtime) ->
 
     @tool(writes=False)
     def count(n: int, ctx: ToolExecutionContext) -> int:
+        """The count tool of this test."""
         for i in range(n):
             ctx.report_progress(i + 1, n, f"item {i + 1}")
         return n
@@ -205,6 +206,7 @@ def test_a_reporter_taken_in_a_call_may_be_used_from_another_thread(runtime) -> 
 
     @tool(writes=False)
     def threaded(ctx: ToolExecutionContext) -> str:
+        """The threaded tool of this test."""
         report = ctx.progress_reporter()
         worker = threading.Thread(target=report, args=(0.5, 1.0, None))
         worker.start()
@@ -242,6 +244,7 @@ def test_a_plan_scope_passes_on_progress_to_its_context() -> None:
 
     @tool(writes=False)
     def step(ctx: ToolExecutionContext) -> int:
+        """The step tool of this test."""
         ctx.report_progress(1, 2, "half")
         return 1
 

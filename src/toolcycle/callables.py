@@ -5,7 +5,10 @@ a bad definition fails where it is written, not when a model first calls it:
 
 - the input schema comes from the signature through pydantic (every annotation
   pydantic can express as JSON Schema, with defaults and ``Field`` constraints)
-  and the parameter descriptions from the docstring;
+  and the parameter descriptions from the docstring, without the titles pydantic
+  makes up from names (see `toolcycle._signatures`);
+- the description is the docstring's first paragraph or ``description=``; a tool
+  with neither is accepted with a `ToolDefinitionWarning`;
 - the output schema comes from the return annotation (none for ``-> None`` or
   no annotation), and outputs are serialised to JSON data through it;
 - a parameter annotated `ToolExecutionContext` or `CancellationToken` receives
@@ -19,42 +22,25 @@ model parameter receives a model instance, an ``Enum`` its member).
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import typing
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from toolcycle._docstrings import parse_docstring
+from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
+from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolDefinitionError
+from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Hook = Callable[[ToolExecutionContext], Any]
-
-_PYDANTIC_ERRORS = (
-    pydantic.PydanticSchemaGenerationError,
-    pydantic.PydanticInvalidForJsonSchema,
-    pydantic.PydanticUserError,
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Parameter:
-    name: str
-    """The Python parameter name."""
-    field: str
-    """The field of the arguments model (the parameter name, unless it is reserved)."""
-    inject: type | None
-    """ToolExecutionContext or CancellationToken for injected parameters."""
 
 
 class FunctionTool:
@@ -79,18 +65,21 @@ class FunctionTool:
         self.__doc__ = getattr(fn, "__doc__", None)
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
-            raise ToolDefinitionError(f"{fn!r} has no usable name; pass name=...")
+            raise ToolDefinitionError(
+                f"{fn!r} has no usable name; name the tool with wrap(fn, name=...) "
+                "or @tool(name=...)"
+            )
         doc = parse_docstring(inspect.getdoc(fn))
-        self._parameters, self._arguments = _arguments_model(fn, tool_name, doc.params)
+        self._parameters, self._arguments = arguments_model(fn, tool_name, doc.params)
         self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
-        self._returns, output_schema = _return_adapter(fn, tool_name)
+        self._returns, output_schema = return_adapter(fn, tool_name)
         self._on_activate: Hook | None = None
         self._on_deactivate: Hook | None = None
         try:
             descriptor = ToolDescriptor(
                 name=tool_name,
                 description=description if description is not None else doc.summary,
-                input_schema=_input_schema(self._arguments, tool_name),
+                input_schema=arguments_schema(self._arguments, tool_name),
                 output_schema=output_schema,
                 capability=ToolCapability(
                     writes=writes,
@@ -104,6 +93,13 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
         self._descriptor = descriptor
+        if not descriptor.description.strip():
+            warn_at_caller(
+                ToolDefinitionWarning(
+                    f"tool {tool_name!r} has no description, so a model is shown none; "
+                    "give the function a docstring, or pass description=..."
+                )
+            )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._descriptor.name!r} wrapping {self.fn!r}>"
@@ -262,137 +258,3 @@ def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:
     if current is not None:
         raise ToolDefinitionError(f"tool {name!r} already has an {kind} hook", tool_name=name)
     return typing.cast("Hook", hook)
-
-
-def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
-    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
-    try:
-        return typing.get_type_hints(target, include_extras=True)
-    except Exception as exc:
-        raise ToolDefinitionError(
-            f"the annotations of tool {name!r} cannot be resolved: {exc}", tool_name=name
-        ) from exc
-
-
-def _arguments_model(
-    fn: Callable[..., Any], name: str, descriptions: dict[str, str]
-) -> tuple[tuple[_Parameter, ...], type[BaseModel]]:
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise ToolDefinitionError(f"cannot read the signature of {fn!r}: {exc}") from exc
-    hints = _type_hints(fn, name)
-    parameters: list[_Parameter] = []
-    fields: dict[str, Any] = {}
-    aliases: dict[str, str] = {}
-    for parameter in signature.parameters.values():
-        where = f"parameter {parameter.name!r} of tool {name!r}"
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            raise ToolDefinitionError(
-                f"{where}: *{parameter.name} cannot be described by a JSON Schema; "
-                "take a list parameter instead",
-                tool_name=name,
-            )
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            raise ToolDefinitionError(
-                f"{where}: **{parameter.name} cannot be described by a JSON Schema; "
-                "take a dict parameter or name each argument",
-                tool_name=name,
-            )
-        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise ToolDefinitionError(
-                f"{where} is positional-only, but tools are called with named arguments; "
-                "remove the '/' from the signature",
-                tool_name=name,
-            )
-        annotation = hints.get(parameter.name, Any)
-        if annotation in (ToolExecutionContext, CancellationToken):
-            parameters.append(_Parameter(parameter.name, parameter.name, annotation))
-            continue
-        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        field_info = pydantic.Field(default=default)
-        text = descriptions.get(parameter.name)
-        if text and not _has_description(annotation):
-            field_info = pydantic.Field(default=default, description=text)
-        field = parameter.name
-        fields[field] = (annotation, field_info)
-        parameters.append(_Parameter(parameter.name, field, None))
-    model = _create_model(name, fields)
-    for field, info in model.model_fields.items():
-        public = info.alias or field
-        if public in aliases:
-            raise ToolDefinitionError(
-                f"parameters {aliases[public]!r} and {field!r} of tool {name!r} both map to "
-                f"the argument name {public!r}; give them distinct names or aliases",
-                tool_name=name,
-            )
-        aliases[public] = field
-    return tuple(parameters), model
-
-
-def _create_model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
-    try:
-        return pydantic.create_model(
-            f"{_camel(name)}Arguments",
-            __config__=ConfigDict(arbitrary_types_allowed=False, populate_by_name=True),
-            **fields,
-        )
-    except _PYDANTIC_ERRORS as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r} has a parameter annotation that is not JSON-compatible: {exc}",
-            tool_name=name,
-        ) from exc
-
-
-def _input_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", pydantic.json_schema.PydanticJsonSchemaWarning)
-            schema = model.model_json_schema(by_alias=True)
-    except (*_PYDANTIC_ERRORS, pydantic.json_schema.PydanticJsonSchemaWarning) as exc:
-        raise ToolDefinitionError(
-            f"the parameters of tool {name!r} cannot be described as JSON Schema: {exc}",
-            tool_name=name,
-        ) from exc
-    schema.pop("title", None)
-    schema.setdefault("properties", {})
-    return schema
-
-
-def _return_adapter(
-    fn: Callable[..., Any], name: str
-) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None]:
-    hints = _type_hints(fn, name)
-    if "return" not in hints:
-        return None, None
-    annotation = hints["return"]
-    if annotation in (None, type(None), Any):
-        return None, None
-    if inspect.iscoroutinefunction(fn) and typing.get_origin(annotation) is typing.Coroutine:
-        annotation = typing.get_args(annotation)[-1]  # pragma: no cover - unusual spelling
-    try:
-        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", pydantic.json_schema.PydanticJsonSchemaWarning)
-            schema = adapter.json_schema(mode="serialization")
-    except (*_PYDANTIC_ERRORS, pydantic.json_schema.PydanticJsonSchemaWarning) as exc:
-        raise ToolDefinitionError(
-            f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
-            tool_name=name,
-        ) from exc
-    return adapter, schema
-
-
-def _has_description(annotation: Any) -> bool:
-    """Whether ``Annotated[..., Field(description=...)]`` already describes a parameter."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return False
-    return any(
-        isinstance(meta, pydantic.fields.FieldInfo) and meta.description
-        for meta in typing.get_args(annotation)[1:]
-    )
-
-
-def _camel(name: str) -> str:
-    parts = [part for part in "".join(c if c.isalnum() else " " for c in name).split() if part]
-    return "".join(part[:1].upper() + part[1:] for part in parts) or "Tool"

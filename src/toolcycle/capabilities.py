@@ -40,18 +40,38 @@ def check_capabilities(descriptor: ToolDescriptor, ctx: ToolExecutionContext) ->
     if ctx.read_only and capability.writes:
         raise ToolAccessDeniedError(
             f"tool {descriptor.name!r} writes, and plan {ctx.plan_id!r} is read-only; "
-            "run it in a plan with read_only=False, or declare writes=False if it only reads",
+            "run it in a plan with read_only=False"
+            + _remedy(descriptor, "declare writes=False if it only reads"),
             tool_name=descriptor.name,
             plan_id=ctx.plan_id,
         )
     if ctx.requires_checkpoint and not _undoable(capability):
         raise ToolCheckpointRequiredError(
             f"tool {descriptor.name!r} cannot be rolled back, and plan {ctx.plan_id!r} "
-            "requires checkpoints; run it in a plan with requires_checkpoint=False, or "
-            "declare checkpointable=True if it records how to undo every change",
+            "requires checkpoints; run it in a plan with requires_checkpoint=False"
+            + _remedy(
+                descriptor, "declare checkpointable=True if it records how to undo every change"
+            ),
             tool_name=descriptor.name,
             plan_id=ctx.plan_id,
         )
+
+
+def _remedy(descriptor: ToolDescriptor, declare: str) -> str:
+    """The second way out of a denial: change the declaration, if the user wrote it.
+
+    A tool the user wrote (a `ToolInstance` class, ``@tool`` or ``wrap``) may be
+    declared wrongly; a built-in, MCP or skill tool is what it says it is, so
+    the only advice there is about the plan.
+    """
+    if descriptor.source in ("custom", "wrapped"):
+        return f", or {declare}"
+    if descriptor.source == "builtin":
+        return " (it is a built-in tool: its capability is fixed)"
+    if descriptor.source == "mcp":
+        server = f" {descriptor.source_name!r}" if descriptor.source_name else ""
+        return f" (its capability comes from MCP server{server})"
+    return " (it runs a skill's script, which the runtime can neither inspect nor undo)"
 
 
 def is_allowed(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> bool:

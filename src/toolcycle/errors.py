@@ -19,6 +19,7 @@ The tree::
     ToolSchemaValidationError         a schema or a value does not satisfy JSON Schema
 
     ToolSkippedWarning (UserWarning)  a source's tool was skipped at registration
+    ToolDefinitionWarning (UserWarning)  a function became a tool the model will understand less
 
 `ToolCancelledError` and `ToolSchemaValidationError` stand apart on purpose: code
 that catches `ToolRuntimeError` to report a failed call must not swallow a
@@ -46,6 +47,7 @@ __all__ = [
     "ToolCheckpointRequiredError",
     "ToolDeactivationError",
     "ToolDefinitionError",
+    "ToolDefinitionWarning",
     "ToolExecutionError",
     "ToolNotActivatedError",
     "ToolNotFoundError",
@@ -169,6 +171,10 @@ class ToolDefinitionError(ToolRegistrationError):
 
 class ToolSkippedWarning(UserWarning):
     """A tool of a source was not registered because its schema is unusable."""
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A function was made a tool, but something a model needs is missing (a description)."""
 
 
 def error_text(error: BaseException) -> str:

@@ -44,7 +44,7 @@ try:
 except ImportError as exc:
     raise ImportError(
         "toolcycle.otel needs the OpenTelemetry API, which is an optional extra: "
-        "pip install 'toolcycle[otel]'"
+        "pip install -e '.[otel]' from a clone (toolcycle[otel] once published)"
     ) from exc
 
 from toolcycle import __version__

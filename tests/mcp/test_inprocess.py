@@ -37,6 +37,7 @@ def test_register_source_skips_each_tool_with_an_unusable_schema_and_names_it(
     with pytest.warns(ToolSkippedWarning) as caught:
         names = [d.name for d in runtime.register_source(in_process())]
     assert names == VALID_TOOLS
+    assert {w.filename for w in caught} == {__file__}  # the line that registered the server
     messages = sorted(str(w.message) for w in caught)
     assert len(messages) == 2
     assert "'invalid_schema'" in messages[0] and "no-such-type" in messages[0]
@@ -178,6 +179,7 @@ def test_a_json_rpc_error_gives_a_failed_result_with_the_code(runtime, in_proces
         result = runtime.execute("rpc_error", {}, ctx)
     assert not result.success and result.error_type == "McpCallError"
     assert "-32099" in (result.error or "") and "a custom JSON-RPC failure" in (result.error or "")
+    assert not (result.error or "").startswith("McpCallError")  # the class is error_type alone
     assert isinstance(result.exception, McpCallError)
     assert (result.exception.code, result.exception.data) == (-32099, {"hint": "none"})
 
@@ -549,8 +551,9 @@ def test_a_server_collected_with_open_connections_warns_and_closes_them(
     assert sessions["opened"] - sessions["closed"] == 1
     held = [runtime, ctx]
     del runtime, ctx
-    with pytest.warns(ResourceWarning, match="garbage-collected with open connections"):
+    with pytest.warns(ResourceWarning, match="garbage-collected with open connections") as caught:
         _drop(held)
+    assert [w.filename for w in caught] == [__file__]  # the line that let the server go
     assert wait_for(lambda: sessions["opened"] == sessions["closed"])
 
 
@@ -585,7 +588,7 @@ def test_a_missing_sdk_gives_an_import_error_naming_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     ).stdout
-    assert "pip install 'toolcycle[mcp]'" in out
+    assert "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)" in out
 
 
 def test_a_sync_call_runs_on_the_mcp_loop_without_the_runtimes_portal() -> None:
@@ -606,7 +609,8 @@ def test_a_call_after_the_server_closed_says_it_is_closed(runtime) -> None:
         server.close()
         result = runtime.execute("add", {"a": 1, "b": 1}, ctx)
     assert not result.success
-    assert result.error == "McpServerError: MCP server 'local' is closed"
+    assert result.error == "MCP server 'local' is closed"
+    assert result.error_type == "McpServerError"
 
 
 def test_a_server_sending_invalid_unicode_or_deep_values_gets_failed_results(runtime) -> None:

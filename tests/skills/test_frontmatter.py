@@ -290,7 +290,7 @@ def test_a_missing_pyyaml_gives_an_import_error_naming_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     ).stdout
-    assert "pip install 'toolcycle[skills]'" in out
+    assert "pip install -e '.[skills]' from a clone (toolcycle[skills] once published)" in out
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,7 @@ def test_the_corpus_registers_every_valid_skill_and_reports_the_invalid_one() ->
             names = [d.name for d in runtime.register_source(directory)]
     assert names == VALID_CORPUS
     [warning] = caught
+    assert warning.filename == __file__  # the line that registered the folder
     assert "1068 characters long" in str(warning.message)
     assert "shorten it to at most 1024" in str(warning.message)
     [report] = directory.reports
@@ -211,8 +212,9 @@ def test_two_skills_with_one_name_keep_the_first_and_report_the_second(tmp_path:
     make_skill(tmp_path / "a", "same")
     make_skill(tmp_path / "b", "same")
     directory = SkillDirectory(tmp_path, recursive=True)
-    with pytest.warns(InvalidSkillWarning, match="name-duplicate"):
+    with pytest.warns(InvalidSkillWarning, match="name-duplicate") as caught:
         skills = directory.scan()
+    assert [warning.filename for warning in caught] == [__file__]  # the line that scanned
     assert [skill.path for skill in skills] == [(tmp_path / "a" / "same").resolve()]
     assert directory.reports[0].rule == "name-duplicate"
 

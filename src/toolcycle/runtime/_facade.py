@@ -297,11 +297,13 @@ class ToolRuntime:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> ToolResult:
-        """Run one call through the pipeline and return its result.
+        """Run one call the host chose, through the pipeline, and return its result.
 
-        The call's failures come back as a failed `ToolResult`; the host's mistakes
-        raise. ``timeout`` stops the call (status ``timed_out``), as ``idle_timeout``
-        does after that long without progress.
+        The entry point of a plan executor. The call's own failures (a rejected
+        input, a tool that raises, bad output, a timeout) come back as a failed
+        `ToolResult`; the host's mistakes raise (see docs/errors.md, "Raised or
+        returned"). ``timeout`` stops the call (status ``timed_out``), as
+        ``idle_timeout`` does after that long without progress.
 
         Raises:
             ToolNotFoundError: no tool has that name.
@@ -322,7 +324,7 @@ class ToolRuntime:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> ToolResult:
-        """Async twin of `execute`; sync tools run on the runtime's thread pool."""
+        """Async twin of `execute` (raises and returns as it); sync tools run on the thread pool."""
         return await self._pipeline.aexecute(name, params, ctx, timeout, idle_timeout)
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
@@ -355,11 +357,15 @@ class ToolRuntime:
     ) -> ToolResult:
         """Run a model's tool call, in any provider's format, and answer it.
 
-        Nothing the model got wrong raises: it gets a failed result saying what to
-        do. ``result.to_message()`` builds the provider's tool-result message.
+        The entry point of an agent loop. Nothing the model got wrong raises (an
+        unknown tool, a tool the plan may not run, arguments that do not fit, a
+        failed activation): it gets a failed result saying what to do.
+        ``result.to_message()`` builds the provider's tool-result message.
 
         Raises:
-            ToolCancelledError, ToolRuntimeError: as for `execute`.
+            ToolCancelledError: the plan is cancelled or ends during the call.
+            ToolRuntimeError: the plan has ended or the runtime is closed.
+            ValueError: a limit is not a positive number.
         """
         return self._dispatcher.call(tool_call, ctx, timeout, idle_timeout)
 
@@ -371,7 +377,7 @@ class ToolRuntime:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> ToolResult:
-        """Async twin of `call`."""
+        """Async twin of `call`: raises only as it does, and answers everything else."""
         return await self._dispatcher.acall(tool_call, ctx, timeout, idle_timeout)
 
     def call_many(
@@ -383,7 +389,10 @@ class ToolRuntime:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> list[ToolResult]:
-        """`acall_many` run on the runtime's loop thread (from which it may not be called)."""
+        """`acall_many` run on the runtime's loop thread (from which it may not be called).
+
+        Every call gets a result, failed ones included; it raises only as `acall_many`.
+        """
         return self._dispatcher.call_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout)
 
     async def acall_many(
@@ -398,10 +407,13 @@ class ToolRuntime:
         """Run a model's batch of tool calls concurrently; one result per call, in order.
 
         Each call is answered as by `acall`; a ``sequential`` tool runs alone, and
-        once the plan is cancelled nothing new starts.
+        once the plan is cancelled nothing new starts: each call the cancellation
+        stopped or kept from starting gets a failed result (``error_type``
+        ``"ToolCancelledError"``) rather than an exception.
 
         Raises:
             ToolRuntimeError: the plan has ended or the runtime is closed.
+            ValueError: a limit or ``max_concurrency`` is not a positive number.
         """
         return await self._dispatcher.acall_many(
             tool_calls, ctx, max_concurrency, timeout, idle_timeout
@@ -421,7 +433,8 @@ class ToolRuntime:
         """Finish a deferred call with the decision it waited for, at most once.
 
         The call is claimed in the approval ledger first; an approval runs the
-        recorded arguments as `execute` would, a denial returns a failed result.
+        recorded arguments as `execute` would (raising and returning as it does), a
+        denial returns a failed result.
 
         Raises:
             ToolApprovalError: the record was changed or already resumed, or the
@@ -439,5 +452,5 @@ class ToolRuntime:
         timeout: float | None = None,
         idle_timeout: float | None = None,
     ) -> ToolResult:
-        """Async twin of `resume`."""
+        """Async twin of `resume`; raises and returns as it does."""
         return await self._resumer.aresume(pending, decision, ctx, timeout, idle_timeout)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import detached
+from toolcycle._warnings import warn_at_caller
 from toolcycle.callables import wrap
 from toolcycle.errors import (
     ToolNotFoundError,
@@ -229,9 +229,7 @@ def _discovered(instance: ToolInstance) -> ToolDescriptor:
 
 
 def _warn_skipped(message: str) -> None:
-    # stacklevel 5: the caller of ToolRuntime.register_source, through the
-    # registry's register_source and _register_all and this function.
-    warnings.warn(ToolSkippedWarning(message), stacklevel=5)
+    warn_at_caller(ToolSkippedWarning(message))
 
 
 def _log_skipped(message: str) -> None:

@@ -263,9 +263,9 @@ def _failed(
     *,
     error_type: str | None = None,
 ) -> ToolResult:
-    detail = error_text(exc)
-    message = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    # The one format of a failed result: the message alone; the class is error_type.
     kind = error_type or type(exc).__name__
+    message = error_text(exc) or f"tool {record.tool_name!r} raised {kind} without a message"
     trace = traces.finish(record, "error", error_message=message, error_type=kind)
     return ToolResult(
         success=False,

@@ -212,7 +212,7 @@ def _refuse(uri: str) -> Any:
 
 
 def fast_backend_available() -> bool:
-    """Whether ``jsonschema-rs`` can be imported (``pip install 'toolcycle[fast]'``)."""
+    """Whether ``jsonschema-rs`` can be imported (the ``fast`` extra)."""
     try:
         importlib.import_module("jsonschema_rs")
     except ImportError:
@@ -240,7 +240,8 @@ class JsonschemaRsBackend:
         except ImportError as exc:
             raise ImportError(
                 "the jsonschema-rs validator needs the optional dependency jsonschema-rs; "
-                "install it with: pip install 'toolcycle[fast]' (or use validator='jsonschema')"
+                "install it with pip install -e '.[fast]' from a clone (toolcycle[fast] once "
+                "published), or use validator='jsonschema'"
             ) from exc
         self._rs = rs
         self._documents = documents

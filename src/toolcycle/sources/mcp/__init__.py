@@ -20,7 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without mcp
     raise ImportError(
         "toolcycle.sources.mcp needs the MCP SDK, which is an optional extra: "
-        "pip install 'toolcycle[mcp]'"
+        "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)"
     ) from exc
 
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import warnings
 import weakref
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from toolcycle import ToolActivationError
+from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
@@ -325,11 +325,11 @@ class McpServer:
         if not getattr(self, "_closed", True) and any(
             _usable(s.connection) for s in getattr(self, "_shares", {}).values()
         ):
-            warnings.warn(
-                f"{self!r} was garbage-collected with open connections; closing them. "
-                "Call runtime.close() (or server.close()) when done.",
-                ResourceWarning,
-                stacklevel=1,
+            warn_at_caller(
+                ResourceWarning(
+                    f"{self!r} was garbage-collected with open connections; closing them. "
+                    "Call runtime.close() (or server.close()) when done."
+                )
             )
             self._closed = True
             with contextlib.suppress(Exception):

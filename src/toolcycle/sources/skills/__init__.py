@@ -24,7 +24,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without PyYAML
     raise ImportError(
         "toolcycle.sources.skills needs PyYAML, which is an optional extra: "
-        "pip install 'toolcycle[skills]'"
+        "pip install -e '.[skills]' from a clone (toolcycle[skills] once published)"
     ) from exc
 
 from toolcycle.sources.skills._files import SkillFileError

@@ -5,10 +5,10 @@ from __future__ import annotations
 import html
 import logging
 import os
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
 from toolcycle.sources.skills._limits import SkillLimits
@@ -208,7 +208,7 @@ class SkillDirectory:
             except SkillValidationError as error:
                 reports.extend(error.reports)
                 if not self.strict:
-                    warnings.warn(InvalidSkillWarning(error.reports), stacklevel=2)
+                    warn_at_caller(InvalidSkillWarning(error.reports))
                 continue
             if skill.name in seen:
                 duplicate = SkillReport(
@@ -219,7 +219,7 @@ class SkillDirectory:
                 )
                 reports.append(duplicate)
                 if not self.strict:
-                    warnings.warn(InvalidSkillWarning([duplicate]), stacklevel=2)
+                    warn_at_caller(InvalidSkillWarning([duplicate]))
                 continue
             seen[skill.name] = skill.path
             reports.extend(skill.reports)

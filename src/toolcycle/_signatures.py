@@ -1,0 +1,213 @@
+"""A Python function's signature as JSON Schemas, through pydantic.
+
+The input schema is the schema of a pydantic model built from the parameters;
+the output schema is the return annotation's. Neither carries the titles
+pydantic makes up from names (``"title": "Path"`` for a parameter ``path``, the
+class name for a model, a dataclass or an enum): a model pays tokens for them
+and learns nothing the names do not say. A title the author wrote
+(``Field(title=...)``, a model's ``title`` config) is kept, unless it only
+repeats its class's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+import warnings
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+
+from toolcycle.cancellation import CancellationToken
+from toolcycle.context import ToolExecutionContext
+from toolcycle.errors import ToolDefinitionError
+
+if typing.TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "NoGeneratedTitles",
+    "Parameter",
+    "arguments_model",
+    "arguments_schema",
+    "return_adapter",
+]
+
+
+class NoGeneratedTitles(GenerateJsonSchema):
+    """pydantic's JSON Schema without the titles that only repeat a name.
+
+    A field gets no title from its name, and a definition under ``$defs`` loses
+    a title equal to its key (pydantic names both after the class). A title
+    that says something else, one the author wrote, is kept.
+    """
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        """Never: a title made from the field's name says nothing the name does not."""
+        return False
+
+    def generate(self, schema: Any, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        """The schema, with each definition's title dropped where it repeats its key."""
+        json_schema = super().generate(schema, mode)
+        for key, definition in json_schema.get("$defs", {}).items():
+            if definition.get("title") == key:
+                del definition["title"]
+        return json_schema
+
+
+_PYDANTIC_ERRORS = (
+    pydantic.PydanticSchemaGenerationError,
+    pydantic.PydanticInvalidForJsonSchema,
+    pydantic.PydanticUserError,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Parameter:
+    """One parameter of the function, and where its value comes from."""
+
+    name: str
+    """The Python parameter name."""
+    field: str
+    """The field of the arguments model (the parameter name, unless it is reserved)."""
+    inject: type | None
+    """ToolExecutionContext or CancellationToken for injected parameters."""
+
+
+def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"the annotations of tool {name!r} cannot be resolved: {exc}", tool_name=name
+        ) from exc
+
+
+def arguments_model(
+    fn: Callable[..., Any], name: str, descriptions: dict[str, str]
+) -> tuple[tuple[Parameter, ...], type[BaseModel]]:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    hints = _type_hints(fn, name)
+    parameters: list[Parameter] = []
+    fields: dict[str, Any] = {}
+    aliases: dict[str, str] = {}
+    for parameter in signature.parameters.values():
+        where = f"parameter {parameter.name!r} of tool {name!r}"
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise ToolDefinitionError(
+                f"{where}: *{parameter.name} cannot be described by a JSON Schema; "
+                "take a list parameter instead",
+                tool_name=name,
+            )
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            raise ToolDefinitionError(
+                f"{where}: **{parameter.name} cannot be described by a JSON Schema; "
+                "take a dict parameter or name each argument",
+                tool_name=name,
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise ToolDefinitionError(
+                f"{where} is positional-only, but tools are called with named arguments; "
+                "remove the '/' from the signature",
+                tool_name=name,
+            )
+        annotation = hints.get(parameter.name, Any)
+        if annotation in (ToolExecutionContext, CancellationToken):
+            parameters.append(Parameter(parameter.name, parameter.name, annotation))
+            continue
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        field_info = pydantic.Field(default=default)
+        text = descriptions.get(parameter.name)
+        if text and not _has_description(annotation):
+            field_info = pydantic.Field(default=default, description=text)
+        field = parameter.name
+        fields[field] = (annotation, field_info)
+        parameters.append(Parameter(parameter.name, field, None))
+    model = _create_model(name, fields)
+    for field, info in model.model_fields.items():
+        public = info.alias or field
+        if public in aliases:
+            raise ToolDefinitionError(
+                f"parameters {aliases[public]!r} and {field!r} of tool {name!r} both map to "
+                f"the argument name {public!r}; give them distinct names or aliases",
+                tool_name=name,
+            )
+        aliases[public] = field
+    return tuple(parameters), model
+
+
+def _create_model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    try:
+        return pydantic.create_model(
+            f"{_camel(name)}Arguments",
+            __config__=ConfigDict(arbitrary_types_allowed=False, populate_by_name=True),
+            **fields,
+        )
+    except _PYDANTIC_ERRORS as exc:
+        raise ToolDefinitionError(
+            f"tool {name!r} has a parameter annotation that is not JSON-compatible: {exc}",
+            tool_name=name,
+        ) from exc
+
+
+def arguments_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pydantic.json_schema.PydanticJsonSchemaWarning)
+            schema = model.model_json_schema(by_alias=True, schema_generator=NoGeneratedTitles)
+    except (*_PYDANTIC_ERRORS, pydantic.json_schema.PydanticJsonSchemaWarning) as exc:
+        raise ToolDefinitionError(
+            f"the parameters of tool {name!r} cannot be described as JSON Schema: {exc}",
+            tool_name=name,
+        ) from exc
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def return_adapter(
+    fn: Callable[..., Any], name: str
+) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None]:
+    hints = _type_hints(fn, name)
+    if "return" not in hints:
+        return None, None
+    annotation = hints["return"]
+    if annotation in (None, type(None), Any):
+        return None, None
+    if inspect.iscoroutinefunction(fn) and typing.get_origin(annotation) is typing.Coroutine:
+        annotation = typing.get_args(annotation)[-1]  # pragma: no cover - unusual spelling
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pydantic.json_schema.PydanticJsonSchemaWarning)
+            schema = adapter.json_schema(mode="serialization", schema_generator=NoGeneratedTitles)
+    except (*_PYDANTIC_ERRORS, pydantic.json_schema.PydanticJsonSchemaWarning) as exc:
+        raise ToolDefinitionError(
+            f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
+            tool_name=name,
+        ) from exc
+    if schema.get("title") == getattr(annotation, "__name__", None):
+        del schema["title"]  # the class name, as pydantic titles a model it was not told to
+    return adapter, schema
+
+
+def _has_description(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` already describes a parameter."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(
+        isinstance(meta, pydantic.fields.FieldInfo) and meta.description
+        for meta in typing.get_args(annotation)[1:]
+    )
+
+
+def _camel(name: str) -> str:
+    parts = [part for part in "".join(c if c.isalnum() else " " for c in name).split() if part]
+    return "".join(part[:1].upper() + part[1:] for part in parts) or "Tool"
