@@ -59,7 +59,7 @@ echo = Echo()
 def toolcycle(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the command line in a subprocess, as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "toolcycle.cli", *args],
+        [sys.executable, "-m", "toolcycle", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -143,7 +143,7 @@ def test_a_refused_call_exits_1_and_says_why(capsys: pytest.CaptureFixture[str])
         (["call", "mcp-builder", "--args", "[1]", "--skills", str(SKILLS)], 2, "JSON object"),
         (["tools", "--mcp", "'unclosed"], 2, "No closing quotation"),
         (["tools", "--skills", "/no/such/folder"], 3, "not a directory"),
-        (["tools", "--mcp", "/no/such/server"], 3, "could not be loaded"),
+        (["tools", "--mcp", "/no/such/server"], 3, "program '/no/such/server' does not exist"),
         (["tools", "--mcp", ""], 3, "needs a command"),
         (["tools", "--module", "no_such_module_here"], 3, "does not import"),
         (["tools", "--module", "json"], 3, "has no tools"),

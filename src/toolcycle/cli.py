@@ -305,9 +305,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(argv)
         finally:
             sys.stdout.flush()  # a closed pipe is found here, not at interpreter exit
-    except BrokenPipeError:
+    except Exception as exc:
+        if not _from_broken_pipe(exc):
+            raise
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _from_broken_pipe(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a `BrokenPipeError` or was caused by one.
+
+    The demo's tools print, and the runtime wraps what a tool raises (a failed
+    activation becomes `ToolActivationError`), so the closed pipe can be a cause.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BrokenPipeError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script
