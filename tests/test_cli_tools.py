@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -232,3 +233,30 @@ def test_the_commands_in_process_print_what_the_subprocess_prints(
     code, out, _ = run(capsys, "call", "mcp-builder", "--args", '{"path": "../x"}', *sources)
     assert code == 1
     assert json.loads(out)["success"] is False
+
+
+def _page_commands() -> list[str]:
+    """The command lines of the first shell block of docs/cli.md's Commands section."""
+    page = (ROOT.parent / "docs" / "cli.md").read_text()
+    section = page.split("## Commands", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_page_commands_run_after_the_quickstart_install() -> None:
+    """Each `toolcycle` line of docs/cli.md exits 0, run with the programs the install line adds.
+
+    The page runs them from the clone with its `.venv`; here `.venv/bin/` is the folder of
+    the Python running the tests, where the dev extra installed the same programs.
+    """
+    install, *commands = _page_commands()
+    assert install == ".venv/bin/python -m pip install -e '.[mcp]' mcp-server-time"
+    bin_folder = f"{Path(sys.executable).parent}/"
+    assert commands and all(line.startswith(".venv/bin/toolcycle ") for line in commands)
+    for line in commands:
+        words = [word.replace(".venv/bin/", bin_folder) for word in shlex.split(line)]
+        done = subprocess.run(
+            words, cwd=ROOT.parent, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr}"
+        assert done.stdout.strip(), line
