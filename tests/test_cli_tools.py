@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,27 @@ def test_the_page_commands_run_after_the_quickstart_install() -> None:
         )
         assert done.returncode == 0, f"{line}\n{done.stderr}"
         assert done.stdout.strip(), line
+
+
+def test_the_spinner_turns_while_the_sources_start() -> None:
+    """A block that outlasts a frame sees the next frames drawn, then the line cleared."""
+
+    class Terminal(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.frames = 0
+            self.turned = threading.Event()
+
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            self.frames += text.startswith("\r") and "starting" in text
+            if self.frames >= 3:
+                self.turned.set()
+            return super().write(text)
+
+    terminal = Terminal()
+    with _spinner(terminal, "starting"):
+        assert terminal.turned.wait(10)
+    assert "\r/ starting" in terminal.getvalue() and terminal.getvalue().endswith("\r")

@@ -227,8 +227,9 @@ def _spinner(stream: TextIO, label: str) -> Iterator[None]:
     done = threading.Event()
 
     def spin() -> None:
-        for frame in itertools.cycle("|/-\\"):
-            stream.write(f"\r{frame} {label}")
+        frames = itertools.cycle("|/-\\")
+        while True:
+            stream.write(f"\r{next(frames)} {label}")
             stream.flush()
             if done.wait(0.1):
                 break
