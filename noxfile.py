@@ -1,4 +1,4 @@
-"""Development sessions: tests, features, lint, typecheck, docs, bench."""
+"""Development sessions: tests, features, smoke, lint, typecheck, docs, bench."""
 
 from __future__ import annotations
 
@@ -18,6 +18,16 @@ def tests(session: nox.Session) -> None:
 def features(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("python", "-m", "behave", "--format", "progress", "features", *session.posargs)
+
+
+@nox.session
+def smoke(session: nox.Session) -> None:
+    # The Robot Framework suite drives the installed `toolcycle` command; its log and
+    # report go to build/robot, which git ignores.
+    session.install("-e", ".[dev]")
+    session.run(
+        "python", "-m", "robot", "--outputdir", "build/robot", *session.posargs, "tests/smoke"
+    )
 
 
 @nox.session

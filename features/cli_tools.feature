@@ -21,3 +21,15 @@ Feature: The command line lists, describes and calls the tools of sources
     When I run toolcycle with "call nope --skills tests/data/agent-skills"
     Then it exits with 2
     And its errors say "no tool named 'nope'"
+
+  @req-cli-call
+  Scenario: A write tool on a workspace given without --writable fails and says why
+    When I run toolcycle with "call write_file --args '{"path": "x.txt", "content": "x"}' --workspace tests/data"
+    Then it exits with 1
+    And its errors say "read-only unless --writable is given"
+
+  @req-cli-tools
+  Scenario: An MCP program that is not on PATH is a source error
+    When I run toolcycle with "tools --mcp no-such-mcp-server"
+    Then it exits with 3
+    And its errors say "program 'no-such-mcp-server' was not found on PATH"

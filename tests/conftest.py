@@ -10,6 +10,9 @@ import pytest
 
 from toolcycle import NullTracer, ToolRuntime
 
+# The Robot Framework smoke suite (`python -m robot tests/smoke`), not pytest's to collect.
+collect_ignore = ["smoke"]
+
 
 @pytest.fixture
 def runtime() -> Iterator[ToolRuntime]:

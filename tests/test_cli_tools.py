@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,7 @@ echo = Echo()
 def toolcycle(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the command line in a subprocess, as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "toolcycle.cli", *args],
+        [sys.executable, "-m", "toolcycle", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -143,7 +145,7 @@ def test_a_refused_call_exits_1_and_says_why(capsys: pytest.CaptureFixture[str])
         (["call", "mcp-builder", "--args", "[1]", "--skills", str(SKILLS)], 2, "JSON object"),
         (["tools", "--mcp", "'unclosed"], 2, "No closing quotation"),
         (["tools", "--skills", "/no/such/folder"], 3, "not a directory"),
-        (["tools", "--mcp", "/no/such/server"], 3, "could not be loaded"),
+        (["tools", "--mcp", "/no/such/server"], 3, "program '/no/such/server' does not exist"),
         (["tools", "--mcp", ""], 3, "needs a command"),
         (["tools", "--module", "no_such_module_here"], 3, "does not import"),
         (["tools", "--module", "json"], 3, "has no tools"),
@@ -232,3 +234,59 @@ def test_the_commands_in_process_print_what_the_subprocess_prints(
     code, out, _ = run(capsys, "call", "mcp-builder", "--args", '{"path": "../x"}', *sources)
     assert code == 1
     assert json.loads(out)["success"] is False
+
+
+def _page_commands() -> list[str]:
+    """The command lines of the first shell block of docs/cli.md's Commands section."""
+    page = (ROOT.parent / "docs" / "cli.md").read_text()
+    section = page.split("## Commands", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_page_commands_run_after_the_quickstart_install() -> None:
+    """Each `toolcycle` line of docs/cli.md exits 0, run with the programs the install line adds.
+
+    The page runs them from the clone with its `.venv`; here `.venv/bin/` is the folder of
+    the Python running the tests, where the dev extra installed the same programs.
+    """
+    lines = _page_commands()
+    installs = [line.split("  #")[0] for line in lines if " -m pip install " in line]
+    assert installs == [
+        ".venv/bin/python -m pip install -e '.[mcp]'",
+        ".venv/bin/python -m pip install mcp-server-time",
+    ]
+    commands = lines[len(installs) :]
+    bin_folder = f"{Path(sys.executable).parent}/"
+    assert commands and all(line.startswith(".venv/bin/toolcycle ") for line in commands)
+    for line in commands:
+        words = [word.replace(".venv/bin/", bin_folder) for word in shlex.split(line)]
+        done = subprocess.run(
+            words, cwd=ROOT.parent, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr}"
+        assert done.stdout.strip(), line
+
+
+def test_the_spinner_turns_while_the_sources_start() -> None:
+    """A block that outlasts a frame sees the next frames drawn, then the line cleared."""
+
+    class Terminal(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.frames = 0
+            self.turned = threading.Event()
+
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            self.frames += text.startswith("\r") and "starting" in text
+            if self.frames >= 3:
+                self.turned.set()
+            return super().write(text)
+
+    terminal = Terminal()
+    with _spinner(terminal, "starting"):
+        assert terminal.turned.wait(10)
+    assert "\r/ starting" in terminal.getvalue() and terminal.getvalue().endswith("\r")

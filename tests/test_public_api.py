@@ -295,6 +295,8 @@ ALLOWED = {
     "testing": {""},
     "cli": {""},
     "_cli_tools": {""},
+    "_cli_sources": {""},
+    "__main__": {"cli"},
     # An integration layer: the package's public names ("" is toolcycle itself) and the
     # public instrumentation protocols, never a private module.
     "otel": {"", "instrumentation"},

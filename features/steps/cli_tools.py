@@ -17,7 +17,7 @@ SERVER = f"{sys.executable} {ROOT / 'tests' / 'mcp' / 'servers.py'}"
 
 def _run(context: Any, args: list[str]) -> None:
     context.cli = subprocess.run(
-        [sys.executable, "-m", "toolcycle.cli", *args],
+        [sys.executable, "-m", "toolcycle", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,21 +1,21 @@
 """The ``tools``, ``schema`` and ``call`` commands of the ``toolcycle`` command line.
 
 Each command builds a runtime from the sources named on the command line
-(``--mcp``, ``--mcp-url``, ``--skills``, ``--module``), does one thing and
-closes the runtime, which stops every server it started. The optional extras
-are imported only when their option is used.
+(``--mcp``, ``--mcp-url``, ``--skills``, ``--module``, ``--workspace``; see
+`_cli_sources`), does one thing and closes the runtime, which stops every
+server it started.
 
 Exit codes: 0 success; 1 the call ran and failed (or was refused or timed
 out); 2 a usage error (bad ``--args`` or ``--timeout``, an ``--mcp`` command
-line with an unclosed quote, an unknown tool, no source); 3 a source
-could not be loaded (a server that does not start, a missing folder, a module
-that does not import).
+line with an unclosed quote, an unknown tool, no source, ``--writable``
+without ``--workspace``); 3 a source could not be loaded (a server that does
+not start or whose program is not found, a missing folder, a module that does
+not import).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import math
@@ -25,7 +25,15 @@ import warnings
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from toolcycle import ToolCancelledError, ToolInstance, ToolRuntime, ToolRuntimeError
+from toolcycle import ToolCancelledError, ToolRuntime, ToolRuntimeError
+from toolcycle._cli_sources import (
+    SourceError,
+    has_sources,
+    import_path,
+    register_sources,
+    source_options,
+    workspaces,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -38,39 +46,55 @@ EXIT_USAGE = 2
 EXIT_SOURCE = 3
 
 
-class _SourceError(Exception):
-    """A source named on the command line could not be loaded."""
+_EXIT_CODES = """\
+exit codes: 0 success, 1 the call failed or was refused, 2 usage error,
+3 a source could not be loaded, 141 the output was closed early"""
 
 
 def add_commands(commands: Any) -> None:
     """Add ``tools``, ``schema`` and ``call`` to the subcommand parsers ``commands``."""
-    sources = argparse.ArgumentParser(add_help=False)
-    group = sources.add_argument_group("sources (any number, in any mix)")
-    group.add_argument(
-        "--mcp", action="append", default=[], metavar="'COMMAND ARGS'",
-        help="an MCP server to start over stdio, as one shell-quoted command line",
+    sources = source_options()
+    formatter = argparse.RawDescriptionHelpFormatter
+    listing = commands.add_parser(
+        "tools", parents=[sources], formatter_class=formatter,
+        help="list the tools of the sources",
+        description="List the tools of the sources, one row each: its name, its source,\n"
+        "whether it writes, whether its changes can be rolled back, and its description.",
+        epilog="examples:\n"
+        "  toolcycle tools --module mytools/basic.py --workspace .\n"
+        "  toolcycle tools --json --mcp .venv/bin/mcp-server-time\n\n" + _EXIT_CODES,
     )  # fmt: skip
-    group.add_argument(
-        "--mcp-url", action="append", default=[], metavar="URL",
-        help="an MCP server to reach over streamable HTTP",
+    listing.add_argument("--json", action="store_true", help="print the full descriptors as JSON")
+    schema = commands.add_parser(
+        "schema", parents=[sources], formatter_class=formatter,
+        help="print a tool's input and output schemas",
+        description="Print the input and output JSON Schemas of one tool of the sources,\n"
+        'as {"input_schema": ..., "output_schema": ...}.',
+        epilog="example:\n  toolcycle schema read_file --workspace .\n\n" + _EXIT_CODES,
     )  # fmt: skip
-    group.add_argument(
-        "--skills", action="append", default=[], metavar="DIR",
-        help="a folder of Agent Skills (or one skill folder)",
+    schema.add_argument("name", help="the tool's name, as `toolcycle tools` lists it")
+    call = commands.add_parser(
+        "call", parents=[sources], formatter_class=formatter,
+        help="run one call of a tool and print its result",
+        description="Run one call of a tool in a plan of its own and print the result as JSON:\n"
+        "success, output, error and the call's trace. The plan ends before the command\n"
+        "exits, which deactivates the tool and stops every server started.",
+        epilog="examples:\n"
+        "  toolcycle call read_file --args '{\"path\": \"README.md\"}' --workspace .\n"
+        "  toolcycle call write_file --args '{\"path\": \"a.txt\", \"content\": \"hi\"}' "
+        "--workspace . --writable\n\n" + _EXIT_CODES,
     )  # fmt: skip
-    group.add_argument(
-        "--module", action="append", default=[], metavar="PACKAGE.MODULE",
-        help="a module whose top-level tools (@tool functions, tool instances) to register",
+    call.add_argument("name", help="the tool's name, as `toolcycle tools` lists it")
+    call.add_argument(
+        "--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})"
+    )
+    call.add_argument(
+        "--read-only", action="store_true", help="run in a read-only plan: no tool that writes"
+    )
+    call.add_argument(
+        "--timeout", type=_seconds, default=None, metavar="S",
+        help="seconds the call may take before it is cancelled",
     )  # fmt: skip
-    listing = commands.add_parser("tools", parents=[sources], help="list the tools of sources")
-    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    schema = commands.add_parser("schema", parents=[sources], help="print a tool's schemas")
-    schema.add_argument("name", help="the tool's name")
-    call = commands.add_parser("call", parents=[sources], help="run one call in a plan")
-    call.add_argument("name", help="the tool's name")
-    call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
-    call.add_argument("--read-only", action="store_true", help="run in a read-only plan")
-    call.add_argument("--timeout", type=_seconds, default=None, metavar="S", help="seconds")
 
 
 def _seconds(text: str) -> float:
@@ -88,11 +112,15 @@ def _seconds(text: str) -> float:
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the ``tools``, ``schema`` or ``call`` command that ``args`` describes."""
-    if not (args.mcp or args.mcp_url or args.skills or args.module):
+    if not has_sources(args):
         print(
-            "toolcycle: name at least one source: --mcp, --mcp-url, --skills or --module",
+            "toolcycle: name at least one source: "
+            "--mcp, --mcp-url, --skills, --module or --workspace",
             file=err,
         )
+        return EXIT_USAGE
+    if args.writable and not args.workspace:
+        print("toolcycle: --writable applies to --workspace folders; name one", file=err)
         return EXIT_USAGE
     commands: list[list[str]] = []
     for command_line in args.mcp:
@@ -101,15 +129,15 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except ValueError as exc:  # an unclosed quote or a trailing backslash
             print(f"toolcycle: --mcp {command_line!r} is not a shell command line: {exc}", file=err)
             return EXIT_USAGE
-    with ToolRuntime() as runtime:
+    with import_path(), ToolRuntime() as runtime:
         try:
             with (
                 _spinner(err, "starting the sources"),
                 warnings.catch_warnings(record=True) as seen,
             ):
                 warnings.simplefilter("always")
-                _register_sources(runtime, args, commands)
-        except _SourceError as exc:
+                register_sources(runtime, args, commands)
+        except SourceError as exc:
             print(f"toolcycle: {exc}", file=err)
             return EXIT_SOURCE
         for warning in seen:  # skipped tools and skills: said once, without a traceback
@@ -128,61 +156,6 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(json.dumps(schemas, indent=2), file=out)
             return 0
         return _call(runtime, args, out, err)
-
-
-def _register_sources(
-    runtime: ToolRuntime, args: argparse.Namespace, commands: list[list[str]]
-) -> None:
-    """Register every source named in ``args``, in the order of the options.
-
-    ``commands`` holds the ``--mcp`` command lines of ``args``, already split.
-    """
-    for command_line, words in zip(args.mcp, commands, strict=True):
-        mcp = _import("toolcycle.sources.mcp")
-        if not words:
-            raise _SourceError("--mcp needs a command")
-        _register(runtime, mcp.McpServer.stdio(words[0], words[1:]), f"MCP server {command_line!r}")
-    for url in args.mcp_url:
-        mcp = _import("toolcycle.sources.mcp")
-        _register(runtime, mcp.McpServer.http(url), f"MCP server {url!r}")
-    for folder in args.skills:
-        skills = _import("toolcycle.sources.skills")
-        try:
-            directory = skills.SkillDirectory(folder)
-        except NotADirectoryError as exc:
-            raise _SourceError(str(exc)) from None
-        _register(runtime, directory, f"skills folder {folder!r}")
-    for name in args.module:
-        try:
-            module = importlib.import_module(name)
-        except Exception as exc:
-            raise _SourceError(f"module {name!r} does not import: {exc}") from None
-        found = [
-            value
-            for value in vars(module).values()
-            if isinstance(value, ToolInstance) and not isinstance(value, type)
-        ]  # a tool class passes the protocol check too; only its instances are tools
-        if not found:
-            raise _SourceError(f"module {name!r} has no tools at its top level")
-        for instance in found:
-            _register(runtime, instance, f"tool {instance!r} of module {name!r}")
-
-
-def _import(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise _SourceError(str(exc)) from None
-
-
-def _register(runtime: ToolRuntime, source: Any, what: str) -> None:
-    try:
-        if isinstance(source, ToolInstance):
-            runtime.register(source)
-        else:
-            runtime.register_source(source)
-    except (ToolRuntimeError, OSError) as exc:
-        raise _SourceError(f"{what} could not be loaded: {exc}") from None
 
 
 def _list(runtime: ToolRuntime, out: TextIO, *, as_json: bool) -> int:
@@ -218,7 +191,7 @@ def _call(runtime: ToolRuntime, args: argparse.Namespace, out: TextIO, err: Text
     if not isinstance(arguments, dict):
         print('toolcycle: --args must be a JSON object, such as \'{"city": "Oslo"}\'', file=err)
         return EXIT_USAGE
-    with runtime.plan(read_only=args.read_only) as ctx:
+    with runtime.plan(read_only=args.read_only, resources=workspaces(args)) as ctx:
         try:
             result = runtime.execute(args.name, arguments, ctx, timeout=args.timeout)
         except (ToolRuntimeError, ToolCancelledError) as exc:
@@ -231,6 +204,12 @@ def _call(runtime: ToolRuntime, args: argparse.Namespace, out: TextIO, err: Text
         "trace": None if result.trace is None else result.trace.model_dump(mode="json"),
     }
     print(json.dumps(report, indent=2, default=str), file=out)
+    if result.trace is not None and result.trace.error_type == "WorkspaceReadOnlyError":
+        print(
+            f"toolcycle: {args.name} would change a --workspace folder, which is read-only "
+            "unless --writable is given",
+            file=err,
+        )
     return 0 if result.success else EXIT_FAILED
 
 
@@ -248,8 +227,9 @@ def _spinner(stream: TextIO, label: str) -> Iterator[None]:
     done = threading.Event()
 
     def spin() -> None:
-        for frame in itertools.cycle("|/-\\"):
-            stream.write(f"\r{frame} {label}")
+        frames = itertools.cycle("|/-\\")
+        while True:
+            stream.write(f"\r{next(frames)} {label}")
             stream.flush()
             if done.wait(0.1):
                 break

@@ -1,12 +1,14 @@
 """The ``toolcycle`` command line. With `_cli_tools`, the only code of the package that prints.
 
 Commands: ``demo`` (a small plan showing each stage), and ``tools``, ``schema``
-and ``call`` on the sources named on the command line (see `_cli_tools`).
+and ``call`` on the sources named on the command line (see `_cli_tools` and
+`_cli_sources`). ``python -m toolcycle`` runs the same `main`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import threading
@@ -27,13 +29,17 @@ from toolcycle import (
     tool,
 )
 from toolcycle._cli_tools import add_commands, run_command
+from toolcycle._version import __version__
 from toolcycle.builtins import workspace_tools
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-__all__ = ["main", "run_demo"]
+__all__ = ["EXIT_BROKEN_PIPE", "main", "run_demo"]
+
+EXIT_BROKEN_PIPE = 141
+"""The exit code when the reader of standard output closed it early (128 + SIGPIPE)."""
 
 
 class _Notes:
@@ -219,19 +225,106 @@ def run_demo(out: TextIO) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``toolcycle`` console script."""
-    parser = argparse.ArgumentParser(prog="toolcycle", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run a small plan that shows each stage and outcome")
+_DESCRIPTION = """\
+Look at and run agent tools from the command line: the tools of MCP servers,
+Agent Skills folders, Python modules and workspace folders, each run through a
+toolcycle runtime (capability checks, validation, a trace of every call)."""
+
+_EPILOG = """\
+examples:
+  toolcycle demo
+  toolcycle tools --module mytools/basic.py
+  toolcycle call read_file --args '{"path": "README.md"}' --workspace .
+  toolcycle tools --mcp .venv/bin/mcp-server-time
+
+exit codes:
+  0    success
+  1    the call ran and failed, timed out or was refused
+  2    a usage error
+  3    a source could not be loaded
+  141  the reader of the output closed it early (as in `toolcycle tools ... | head`)
+
+`toolcycle COMMAND --help` describes each command."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolcycle",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"toolcycle {__version__}",
+        help="print the version and exit",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser(
+        "demo",
+        help="run a small plan that shows each stage and outcome",
+        description="Run small plans that show a successful call, an input that fails\n"
+        "validation, a read-only denial, a cancelled call, deactivation at plan end, and\n"
+        "the built-in workspace tools rolled back on a temporary folder.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_commands(commands)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
     if args.command == "demo":
         return run_demo(sys.stdout)
-    if args.command in {"tools", "schema", "call"}:
-        return run_command(args, sys.stdout, sys.stderr)
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse refuses first
-    return 2  # pragma: no cover
+    return run_command(args, sys.stdout, sys.stderr)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so that no later flush can fail."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: nothing will flush it at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, descriptor)
+    finally:
+        os.close(null)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``toolcycle`` console script; returns the exit code.
+
+    When the reader of standard output goes away (``toolcycle tools ... | head``),
+    the command stops quietly with exit code 141, the code a shell reports for a
+    program ended by SIGPIPE, instead of a ``BrokenPipeError`` traceback.
+    """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe is found here, not at interpreter exit
+    except Exception as exc:
+        if not _from_broken_pipe(exc):
+            raise
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _from_broken_pipe(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a `BrokenPipeError` or was caused by one.
+
+    The demo's tools print, and the runtime wraps what a tool raises (a failed
+    activation becomes `ToolActivationError`), so the closed pipe can be a cause.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BrokenPipeError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script

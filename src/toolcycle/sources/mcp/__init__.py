@@ -1,12 +1,14 @@
 """MCP servers as a tool source, through the official MCP SDK (``toolcycle[mcp]``).
 
-Usage::
+Usage (with ``pip install mcp-server-time`` in the same environment)::
+
+    import sys
 
     from toolcycle import ToolRuntime
     from toolcycle.sources.mcp import McpServer
 
     with ToolRuntime() as runtime:
-        runtime.register_source(McpServer.stdio("uvx", ["mcp-server-time"]))
+        runtime.register_source(McpServer.stdio(sys.executable, ["-m", "mcp_server_time"]))
         with runtime.plan() as ctx:
             runtime.execute("get_current_time", {"timezone": "UTC"}, ctx)
 
