@@ -1,6 +1,8 @@
-"""Development sessions: tests, features, smoke, lint, typecheck, docs, bench."""
+"""Development sessions: tests, features, smoke, lint, typecheck, docs, bench, asv."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import nox
 
@@ -55,3 +57,15 @@ def bench(session: nox.Session) -> None:
     # and the peer frameworks and matplotlib (the bench extra).
     session.install("-e", ".[dev,bench]")
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+@nox.session
+def asv(session: nox.Session) -> None:
+    # The asv suite (asv.conf.json, benchmarks/asv/). `nox -s asv` times this checkout
+    # once, quickly; `nox -s asv -- continuous main HEAD` compares two commits, and any
+    # other asv command line works the same way. asv asks once per machine what the
+    # machine is: answer with its defaults when nobody has yet.
+    session.install("-e", ".[bench]")
+    if not (Path.home() / ".asv-machine.json").exists():
+        session.run("asv", "machine", "--yes")
+    session.run("asv", *(session.posargs or ("run", "--python=same", "--quick")))

@@ -17,7 +17,9 @@ median repeat; the earlier ratios use the best, which is the least disturbed by
 other work on the machine. The restated targets (`benchmarks.targets`), printed
 last, use the median of the ratios taken round by round instead. Ratios taken in
 one run are meaningful on any machine; absolute times are not. Nothing here fails
-on a number: this is a measurement, not a test.
+on a number: this is a measurement, not a test. The absolute time of each core
+operation, commit by commit, is the asv suite's to follow (``benchmarks/asv/``,
+``asv.conf.json``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 MODULES = {
-    "runtime": "benchmarks.bench_runtime",
     "mcp": "benchmarks.bench_mcp",
     "skills": "benchmarks.bench_skills",
     "peers": "benchmarks.bench_peers",
@@ -46,7 +47,6 @@ MODULES = {
 """Every benchmark module by the name ``--only`` takes, in the order they run."""
 
 REPEATS = 7
-TARGET_ADDED_US = 20.0
 MCP_CALL_TARGET = 1.10
 MCP_ACTIVATION_TARGET = 1.05
 SKILLS_SPEEDUP_TARGET = 5.0
@@ -199,7 +199,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets: list[dict[str, Any]] = []
     found_by: dict[str, Any] = {}
     sections: dict[str, Callable[[], Any]] = {
-        "runtime": lambda: print_runtime_ratios(results),
         "mcp": lambda: print_mcp_ratios(results),
         "skills": lambda: print_skills_ratios(results),
         "peers": lambda: print_peers(modules["peers"], timings, targets),
@@ -229,31 +228,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(f"wrote {doc} and the charts in {report.IMG_DIR}")
     return 0
-
-
-def print_runtime_ratios(results: dict[str, float]) -> None:
-    """The runtime's per-call ratios: against the baseline, tracing, async, @tool."""
-    baseline = results["time_baseline_validated_call"]
-    execute = results["time_runtime_execute"]
-    added = execute - baseline
-    print(f"execute / (bare call + two cached jsonschema validations) = {execute / baseline:.2f}x")
-    print(
-        f"runtime's own overhead on that call = {added:.1f} us "
-        f"(aim: <= {TARGET_ADDED_US:.0f} us added by the runtime)"
-    )
-    print(
-        f"tracing: listener / null tracer = "
-        f"{results['time_runtime_execute_with_listener'] / execute:.2f}x, "
-        f"default structlog tracer / null tracer = "
-        f"{results['time_runtime_execute_default_tracer'] / execute:.2f}x"
-    )
-    print(
-        f"aexecute / execute = {results['time_runtime_aexecute'] / execute:.2f}x (async tool), "
-        f"{results['time_runtime_aexecute_sync_tool'] / execute:.2f}x (sync tool on the pool)"
-    )
-    direct = results["time_wrapped_function_direct"]
-    wrapped = results["time_wrapped_function_execute"]
-    print(f"@tool through the runtime / called directly = {wrapped / direct:.1f}x")
 
 
 def print_mcp_ratios(results: dict[str, float]) -> None:

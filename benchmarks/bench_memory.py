@@ -7,7 +7,7 @@ other benchmarks freed, and that the allocator keeps for reuse, cannot hide grow
 the details of each are in `DETAILS` once it has run.
 
 - ``track_memory_rss_growth``: the process's resident set size (psutil) after
-  `WARMUP_CALLS` calls of the small tool of `benchmarks.bench_runtime` on one
+  `WARMUP_CALLS` calls of the small tool of `benchmarks.asv.common` on one
   warm plan, and again after `CALLS` more; ``gc.collect()`` runs before each
   reading. Target: less than 5 MiB of growth.
 - ``track_memory_plans_rss_growth``: the same soak across plans: `PLAN_ROUNDS`
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from benchmarks.bench_runtime import PARAMS, AddTool
+from benchmarks.asv.common import PARAMS, AddTool
 from toolcycle import NullTracer, ToolDescriptor, ToolRuntime
 
 if TYPE_CHECKING:

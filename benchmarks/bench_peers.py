@@ -1,6 +1,6 @@
 """One small tool called through toolcycle and through other tool libraries, per call.
 
-Every contestant runs the tool of `benchmarks.bench_runtime`: four input fields
+Every contestant runs the tool of `benchmarks.asv.common`: four input fields
 (``a``, ``b``, ``label``, ``scale``), the output ``{"sum": a + b, "label": label}``.
 In order of how much each does around the bare function:
 
@@ -63,7 +63,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from benchmarks.bench_runtime import (
+from benchmarks.asv.common import (
     ASYNC_BATCH,
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
@@ -71,6 +71,8 @@ from benchmarks.bench_runtime import (
     AddTool,
     AsyncAddTool,
     add,
+    add_fields,
+    add_fields_async,
 )
 from toolcycle import NullTracer, ToolRuntime, tool
 
@@ -216,16 +218,6 @@ class AddArguments(BaseModel):
     b: int
     label: str = ""
     scale: float = 1.0
-
-
-def add_fields(a: int, b: int, label: str = "", scale: float = 1.0) -> dict[str, Any]:
-    """Add two integers (``add`` with its fields as parameters)."""
-    return {"sum": a + b, "label": label}
-
-
-async def add_fields_async(a: int, b: int, label: str = "", scale: float = 1.0) -> dict[str, Any]:
-    """Add two integers (the async twin of ``add_fields``)."""
-    return {"sum": a + b, "label": label}
 
 
 OPENAI_CALL = {

@@ -9,7 +9,7 @@
   objects and more each benchmark runs once per repeat (``number = 1``); the
   jsonschema backend at 100,000, which takes seconds a call, runs 3 times, or once
   if ``setup()``'s warm-up call took more than `SLOW_CALL_SECONDS`.
-- Threads: `THREAD_CALLS` calls of the small tool of `benchmarks.bench_runtime`
+- Threads: `THREAD_CALLS` calls of the small tool of `benchmarks.asv.common`
   through ``runtime.execute`` on one shared plan (one context, the tool activated
   once in ``setup()``), split between `THREADS` threads, against the same number
   made by one thread. Each run starts its threads, lets them go together from a
@@ -46,10 +46,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.bench_runtime import PARAMS, AddTool, add
+from benchmarks.asv.common import PARAMS, AddTool, CountTool, add, items_input
 from toolcycle import (
     NullTracer,
-    ToolCapability,
     ToolDescriptor,
     ToolExecutionContext,
     ToolRuntime,
@@ -98,60 +97,6 @@ IMPORT_REPEATS = 11
 
 OPTIONAL_EXTRAS = ("mcp", "yaml", "opentelemetry", "jsonschema_rs")
 """Top-level packages of the optional extras, which ``import toolcycle`` must not load."""
-
-ITEM_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "name": {"type": "string"},
-        "price": {"type": "number"},
-        "active": {"type": "boolean"},
-    },
-    "required": ["id", "name", "price", "active"],
-    "additionalProperties": False,
-}
-ITEMS_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"items": {"type": "array", "items": ITEM_SCHEMA}},
-    "required": ["items"],
-    "additionalProperties": False,
-}
-ITEMS_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"count": {"type": "integer"}},
-    "required": ["count"],
-}
-
-
-def items_input(count: int) -> dict[str, Any]:
-    """An input of ``count`` objects that the items schema accepts."""
-    return {
-        "items": [
-            {"id": i, "name": f"item-{i}", "price": i * 0.25, "active": i % 2 == 0}
-            for i in range(count)
-        ]
-    }
-
-
-class CountTool:
-    """Counts the objects of its input: the work is nothing, the input is large."""
-
-    def discover(self) -> ToolDescriptor:
-        return ToolDescriptor(
-            name="count",
-            input_schema=ITEMS_INPUT_SCHEMA,
-            output_schema=ITEMS_OUTPUT_SCHEMA,
-            capability=ToolCapability(writes=False, checkpointable=True),
-        )
-
-    def activate(self, ctx: ToolExecutionContext) -> None:
-        return None
-
-    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        return {"count": len(params["items"])}
-
-    def deactivate(self, ctx: ToolExecutionContext) -> None:
-        return None
 
 
 class NapTool(AddTool):
