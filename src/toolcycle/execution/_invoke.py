@@ -166,6 +166,7 @@ class Invoker:
         detached: bool = False,
         coroutine: bool | None = None,
         on_abandon: Callable[[Straggler], object] | None = None,
+        task: asyncio.Task[Any] | None = None,
     ) -> Any:
         """Call ``fn(*args)`` from async code and return its result.
 
@@ -180,6 +181,8 @@ class Invoker:
             on_abandon: called with a `Straggler` when the caller is cancelled
                 while a sync ``fn`` runs on a thread, which Python cannot stop:
                 it tells how ``fn`` ends, for a caller that must undo it.
+            task: the task running this call, when the caller knows it
+                (`asyncio.current_task` costs about half a microsecond).
 
         Raises:
             InvokeTimeoutError: the call did not finish within ``timeout``.
@@ -187,7 +190,9 @@ class Invoker:
             Exception: whatever ``fn`` raised.
         """
         if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
-            current = asyncio.current_task() if timeout is None and token is not None else None
+            current = None
+            if timeout is None and token is not None:
+                current = task if task is not None else asyncio.current_task()
             if current is None or token is None:
                 return await _cancellable(fn(*args), token, timeout)
             # The common case, `_in_current_task` written out here: a coroutine level

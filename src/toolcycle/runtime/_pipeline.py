@@ -184,7 +184,8 @@ class CallPipeline:
     ) -> ToolResult:
         steps = self._steps
         entry = steps.check(call)
-        flight = steps.admit(call, asyncio.current_task())
+        task = asyncio.current_task()
+        flight = steps.admit(call, task)
         try:
             if self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
@@ -206,7 +207,7 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                outcome = await self._ainvoke(call, entry, data, limit)
+                outcome = await self._ainvoke(call, entry, data, limit, task)
                 return steps.finish(call, entry, outcome, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
@@ -301,7 +302,12 @@ class CallPipeline:
         return Outcome(output)
 
     async def _ainvoke(
-        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        timeout: float | Deadline | None,
+        task: asyncio.Task[Any] | None,
     ) -> Outcome:
         ctx = call.ctx
         try:
@@ -312,6 +318,7 @@ class CallPipeline:
                 token=call.flight or ctx.cancellation_token,
                 timeout=timeout,
                 coroutine=entry.coroutine,
+                task=task,
             )
         except InvokeTimeoutError as exc:
             return self._steps.timed_out(call, exc)

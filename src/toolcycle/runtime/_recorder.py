@@ -58,7 +58,10 @@ class CallRecord:
         self.started = started
         self.t0 = t0
         self.progress = 0
-        self.active_at = time.monotonic()  # its start, then its latest progress report
+        # Its latest progress report (time.monotonic()). Only an idle limit reads it,
+        # through a Deadline that counts from its own start, made after this record,
+        # so "never" (0.0) reads the same as the record's start and costs no clock.
+        self.active_at = 0.0
         # Set once the arguments are known: removes their secrets from exported text.
         self.scrub: Callable[[str], str] | None = None
         self.approval: ApprovalRecord | None = None  # how its approval was decided
@@ -211,7 +214,6 @@ class TraceRecorder:
         self,
         record: CallRecord,
         status: TraceStatus,
-        *,
         error_message: str | None = None,
         error_type: str | None = None,
         size: int = 0,

@@ -27,6 +27,10 @@ __all__ = ["Outcome", "build_result", "check_input", "cut_output"]
 
 _log = get_logger("toolcycle.runtime")
 
+# Outputs that are certainly not a ToolResult: checked by type before isinstance,
+# which a pydantic model class answers slowly.
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+
 
 class Outcome:
     """What running a tool produced: output, a failure, or a timeout."""
@@ -170,7 +174,7 @@ def build_result(
         return _failed(traces, record, outcome.error, changes)
     output = outcome.output
     success, error_message, error_type = True, None, None
-    if isinstance(output, ToolResult):
+    if type(output) not in _PLAIN and isinstance(output, ToolResult):
         for change in output.changes:
             ctx.record_change(change)
         success, error_message, error_type = output.success, output.error, output.error_type
@@ -210,13 +214,7 @@ def build_result(
     status: TraceStatus = "ok" if success else "error"
     # Plain values unless something wants the trace now: the result builds it when read.
     finished = traces.end(
-        record,
-        status,
-        error_message=error_message,
-        error_type=error_type,
-        size=size,
-        original_size=original_size,
-        output_valid=output_valid,
+        record, status, error_message, error_type, size, original_size, output_valid
     )
     # Built from checked parts, so not validated again (fields in declaration order).
     return trusted(

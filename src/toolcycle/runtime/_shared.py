@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 _INF = float("inf")
+_NO_LIMITS: tuple[None, None] = (None, None)
 T = TypeVar("T")
 
 
@@ -308,10 +309,19 @@ def deadlines(
     tool's or its source's. The run gets that total (which so counts the
     activation's time too), and the smallest idle limit if any.
     """
-    total = smaller(smaller(timeout, call.ctx.timeout), entry.timeout)
-    idle = smaller(idle_timeout, call.ctx.idle_timeout)
+    ctx = call.ctx
+    if (
+        timeout is None
+        and idle_timeout is None
+        and ctx.timeout is None
+        and ctx.idle_timeout is None
+        and entry.timeout is None
+    ):
+        return _NO_LIMITS  # the common case, without the calls below
+    total = smaller(smaller(timeout, ctx.timeout), entry.timeout)
+    idle = smaller(idle_timeout, ctx.idle_timeout)
     if total is None and idle is None:
-        return None, None
+        return _NO_LIMITS
     activation = Deadline(total) if total is not None else None
     if idle is None:
         return activation, Deadline(total)
