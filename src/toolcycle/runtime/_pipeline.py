@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord, ToolCall
+    from toolcycle.models import ApprovalRecord, Change, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -163,7 +163,10 @@ class CallPipeline:
                 late = self._ensure_active(call, entry, before)
             else:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = self._ensure_active(call, entry, before)
+                if before is None and self._activator.settled(call.ctx, call.name):
+                    late = None  # warm: nothing to wait for
+                else:
+                    late = self._ensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
@@ -172,8 +175,7 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                outcome = self._invoke(call, entry, data, limit)
-                return steps.finish(call, entry, outcome, call.scope.changes)
+                return self._invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -198,7 +200,10 @@ class CallPipeline:
                 late = await self._aensure_active(call, entry, before)
             else:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = await self._aensure_active(call, entry, before)
+                if before is None and self._activator.settled(call.ctx, call.name):
+                    late = None  # warm: not even a coroutine to make and await
+                else:
+                    late = await self._aensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
@@ -207,8 +212,7 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                outcome = await self._ainvoke(call, entry, data, limit, task)
-                return steps.finish(call, entry, outcome, call.scope.changes)
+                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -277,8 +281,14 @@ class CallPipeline:
     # -- step 5: running the tool ----------------------------------------------------------
 
     def _invoke(
-        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
-    ) -> Outcome:
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        timeout: float | Deadline | None,
+        changes: list[Change],
+    ) -> ToolResult:
+        """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
         ctx = call.ctx
         try:
             output = self._invoker.call(
@@ -291,15 +301,17 @@ class CallPipeline:
                 coroutine=entry.coroutine,
             )
         except InvokeTimeoutError as exc:
-            return self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._steps.raise_cancelled(call, exc)
         except Exception as exc:
-            return Outcome(error=exc)
+            outcome = Outcome(error=exc)
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
             self._steps.emit(call, "cancelled", error=exc)
             raise
-        return Outcome(output)
+        else:
+            return self._steps.returned(call, entry, output, changes)
+        return self._steps.finish(call, entry, outcome, changes)
 
     async def _ainvoke(
         self,
@@ -307,8 +319,10 @@ class CallPipeline:
         entry: Entry,
         data: dict[str, Any],
         timeout: float | Deadline | None,
+        changes: list[Change],
         task: asyncio.Task[Any] | None,
-    ) -> Outcome:
+    ) -> ToolResult:
+        """Async twin of `_invoke`."""
         ctx = call.ctx
         try:
             output = await self._invoker.acall(
@@ -321,7 +335,7 @@ class CallPipeline:
                 task=task,
             )
         except InvokeTimeoutError as exc:
-            return self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, exc)
         except ToolCancelledError as exc:
             self._steps.raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -330,8 +344,10 @@ class CallPipeline:
                 raise
             self._steps.raise_cancelled(call, exc)
         except Exception as exc:
-            return Outcome(error=exc)
+            outcome = Outcome(error=exc)
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
             self._steps.emit(call, "cancelled", error=exc)
             raise
-        return Outcome(output)
+        else:
+            return self._steps.returned(call, entry, output, changes)
+        return self._steps.finish(call, entry, outcome, changes)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Outcome", "build_result", "check_input", "cut_output"]
+__all__ = ["Outcome", "build_result", "check_input", "cut_output", "output_result"]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -172,7 +172,37 @@ def build_result(
         )
     if outcome.error is not None:
         return _failed(traces, record, outcome.error, changes)
-    output = outcome.output
+    return output_result(
+        traces,
+        record,
+        ctx,
+        normaliser,
+        output_schema,
+        outcome.output,
+        changes,
+        strict_output,
+        max_result_bytes,
+        answers,
+    )
+
+
+def output_result(
+    traces: TraceRecorder,
+    record: CallRecord,
+    ctx: ToolExecutionContext,
+    normaliser: CompiledSchema,
+    output_schema: CompiledSchema | None,
+    output: Any,
+    changes: list[Change],
+    strict_output: bool,
+    max_result_bytes: int | None,
+    answers: ToolCall | None,
+) -> ToolResult:
+    """Steps 6 and 7 for a tool that returned ``output``: `build_result` without an `Outcome`.
+
+    Its arguments are positional: this runs once per successful call.
+    """
+    name = record.tool_name
     success, error_message, error_type = True, None, None
     if type(output) not in _PLAIN and isinstance(output, ToolResult):
         for change in output.changes:

@@ -21,7 +21,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult
-from toolcycle.runtime._results import Outcome, build_result, check_input
+from toolcycle.runtime._results import Outcome, build_result, check_input, output_result
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
@@ -160,6 +160,22 @@ class CallSteps:
             strict_output=settings.strict_output,
             max_result_bytes=settings.max_result_bytes,
             answers=call.answers,
+        )
+
+    def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
+        """`finish` for a tool that returned ``output`` (the common case, without an `Outcome`)."""
+        settings = self._settings
+        return output_result(
+            self._traces,
+            call.record,
+            call.ctx,
+            entry.input,
+            entry.output,
+            output,
+            changes,
+            settings.strict_output,
+            settings.max_result_bytes,
+            call.answers,
         )
 
     def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
