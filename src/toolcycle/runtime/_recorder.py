@@ -95,8 +95,10 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "plan_id": plan_id,
             "call_id": call_id,
             "started_at": iso_utc(started),
-            "ended_at": iso_utc(ended),
-            "duration_ms": duration_ms,
+            # Clamped here, not at the call's end: a wall clock set back mid-call (or a
+            # timer's rounding) never makes a negative duration or an end before the start.
+            "ended_at": iso_utc(max(ended, started)),
+            "duration_ms": max(0.0, duration_ms),
             "result_size_bytes": size,
             "original_size_bytes": original_size,
             "success": status == "ok",
@@ -244,8 +246,8 @@ class TraceRecorder:
                 record.plan_id,
                 record.call_id,
                 started,
-                max(ended, started),
-                max(0.0, duration),
+                ended,
+                duration,
                 size,
                 size if original_size is None else original_size,
                 status,

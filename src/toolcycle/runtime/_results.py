@@ -246,24 +246,35 @@ def output_result(
     finished = traces.end(
         record, status, error_message, error_type, size, original_size, output_valid
     )
-    # Built from checked parts, so not validated again (fields in declaration order).
-    return trusted(
-        ToolResult,
-        {
-            "success": success,
-            "output": data,
-            "error": finished.error,
-            "error_type": error_type,
-            "validation": None,
-            "trace": finished,
-            "changes": tuple(changes),
-            "truncated": truncated,
-            "exception": None,
-            "call": answers,
-            "pending": None,
-        },
-        {"_text": None if truncated or isinstance(data, str) else text},
-    )
+    # Built from checked parts, so not validated again; a copy of the template keeps
+    # the fields in declaration order and costs half as much as a literal.
+    values = _RETURNED.copy()
+    values["success"] = success
+    values["output"] = data
+    values["error"] = finished.error
+    values["error_type"] = error_type
+    values["trace"] = finished
+    if changes:
+        values["changes"] = tuple(changes)
+    values["truncated"] = truncated
+    values["call"] = answers
+    return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
+
+
+# Every field of a ToolResult in declaration order, as `output_result` fills them.
+_RETURNED: dict[str, Any] = {
+    "success": True,
+    "output": None,
+    "error": None,
+    "error_type": None,
+    "validation": None,
+    "trace": None,
+    "changes": (),
+    "truncated": False,
+    "exception": None,
+    "call": None,
+    "pending": None,
+}
 
 
 def cut_output(payload: bytes, limit: int) -> tuple[str, int]:
