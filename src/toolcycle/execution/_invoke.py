@@ -35,7 +35,7 @@ from toolcycle.execution._portal import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Cancels", "InvokeTimeoutError", "Invoker", "Straggler", "own_loop"]
+__all__ = ["Cancels", "InvokeTimeoutError", "Invoker", "Straggler", "TaskWatch", "own_loop"]
 
 
 class Cancels(Protocol):
@@ -198,15 +198,11 @@ class Invoker:
             # The common case, `_in_current_task` written out here: a coroutine level
             # costs about half a microsecond, as much as all the rest of this.
             coro = fn(*args)
-            guard = _Guard(current)
-            unregister = token.on_cancel(guard.request)
+            watch = TaskWatch(current, token)
             try:
                 return await coro
             finally:
-                guard.inside = False
-                unregister()
-                if guard.fired:
-                    current.uncancel()
+                watch.release()
         if detached or timeout is not None:
             result = await _athread(fn, args, timeout, on_abandon)
         else:
@@ -304,15 +300,29 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-class _Guard:
-    """Lets a token cancel the caller's task only while it awaits one stage."""
+class TaskWatch:
+    """Lets a token cancel the caller's task only while it awaits one stage.
 
-    __slots__ = ("fired", "inside", "task")
+    Made just before the stage is awaited and released right after it, whatever
+    happened: a cancellation of the token is delivered to ``task`` only between
+    the two, and one it delivered is then taken back with ``uncancel``, so the
+    task's own cancellation count is left as it was.
+    """
 
-    def __init__(self, task: asyncio.Task[Any]) -> None:
+    __slots__ = ("_unregister", "fired", "inside", "task")
+
+    def __init__(self, task: asyncio.Task[Any], token: Cancels) -> None:
         self.task = task
         self.inside = True
         self.fired = False
+        self._unregister = token.on_cancel(self.request)
+
+    def release(self) -> None:
+        """The stage is over: stop listening, and take back a cancellation delivered."""
+        self.inside = False
+        self._unregister()
+        if self.fired:
+            self.task.uncancel()
 
     def request(self) -> None:
         """The token was cancelled (on any thread): cancel the task on its loop."""
@@ -335,15 +345,11 @@ async def _in_current_task(coro: Any, token: Cancels, task: asyncio.Task[Any]) -
     ``uncancel``, so the caller's own cancellation count is left as it was.
     `Invoker.acall` does the same inline for an async tool.
     """
-    guard = _Guard(task)
-    unregister = token.on_cancel(guard.request)
+    watch = TaskWatch(task, token)
     try:
         return await coro
     finally:
-        guard.inside = False
-        unregister()
-        if guard.fired:
-            task.uncancel()
+        watch.release()
 
 
 async def _within(future: asyncio.Future[Any], deadline: Deadline) -> Any:

@@ -16,13 +16,13 @@ from toolcycle.agent._dispatch import REFUSED, refusal
 from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
-from toolcycle.execution._invoke import InvokeTimeoutError
+from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Coroutine, Mapping
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
@@ -98,7 +98,7 @@ class CallPipeline:
             if call.observer is not None:
                 self._steps.observed(call)
 
-    async def aexecute(
+    def aexecute(
         self,
         name: str,
         params: Mapping[str, Any],
@@ -110,14 +110,29 @@ class CallPipeline:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
-    ) -> ToolResult:
-        """Async twin of `execute`."""
+    ) -> Coroutine[Any, Any, ToolResult]:
+        """Async twin of `execute`: the coroutine to await for the result.
+
+        A plain function that hands back the driver's coroutine, so an awaited
+        call goes through one coroutine level less. Every caller awaits it at once.
+        """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
         if call.observer is None and not refuse:
-            return await self._arun(call, params, timeout, idle_timeout)
+            return self._arun(call, params, timeout, idle_timeout)
+        return self._awatched(call, params, timeout, idle_timeout, refuse)
+
+    async def _awatched(
+        self,
+        call: Call,
+        params: Mapping[str, Any],
+        timeout: float | None,
+        idle_timeout: float | None,
+        refuse: bool,
+    ) -> ToolResult:
+        """`_arun` for an observed call, or one whose refusal becomes a failed result."""
         try:
             result = await self._arun(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
@@ -324,16 +339,27 @@ class CallPipeline:
     ) -> ToolResult:
         """Async twin of `_invoke`."""
         ctx = call.ctx
+        token = call.flight or ctx.cancellation_token
         try:
-            output = await self._invoker.acall(
-                entry.instance.execute,
-                data,
-                ctx,
-                token=call.flight or ctx.cancellation_token,
-                timeout=timeout,
-                coroutine=entry.coroutine,
-                task=task,
-            )
+            if entry.coroutine and timeout is None and task is not None:
+                # Invoker.acall's commonest case, here: one coroutine level less costs
+                # as much as the rest of it.
+                coro = entry.instance.execute(data, ctx)
+                watch = TaskWatch(task, token)
+                try:
+                    output = await coro
+                finally:
+                    watch.release()
+            else:
+                output = await self._invoker.acall(
+                    entry.instance.execute,
+                    data,
+                    ctx,
+                    token=token,
+                    timeout=timeout,
+                    coroutine=entry.coroutine,
+                    task=task,
+                )
         except InvokeTimeoutError as exc:
             outcome = self._steps.timed_out(call, exc)
         except ToolCancelledError as exc:
