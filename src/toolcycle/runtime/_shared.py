@@ -229,7 +229,10 @@ class Catalog(Protocol):
 
     @property
     def entries(self) -> Mapping[str, Entry]:
-        """Every registered tool by name; a lookup needs no lock."""
+        """Every registered tool by name; a lookup needs no lock.
+
+        Always the same mapping, changed in place, so a part may keep it.
+        """
         ...
 
     def names(self) -> list[str]:

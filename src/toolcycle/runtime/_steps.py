@@ -59,6 +59,8 @@ class CallSteps:
         instrumentation: Instrumentation | None,
     ) -> None:
         self._catalog = catalog
+        # The registry's live mapping (changed in place, never replaced), read once.
+        self._entries = catalog.entries
         self._settings = settings
         self._traces = traces
         self._cache = cache
@@ -96,7 +98,7 @@ class CallSteps:
     def check(self, call: Call) -> Entry:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
         name, ctx = call.name, call.ctx
-        entry = self._catalog.entries.get(name)
+        entry = self._entries.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
                 f"no tool named {name!r} is registered; known tools: "
