@@ -144,14 +144,15 @@ class Invoker:
             ToolRuntimeError: ``loop`` is the one running in this thread.
             Exception: whatever ``fn`` raised.
         """
-        on_cancel = token.on_cancel if token is not None else None
         try:
             if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
+                on_cancel = token.on_cancel if token is not None else None
                 if loop is not None:
                     return _on_own_loop(loop, fn, args, timeout=timeout, on_cancel=on_cancel)
                 return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
             result = fn(*args) if timeout is None else _in_thread(fn, args, timeout)
             if type(result) not in _PLAIN and inspect.isawaitable(result):
+                on_cancel = token.on_cancel if token is not None else None
                 return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
             return result
         except PortalTimeoutError as exc:
