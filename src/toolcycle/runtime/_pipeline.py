@@ -186,7 +186,7 @@ class CallPipeline:
                 if type(data) is ToolResult:
                     return data
             if late is not None:
-                return steps.finish(call, entry, late, [])
+                return steps.failed(call, late, [])
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
@@ -223,7 +223,7 @@ class CallPipeline:
                 if type(data) is ToolResult:
                     return data
             if late is not None:
-                return steps.finish(call, entry, late, [])
+                return steps.failed(call, late, [])
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
@@ -326,7 +326,7 @@ class CallPipeline:
             raise
         else:
             return self._steps.returned(call, entry, output, changes)
-        return self._steps.finish(call, entry, outcome, changes)
+        return self._steps.failed(call, outcome, changes)
 
     async def _ainvoke(
         self,
@@ -376,4 +376,4 @@ class CallPipeline:
             raise
         else:
             return self._steps.returned(call, entry, output, changes)
-        return self._steps.finish(call, entry, outcome, changes)
+        return self._steps.failed(call, outcome, changes)

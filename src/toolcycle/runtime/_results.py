@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Outcome", "build_result", "check_input", "cut_output", "output_result"]
+__all__ = ["Outcome", "check_input", "cut_output", "failed_result", "output_result"]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -33,20 +33,18 @@ _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 class Outcome:
-    """What running a tool produced: output, a failure, or a timeout."""
+    """How a run that returned no output ended: a failure, or a timeout."""
 
-    __slots__ = ("abandoned", "error", "output", "reason", "timed_out")
+    __slots__ = ("abandoned", "error", "reason", "timed_out")
 
     def __init__(
         self,
-        output: Any = None,
         error: Exception | None = None,
         timed_out: bool = False,
         *,
         abandoned: bool = False,
         reason: str = "did not finish in time",
     ) -> None:
-        self.output = output
         self.error = error
         self.timed_out = timed_out
         self.abandoned = abandoned
@@ -133,27 +131,12 @@ def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation
     return validation.model_copy(update={"issues": issues})
 
 
-def build_result(
-    traces: TraceRecorder,
-    record: CallRecord,
-    ctx: ToolExecutionContext,
-    normaliser: CompiledSchema,
-    output_schema: CompiledSchema | None,
-    outcome: Outcome,
-    changes: list[Change],
-    *,
-    strict_output: bool,
-    max_result_bytes: int | None = None,
-    answers: ToolCall | None = None,
+def failed_result(
+    traces: TraceRecorder, record: CallRecord, outcome: Outcome, changes: list[Change]
 ) -> ToolResult:
-    """Steps 6 and 7: normalise, measure and check the output; record returned changes.
-
-    ``answers`` is the model's call a successful run answers, set on the result
-    at once (the other results get it from the dispatcher).
-    """
-    name = record.tool_name
+    """The result of a run that raised or timed out (a returned output: `output_result`)."""
     if outcome.timed_out:
-        message = f"tool {name!r} {outcome.reason}"
+        message = f"tool {record.tool_name!r} {outcome.reason}"
         if outcome.abandoned:
             message += "; it is synchronous and cannot be stopped, so it was left running"
         trace = traces.finish(
@@ -170,20 +153,8 @@ def build_result(
             trace=trace,
             changes=tuple(changes),
         )
-    if outcome.error is not None:
-        return _failed(traces, record, outcome.error, changes)
-    return output_result(
-        traces,
-        record,
-        ctx,
-        normaliser,
-        output_schema,
-        outcome.output,
-        changes,
-        strict_output,
-        max_result_bytes,
-        answers,
-    )
+    assert outcome.error is not None
+    return _failed(traces, record, outcome.error, changes)
 
 
 def output_result(
@@ -198,9 +169,11 @@ def output_result(
     max_result_bytes: int | None,
     answers: ToolCall | None,
 ) -> ToolResult:
-    """Steps 6 and 7 for a tool that returned ``output``: `build_result` without an `Outcome`.
+    """Steps 6 and 7: normalise, measure and check the output; record returned changes.
 
-    Its arguments are positional: this runs once per successful call.
+    ``answers`` is the model's call a successful run answers, set on the result
+    at once (the other results get it from the dispatcher). The arguments are
+    positional: this runs once per call that returns.
     """
     name = record.tool_name
     success, error_message, error_type = True, None, None

@@ -21,7 +21,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult
-from toolcycle.runtime._results import Outcome, build_result, check_input, output_result
+from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
@@ -146,26 +146,12 @@ class CallSteps:
             call.arguments = data
         return data
 
-    def finish(
-        self, call: Call, entry: Entry, outcome: Outcome, changes: list[Change]
-    ) -> ToolResult:
-        """Steps 6 and 7, and the trace."""
-        settings = self._settings
-        return build_result(
-            self._traces,
-            call.record,
-            call.ctx,
-            entry.input,
-            entry.output,
-            outcome,
-            changes,
-            strict_output=settings.strict_output,
-            max_result_bytes=settings.max_result_bytes,
-            answers=call.answers,
-        )
+    def failed(self, call: Call, outcome: Outcome, changes: list[Change]) -> ToolResult:
+        """The result and trace of a call that raised or timed out."""
+        return failed_result(self._traces, call.record, outcome, changes)
 
     def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
-        """`finish` for a tool that returned ``output`` (the common case, without an `Outcome`)."""
+        """Steps 6 and 7 on what the tool returned, and the trace."""
         settings = self._settings
         return output_result(
             self._traces,
