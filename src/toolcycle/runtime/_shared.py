@@ -321,10 +321,9 @@ def deadlines(
         and entry.timeout is None
     ):
         return _NO_LIMITS  # the common case, without the calls below
+    # Some limit is set, so the total or the idle limit below is too.
     total = smaller(smaller(timeout, ctx.timeout), entry.timeout)
     idle = smaller(idle_timeout, ctx.idle_timeout)
-    if total is None and idle is None:
-        return _NO_LIMITS
     activation = Deadline(total) if total is not None else None
     if idle is None:
         return activation, Deadline(total)
