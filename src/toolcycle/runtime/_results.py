@@ -220,17 +220,21 @@ def output_result(
         record, status, error_message, error_type, size, original_size, output_valid
     )
     # Built from checked parts, so not validated again; a copy of the template keeps
-    # the fields in declaration order and costs half as much as a literal.
+    # the fields in declaration order and costs half as much as a literal, and only
+    # the fields that differ from a plain success are written.
     values = _RETURNED.copy()
-    values["success"] = success
     values["output"] = data
-    values["error"] = finished.error
-    values["error_type"] = error_type
     values["trace"] = finished
+    if not success or error_type is not None or finished.error is not None:
+        values["success"] = success
+        values["error"] = finished.error
+        values["error_type"] = error_type
     if changes:
         values["changes"] = tuple(changes)
-    values["truncated"] = truncated
-    values["call"] = answers
+    if truncated:
+        values["truncated"] = True
+    if answers is not None:
+        values["call"] = answers
     return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
 
 
