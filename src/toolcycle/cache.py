@@ -275,9 +275,7 @@ class ToolLifecycleCache:
             flights = plan.flights
         return flights.close() if flights is not None else ()
 
-    def settled(
-        self, plan_id: str, name: str, *, owner: ToolExecutionContext | None = None
-    ) -> bool:
+    def settled(self, plan_id: str, name: str, owner: ToolExecutionContext | None = None) -> bool:
         """Whether ``name`` finished activating successfully in the plan (lock-free).
 
         A fast path for warm calls: reading two dicts is atomic in CPython, and a

@@ -46,9 +46,13 @@ class _CallRecord(Protocol):
     """The part of the runtime's record of a call that progress reports update."""
 
     tool_name: str
-    call_id: str
     progress: int
     active_at: float
+
+    @property
+    def call_id(self) -> str:
+        """The call's id."""
+        ...
 
 
 class _CallScope:

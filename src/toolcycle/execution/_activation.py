@@ -72,7 +72,7 @@ class Activator:
 
     def settled(self, ctx: ToolExecutionContext, name: str) -> bool:
         """Whether the tool is active in the plan already (lock-free; False may be stale)."""
-        return self._cache.settled(ctx.plan_id, name, owner=ctx)
+        return self._cache.settled(ctx.plan_id, name, ctx)
 
     def ensure(
         self,

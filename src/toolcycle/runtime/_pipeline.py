@@ -16,19 +16,19 @@ from toolcycle.agent._dispatch import REFUSED, refusal
 from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
-from toolcycle.execution._invoke import InvokeTimeoutError
+from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Coroutine, Mapping
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord, ToolCall
+    from toolcycle.models import ApprovalRecord, Change, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -98,7 +98,7 @@ class CallPipeline:
             if call.observer is not None:
                 self._steps.observed(call)
 
-    async def aexecute(
+    def aexecute(
         self,
         name: str,
         params: Mapping[str, Any],
@@ -110,14 +110,29 @@ class CallPipeline:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
-    ) -> ToolResult:
-        """Async twin of `execute`."""
+    ) -> Coroutine[Any, Any, ToolResult]:
+        """Async twin of `execute`: the coroutine to await for the result.
+
+        A plain function that hands back the driver's coroutine, so an awaited
+        call goes through one coroutine level less. Every caller awaits it at once.
+        """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
         if call.observer is None and not refuse:
-            return await self._arun(call, params, timeout, idle_timeout)
+            return self._arun(call, params, timeout, idle_timeout)
+        return self._awatched(call, params, timeout, idle_timeout, refuse)
+
+    async def _awatched(
+        self,
+        call: Call,
+        params: Mapping[str, Any],
+        timeout: float | None,
+        idle_timeout: float | None,
+        refuse: bool,
+    ) -> ToolResult:
+        """`_arun` for an observed call, or one whose refusal becomes a failed result."""
         try:
             result = await self._arun(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
@@ -163,17 +178,19 @@ class CallPipeline:
                 late = self._ensure_active(call, entry, before)
             else:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = self._ensure_active(call, entry, before)
+                if before is None and self._activator.settled(call.ctx, call.name):
+                    late = None  # warm: nothing to wait for
+                else:
+                    late = self._ensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
             if late is not None:
-                return steps.finish(call, entry, late, [])
+                return steps.failed(call, late, [])
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                outcome = self._invoke(call, entry, data, limit)
-                return steps.finish(call, entry, outcome, call.scope.changes)
+                return self._invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -184,7 +201,8 @@ class CallPipeline:
     ) -> ToolResult:
         steps = self._steps
         entry = steps.check(call)
-        flight = steps.admit(call, asyncio.current_task())
+        task = asyncio.current_task()
+        flight = steps.admit(call, task)
         try:
             if self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
@@ -197,17 +215,19 @@ class CallPipeline:
                 late = await self._aensure_active(call, entry, before)
             else:
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = await self._aensure_active(call, entry, before)
+                if before is None and self._activator.settled(call.ctx, call.name):
+                    late = None  # warm: not even a coroutine to make and await
+                else:
+                    late = await self._aensure_active(call, entry, before)
                 data = None if late is not None else steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
             if late is not None:
-                return steps.finish(call, entry, late, [])
+                return steps.failed(call, late, [])
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                outcome = await self._ainvoke(call, entry, data, limit)
-                return steps.finish(call, entry, outcome, call.scope.changes)
+                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -276,8 +296,14 @@ class CallPipeline:
     # -- step 5: running the tool ----------------------------------------------------------
 
     def _invoke(
-        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
-    ) -> Outcome:
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        timeout: float | Deadline | None,
+        changes: list[Change],
+    ) -> ToolResult:
+        """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
         ctx = call.ctx
         try:
             output = self._invoker.call(
@@ -290,31 +316,52 @@ class CallPipeline:
                 coroutine=entry.coroutine,
             )
         except InvokeTimeoutError as exc:
-            return self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._steps.raise_cancelled(call, exc)
         except Exception as exc:
-            return Outcome(error=exc)
+            outcome = Outcome(error=exc)
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
             self._steps.emit(call, "cancelled", error=exc)
             raise
-        return Outcome(output)
+        else:
+            return self._steps.returned(call, entry, output, changes)
+        return self._steps.failed(call, outcome, changes)
 
     async def _ainvoke(
-        self, call: Call, entry: Entry, data: dict[str, Any], timeout: float | Deadline | None
-    ) -> Outcome:
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        timeout: float | Deadline | None,
+        changes: list[Change],
+        task: asyncio.Task[Any] | None,
+    ) -> ToolResult:
+        """Async twin of `_invoke`."""
         ctx = call.ctx
+        token = call.flight or ctx.cancellation_token
         try:
-            output = await self._invoker.acall(
-                entry.instance.execute,
-                data,
-                ctx,
-                token=call.flight or ctx.cancellation_token,
-                timeout=timeout,
-                coroutine=entry.coroutine,
-            )
+            if entry.coroutine and timeout is None and task is not None:
+                # Invoker.acall's commonest case, here: one coroutine level less costs
+                # as much as the rest of it.
+                coro = entry.instance.execute(data, ctx)
+                watch = TaskWatch(task, token)
+                try:
+                    output = await coro
+                finally:
+                    watch.release()
+            else:
+                output = await self._invoker.acall(
+                    entry.instance.execute,
+                    data,
+                    ctx,
+                    token=token,
+                    timeout=timeout,
+                    coroutine=entry.coroutine,
+                    task=task,
+                )
         except InvokeTimeoutError as exc:
-            return self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, exc)
         except ToolCancelledError as exc:
             self._steps.raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:
@@ -323,8 +370,10 @@ class CallPipeline:
                 raise
             self._steps.raise_cancelled(call, exc)
         except Exception as exc:
-            return Outcome(error=exc)
+            outcome = Outcome(error=exc)
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
             self._steps.emit(call, "cancelled", error=exc)
             raise
-        return Outcome(output)
+        else:
+            return self._steps.returned(call, entry, output, changes)
+        return self._steps.failed(call, outcome, changes)

@@ -37,10 +37,11 @@ class CallRecord:
     """When and under which id one call started; the runtime holds it until the trace."""
 
     __slots__ = (
+        "_number",
+        "_prefix",
         "abandoned",
         "active_at",
         "approval",
-        "call_id",
         "plan_id",
         "progress",
         "scrub",
@@ -50,26 +51,41 @@ class CallRecord:
     )
 
     def __init__(
-        self, tool_name: str, plan_id: str, call_id: str, started: float, t0: float
+        self, tool_name: str, plan_id: str, prefix: str, number: int, started: float, t0: float
     ) -> None:
         self.tool_name = tool_name
         self.plan_id = plan_id
-        self.call_id = call_id
+        # The call's id is written out only when read (most calls' traces never are).
+        self._prefix = prefix
+        self._number = number
         self.started = started
         self.t0 = t0
         self.progress = 0
-        self.active_at = time.monotonic()  # its start, then its latest progress report
+        # Its latest progress report (time.monotonic()). Only an idle limit reads it,
+        # through a Deadline that counts from its own start, made after this record,
+        # so "never" (0.0) reads the same as the record's start and costs no clock.
+        self.active_at = 0.0
         # Set once the arguments are known: removes their secrets from exported text.
         self.scrub: Callable[[str], str] | None = None
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
+
+    @property
+    def call_id(self) -> str:
+        """The call's id: unique within its recorder (see `TraceRecorder`)."""
+        return _call_id(self._prefix, self._number)
+
+
+def _call_id(prefix: str, number: int) -> str:
+    return f"{prefix}-{number:x}"
 
 
 def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
     (
         tool_name,
         plan_id,
-        call_id,
+        prefix,
+        number,
         started,
         ended,
         duration_ms,
@@ -90,10 +106,12 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         {
             "tool_name": tool_name,
             "plan_id": plan_id,
-            "call_id": call_id,
+            "call_id": _call_id(prefix, number),
             "started_at": iso_utc(started),
-            "ended_at": iso_utc(ended),
-            "duration_ms": duration_ms,
+            # Clamped here, not at the call's end: a wall clock set back mid-call (or a
+            # timer's rounding) never makes a negative duration or an end before the start.
+            "ended_at": iso_utc(max(ended, started)),
+            "duration_ms": max(0.0, duration_ms),
             "result_size_bytes": size,
             "original_size_bytes": original_size,
             "success": status == "ok",
@@ -171,8 +189,9 @@ class TraceRecorder:
 
     def start(self, tool_name: str, plan_id: str) -> CallRecord:
         """Note the start of a call."""
-        call_id = f"{self._id_prefix}-{next(self._ids):x}"
-        return CallRecord(tool_name, plan_id, call_id, self._clock(), self._timer())
+        return CallRecord(
+            tool_name, plan_id, self._id_prefix, next(self._ids), self._clock(), self._timer()
+        )
 
     def finish(
         self,
@@ -211,7 +230,6 @@ class TraceRecorder:
         self,
         record: CallRecord,
         status: TraceStatus,
-        *,
         error_message: str | None = None,
         error_type: str | None = None,
         size: int = 0,
@@ -240,10 +258,11 @@ class TraceRecorder:
             (
                 record.tool_name,
                 record.plan_id,
-                record.call_id,
+                record._prefix,
+                record._number,
                 started,
-                max(ended, started),
-                max(0.0, duration),
+                ended,
+                duration,
                 size,
                 size if original_size is None else original_size,
                 status,

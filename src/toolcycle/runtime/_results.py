@@ -23,26 +23,28 @@ if TYPE_CHECKING:
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Outcome", "build_result", "check_input", "cut_output"]
+__all__ = ["Outcome", "check_input", "cut_output", "failed_result", "output_result"]
 
 _log = get_logger("toolcycle.runtime")
 
+# Outputs that are certainly not a ToolResult: checked by type before isinstance,
+# which a pydantic model class answers slowly.
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+
 
 class Outcome:
-    """What running a tool produced: output, a failure, or a timeout."""
+    """How a run that returned no output ended: a failure, or a timeout."""
 
-    __slots__ = ("abandoned", "error", "output", "reason", "timed_out")
+    __slots__ = ("abandoned", "error", "reason", "timed_out")
 
     def __init__(
         self,
-        output: Any = None,
         error: Exception | None = None,
         timed_out: bool = False,
         *,
         abandoned: bool = False,
         reason: str = "did not finish in time",
     ) -> None:
-        self.output = output
         self.error = error
         self.timed_out = timed_out
         self.abandoned = abandoned
@@ -129,27 +131,12 @@ def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation
     return validation.model_copy(update={"issues": issues})
 
 
-def build_result(
-    traces: TraceRecorder,
-    record: CallRecord,
-    ctx: ToolExecutionContext,
-    normaliser: CompiledSchema,
-    output_schema: CompiledSchema | None,
-    outcome: Outcome,
-    changes: list[Change],
-    *,
-    strict_output: bool,
-    max_result_bytes: int | None = None,
-    answers: ToolCall | None = None,
+def failed_result(
+    traces: TraceRecorder, record: CallRecord, outcome: Outcome, changes: list[Change]
 ) -> ToolResult:
-    """Steps 6 and 7: normalise, measure and check the output; record returned changes.
-
-    ``answers`` is the model's call a successful run answers, set on the result
-    at once (the other results get it from the dispatcher).
-    """
-    name = record.tool_name
+    """The result of a run that raised or timed out (a returned output: `output_result`)."""
     if outcome.timed_out:
-        message = f"tool {name!r} {outcome.reason}"
+        message = f"tool {record.tool_name!r} {outcome.reason}"
         if outcome.abandoned:
             message += "; it is synchronous and cannot be stopped, so it was left running"
         trace = traces.finish(
@@ -166,11 +153,31 @@ def build_result(
             trace=trace,
             changes=tuple(changes),
         )
-    if outcome.error is not None:
-        return _failed(traces, record, outcome.error, changes)
-    output = outcome.output
+    assert outcome.error is not None
+    return _failed(traces, record, outcome.error, changes)
+
+
+def output_result(
+    traces: TraceRecorder,
+    record: CallRecord,
+    ctx: ToolExecutionContext,
+    normaliser: CompiledSchema,
+    output_schema: CompiledSchema | None,
+    output: Any,
+    changes: list[Change],
+    strict_output: bool,
+    max_result_bytes: int | None,
+    answers: ToolCall | None,
+) -> ToolResult:
+    """Steps 6 and 7: normalise, measure and check the output; record returned changes.
+
+    ``answers`` is the model's call a successful run answers, set on the result
+    at once (the other results get it from the dispatcher). The arguments are
+    positional: this runs once per call that returns.
+    """
+    name = record.tool_name
     success, error_message, error_type = True, None, None
-    if isinstance(output, ToolResult):
+    if type(output) not in _PLAIN and isinstance(output, ToolResult):
         for change in output.changes:
             ctx.record_change(change)
         success, error_message, error_type = output.success, output.error, output.error_type
@@ -210,32 +217,41 @@ def build_result(
     status: TraceStatus = "ok" if success else "error"
     # Plain values unless something wants the trace now: the result builds it when read.
     finished = traces.end(
-        record,
-        status,
-        error_message=error_message,
-        error_type=error_type,
-        size=size,
-        original_size=original_size,
-        output_valid=output_valid,
+        record, status, error_message, error_type, size, original_size, output_valid
     )
-    # Built from checked parts, so not validated again (fields in declaration order).
-    return trusted(
-        ToolResult,
-        {
-            "success": success,
-            "output": data,
-            "error": finished.error,
-            "error_type": error_type,
-            "validation": None,
-            "trace": finished,
-            "changes": tuple(changes),
-            "truncated": truncated,
-            "exception": None,
-            "call": answers,
-            "pending": None,
-        },
-        {"_text": None if truncated or isinstance(data, str) else text},
-    )
+    # Built from checked parts, so not validated again; a copy of the template keeps
+    # the fields in declaration order and costs half as much as a literal, and only
+    # the fields that differ from a plain success are written.
+    values = _RETURNED.copy()
+    values["output"] = data
+    values["trace"] = finished
+    if not success or error_type is not None or finished.error is not None:
+        values["success"] = success
+        values["error"] = finished.error
+        values["error_type"] = error_type
+    if changes:
+        values["changes"] = tuple(changes)
+    if truncated:
+        values["truncated"] = True
+    if answers is not None:
+        values["call"] = answers
+    return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
+
+
+# Every field of a ToolResult in declaration order, as `output_result` fills them.
+_RETURNED: dict[str, Any] = {
+    "success": True,
+    "output": None,
+    "error": None,
+    "error_type": None,
+    "validation": None,
+    "trace": None,
+    "changes": (),
+    "truncated": False,
+    "exception": None,
+    "call": None,
+    "pending": None,
+}
 
 
 def cut_output(payload: bytes, limit: int) -> tuple[str, int]:

@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 _INF = float("inf")
+_NO_LIMITS: tuple[None, None] = (None, None)
 T = TypeVar("T")
 
 
@@ -228,7 +229,10 @@ class Catalog(Protocol):
 
     @property
     def entries(self) -> Mapping[str, Entry]:
-        """Every registered tool by name; a lookup needs no lock."""
+        """Every registered tool by name; a lookup needs no lock.
+
+        Always the same mapping, changed in place, so a part may keep it.
+        """
         ...
 
     def names(self) -> list[str]:
@@ -308,10 +312,18 @@ def deadlines(
     tool's or its source's. The run gets that total (which so counts the
     activation's time too), and the smallest idle limit if any.
     """
-    total = smaller(smaller(timeout, call.ctx.timeout), entry.timeout)
-    idle = smaller(idle_timeout, call.ctx.idle_timeout)
-    if total is None and idle is None:
-        return None, None
+    ctx = call.ctx
+    if (
+        timeout is None
+        and idle_timeout is None
+        and ctx.timeout is None
+        and ctx.idle_timeout is None
+        and entry.timeout is None
+    ):
+        return _NO_LIMITS  # the common case, without the calls below
+    # Some limit is set, so the total or the idle limit below is too.
+    total = smaller(smaller(timeout, ctx.timeout), entry.timeout)
+    idle = smaller(idle_timeout, ctx.idle_timeout)
     activation = Deadline(total) if total is not None else None
     if idle is None:
         return activation, Deadline(total)

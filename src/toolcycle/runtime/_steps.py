@@ -21,7 +21,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult
-from toolcycle.runtime._results import Outcome, build_result, check_input
+from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
@@ -59,6 +59,8 @@ class CallSteps:
         instrumentation: Instrumentation | None,
     ) -> None:
         self._catalog = catalog
+        # The registry's live mapping (changed in place, never replaced), read once.
+        self._entries = catalog.entries
         self._settings = settings
         self._traces = traces
         self._cache = cache
@@ -96,7 +98,7 @@ class CallSteps:
     def check(self, call: Call) -> Entry:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
         name, ctx = call.name, call.ctx
-        entry = self._catalog.entries.get(name)
+        entry = self._entries.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
                 f"no tool named {name!r} is registered; known tools: "
@@ -144,22 +146,24 @@ class CallSteps:
             call.arguments = data
         return data
 
-    def finish(
-        self, call: Call, entry: Entry, outcome: Outcome, changes: list[Change]
-    ) -> ToolResult:
-        """Steps 6 and 7, and the trace."""
+    def failed(self, call: Call, outcome: Outcome, changes: list[Change]) -> ToolResult:
+        """The result and trace of a call that raised or timed out."""
+        return failed_result(self._traces, call.record, outcome, changes)
+
+    def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
+        """Steps 6 and 7 on what the tool returned, and the trace."""
         settings = self._settings
-        return build_result(
+        return output_result(
             self._traces,
             call.record,
             call.ctx,
             entry.input,
             entry.output,
-            outcome,
+            output,
             changes,
-            strict_output=settings.strict_output,
-            max_result_bytes=settings.max_result_bytes,
-            answers=call.answers,
+            settings.strict_output,
+            settings.max_result_bytes,
+            call.answers,
         )
 
     def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:

@@ -189,6 +189,10 @@ class CompiledSchema:
 
     def validate(self, value: Any) -> tuple[Any, Validation]:
         """Normalise then validate ``value``; return the JSON data and the verdict."""
+        if type(value) is dict and len(value) < self._flat:  # `normalize`'s first case
+            flat = _flat_copy(value, self._bits)
+            if flat is not None:
+                return flat, self.check_normalized(flat)
         try:
             data = self.normalize(value)
         except JSONCompatibilityError as exc:
