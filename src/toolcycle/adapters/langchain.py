@@ -44,11 +44,13 @@ from toolcycle import (
 
 try:
     from langgraph.types import interrupt
+
+    _interrupt: Callable[[Any], Any] | None = interrupt
 except ImportError:  # pragma: no cover - without LangGraph a deferred call stays pending
-    interrupt = None
+    _interrupt = None
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from toolcycle import (
         PendingApproval,
@@ -165,10 +167,10 @@ def _graph_decision(pending: PendingApproval) -> ApprovalDecision | bool | None:
     again when the run resumes, so the approver is asked again (and defers again, a
     second pending trace); this time ``interrupt`` returns the decision for that call.
     """
-    if interrupt is None:  # pragma: no cover - LangGraph is not installed
+    if _interrupt is None:  # pragma: no cover - LangGraph is not installed
         return None
     try:
-        answer = interrupt(_approval_request(pending))
+        answer = _interrupt(_approval_request(pending))
     except (KeyError, RuntimeError):  # not inside a graph run: no one to pause
         return None
     return _decision(answer)
@@ -250,9 +252,9 @@ def from_langchain(
 
 
 def _input_schema(tool: BaseTool) -> dict[str, Any]:
-    schema = tool.tool_call_schema  # args_schema without the arguments LangChain injects
-    if isinstance(schema, dict):
-        return dict(schema)
+    if isinstance(tool.args_schema, dict):
+        return dict(tool.args_schema)
+    schema = tool.tool_call_schema  # the model without the arguments LangChain injects
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_json_schema()
     raise ToolDefinitionError(
