@@ -177,14 +177,19 @@ def test_a_read_only_plan_hides_a_writing_tool_and_a_call_to_it_is_a_tool_messag
 
 
 def test_a_refused_call_that_reaches_the_runtime_is_an_error_message(runtime: ToolRuntime) -> None:
-    """Tools made for a writing plan, called in a read-only one: a message, not an exception."""
-    runtime.register(FakeTool(name="save", writes=True))
-    with runtime.plan() as writable, runtime.plan(read_only=True) as read_only:
-        [save] = langchain_tools(runtime, writable)
-        [stale] = [type(save)(runtime, read_only, name="save", description="", args_schema={})]
-        message = stale.invoke(_call("s1", "save", {}))
+    """A call the runtime refuses (here: needs approval, no approver) answers, never raises."""
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    runtime.register(pay)
+    with runtime.plan() as ctx:
+        [offered] = langchain_tools(runtime, ctx)
+        message = offered.invoke(_call("s1", "pay", {"amount": 1}))
     assert isinstance(message, ToolMessage)
-    assert message.status == "error" and "read-only" in str(message.content)
+    assert message.status == "error" and "has no approver" in str(message.content)
 
 
 def test_names_a_provider_would_refuse_are_mapped_and_mapped_back(runtime: ToolRuntime) -> None:
@@ -396,9 +401,11 @@ def test_a_deferred_call_interrupts_the_graph_and_resuming_runs_it_once() -> Non
     assert question.value["tool_call_id"] == "t1" and question.value["reason"] == "a person decides"
     assert sent == ["ann"]
     assert done["messages"][-1].content == "success: sent to ann"
-    resumed = traces[-1]
+    shown, asked_again, resumed = traces
+    assert shown.status == asked_again.status == "pending"
     assert resumed.status == "ok" and resumed.approval is not None and resumed.approval.resumed
-    assert ledger.claimed == [resumed.approval.approval_id]
+    assert shown.approval is not None
+    assert ledger.claimed == [shown.approval.approval_id] == [resumed.approval.approval_id]
     assert resumed.approval.fingerprint == question.value["fingerprint"]
 
 
@@ -461,6 +468,41 @@ async def test_a_decision_bound_to_another_call_is_refused_async() -> None:
             done = await agent.ainvoke(Command(resume=foreign), config)
     assert sent == [] and ledger.claimed == []
     assert "fingerprint" in done["messages"][-1].content
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_in_one_step_only_the_first_call_needing_approval_asks(use_async: bool) -> None:
+    """Two calls of one ToolNode step: one interrupt; the other is told to call again."""
+    runtime, ledger, sent = _send_setup()
+    config = {"configurable": {"thread_id": f"two-{use_async}"}}
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("done")
+        calls = [_call("t1", "send", {"to": "ann"}), _call("t2", "send", {"to": "bob"})]
+        return AIMessage("", tool_calls=calls)
+
+    def run(agent: Any, value: Any) -> Any:
+        if use_async:
+            return asyncio.run(asyncio.wait_for(agent.ainvoke(value, config), WAIT))
+        return agent.invoke(value, config)
+
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        agent = _agent(
+            ScriptedChatModel(respond=respond),
+            langchain_tools(runtime, ctx),
+            checkpointer=InMemorySaver(),
+        )
+        paused = run(agent, {"messages": [("user", "send both")]})
+        [question] = paused["__interrupt__"]
+        done = run(agent, Command(resume=True))
+    asked = question.value["arguments"]["to"]
+    assert sent == [asked] and len(ledger.claimed) == 1
+    answers = {m.tool_call_id: m for m in done["messages"] if isinstance(m, ToolMessage)}
+    assert [m.status for m in answers.values()].count("success") == 1
+    [other] = [m for m in answers.values() if m.status == "error"]
+    assert "call it again" in other.content
+    assert "__interrupt__" not in done
 
 
 def test_outside_a_graph_a_deferred_call_answers_with_its_pending_record() -> None:

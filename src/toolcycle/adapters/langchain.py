@@ -22,10 +22,12 @@ so capabilities, validation, approvals, timeouts, redaction, traces and spans ho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 try:
     from langchain_core.messages import ToolMessage
+    from langchain_core.runnables import ensure_config
     from langchain_core.tools import BaseTool, StructuredTool, Tool
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without langchain-core
     raise ImportError(
@@ -77,12 +79,14 @@ def langchain_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[Ba
         ToolRuntimeError: the plan has ended or the runtime is closed.
     """
     tools: list[BaseTool] = []
+    approvals = _GraphApprovals()
     for definition in runtime.tool_definitions(plan, format="openai"):
         function = definition["function"]
         tools.append(
             _RuntimeTool(
                 runtime,
                 plan,
+                approvals,
                 name=function["name"],
                 description=function["description"],
                 args_schema=function["parameters"],
@@ -96,11 +100,19 @@ class _RuntimeTool(BaseTool):
 
     _runtime: ToolRuntime = PrivateAttr()
     _plan: ToolExecutionContext = PrivateAttr()
+    _approvals: _GraphApprovals = PrivateAttr()
 
-    def __init__(self, runtime: ToolRuntime, plan: ToolExecutionContext, **fields: Any) -> None:
+    def __init__(
+        self,
+        runtime: ToolRuntime,
+        plan: ToolExecutionContext,
+        approvals: _GraphApprovals,
+        **fields: Any,
+    ) -> None:
         super().__init__(**fields)
         self._runtime = runtime
         self._plan = plan
+        self._approvals = approvals
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -114,10 +126,12 @@ class _RuntimeTool(BaseTool):
         call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
         result = self._runtime.call(call, self._plan)
         if result.pending is not None:
-            decision = _graph_decision(result.pending)
-            if decision is not None:
+            settled = self._approvals.settle(result.pending, tool_call_id)
+            if isinstance(settled, str):
+                return self._reply(tool_call_id, error=settled)
+            if settled is not None:
                 try:
-                    result = self._runtime.resume(result.pending, decision, self._plan)
+                    result = self._runtime.resume(*settled, self._plan)
                 except ToolApprovalError as error:
                     return self._reply(tool_call_id, error=str(error))
         return self._answer(result, tool_call_id)
@@ -126,10 +140,12 @@ class _RuntimeTool(BaseTool):
         call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
         result = await self._runtime.acall(call, self._plan)
         if result.pending is not None:
-            decision = _graph_decision(result.pending)
-            if decision is not None:
+            settled = self._approvals.settle(result.pending, tool_call_id)
+            if isinstance(settled, str):
+                return self._reply(tool_call_id, error=settled)
+            if settled is not None:
                 try:
-                    result = await self._runtime.aresume(result.pending, decision, self._plan)
+                    result = await self._runtime.aresume(*settled, self._plan)
                 except ToolApprovalError as error:
                     return self._reply(tool_call_id, error=str(error))
         return self._answer(result, tool_call_id)
@@ -160,20 +176,63 @@ class _RuntimeTool(BaseTool):
         )
 
 
-def _graph_decision(pending: PendingApproval) -> ApprovalDecision | bool | None:
-    """The decision a LangGraph run resumed with, pausing the run first; None outside one.
+class _Resume(NamedTuple):
+    """A deferred call's record and the decision to resume it with."""
 
-    The run pauses with the request as the interrupt's value. LangGraph runs the node
-    again when the run resumes, so the approver is asked again (and defers again, a
-    second pending trace); this time ``interrupt`` returns the decision for that call.
+    pending: PendingApproval
+    decision: ApprovalDecision | bool
+
+
+class _GraphApprovals:
+    """What the tools of one plan remember about approvals across LangGraph's re-runs.
+
+    A deferred call pauses the graph with ``interrupt()``; when the graph resumes,
+    LangGraph runs the whole node again and ``interrupt()`` returns the decision. It
+    pairs the decisions with a node's interrupts by the order they are raised, and the
+    calls of one ``ToolNode`` step run concurrently, so two calls waiting at once could
+    swap their decisions. So in one step (one graph task) only the first call that
+    needs a decision asks for one; any other gets an error message telling the model
+    to call it again. The record the graph showed is the one resumed, so the runtime's
+    ledger claims the call a person saw.
     """
-    if _interrupt is None:  # pragma: no cover - LangGraph is not installed
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._askers: dict[tuple[str, str], str] = {}
+        self._shown: dict[tuple[str, str, str], PendingApproval] = {}
+
+    def settle(self, pending: PendingApproval, tool_call_id: str | None) -> _Resume | str | None:
+        """The record and decision to resume with, pausing the graph first if need be.
+
+        Returns the error text for a call that may not ask in this step, and None
+        outside a graph run (or without a tool call id), where nothing can pause.
+        """
+        task = _graph_task()
+        if task is None or tool_call_id is None or _interrupt is None:
+            return None
+        key = (*task, tool_call_id)
+        with self._lock:
+            if self._askers.setdefault(task, tool_call_id) != tool_call_id:
+                return (
+                    "this call needs approval while another call of the same step waits "
+                    "for one; call it again once that one is answered"
+                )
+            shown = self._shown.get(key)
+            if shown is None or shown.fingerprint != pending.fingerprint:
+                shown = self._shown[key] = pending
+        answer = _interrupt(_approval_request(shown))  # pauses the graph the first time
+        with self._lock:
+            self._shown.pop(key, None)
+        return _Resume(shown, _decision(answer))
+
+
+def _graph_task() -> tuple[str, str] | None:
+    """The LangGraph thread and task running this call; None outside a graph run."""
+    configurable = ensure_config().get("configurable") or {}
+    namespace = configurable.get("checkpoint_ns")
+    if not namespace:  # a node's task always has one; a plain invoke has none
         return None
-    try:
-        answer = _interrupt(_approval_request(pending))
-    except (KeyError, RuntimeError):  # not inside a graph run: no one to pause
-        return None
-    return _decision(answer)
+    return str(configurable.get("thread_id")), str(namespace)
 
 
 def _approval_request(pending: PendingApproval) -> dict[str, Any]:
