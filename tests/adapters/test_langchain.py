@@ -505,6 +505,66 @@ def test_in_one_step_only_the_first_call_needing_approval_asks(use_async: bool) 
     assert "__interrupt__" not in done
 
 
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_call_of_the_paused_step_does_not_run_again_when_it_resumes(use_async: bool) -> None:
+    """LangGraph runs the node again on resume; the answer of the call that ran is replayed."""
+    runtime, _, sent = _send_setup()
+    notes: list[str] = []
+
+    @tool(writes=False)
+    def note(text: str) -> str:
+        """Keep a note."""
+        notes.append(text)
+        return "noted"
+
+    runtime.register(note)
+    config = {"configurable": {"thread_id": f"sibling-{use_async}"}}
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("done")
+        calls = [_call("n1", "note", {"text": "hi"}), _call("t1", "send", {"to": "ann"})]
+        return AIMessage("", tool_calls=calls)
+
+    def run(agent: Any, value: Any) -> Any:
+        if use_async:
+            return asyncio.run(asyncio.wait_for(agent.ainvoke(value, config), WAIT))
+        return agent.invoke(value, config)
+
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        agent = _agent(
+            ScriptedChatModel(respond=respond),
+            langchain_tools(runtime, ctx),
+            checkpointer=InMemorySaver(),
+        )
+        run(agent, {"messages": [("user", "note and send")]})
+        done = run(agent, Command(resume=True))
+    assert notes == ["hi"] and sent == ["ann"]
+    answers = {m.tool_call_id: m.content for m in done["messages"] if isinstance(m, ToolMessage)}
+    assert answers == {"n1": "noted", "t1": "sent to ann"}
+
+
+def test_the_answers_kept_for_re_runs_are_bounded(runtime: ToolRuntime) -> None:
+    """However many calls a graph makes, the tools keep the latest 128 answers only."""
+    runtime.register(_lookup())
+    calls = [_call(f"k{n}", "lookup", {"key": "x"}) for n in range(130)]
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        return (
+            AIMessage("done")
+            if isinstance(messages[-1], ToolMessage)
+            else AIMessage("", tool_calls=calls)
+        )
+
+    with runtime.plan() as ctx:
+        tools = langchain_tools(runtime, ctx)
+        out = _agent(ScriptedChatModel(respond=respond), tools).invoke(
+            {"messages": [("user", "?")]}
+        )
+    assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 130
+    assert len(tools[0]._graph._answers) == 128  # the bound itself is private state
+
+
 def test_outside_a_graph_a_deferred_call_answers_with_its_pending_record() -> None:
     """No graph to pause: the message says it waits and carries the record to resume."""
     runtime, _, sent = _send_setup()

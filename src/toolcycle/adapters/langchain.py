@@ -23,11 +23,12 @@ so capabilities, validation, approvals, timeouts, redaction, traces and spans ho
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 try:
     from langchain_core.messages import ToolMessage
-    from langchain_core.runnables import ensure_config
+    from langchain_core.runnables.config import var_child_runnable_config
     from langchain_core.tools import BaseTool, StructuredTool, Tool
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without langchain-core
     raise ImportError(
@@ -79,14 +80,14 @@ def langchain_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[Ba
         ToolRuntimeError: the plan has ended or the runtime is closed.
     """
     tools: list[BaseTool] = []
-    approvals = _GraphApprovals()
+    graph = _GraphSteps()
     for definition in runtime.tool_definitions(plan, format="openai"):
         function = definition["function"]
         tools.append(
             _RuntimeTool(
                 runtime,
                 plan,
-                approvals,
+                graph,
                 name=function["name"],
                 description=function["description"],
                 args_schema=function["parameters"],
@@ -100,19 +101,19 @@ class _RuntimeTool(BaseTool):
 
     _runtime: ToolRuntime = PrivateAttr()
     _plan: ToolExecutionContext = PrivateAttr()
-    _approvals: _GraphApprovals = PrivateAttr()
+    _graph: _GraphSteps = PrivateAttr()
 
     def __init__(
         self,
         runtime: ToolRuntime,
         plan: ToolExecutionContext,
-        approvals: _GraphApprovals,
+        graph: _GraphSteps,
         **fields: Any,
     ) -> None:
         super().__init__(**fields)
         self._runtime = runtime
         self._plan = plan
-        self._approvals = approvals
+        self._graph = graph
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -123,10 +124,24 @@ class _RuntimeTool(BaseTool):
         return (), {"arguments": tool_input, "tool_call_id": tool_call_id}
 
     def _run(self, arguments: str | dict[str, Any], tool_call_id: str | None) -> Any:
+        key = _graph_key(tool_call_id)
+        earlier = self._graph.replay(key)
+        if earlier is not None:
+            return earlier
+        return self._graph.remember(key, self._call(arguments, tool_call_id, key))
+
+    async def _arun(self, arguments: str | dict[str, Any], tool_call_id: str | None) -> Any:
+        key = _graph_key(tool_call_id)
+        earlier = self._graph.replay(key)
+        if earlier is not None:
+            return earlier
+        return self._graph.remember(key, await self._acall(arguments, tool_call_id, key))
+
+    def _call(self, arguments: Any, tool_call_id: str | None, key: _Key | None) -> Any:
         call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
         result = self._runtime.call(call, self._plan)
         if result.pending is not None:
-            settled = self._approvals.settle(result.pending, tool_call_id)
+            settled = self._graph.settle(key, result.pending)
             if isinstance(settled, str):
                 return self._reply(tool_call_id, error=settled)
             if settled is not None:
@@ -136,11 +151,11 @@ class _RuntimeTool(BaseTool):
                     return self._reply(tool_call_id, error=str(error))
         return self._answer(result, tool_call_id)
 
-    async def _arun(self, arguments: str | dict[str, Any], tool_call_id: str | None) -> Any:
+    async def _acall(self, arguments: Any, tool_call_id: str | None, key: _Key | None) -> Any:
         call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
         result = await self._runtime.acall(call, self._plan)
         if result.pending is not None:
-            settled = self._approvals.settle(result.pending, tool_call_id)
+            settled = self._graph.settle(key, result.pending)
             if isinstance(settled, str):
                 return self._reply(tool_call_id, error=settled)
             if settled is not None:
@@ -183,36 +198,60 @@ class _Resume(NamedTuple):
     decision: ApprovalDecision | bool
 
 
-class _GraphApprovals:
-    """What the tools of one plan remember about approvals across LangGraph's re-runs.
+_Key: TypeAlias = tuple[str, str, str]
+"""A tool call in a LangGraph run: its thread, its task's namespace, its tool call id."""
+
+_REPLAYS = 128
+"""How many answers the tools of one plan keep for LangGraph's re-runs of a step."""
+
+
+class _GraphSteps:
+    """What the tools of one plan remember across LangGraph's re-runs of a step.
 
     A deferred call pauses the graph with ``interrupt()``; when the graph resumes,
-    LangGraph runs the whole node again and ``interrupt()`` returns the decision. It
-    pairs the decisions with a node's interrupts by the order they are raised, and the
-    calls of one ``ToolNode`` step run concurrently, so two calls waiting at once could
-    swap their decisions. So in one step (one graph task) only the first call that
-    needs a decision asks for one; any other gets an error message telling the model
-    to call it again. The record the graph showed is the one resumed, so the runtime's
-    ledger claims the call a person saw.
+    LangGraph runs the whole node again, and ``interrupt()`` returns the decision.
+    LangGraph pairs decisions with a node's interrupts by the order they are raised,
+    and the calls of one ``ToolNode`` step run concurrently, so two calls waiting at
+    once could swap their decisions. So in one step (one graph task) only the first call
+    that needs a decision asks for one; any other is told to call again. The record the
+    graph showed is the one resumed, so the runtime's ledger claims the call a person
+    saw. And in a step where a call asked, the other calls' answers are replayed when
+    the node runs again rather than their tools run twice.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._askers: dict[tuple[str, str], str] = {}
-        self._shown: dict[tuple[str, str, str], PendingApproval] = {}
+        self._shown: dict[_Key, PendingApproval] = {}
+        self._answers: OrderedDict[_Key, ToolMessage] = OrderedDict()
 
-    def settle(self, pending: PendingApproval, tool_call_id: str | None) -> _Resume | str | None:
+    def replay(self, key: _Key | None) -> ToolMessage | None:
+        """The answer an earlier run of this call's step gave, if that step asked a person."""
+        if key is None:
+            return None
+        with self._lock:
+            earlier = self._answers.get(key) if key[:2] in self._askers else None
+        return None if earlier is None else earlier.model_copy()
+
+    def remember(self, key: _Key | None, answer: Any) -> Any:
+        """Keep ``answer`` for a re-run of its step (the latest `_REPLAYS` of them); return it."""
+        if key is not None and isinstance(answer, ToolMessage):
+            with self._lock:
+                self._answers[key] = answer
+                if len(self._answers) > _REPLAYS:
+                    self._answers.popitem(last=False)
+        return answer
+
+    def settle(self, key: _Key | None, pending: PendingApproval) -> _Resume | str | None:
         """The record and decision to resume with, pausing the graph first if need be.
 
         Returns the error text for a call that may not ask in this step, and None
         outside a graph run (or without a tool call id), where nothing can pause.
         """
-        task = _graph_task()
-        if task is None or tool_call_id is None or _interrupt is None:
+        if key is None or _interrupt is None:
             return None
-        key = (*task, tool_call_id)
         with self._lock:
-            if self._askers.setdefault(task, tool_call_id) != tool_call_id:
+            if self._askers.setdefault(key[:2], key[2]) != key[2]:
                 return (
                     "this call needs approval while another call of the same step waits "
                     "for one; call it again once that one is answered"
@@ -226,13 +265,16 @@ class _GraphApprovals:
         return _Resume(shown, _decision(answer))
 
 
-def _graph_task() -> tuple[str, str] | None:
-    """The LangGraph thread and task running this call; None outside a graph run."""
-    configurable = ensure_config().get("configurable") or {}
-    namespace = configurable.get("checkpoint_ns")
-    if not namespace:  # a node's task always has one; a plain invoke has none
+def _graph_key(tool_call_id: str | None) -> _Key | None:
+    """The key of this tool call in the LangGraph run it is part of; None outside one."""
+    config = var_child_runnable_config.get()
+    if tool_call_id is None or not config:
         return None
-    return str(configurable.get("thread_id")), str(namespace)
+    configurable = config.get("configurable") or {}
+    namespace = configurable.get("checkpoint_ns")
+    if not namespace:  # a graph's task always has one; a plain invoke has none
+        return None
+    return str(configurable.get("thread_id")), str(namespace), tool_call_id
 
 
 def _approval_request(pending: PendingApproval) -> dict[str, Any]:
