@@ -20,12 +20,12 @@ Feature: LangChain and LangGraph: toolcycle tools in a graph, LangChain tools un
     When a LangGraph agent calls "send" for "ann" and pauses
     Then the LangGraph interrupt asks about "send" with the arguments of the call
     When the LangGraph agent is resumed with an approval of that fingerprint
-    Then "send" ran once for "ann" and the LangGraph run answered "t1" with "sent to ann"
+    Then the LangChain tool "send" ran once for "ann" and the LangGraph run answered "t1" with "sent to ann"
     And the last LangChain trace says the call was resumed
 
   @req-langchain-reverse
   Scenario: A LangChain tool runs under a plan with capabilities, validation and traces
     Given a LangChain tool "word_count" registered as reading and as "count_and_log" by default
     When the LangChain tools are called in a read-only plan
-    Then "word_count" counted 3 words, a bad call was invalid and "count_and_log" was denied
+    Then the LangChain tool "word_count" counted 3 words, a bad call was invalid and "count_and_log" was denied
     And the LangChain traces are "ok, invalid_input, denied"

@@ -171,7 +171,10 @@ def lc_resume(context: Any) -> None:
     context.runtime.end_plan(context.lc_plan)
 
 
-@then('"{name}" ran once for "{to}" and the LangGraph run answered "{call_id}" with "{text}"')
+@then(
+    'the LangChain tool "{name}" ran once for "{to}" and the LangGraph run answered '
+    '"{call_id}" with "{text}"'
+)
 def lc_ran_once(context: Any, name: str, to: str, call_id: str, text: str) -> None:
     assert context.lc_sent == [to]
     lc_answered(context, call_id, text)
@@ -209,7 +212,10 @@ def lc_reverse_calls(context: Any) -> None:
         ]
 
 
-@then('"{name}" counted {count:d} words, a bad call was invalid and "{other}" was denied')
+@then(
+    'the LangChain tool "{name}" counted {count:d} words, a bad call was invalid '
+    'and "{other}" was denied'
+)
 def lc_reverse_results(context: Any, name: str, count: int, other: str) -> None:
     counted, wrong, refused = context.lc_results
     assert counted.output == count
