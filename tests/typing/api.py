@@ -78,3 +78,14 @@ async def async_usage() -> None:
             assert_type(result, ToolResult)
             await runtime.aactivate("aecho", ctx)
         assert_type(await runtime.aend_plan(ctx), list[ToolDeactivationError])
+
+
+def langchain_adapter_usage() -> None:
+    from langchain_core.tools import BaseTool, StructuredTool
+
+    from toolcycle.adapters.langchain import from_langchain, langchain_tools
+
+    with ToolRuntime() as runtime, runtime.plan() as ctx:
+        assert_type(langchain_tools(runtime, ctx), list[BaseTool])
+    native = StructuredTool.from_function(lambda text: text, name="echo", description="Echo.")
+    assert_type(from_langchain(native, writes=False, tags=["x"]), ToolInstance)

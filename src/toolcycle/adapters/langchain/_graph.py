@@ -1,0 +1,147 @@
+"""LangGraph's side of the approvals: pausing a run with ``interrupt()`` and resuming it.
+
+A deferred call pauses the graph; ``Command(resume=decision)`` runs the node again, and
+the tool resumes the record the graph showed through ``runtime.resume``. This module keeps
+what has to hold across those runs of a node (see `GraphSteps`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables.config import var_child_runnable_config
+from pydantic import ValidationError
+
+from toolcycle import ApprovalDecision
+
+try:
+    from langgraph.types import interrupt
+
+    _interrupt: Callable[[Any], Any] | None = interrupt
+except ImportError:  # pragma: no cover - without LangGraph a deferred call stays pending
+    _interrupt = None
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolcycle import PendingApproval
+
+__all__ = ["GraphSteps", "Key", "Resume", "graph_key"]
+
+
+class Resume(NamedTuple):
+    """A deferred call's record and the decision to resume it with."""
+
+    pending: PendingApproval
+    decision: ApprovalDecision | bool
+
+
+Key: TypeAlias = tuple[str, str, str]
+"""A tool call in a LangGraph run: its thread, its task's namespace, its tool call id."""
+
+REPLAYS = 128
+"""How many answers the tools of one plan keep for LangGraph's re-runs of a step."""
+
+
+class GraphSteps:
+    """What the tools of one plan remember across LangGraph's re-runs of a step.
+
+    A deferred call pauses the graph with ``interrupt()``; when the graph resumes,
+    LangGraph runs the whole node again, and ``interrupt()`` returns the decision.
+    LangGraph pairs decisions with a node's interrupts by the order they are raised,
+    and the calls of one ``ToolNode`` step run concurrently, so two calls waiting at
+    once could swap their decisions. So in one step (one graph task) only the first call
+    that needs a decision asks for one; any other is told to call again. The record the
+    graph showed is the one resumed, so the runtime's ledger claims the call a person
+    saw. And in a step where a call asked, the other calls' answers are replayed when
+    the node runs again rather than their tools run twice.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._askers: dict[tuple[str, str], str] = {}
+        self._shown: dict[Key, PendingApproval] = {}
+        self._answers: OrderedDict[Key, ToolMessage] = OrderedDict()
+
+    def replay(self, key: Key | None) -> ToolMessage | None:
+        """The answer an earlier run of this call's step gave, if that step asked a person."""
+        if key is None:
+            return None
+        with self._lock:
+            earlier = self._answers.get(key) if key[:2] in self._askers else None
+        return None if earlier is None else earlier.model_copy()
+
+    def remember(self, key: Key | None, answer: Any) -> Any:
+        """Keep ``answer`` for a re-run of its step (the latest `REPLAYS` of them); return it."""
+        if key is not None and isinstance(answer, ToolMessage):
+            with self._lock:
+                self._answers[key] = answer
+                if len(self._answers) > REPLAYS:
+                    self._answers.popitem(last=False)
+        return answer
+
+    def settle(self, key: Key | None, pending: PendingApproval) -> Resume | str | None:
+        """The record and decision to resume with, pausing the graph first if need be.
+
+        Returns the error text for a call that may not ask in this step, and None
+        outside a graph run (or without a tool call id), where nothing can pause.
+        """
+        if key is None or _interrupt is None:
+            return None
+        with self._lock:
+            if self._askers.setdefault(key[:2], key[2]) != key[2]:
+                return (
+                    "this call needs approval while another call of the same step waits "
+                    "for one; call it again once that one is answered"
+                )
+            shown = self._shown.get(key)
+            if shown is None or shown.fingerprint != pending.fingerprint:
+                shown = self._shown[key] = pending
+        answer = _interrupt(_approval_request(shown))  # pauses the graph the first time
+        with self._lock:
+            self._shown.pop(key, None)
+        return Resume(shown, _decision(answer))
+
+
+def graph_key(tool_call_id: str | None) -> Key | None:
+    """The key of this tool call in the LangGraph run it is part of; None outside one."""
+    config = var_child_runnable_config.get()
+    if tool_call_id is None or not config:
+        return None
+    configurable = config.get("configurable") or {}
+    namespace = configurable.get("checkpoint_ns")
+    if not namespace:  # a graph's task always has one; a plain invoke has none
+        return None
+    return str(configurable.get("thread_id")), str(namespace), tool_call_id
+
+
+def _approval_request(pending: PendingApproval) -> dict[str, Any]:
+    """What the paused graph shows its client: plain JSON, secrets masked."""
+    call = pending.call
+    return {
+        "type": "toolcycle_approval",
+        "tool_name": pending.tool_name,
+        "arguments": call.arguments if call is not None else {},
+        "fingerprint": pending.fingerprint,
+        "reason": pending.reason,
+        "plan_id": pending.plan_id,
+        "tool_call_id": call.id if call is not None else None,
+    }
+
+
+def _decision(answer: object) -> ApprovalDecision | bool:
+    """A resume value as a decision; anything else denies the call (fail closed)."""
+    if isinstance(answer, ApprovalDecision | bool):
+        return answer
+    if isinstance(answer, dict):
+        try:
+            return ApprovalDecision.model_validate(answer)
+        except ValidationError:
+            pass
+    return ApprovalDecision.deny(
+        f"the run was resumed with {type(answer).__name__}, not an approval decision "
+        "(a bool, an ApprovalDecision or its dict); the call is denied"
+    )

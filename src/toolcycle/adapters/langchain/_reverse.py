@@ -1,0 +1,123 @@
+"""LangChain tools as toolcycle tools, run through their own ``invoke`` or ``ainvoke``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import BaseTool, StructuredTool, Tool
+from pydantic import BaseModel
+
+from toolcycle import ToolCapability, ToolDefinitionError, ToolDescriptor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from toolcycle import ToolExecutionContext, ToolInstance
+
+__all__ = ["from_langchain"]
+
+
+def from_langchain(
+    tool: BaseTool,
+    *,
+    name: str | None = None,
+    writes: bool = True,
+    checkpointable: bool = False,
+    sequential: bool = False,
+    requires_approval: bool | None = None,
+    tags: Iterable[str] = (),
+) -> ToolInstance:
+    """A LangChain tool as a toolcycle tool, run through its own ``invoke`` or ``ainvoke``.
+
+    The input schema is the tool's ``args_schema`` (a pydantic model's JSON Schema,
+    without LangChain's injected arguments, or a JSON Schema dict as it is). A tool with
+    a coroutine of its own (``StructuredTool`` / ``Tool`` with ``coroutine``, or a
+    ``BaseTool`` that defines ``_arun``) stays async; any other stays sync. Nothing
+    about a LangChain tool says whether it writes, so the capability defaults are the
+    core's safe ones, as for `toolcycle.wrap`: it writes and cannot be rolled back
+    unless you say otherwise. An exception the tool raises (``ToolException``
+    included) is a failed result.
+
+    Raises:
+        ToolDefinitionError: the tool's schema is neither a pydantic model nor a dict.
+    """
+    descriptor = ToolDescriptor(
+        name=name or tool.name,
+        description=tool.description,
+        input_schema=_input_schema(tool),
+        capability=ToolCapability(
+            writes=writes,
+            checkpointable=checkpointable,
+            sequential=sequential,
+            requires_approval=requires_approval,
+        ),
+        source="wrapped",
+        source_name="langchain",
+        tags=frozenset(tool.tags or ()) | frozenset(tags),
+    )
+    if _is_async(tool):
+        return _AsyncLangChainTool(tool, descriptor)
+    return _LangChainTool(tool, descriptor)
+
+
+def _input_schema(tool: BaseTool) -> dict[str, Any]:
+    if isinstance(tool.args_schema, dict):
+        return dict(tool.args_schema)
+    schema = tool.tool_call_schema  # the model without the arguments LangChain injects
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    raise ToolDefinitionError(
+        f"the args_schema of LangChain tool {tool.name!r} is a {schema!r}; "
+        "give it a pydantic (v2) model or a JSON Schema dict",
+        tool_name=tool.name,
+    )
+
+
+def _is_async(tool: BaseTool) -> bool:
+    if isinstance(tool, StructuredTool | Tool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+class _LangChainTool:
+    """A sync LangChain tool: ``execute`` is its ``invoke``."""
+
+    __slots__ = ("_descriptor", "tool")
+
+    def __init__(self, tool: BaseTool, descriptor: ToolDescriptor) -> None:
+        self.tool = tool
+        self._descriptor = descriptor
+
+    def discover(self) -> ToolDescriptor:
+        return self._descriptor
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return self.tool.invoke(params)
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+class _AsyncLangChainTool:
+    """An async LangChain tool: ``execute`` awaits its ``ainvoke``."""
+
+    __slots__ = ("_descriptor", "tool")
+
+    def __init__(self, tool: BaseTool, descriptor: ToolDescriptor) -> None:
+        self.tool = tool
+        self._descriptor = descriptor
+
+    def discover(self) -> ToolDescriptor:
+        return self._descriptor
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return await self.tool.ainvoke(params)
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
