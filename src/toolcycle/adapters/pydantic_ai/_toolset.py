@@ -135,8 +135,8 @@ class ToolcycleToolset(AbstractToolset[Any]):
         """End the run's plan on the last exit of a run's copy, after its calls stopped."""
         if self._per_run:
             self._entries -= 1
-            if self._entries == 0 and self._plan is not None:
-                await self._runtime.aend_plan(self._plan)
+            if self._entries == 0:
+                await self._runtime.aend_plan(self._open_plan())
         return None
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
