@@ -32,7 +32,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
-from toolcycle import ApprovalDecision, NullTracer, ToolExecutionContext, ToolRuntime, tool
+from toolcycle import ApprovalDecision, ApprovalRequest, NullTracer, ToolExecutionContext, ToolRuntime, tool
 from toolcycle.adapters.pydantic_ai import ToolcycleToolset
 from toolcycle.approvals import MemoryApprovalLedger
 from toolcycle.otel import OpenTelemetry
@@ -528,3 +528,35 @@ def test_importing_without_pydantic_ai_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'toolcycle[pydantic-ai]'" in done.stdout
+
+
+async def test_a_runs_copy_entered_twice_ends_its_plan_on_the_last_exit(
+    runtime: ToolRuntime,
+) -> None:
+    """Entries of a run's copy are counted: one plan, ended when the last one leaves."""
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    run = await ToolcycleToolset(runtime).for_run(ctx)
+    async with run:
+        plan = run.plan
+        async with run:
+            assert run.plan is plan
+        assert plan is not None and not plan.ended
+    assert plan.ended
+
+
+async def test_a_given_approver_decides_instead_of_pydantic_ai(runtime: ToolRuntime) -> None:
+    """With an ``approver`` in the plan options, approvals never reach pydantic-ai."""
+    asked: list[str] = []
+
+    def approver(request: ApprovalRequest) -> bool:
+        asked.append(request.tool_name)
+        return True
+
+    runtime.register(save)
+    script = Script([ToolCallPart("save", {"text": "x"}, tool_call_id="c1")])
+    toolset = ToolcycleToolset(runtime, approver=approver)
+    result = await agent_for(toolset, script).run("go")
+
+    assert result.output == "done"
+    assert asked == ["save"]
+    assert [r.content for r in script.returns()] == ["saved"]
