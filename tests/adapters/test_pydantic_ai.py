@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +16,6 @@ from pydantic_ai import (
     Agent,
     DeferredToolRequests,
     DeferredToolResults,
-    ModelRequest,
     ModelResponse,
     RunContext,
     TextPart,
@@ -32,7 +31,14 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
-from toolcycle import ApprovalDecision, ApprovalRequest, NullTracer, ToolExecutionContext, ToolRuntime, tool
+from toolcycle import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NullTracer,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+)
 from toolcycle.adapters.pydantic_ai import ToolcycleToolset
 from toolcycle.approvals import MemoryApprovalLedger
 from toolcycle.otel import OpenTelemetry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from pydantic import BaseModel
@@ -60,7 +60,7 @@ class Recording(WrapperToolset[Any]):
     fail_enter: bool = False
     fail_listing: bool = False
 
-    async def __aenter__(self) -> Recording:
+    async def __aenter__(self) -> Self:
         self.events.append("enter")
         if self.gate is not None:
             await asyncio.wait_for(self.gate.wait(), WAIT)
@@ -69,7 +69,7 @@ class Recording(WrapperToolset[Any]):
         await super().__aenter__()
         return self
 
-    async def __aexit__(self, *args: Any) -> bool | None:
+    async def __aexit__(self, *args: object) -> bool | None:
         self.events.append("exit")
         return await super().__aexit__(*args)
 

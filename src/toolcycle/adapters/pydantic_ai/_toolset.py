@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
@@ -123,7 +123,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
         run._per_run, run._entries, run._names = True, 0, {}
         return run
 
-    async def __aenter__(self) -> ToolcycleToolset:
+    async def __aenter__(self) -> Self:
         """Open the run's plan on the first entry of a run's copy (else nothing)."""
         if self._per_run:
             if self._entries == 0:
@@ -131,7 +131,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
             self._entries += 1
         return self
 
-    async def __aexit__(self, *args: Any) -> bool | None:
+    async def __aexit__(self, *args: object) -> bool | None:
         """End the run's plan on the last exit of a run's copy, after its calls stopped."""
         if self._per_run:
             self._entries -= 1
