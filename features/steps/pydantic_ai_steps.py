@@ -88,7 +88,7 @@ def step_calls_twice_and_wrong(context: Any) -> None:
         [ToolCallPart("add", {"a": "one"}, tool_call_id="c3")],
     )
     _agent(context, script)
-    context.result = context.agent.run_sync("go")
+    context.result = asyncio.run(context.agent.run("go"))
 
 
 @then('the pydantic-ai run activated and deactivated "lookup" once, in one plan')
@@ -121,7 +121,7 @@ def step_read_only_agent(context: Any) -> None:
 def step_call_hidden(context: Any) -> None:
     script = _Script([ToolCallPart("save", {"text": "x"}, tool_call_id="c1")])
     _agent(context, script, read_only=True)
-    context.result = context.agent.run_sync("go")
+    context.result = asyncio.run(context.agent.run("go"))
 
 
 @then('the pydantic-ai model was shown only "add"')
@@ -237,13 +237,13 @@ def step_pay_tool(context: Any) -> None:
 @when("the pydantic-ai run asks to pay {amount:d} and the caller approves it")
 def step_approve(context: Any, amount: int) -> None:
     _agent(context, _Script([ToolCallPart("pay", {"amount": amount}, tool_call_id="c1")]))
-    first = context.agent.run_sync("pay")
+    first = asyncio.run(context.agent.run("pay"))
     assert isinstance(first.output, DeferredToolRequests)
     assert context.paid == []
     context.approval_id = first.output.metadata["c1"]["approval_id"]
-    context.result = context.agent.run_sync(
-        message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={"c1": True}),
+    approved = DeferredToolResults(approvals={"c1": True})
+    context.result = asyncio.run(
+        context.agent.run(message_history=first.all_messages(), deferred_tool_results=approved)
     )
 
 
