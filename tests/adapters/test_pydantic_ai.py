@@ -566,3 +566,46 @@ async def test_a_given_approver_decides_instead_of_pydantic_ai(runtime: ToolRunt
     assert result.output == "done"
     assert asked == ["save"]
     assert [r.content for r in script.returns()] == ["saved"]
+
+
+async def test_an_approval_handed_back_with_its_metadata_resumes_in_another_toolset() -> None:
+    """The deferred call travels in the metadata, so a new toolset (or process) can resume it."""
+    ran: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        return "paid"
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(pay)
+        script = Script([ToolCallPart("pay", {"amount": 5}, tool_call_id="c1")])
+        options: dict[str, Any] = {"output_type": [str, DeferredToolRequests]}
+        first = await agent_for(ToolcycleToolset(runtime), script, **options).run("pay")
+        assert isinstance(first.output, DeferredToolRequests)
+        later = agent_for(ToolcycleToolset(runtime), script, **options)
+        results = DeferredToolResults(approvals={"c1": True}, metadata=first.output.metadata)
+        await later.run(message_history=first.all_messages(), deferred_tool_results=results)
+        again = await later.run(message_history=first.all_messages(), deferred_tool_results=results)
+
+    assert ran == [5]  # the second hand-back is refused by the ledger
+    assert again.output == "done"
+    answers = [r for r in script.returns() if r.tool_call_id == "c1"]
+    assert [a.outcome for a in answers] == ["success", "failed"]
+    assert "resumed before" in str(answers[1].content)
+
+
+async def test_unreadable_metadata_handed_back_fails_the_call(runtime: ToolRuntime) -> None:
+    """A deferred call that cannot be read back is a failed tool return, not a crash."""
+    runtime.register(add)
+    script = Script([ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="c1")])
+    toolset = ToolcycleToolset(runtime).approval_required()
+    agent = agent_for(toolset, script, output_type=[str, DeferredToolRequests])
+    first = await agent.run("add")
+    results = DeferredToolResults(approvals={"c1": True}, metadata={"c1": {"pending": {"x": 1}}})
+    await agent.run(message_history=first.all_messages(), deferred_tool_results=results)
+
+    [answer] = script.returns()
+    assert answer.outcome == "failed"
+    assert "cannot be read" in str(answer.content)

@@ -17,13 +17,20 @@ import contextlib
 import copy
 from typing import TYPE_CHECKING, Any, Self
 
+from pydantic import ValidationError
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from toolcycle import ApprovalDecision, ToolCall, ToolCancelledError, ToolRuntimeError
+from toolcycle import (
+    ApprovalDecision,
+    PendingApproval,
+    ToolCall,
+    ToolCancelledError,
+    ToolRuntimeError,
+)
 from toolcycle.approvals import fingerprint
 from toolcycle.capabilities import is_allowed
 
@@ -32,7 +39,6 @@ if TYPE_CHECKING:
 
     from toolcycle import (
         ApprovalRequest,
-        PendingApproval,
         ToolExecutionContext,
         ToolResult,
         ToolRuntime,
@@ -61,6 +67,16 @@ _WAITING = "waiting for the decision of the agent's caller (pydantic-ai's deferr
 def _defer_to_pydantic_ai(request: ApprovalRequest) -> ApprovalDecision:
     """The approver a run's plan gets when none is given: pydantic-ai's caller decides."""
     return ApprovalDecision.defer(_WAITING)
+
+
+def _pending_in(metadata: Any) -> PendingApproval | None:
+    """The deferred call a caller handed back in ``DeferredToolResults.metadata``, if any."""
+    if not isinstance(metadata, dict) or "pending" not in metadata:
+        return None
+    try:
+        return PendingApproval.model_validate(metadata["pending"])
+    except ValidationError as error:
+        raise ToolFailed(f"the deferred call handed back cannot be read: {error}") from error
 
 
 class ToolcycleToolset(AbstractToolset[Any]):
@@ -183,8 +199,12 @@ class ToolcycleToolset(AbstractToolset[Any]):
         """
         plan = self._open_plan()
         call_id = ctx.tool_call_id
-        if ctx.tool_call_approved and call_id in self._pending:
-            return await self._resume(self._pending.pop(call_id), tool_args, plan)
+        if ctx.tool_call_approved:
+            pending = self._pending.pop(call_id or "", None)
+            if pending is None:
+                pending = _pending_in(ctx.tool_call_metadata)
+            if pending is not None:
+                return await self._resume(pending, tool_args, plan)
         tool_name = self._names.get(name, name)
         call: Any
         if type(tool_args) is dict:
@@ -216,6 +236,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
                     "approval_id": pending.approval_id,
                     "fingerprint": pending.fingerprint,
                     "reason": pending.reason,
+                    "pending": pending.model_dump(mode="json"),
                 }
             )
         error = result.error or "the call failed"
