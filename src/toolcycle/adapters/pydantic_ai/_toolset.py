@@ -177,7 +177,6 @@ class ToolcycleToolset(AbstractToolset[Any]):
                     description=function["description"] or None,
                     parameters_json_schema=function["parameters"],
                     sequential=descriptor.capability.sequential,
-                    timeout=descriptor.timeout,
                 ),
                 max_retries=ctx.max_retries,
                 args_validator=_PASS_THROUGH,
