@@ -201,7 +201,7 @@ def test_provider_definitions_keep_only_the_titles_the_author_wrote() -> None:
 
 _INSTALL = re.compile(r"pip install\s+(?:-e\s+)?(?P<target>'[^']*'|\"[^\"]*\"|\S+)")
 _CANONICAL = re.compile(
-    r"^pip install -e '\.\[(?P<extra>\w+)\]'`?(?:\s+#)? from a clone \(`?toolcycle\[(?P=extra)\]`? "
+    r"^pip install -e '\.\[(?P<extra>[\w-]+)\]'`?(?:\s+#)? from a clone \(`?toolcycle\[(?P=extra)\]`? "
     r"once published\)"
 )
 

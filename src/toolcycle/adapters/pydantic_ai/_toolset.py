@@ -1,0 +1,281 @@
+"""`ToolcycleToolset`: a runtime's tools as a pydantic-ai toolset, one plan per agent run.
+
+pydantic-ai asks each toolset for a copy of itself at the start of a run
+(``for_run``), enters that copy, lists its tools at every step, calls them, and
+exits the copy when the run ends. The copy is where a run's plan lives, so runs of
+one agent that overlap, and ``async with agent:`` around them, never share a plan.
+
+The runtime answers every call; the answer becomes what pydantic-ai expects of a
+tool: the output, ``ModelRetry`` for a mistake the model can fix, ``ToolFailed``
+for one it cannot, and ``ApprovalRequired`` for a call the plan's approver
+deferred, which pydantic-ai turns into its ``DeferredToolRequests``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import ValidationError
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
+from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from toolcycle import (
+    ApprovalDecision,
+    PendingApproval,
+    ToolCall,
+    ToolCancelledError,
+    ToolRuntimeError,
+)
+from toolcycle.approvals import fingerprint
+from toolcycle.capabilities import is_allowed
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+
+    from toolcycle import (
+        ApprovalRequest,
+        ToolExecutionContext,
+        ToolResult,
+        ToolRuntime,
+    )
+
+__all__ = ["ToolcycleToolset"]
+
+# Mistakes the model can put right by calling again; every other failure is final.
+_RETRY = frozenset(
+    {
+        "ToolCallError",
+        "ToolNotFoundError",
+        "ToolSchemaValidationError",
+        "ToolAccessDeniedError",
+        "ToolCheckpointRequiredError",
+    }
+)
+
+# pydantic-ai cannot check a raw JSON Schema; the runtime does, so the arguments pass
+# through unchanged (JSON text is parsed, nothing else is done to it).
+_PASS_THROUGH = SchemaValidator(core_schema.any_schema())
+
+_WAITING = "waiting for the decision of the agent's caller (pydantic-ai's deferred tools)"
+
+
+def _defer_to_pydantic_ai(request: ApprovalRequest) -> ApprovalDecision:
+    """The approver a run's plan gets when none is given: pydantic-ai's caller decides."""
+    return ApprovalDecision.defer(_WAITING)
+
+
+def _pending_in(metadata: Any) -> PendingApproval | None:
+    """The deferred call a caller handed back in ``DeferredToolResults.metadata``, if any."""
+    if not isinstance(metadata, dict) or "pending" not in metadata:
+        return None
+    try:
+        return PendingApproval.model_validate(metadata["pending"])
+    except ValidationError as error:
+        raise ToolFailed(f"the deferred call handed back cannot be read: {error}") from error
+
+
+class ToolcycleToolset(AbstractToolset[Any]):
+    """A runtime's tools as a pydantic-ai toolset; each agent run calls them in its own plan.
+
+    Args:
+        runtime: the runtime whose tools are offered.
+        plan: an open plan for every run to use; the toolset never ends it. Without
+            one, each run opens a plan with ``plan_options`` when it enters its
+            toolsets and ends it when it leaves them.
+        id: the toolset's id, unique among an agent's toolsets (pydantic-ai's
+            durable execution needs one).
+        **plan_options: the options of each run's plan, as for `ToolRuntime.new_context`.
+            Without an ``approver``, the plan's approver defers to pydantic-ai's own
+            approval flow, and ``approval`` defaults to ``"flagged"``: tools marked
+            ``requires_approval=True`` wait for the caller's decision, others run.
+
+    Raises:
+        ValueError: both ``plan`` and ``plan_options`` were given.
+    """
+
+    def __init__(
+        self,
+        runtime: ToolRuntime,
+        *,
+        plan: ToolExecutionContext | None = None,
+        id: str | None = None,
+        **plan_options: Any,
+    ) -> None:
+        if plan is not None and plan_options:
+            raise ValueError("give either an open plan or the options of new plans, not both")
+        if "approver" not in plan_options or plan_options["approver"] is None:
+            plan_options["approver"] = _defer_to_pydantic_ai
+            plan_options.setdefault("approval", "flagged")
+        self._runtime = runtime
+        self._id = id
+        self._options = plan_options
+        self._plan = plan
+        # Shared by the run copies: a call deferred in one run is decided in a later one.
+        self._pending: dict[str, PendingApproval] = {}
+        self._names: dict[str, str] = {}
+        self._per_run = False
+        self._entries = 0
+
+    @property
+    def id(self) -> str | None:
+        """The id given at construction."""
+        return self._id
+
+    @property
+    def plan(self) -> ToolExecutionContext | None:
+        """The plan calls run in: the one given, or this run's own while the run is in it."""
+        return self._plan
+
+    async def for_run(self, ctx: RunContext[Any]) -> ToolcycleToolset:
+        """A copy with its own plan for the run, unless every run shares a given plan."""
+        if self._plan is not None:
+            return self
+        run = copy.copy(self)
+        run._per_run, run._entries, run._names = True, 0, {}
+        return run
+
+    async def __aenter__(self) -> Self:
+        """Open the run's plan on the first entry of a run's copy (else nothing)."""
+        if self._per_run:
+            if self._entries == 0:
+                self._plan = self._runtime.new_context(**self._options)
+            self._entries += 1
+        return self
+
+    async def __aexit__(self, *args: object) -> bool | None:
+        """End the run's plan on the last exit of a run's copy, after its calls stopped."""
+        if self._per_run:
+            self._entries -= 1
+            if self._entries == 0:
+                await self._runtime.aend_plan(self._open_plan())
+        return None
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """The tools the plan may run, with their JSON schemas as they are."""
+        plan = self._open_plan()
+        if self._pending:
+            await self._settle_denials(ctx, plan)
+        allowed = [d for d in self._runtime.descriptors() if is_allowed(d, plan)]
+        offered = self._runtime.tool_definitions(plan, format="openai")
+        if len(allowed) != len(offered):  # pragma: no cover - a registration in between
+            return await self.get_tools(ctx)
+        tools: dict[str, ToolsetTool[Any]] = {}
+        names: dict[str, str] = {}
+        for descriptor, offer in zip(allowed, offered, strict=True):
+            function = offer["function"]
+            name = function["name"]
+            names[name] = descriptor.name
+            tools[name] = ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=name,
+                    description=function["description"] or None,
+                    parameters_json_schema=function["parameters"],
+                    sequential=descriptor.capability.sequential,
+                ),
+                max_retries=ctx.max_retries,
+                args_validator=_PASS_THROUGH,
+            )
+        self._names = names
+        return tools
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        """Run the call through the runtime and answer it as pydantic-ai expects.
+
+        Raises:
+            ModelRetry: a mistake the model can fix (malformed arguments, an unknown
+                tool, arguments that break the schema, a tool the plan may not run).
+            ToolFailed: a failure the model cannot fix (the tool failed or timed out,
+                the call was denied, the plan was cancelled).
+            ApprovalRequired: the plan's approver deferred the call.
+        """
+        plan = self._open_plan()
+        call_id = ctx.tool_call_id
+        if ctx.tool_call_approved:
+            pending = self._pending.pop(call_id or "", None)
+            if pending is None:
+                pending = _pending_in(ctx.tool_call_metadata)
+            if pending is not None:
+                return await self._resume(pending, tool_args, plan)
+        tool_name = self._names.get(name, name)
+        call: Any
+        if type(tool_args) is dict:
+            call = ToolCall.model_construct(id=call_id, name=tool_name, arguments=tool_args)
+        else:  # the runtime words what is wrong with arguments that are not an object
+            call = {"id": call_id, "name": tool_name, "arguments": tool_args}
+        try:
+            result = await self._runtime.acall(call, plan)
+        except ToolCancelledError as error:
+            raise ToolFailed(str(error)) from error
+        return self._answer(result, call_id)
+
+    def _open_plan(self) -> ToolExecutionContext:
+        if self._plan is None:
+            raise UserError(
+                "ToolcycleToolset has no plan: use it as one of an agent's toolsets (each run "
+                "opens its own), or give it an open plan"
+            )
+        return self._plan
+
+    def _answer(self, result: ToolResult, call_id: str | None) -> Any:
+        if result.success:
+            return result.output
+        pending = result.pending
+        if pending is not None:
+            self._pending[call_id or pending.approval_id] = pending
+            raise ApprovalRequired(
+                metadata={
+                    "approval_id": pending.approval_id,
+                    "fingerprint": pending.fingerprint,
+                    "reason": pending.reason,
+                    "pending": pending.model_dump(mode="json"),
+                }
+            )
+        error = result.error or "the call failed"
+        if result.error_type in _RETRY:
+            raise ModelRetry(error)
+        raise ToolFailed(error)
+
+    async def _resume(
+        self, pending: PendingApproval, tool_args: Any, plan: ToolExecutionContext
+    ) -> Any:
+        """Run a call the caller approved, claimed in the runtime's approval ledger.
+
+        An approval that changed the arguments (pydantic-ai's ``override_args``) does
+        not match the deferred call's fingerprint, so the runtime refuses it.
+        """
+        seen = fingerprint(pending.tool_name, tool_args if isinstance(tool_args, dict) else {})
+        decision = ApprovalDecision.approve(fingerprint=seen)
+        try:
+            result = await self._runtime.aresume(pending, decision, plan)
+        except (ToolRuntimeError, ToolCancelledError) as error:
+            raise ToolFailed(str(error)) from error
+        return self._answer(result, None)
+
+    async def _settle_denials(self, ctx: RunContext[Any], plan: ToolExecutionContext) -> None:
+        """Record in the ledger the deferred calls the caller denied.
+
+        pydantic-ai answers a denied call itself (a ``ToolReturnPart`` with outcome
+        ``"denied"``) without calling the toolset; the denial is found in the run's
+        messages and given to the runtime, which claims the call so it never runs.
+        """
+        for message in ctx.messages:
+            if not isinstance(message, ModelRequest):
+                continue
+            for part in message.parts:
+                if (
+                    isinstance(part, ToolReturnPart)
+                    and part.outcome == "denied"
+                    and part.tool_call_id in self._pending
+                ):
+                    pending = self._pending.pop(part.tool_call_id)
+                    decision = ApprovalDecision.deny(str(part.content))
+                    with contextlib.suppress(ToolRuntimeError, ToolCancelledError):
+                        await self._runtime.aresume(pending, decision, plan)

@@ -1,0 +1,212 @@
+"""pydantic-ai toolsets as a toolcycle source (`from_toolset`), against the installed pydantic-ai."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import FunctionToolset, RunContext, ToolReturn
+from pydantic_ai.toolsets import WrapperToolset
+
+from toolcycle import (
+    ToolAccessDeniedError,
+    ToolActivationError,
+    ToolCapability,
+    ToolRuntime,
+    ToolSource,
+)
+from toolcycle.adapters.pydantic_ai import from_toolset
+from toolcycle.testing import capture_traces
+
+WAIT = 5.0
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def make_toolset() -> FunctionToolset[str]:
+    """A read tool that uses the run's deps, a writing tool, and one with a model argument."""
+    toolset: FunctionToolset[str] = FunctionToolset()
+
+    @toolset.tool
+    def greet(ctx: RunContext[str], name: str) -> str:
+        """Greet someone on behalf of the deps."""
+        return f"{ctx.deps} greets {name}"
+
+    @toolset.tool_plain
+    def write_file(path: str, text: str) -> str:
+        """Write a file."""
+        return f"wrote {len(text)} to {path}"
+
+    @toolset.tool_plain(sequential=True)
+    def shift(point: Point) -> ToolReturn:
+        """Move a point one step right."""
+        return ToolReturn(return_value=Point(x=point.x + 1, y=point.y))
+
+    return toolset
+
+
+@dataclass
+class Recording(WrapperToolset[Any]):
+    """Records entries and exits; can hold its entry at a gate, or fail it."""
+
+    events: list[str] = field(default_factory=list)
+    gate: asyncio.Event | None = None
+    fail_enter: bool = False
+    fail_listing: bool = False
+
+    async def __aenter__(self) -> Self:
+        self.events.append("enter")
+        if self.gate is not None:
+            await asyncio.wait_for(self.gate.wait(), WAIT)
+        if self.fail_enter:
+            raise ConnectionError("the server is down")
+        await super().__aenter__()
+        return self
+
+    async def __aexit__(self, *args: object) -> bool | None:
+        self.events.append("exit")
+        return await super().__aexit__(*args)
+
+    async def get_tools(self, ctx: RunContext[Any]) -> Any:
+        if self.fail_listing and self.events.count("enter") > 1:
+            raise ConnectionError("listing failed")
+        return await super().get_tools(ctx)
+
+
+def register(runtime: ToolRuntime, source: ToolSource) -> list[str]:
+    return [descriptor.name for descriptor in runtime.register_source(source)]
+
+
+def test_a_function_toolset_runs_under_a_plan_with_capabilities_validation_and_traces(
+    runtime: ToolRuntime,
+) -> None:
+    """Its tools are validated, traced and refused by a read-only plan like any other."""
+    read = {"greet": ToolCapability(writes=False)}
+    source = from_toolset(make_toolset(), deps="ann", capabilities=read)
+    assert register(runtime, source) == ["greet", "write_file", "shift"]
+    assert "FunctionToolset" in repr(source)
+    assert repr(next(iter(source.tools()))).startswith("<greet of from_toolset(")
+
+    with capture_traces(runtime) as traces, runtime.plan(read_only=True) as ctx:
+        greeted = runtime.execute("greet", {"name": "bob"}, ctx)
+        wrong = runtime.execute("greet", {"name": 7}, ctx)
+        with pytest.raises(ToolAccessDeniedError):
+            runtime.execute("write_file", {"path": "a", "text": "b"}, ctx)
+
+    assert greeted.output == "ann greets bob"
+    assert wrong.error_type == "ToolSchemaValidationError"
+    assert [(t.tool_name, t.status) for t in traces] == [
+        ("greet", "ok"),
+        ("greet", "invalid_input"),
+        ("write_file", "denied"),
+    ]
+
+
+async def test_arguments_reach_the_tool_as_its_types_and_its_return_as_json(
+    runtime: ToolRuntime,
+) -> None:
+    """A model argument is built by the toolset's validator; a ToolReturn gives its value."""
+    register(runtime, from_toolset(make_toolset()))
+    assert runtime.descriptor("shift").capability == ToolCapability(sequential=True)
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("shift", {"x": 1, "y": 2}, ctx)
+    assert result.output == {"x": 2, "y": 2}
+
+
+async def test_each_plan_enters_the_toolset_once_and_exits_it_at_its_end(
+    runtime: ToolRuntime,
+) -> None:
+    """Listing enters and exits once; each plan then enters at activation, exits at its end."""
+    recording = Recording(make_toolset())
+    register(runtime, from_toolset(recording, deps="ann"))
+    assert recording.events == ["enter", "exit"]
+    for _ in range(2):
+        async with runtime.aplan() as ctx:
+            await runtime.aexecute("greet", {"name": "a"}, ctx)
+            await runtime.aexecute("write_file", {"path": "p", "text": "t"}, ctx)
+            assert recording.events[-1] == "enter"
+    assert recording.events == ["enter", "exit"] * 3
+
+
+async def test_concurrent_first_calls_in_a_plan_share_one_entry(runtime: ToolRuntime) -> None:
+    """Two tools activated at once in one plan: the second waits for the first's entry."""
+    recording = Recording(make_toolset())
+    source = from_toolset(recording, deps="ann")
+    register(runtime, source)
+    recording.gate = asyncio.Event()
+    async with runtime.aplan() as ctx:
+        calls = asyncio.gather(
+            runtime.aexecute("greet", {"name": "a"}, ctx),
+            runtime.aexecute("write_file", {"path": "p", "text": "t"}, ctx),
+        )
+        task = asyncio.ensure_future(calls)
+        await _until(lambda: source._plans.get(ctx.plan_id, None) is not None)
+        await _until(lambda: source._plans[ctx.plan_id].active == 2)
+        recording.gate.set()
+        first, second = await asyncio.wait_for(task, WAIT)
+    assert first.success and second.success
+    assert recording.events == ["enter", "exit", "enter", "exit"]
+
+
+async def test_a_toolset_that_cannot_be_entered_fails_the_activation(
+    runtime: ToolRuntime,
+) -> None:
+    """Entering fails: both waiting activations fail, and the next call tries again."""
+    recording = Recording(make_toolset())
+    source = from_toolset(recording, deps="ann")
+    register(runtime, source)
+    recording.gate, recording.fail_enter = asyncio.Event(), True
+    async with runtime.aplan() as ctx:
+        calls = asyncio.gather(
+            runtime.aexecute("greet", {"name": "a"}, ctx),
+            runtime.aexecute("write_file", {"path": "p", "text": "t"}, ctx),
+            return_exceptions=True,
+        )
+        task = asyncio.ensure_future(calls)
+        await _until(lambda: source._plans.get(ctx.plan_id, None) is not None)
+        await _until(lambda: source._plans[ctx.plan_id].active == 2)
+        recording.gate.set()
+        outcomes = await asyncio.wait_for(task, WAIT)
+        assert all(isinstance(outcome, ToolActivationError) for outcome in outcomes)
+        assert ctx.plan_id not in source._plans
+        recording.gate, recording.fail_enter = None, False
+        assert (await runtime.aexecute("greet", {"name": "a"}, ctx)).success
+
+
+async def test_a_toolset_whose_listing_fails_at_activation_is_exited_again(
+    runtime: ToolRuntime,
+) -> None:
+    """The plan's copy is exited when its tools cannot be listed; the call fails."""
+    recording = Recording(make_toolset(), fail_listing=True)
+    register(runtime, from_toolset(recording, deps="ann"))
+    async with runtime.aplan() as ctx:
+        with pytest.raises(ToolActivationError):
+            await runtime.aexecute("greet", {"name": "a"}, ctx)
+    assert recording.events[-2:] == ["enter", "exit"]
+
+
+async def test_a_tool_the_toolset_stopped_offering_fails_its_call(runtime: ToolRuntime) -> None:
+    """A tool listed at registration but not in the plan's copy gives a failed result."""
+    offered = {"greet"}
+    toolset = make_toolset().filtered(lambda ctx, definition: definition.name in offered)
+    register(runtime, from_toolset(toolset, deps="ann"))
+    offered.clear()
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("greet", {"name": "a"}, ctx)
+    assert result.error_type == "ToolActivationError"
+    assert "no longer offers 'greet'" in (result.error or "")
+
+
+async def _until(condition: Any) -> None:
+    """Let other tasks run until ``condition()`` holds (bounded; no timed sleep)."""
+    for _ in range(10_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
