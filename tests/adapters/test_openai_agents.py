@@ -20,6 +20,7 @@ from agents import (
     RunConfig,
     Runner,
     RunState,
+    ToolApprovalItem,
     ToolOutputText,
     function_tool,
     set_tracing_disabled,
@@ -31,6 +32,7 @@ from toolcycle import (
     ApprovalDecision,
     NullTracer,
     ToolAccessDeniedError,
+    ToolApprovalError,
     ToolCapability,
     ToolDescriptor,
     ToolExecutionContext,
@@ -38,7 +40,7 @@ from toolcycle import (
     ToolRuntime,
     tool,
 )
-from toolcycle.adapters.openai_agents import from_function_tool, function_tools
+from toolcycle.adapters.openai_agents import from_function_tool, function_tools, reject
 from toolcycle.testing import FakeTool, capture_traces
 
 WAIT = 5.0
@@ -403,12 +405,43 @@ async def test_an_approval_round_trip_through_the_sdks_run_state(
     assert "resumed before" in _outputs(model.calls[-1])["a1"]
 
 
-async def test_a_rejection_in_the_run_state_never_reaches_the_tool(runtime: ToolRuntime) -> None:
-    """RunState.reject answers the model through the SDK; the tool does not run."""
+async def test_a_rejection_through_the_runtime_claims_the_call_and_the_model_reads_why(
+    runtime: ToolRuntime, call_ids: CallIds
+) -> None:
+    """reject() traces the denial, rejects the item, and a forked approval then runs nothing."""
     sent: list[str] = []
     runtime.register(_writer(sent))
     model = ScriptedModel(
         [[function_call("send", {"to": "eve"}, call_id="r1")], [assistant_message("ok")]]
+    )
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan(approver=lambda request: True) as plan:
+            agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+            first = await Runner.run(agent, "go", run_config=CONFIG)
+            fork = first.to_state()  # a copy of the run state, decided elsewhere
+            state = first.to_state()
+            denied = await reject(runtime, plan, state, first.interruptions[0], "not to eve")
+            await Runner.run(agent, state, run_config=CONFIG)
+
+            fork.approve(fork.get_interruptions()[0])
+            model.extend([[assistant_message("forked")]])
+            await Runner.run(agent, fork, run_config=CONFIG)
+
+    assert sent == []
+    assert denied.error_type == "ApprovalDenied" and "not to eve" in (denied.error or "")
+    assert _outputs(model.calls[1])["r1"] == denied.error
+    assert "resumed before" in _outputs(model.calls[2])["r1"]
+    [trace] = traces
+    assert trace.status == "denied" and call_ids.of(traces) == ["r1"]
+    assert trace.approval is not None and trace.approval.outcome == "denied"
+
+
+async def test_a_plain_sdk_rejection_never_reaches_the_tool(runtime: ToolRuntime) -> None:
+    """RunState.reject alone answers the model through the SDK; the tool does not run."""
+    sent: list[str] = []
+    runtime.register(_writer(sent))
+    model = ScriptedModel(
+        [[function_call("send", {"to": "eve"}, call_id="p1")], [assistant_message("ok")]]
     )
     async with runtime.aplan(approver=lambda request: True) as plan:
         agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
@@ -418,7 +451,40 @@ async def test_a_rejection_in_the_run_state_never_reaches_the_tool(runtime: Tool
         await Runner.run(agent, state, run_config=CONFIG)
 
     assert sent == []
-    assert _outputs(model.calls[1])["r1"] == "not to eve"
+    assert _outputs(model.calls[1])["p1"] == "not to eve"
+
+
+async def test_reject_refuses_what_is_not_its_plans_or_was_decided(runtime: ToolRuntime) -> None:
+    """An item of another tool is a ValueError; a call approved and run cannot be rejected."""
+    sent: list[str] = []
+    runtime.register(_writer(sent))
+    model = ScriptedModel(
+        [
+            [function_call("send", {"to": "ann"}, call_id="d1")],
+            [assistant_message("done")],
+            [function_call("send", "{oops", call_id="d2")],
+        ]
+    )
+    async with runtime.aplan(approver=lambda request: True) as plan:
+        agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+        first = await Runner.run(agent, "go", run_config=CONFIG)
+        [item] = first.interruptions
+        state = first.to_state()
+        state.approve(item)
+        await Runner.run(agent, state, run_config=CONFIG)
+        with pytest.raises(ToolApprovalError):
+            await reject(runtime, plan, first.to_state(), item, "too late")
+
+        other = ToolApprovalItem(agent=agent, raw_item=function_call("other", {}, call_id="o1"))
+        with pytest.raises(ValueError, match="not a toolcycle tool"):
+            await reject(runtime, plan, first.to_state(), other, "no")
+
+        unreadable = await Runner.run(agent, "again", run_config=CONFIG)
+        [bad] = unreadable.interruptions
+        refused = await reject(runtime, plan, unreadable.to_state(), bad, "no")
+
+    assert sent == ["ann"]
+    assert refused.error_type == "ToolCallError"
 
 
 async def test_approval_follows_the_runtimes_rule_for_the_plan(runtime: ToolRuntime) -> None:

@@ -14,8 +14,8 @@ offered with ``needs_approval=True``: the SDK interrupts the run, and the host
 answers with ``RunState.approve`` or ``RunState.reject``. An approved call reaches
 the runtime through ``runtime.aresume``, which claims it in the runtime's approval
 ledger (so a run state resumed twice runs it once) and records the decision in the
-call's trace; the plan's approver is not asked a second time. A rejected call never
-reaches the runtime: the SDK answers the model itself.
+call's trace; the plan's approver is not asked a second time. `reject` rejects a
+call in the run state and in the runtime's ledger as one decision.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 try:
-    from agents import FunctionTool
+    from agents import FunctionTool, RunState, ToolApprovalItem
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
     raise ImportError(
@@ -50,11 +50,13 @@ from toolcycle.errors import error_text
 if TYPE_CHECKING:
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
 
-__all__ = ["SdkFunctionTool", "from_function_tool", "function_tools"]
+__all__ = ["SdkFunctionTool", "from_function_tool", "function_tools", "reject"]
 
 _APPROVALS = uuid.UUID("6f0c2b8e-4a1d-5c3e-9b7a-2d4e6f8a0c1e")
 """The namespace of the approval ids made from the SDK's call ids."""
-_APPROVED_BY = "approved in the OpenAI Agents SDK run (RunState.approve)"
+_APPROVED = ApprovalDecision.approve(
+    reason="approved in the OpenAI Agents SDK run (RunState.approve)"
+)
 
 
 def function_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[FunctionTool]:
@@ -75,10 +77,8 @@ def function_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[Fun
 
     The plan stays the caller's: open it before the run and end it after.
     """
-    definitions = runtime.tool_definitions(plan, format="openai-responses", strict=True)
-    descriptors = [d for d in runtime.descriptors() if is_allowed(d, plan)]
     tools: list[FunctionTool] = []
-    for descriptor, definition in zip(descriptors, definitions, strict=True):
+    for descriptor, definition in _offered(runtime, plan):
         approval = _needs_approval(descriptor, plan)
         invoke = _Invoke(runtime, plan, definition["name"], descriptor.name if approval else None)
         tools.append(
@@ -96,11 +96,86 @@ def function_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[Fun
     return tools
 
 
+async def reject(
+    runtime: ToolRuntime,
+    plan: ToolExecutionContext,
+    state: RunState[Any, Any],
+    item: ToolApprovalItem,
+    reason: str,
+) -> ToolResult:
+    """Reject an interrupted call in the run state and in the runtime, as one decision.
+
+    The runtime claims the call in its approval ledger and traces the denial; the
+    run state then rejects the item with the runtime's message, which the model
+    reads when the run resumes. Once claimed, the same call approved in another
+    copy of the run state is refused. ``state.reject`` alone also works, but the
+    runtime then never hears of the call.
+
+    Raises:
+        ValueError: the item is not a call of one of the plan's tools.
+        ToolApprovalError: the call was decided before (approved and run, say).
+    """
+    names = {definition["name"]: d.name for d, definition in _offered(runtime, plan)}
+    name = names.get(item.tool_name or "")
+    if name is None:
+        raise ValueError(f"{item.tool_name!r} is not a toolcycle tool of plan {plan.plan_id!r}")
+    decision = ApprovalDecision.deny(reason)
+    result = await _decide(
+        runtime, plan, name, item.tool_name or "", item.call_id or "", item.arguments, decision
+    )
+    state.reject(item, rejection_message=result.error)
+    return result
+
+
+def _offered(
+    runtime: ToolRuntime, plan: ToolExecutionContext
+) -> list[tuple[ToolDescriptor, dict[str, Any]]]:
+    """Each tool the plan may run, with its definition for the Responses API."""
+    definitions = runtime.tool_definitions(plan, format="openai-responses", strict=True)
+    descriptors = [d for d in runtime.descriptors() if is_allowed(d, plan)]
+    return list(zip(descriptors, definitions, strict=True))
+
+
 def _needs_approval(descriptor: ToolDescriptor, plan: ToolExecutionContext) -> bool:
     """Whether the runtime would ask before a call of the tool in the plan."""
     if plan.approver is None:
         return descriptor.capability.requires_approval is True
     return needs_approval(descriptor, plan.approval)
+
+
+async def _decide(
+    runtime: ToolRuntime,
+    plan: ToolExecutionContext,
+    name: str,
+    offered_as: str,
+    call_id: str,
+    arguments: str | None,
+    decision: ApprovalDecision,
+) -> ToolResult:
+    """Apply a decision of the SDK's run to one call, claimed in the runtime's ledger.
+
+    Arguments that are not a JSON object cannot be fingerprinted: the runtime
+    answers them as any call of the plan (a failed result), and nothing runs.
+    """
+    try:
+        data = json.loads(arguments or "")
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        call = {"type": "function_call", "call_id": call_id, "name": offered_as}
+        return await runtime.acall({**call, "arguments": arguments}, plan)
+    mark = fingerprint(name, data)
+    pending = PendingApproval(
+        approval_id=uuid.uuid5(_APPROVALS, f"{call_id}\n{mark}").hex,
+        tool_name=name,
+        arguments=data,
+        fingerprint=mark,
+        plan_id=plan.plan_id,
+        call_id=call_id,
+        call=ToolCall(id=call_id, name=offered_as, arguments=data, format="openai-responses"),
+    )
+    bound = decision.model_copy(update={"fingerprint": mark})
+    return await runtime.aresume(pending, bound, plan)
 
 
 class _Invoke:
@@ -121,44 +196,29 @@ class _Invoke:
         self._approved_tool = approved_tool  # the runtime's name, for a tool the SDK approves
 
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> str:
-        call = {
-            "type": "function_call",
-            "call_id": ctx.tool_call_id,
-            "name": self._name,
-            "arguments": arguments,
-        }
         try:
             tool = self._approved_tool
             if tool is not None and ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id):
-                result = await self._resume(tool, ctx.tool_call_id, arguments, call)
+                result = await _decide(
+                    self._runtime,
+                    self._plan,
+                    tool,
+                    self._name,
+                    ctx.tool_call_id,
+                    arguments,
+                    _APPROVED,
+                )
             else:
+                call = {
+                    "type": "function_call",
+                    "call_id": ctx.tool_call_id,
+                    "name": self._name,
+                    "arguments": arguments,
+                }
                 result = await self._runtime.acall(call, self._plan)
         except (ToolRuntimeError, ToolCancelledError) as exc:
             return error_text(exc)
         return str(result.to_message("openai-responses")["output"])
-
-    async def _resume(
-        self, name: str, call_id: str, arguments: str, call: dict[str, Any]
-    ) -> ToolResult:
-        """Run a call the SDK approved, claimed in the runtime's approval ledger."""
-        try:
-            data = json.loads(arguments)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):  # the runtime words the mistake, and runs nothing
-            return await self._runtime.acall(call, self._plan)
-        mark = fingerprint(name, data)
-        pending = PendingApproval(
-            approval_id=uuid.uuid5(_APPROVALS, f"{call_id}\n{mark}").hex,
-            tool_name=name,
-            arguments=data,
-            fingerprint=mark,
-            plan_id=self._plan.plan_id,
-            call_id=call_id,
-            call=ToolCall(id=call_id, name=self._name, arguments=data, format="openai-responses"),
-        )
-        decision = ApprovalDecision.approve(reason=_APPROVED_BY, fingerprint=mark)
-        return await self._runtime.aresume(pending, decision, self._plan)
 
 
 def from_function_tool(
