@@ -488,7 +488,7 @@ async def test_reject_refuses_what_is_not_its_plans_or_was_decided(runtime: Tool
 
 
 async def test_approval_follows_the_runtimes_rule_for_the_plan(runtime: ToolRuntime) -> None:
-    """No approver: only flagged tools ask; with one, the plan's rule decides."""
+    """No approver: only flagged tools ask; with one, the plan's rule; or the rule given."""
 
     @tool(writes=False, requires_approval=True)
     def payroll(employee: str) -> int:
@@ -501,8 +501,12 @@ async def test_approval_follows_the_runtimes_rule_for_the_plan(runtime: ToolRunt
         plain = {t.name: t.needs_approval for t in function_tools(runtime, plan)}
     with runtime.plan(approver=lambda request: True, approval="all") as plan:
         every = {t.name: t.needs_approval for t in function_tools(runtime, plan)}
+        chosen = {
+            t.name: t.needs_approval for t in function_tools(runtime, plan, approval="writes")
+        }
     assert plain == {"send": False, "payroll": True}
     assert every == {"send": True, "payroll": True}
+    assert chosen == {"send": True, "payroll": True}  # a flag True asks under any named rule
 
 
 async def test_an_unapproved_invocation_goes_to_the_plans_own_approval(

@@ -49,6 +49,7 @@ from toolcycle.errors import error_text
 
 if TYPE_CHECKING:
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
+    from toolcycle.approvals import ApprovalRule
 
 __all__ = ["SdkFunctionTool", "from_function_tool", "function_tools", "reject"]
 
@@ -59,17 +60,26 @@ _APPROVED = ApprovalDecision.approve(
 )
 
 
-def function_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[FunctionTool]:
+def function_tools(
+    runtime: ToolRuntime,
+    plan: ToolExecutionContext,
+    *,
+    approval: ApprovalRule | None = None,
+) -> list[FunctionTool]:
     """The tools the plan may run, as the OpenAI Agents SDK's function tools.
 
     A tool is offered under the name, description and input schema
     ``runtime.tool_definitions(plan, format="openai-responses", strict=True)`` gives
     it, with ``strict_json_schema`` wherever that strict rewrite keeps the schema's
-    meaning. A tool that needs approval under the plan (the runtime's rule: the
-    plan's ``approval`` when it has an approver, otherwise only tools flagged
-    ``requires_approval=True``) has ``needs_approval=True`` and is offered with its
+    meaning.
+
+    A tool that needs approval has ``needs_approval=True`` and is offered with its
     schema as it is, not strict, so that the arguments a person approves are the
-    ones the tool receives.
+    ones the tool receives. ``approval`` is the rule that decides which (see
+    `toolcycle.approvals.needs_approval`: ``"writes"``, ``"all"``, ``"flagged"`` or
+    a function of the descriptor); by default, the runtime's own rule for the plan:
+    the plan's ``approval`` when it has an approver, otherwise only tools flagged
+    ``requires_approval=True``.
 
     A read-only plan does not offer tools that write. The SDK fails a run whose
     model calls a tool it was not offered, unless the run's config says
@@ -79,18 +89,16 @@ def function_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[Fun
     """
     tools: list[FunctionTool] = []
     for descriptor, definition in _offered(runtime, plan):
-        approval = _needs_approval(descriptor, plan)
-        invoke = _Invoke(runtime, plan, definition["name"], descriptor.name if approval else None)
+        asks = _needs_approval(descriptor, plan, approval)
+        invoke = _Invoke(runtime, plan, definition["name"], descriptor.name if asks else None)
         tools.append(
             FunctionTool(
                 name=definition["name"],
                 description=definition["description"],
-                params_json_schema=descriptor.input_schema
-                if approval
-                else definition["parameters"],
+                params_json_schema=descriptor.input_schema if asks else definition["parameters"],
                 on_invoke_tool=invoke,
-                strict_json_schema=False if approval else definition["strict"],
-                needs_approval=approval,
+                strict_json_schema=False if asks else definition["strict"],
+                needs_approval=asks,
             )
         )
     return tools
@@ -136,8 +144,12 @@ def _offered(
     return list(zip(descriptors, definitions, strict=True))
 
 
-def _needs_approval(descriptor: ToolDescriptor, plan: ToolExecutionContext) -> bool:
-    """Whether the runtime would ask before a call of the tool in the plan."""
+def _needs_approval(
+    descriptor: ToolDescriptor, plan: ToolExecutionContext, rule: ApprovalRule | None
+) -> bool:
+    """Whether the SDK asks before a call: under ``rule``, or as the runtime would."""
+    if rule is not None:
+        return needs_approval(descriptor, rule)
     if plan.approver is None:
         return descriptor.capability.requires_approval is True
     return needs_approval(descriptor, plan.approval)
