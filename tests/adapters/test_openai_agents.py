@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -84,8 +85,14 @@ def runtime(call_ids: CallIds) -> Iterator[ToolRuntime]:
 
 
 @pytest.fixture(autouse=True)
-def _no_sdk_tracing() -> Iterator[None]:
-    """The SDK's own switch: its trace provider exports nothing during a test."""
+def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The SDK's own switch turns its trace export off, and no socket may connect."""
+
+    def refuse(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"a test tried to connect to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     set_tracing_disabled(True)
     yield
     set_tracing_disabled(True)
@@ -521,11 +528,13 @@ async def test_an_unapproved_invocation_goes_to_the_plans_own_approval(
     assert "denied" in text and sent == []
 
 
-@pytest.mark.parametrize(("arguments", "said"), [("[1, 2]", "object"), ("{oops", "JSON")])
+@pytest.mark.parametrize(
+    ("arguments", "said"), [("[1, 2]", "object"), ("{oops", "JSON"), ('{"to": 5}', "string")]
+)
 async def test_unreadable_arguments_of_an_approved_call_run_nothing(
     runtime: ToolRuntime, arguments: str, said: str
 ) -> None:
-    """An approved call whose arguments are not a JSON object gets the runtime's message."""
+    """An approved call with arguments the runtime refuses gets its message, and runs nothing."""
     sent: list[str] = []
     runtime.register(_writer(sent))
     model = ScriptedModel(
