@@ -9,9 +9,10 @@
 - `from_function_tool` is the other way: an SDK ``FunctionTool`` as a toolcycle
   `ToolInstance`, run under a plan's capabilities, validation and traces.
 
-Approvals have one home. A tool whose calls the runtime would put to an approver is
-offered with ``needs_approval=True``: the SDK interrupts the run, and the host
-answers with ``RunState.approve`` or ``RunState.reject``. An approved call reaches
+Approvals have one home. A tool that needs approval (by the runtime's rule for the
+plan, or the rule `function_tools` is given) is offered with ``needs_approval=True``:
+the SDK interrupts the run, and the host answers with ``RunState.approve`` or
+`reject`. An approved call reaches
 the runtime through ``runtime.aresume``, which claims it in the runtime's approval
 ledger (so a run state resumed twice runs it once) and records the decision in the
 call's trace; the plan's approver is not asked a second time. `reject` rejects a
