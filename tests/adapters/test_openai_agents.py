@@ -161,6 +161,23 @@ async def test_a_scripted_run_calls_toolcycle_tools_through_the_runtime(
     assert json.loads(_outputs(model.calls[2])["c3"]) == {"value": "B", "plan": "run-1"}
 
 
+async def test_a_streamed_run_calls_the_tools_the_same_way(runtime: ToolRuntime) -> None:
+    """Runner.run_streamed drives the same function tools through the runtime."""
+    lookup = _lookup()
+    runtime.register(lookup)
+    model = ScriptedModel(
+        [[function_call("lookup", {"key": "s"}, call_id="st1")], [assistant_message("streamed")]]
+    )
+    async with runtime.aplan("streamed") as plan:
+        agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+        result = Runner.run_streamed(agent, "go", run_config=CONFIG)
+        events = [event.type async for event in result.stream_events()]
+
+    assert result.final_output == "streamed" and events
+    assert json.loads(_outputs(model.calls[1])["st1"]) == {"value": "S", "plan": "streamed"}
+    assert lookup.count("execute") == 1
+
+
 async def test_the_tools_are_the_plans_definitions_with_strict_mode_where_it_holds(
     runtime: ToolRuntime,
 ) -> None:
