@@ -43,6 +43,7 @@ MODULES = {
     "scale": "benchmarks.bench_scale",
     "memory": "benchmarks.bench_memory",
     "patterns": "benchmarks.bench_patterns",
+    "adapters": "benchmarks.bench_adapters",
 }
 """Every benchmark module by the name ``--only`` takes, in the order they run."""
 
@@ -205,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scale": lambda: print_scale(modules["scale"], timings, targets),
         "memory": lambda: print_memory(modules["memory"], tracks, targets),
         "patterns": lambda: print_patterns(results, targets),
+        "adapters": lambda: print_adapters(modules["adapters"], targets),
     }
     for index, name in enumerate(modules):
         if timings or index:
@@ -314,6 +316,23 @@ def print_skills_ratios(results: dict[str, float]) -> None:
         f"faster: toolcycle {ours / 1e3:.0f} ms, skills-ref {theirs / 1e3:.0f} ms "
         "(restated target 6, below)"
     )
+
+
+def print_adapters(module: ModuleType, targets: list[dict[str, Any]]) -> None:
+    """Each framework adapter against the framework's own tool call, beside the target."""
+    print("framework adapters, median of interleaved rounds (us per call):")
+    for framework, row in module.measure_adapters().items():
+        if isinstance(row, str):
+            print(f"{framework} adapter: {row}")
+            continue
+        _target(
+            targets,
+            f"{framework} adapter / native tool ({row['adapter_us']:.1f} / "
+            f"{row['native_us']:.1f} us)",
+            f"{row['ratio']:.2f}x",
+            f"<= {module.TARGET:.2f}x",
+            row["ratio"] <= module.TARGET,
+        )
 
 
 def _verdict(met: bool) -> str:
