@@ -844,3 +844,16 @@ def test_a_batch_that_raises_cancels_its_other_calls_first() -> None:
             assert cancelled.is_set()
 
         asyncio.run(main())
+
+
+def test_the_models_call_id_is_in_the_trace_and_execute_leaves_it_empty() -> None:
+    """A call's trace keeps the model's id beside the runtime's own; execute has no model id."""
+    with ToolRuntime(tracer=NullTracer(), keep_traces=3) as rt:
+        rt.register(get_weather)
+        with rt.plan() as ctx:
+            rt.call({"id": "call_7", "name": "get_weather", "arguments": {"city": "Oslo"}}, ctx)
+            rt.call({"name": "get_weather", "arguments": {"city": "Oslo"}}, ctx)
+            rt.execute("get_weather", {"city": "Oslo"}, ctx)
+        traces = rt.recent_traces()
+    assert [trace.tool_call_id for trace in traces] == ["call_7", None, None]
+    assert len({trace.call_id for trace in traces}) == 3

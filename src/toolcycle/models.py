@@ -168,6 +168,10 @@ class ToolExecutionTrace(BaseModel):
     tool_name: str
     plan_id: str
     call_id: str
+    """The runtime's id of the call, unique per runtime."""
+    tool_call_id: str | None = None
+    """The id the model gave the call (``call``, ``acall`` and the adapters); None for
+    ``execute``, and for a model call that came without one."""
     started_at: str
     """ISO-8601 UTC time the call reached the runtime."""
     ended_at: str

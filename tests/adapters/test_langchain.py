@@ -234,13 +234,13 @@ async def test_ainvoke_with_a_tool_call_gives_a_tool_message(runtime: ToolRuntim
     assert plain == "R"
 
 
-def test_the_tool_call_id_reaches_the_span_and_the_result(runtime: ToolRuntime) -> None:
-    """The span's gen_ai.tool.call.id is the LangChain tool call's id."""
+def test_the_tool_call_id_reaches_the_trace_the_span_and_the_result(runtime: ToolRuntime) -> None:
+    """The trace's tool_call_id and the span's gen_ai.tool.call.id are the LangChain call's id."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumented = ToolRuntime(
-        tracer=NullTracer(), instrumentation=OpenTelemetry(tracer_provider=provider)
+        tracer=NullTracer(), instrumentation=OpenTelemetry(tracer_provider=provider), keep_traces=1
     )
     try:
         instrumented.register(_lookup())
@@ -254,6 +254,7 @@ def test_the_tool_call_id_reaches_the_span_and_the_result(runtime: ToolRuntime) 
     assert span.attributes is not None
     assert span.attributes["gen_ai.tool.call.id"] == "span-1"
     assert message.tool_call_id == "span-1"
+    assert [trace.tool_call_id for trace in instrumented.recent_traces()] == ["span-1"]
 
 
 async def test_two_concurrent_runs_keep_separate_plans(runtime: ToolRuntime) -> None:

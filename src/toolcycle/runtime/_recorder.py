@@ -47,6 +47,7 @@ class CallRecord:
         "scrub",
         "started",
         "t0",
+        "tool_call_id",
         "tool_name",
     )
 
@@ -69,6 +70,7 @@ class CallRecord:
         self.scrub: Callable[[str], str] | None = None
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
+        self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
 
     @property
     def call_id(self) -> str:
@@ -86,6 +88,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         plan_id,
         prefix,
         number,
+        tool_call_id,
         started,
         ended,
         duration_ms,
@@ -107,6 +110,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "tool_name": tool_name,
             "plan_id": plan_id,
             "call_id": _call_id(prefix, number),
+            "tool_call_id": tool_call_id,
             "started_at": iso_utc(started),
             # Clamped here, not at the call's end: a wall clock set back mid-call (or a
             # timer's rounding) never makes a negative duration or an end before the start.
@@ -260,6 +264,7 @@ class TraceRecorder:
                 record.plan_id,
                 record._prefix,
                 record._number,
+                record.tool_call_id,
                 started,
                 ended,
                 duration,

@@ -82,7 +82,7 @@ class CallSteps:
         if not isinstance(ctx, ToolExecutionContext):
             raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
         call = Call(name, ctx, self._traces.start(name, ctx.plan_id), traced)
-        call.tool_call_id = tool_call_id
+        call.tool_call_id = call.record.tool_call_id = tool_call_id
         if approval is not None:
             call.record.approval = approval
             call.approved = True
