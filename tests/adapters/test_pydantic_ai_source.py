@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import anyio
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
@@ -210,3 +211,135 @@ async def _until(condition: Any) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("the condition never held")
+
+
+def test_a_wrapper_toolset_around_a_function_toolset_is_a_source(runtime: ToolRuntime) -> None:
+    """Prefixed and filtered: the wrapper's names are the tools', and calls reach the functions."""
+    wrapped = make_toolset().filtered(lambda ctx, tool: tool.name != "shift").prefixed("people")
+    capabilities = {"people_greet": ToolCapability(writes=False)}
+    source = from_toolset(wrapped, deps="ann", capabilities=capabilities)
+    assert register(runtime, source) == ["people_greet", "people_write_file"]
+    with runtime.plan(read_only=True) as ctx:
+        greeted = runtime.execute("people_greet", {"name": "bob"}, ctx)
+        with pytest.raises(ToolAccessDeniedError):
+            runtime.execute("people_write_file", {"path": "a", "text": "b"}, ctx)
+    assert greeted.output == "ann greets bob"
+
+
+@dataclass
+class Grouped(WrapperToolset[Any]):
+    """Holds an anyio task group from its entry to its exit, as a connection's reader would.
+
+    A task group (its cancel scope) can only be exited by the task that entered it.
+    """
+
+    events: list[str] = field(default_factory=list)
+    exited: asyncio.Event | None = None
+    fail_exit: bool = False
+
+    async def __aenter__(self) -> Self:
+        self.group = anyio.create_task_group()
+        await self.group.__aenter__()
+        self.events.append("enter")
+        await super().__aenter__()
+        return self
+
+    async def __aexit__(self, *args: object) -> bool | None:
+        await super().__aexit__(*args)
+        await self.group.__aexit__(None, None, None)
+        self.events.append("exit")
+        if self.exited is not None:
+            self.exited.set()
+        if self.fail_exit:
+            raise ConnectionError("the connection did not close")
+        return None
+
+
+def test_a_toolset_holding_a_task_group_is_exited_by_the_task_that_entered_it(
+    runtime: ToolRuntime,
+) -> None:
+    """Activation and the plan's end run in different tasks; the toolset does not notice."""
+    grouped = Grouped(make_toolset())
+    register(runtime, from_toolset(grouped, deps="ann"))
+    ctx = runtime.new_context()
+    assert runtime.execute("greet", {"name": "a"}, ctx).output == "ann greets a"
+    assert runtime.end_plan(ctx) == []
+    assert grouped.events == ["enter", "exit"] * 2
+
+
+async def test_an_async_plan_exits_a_toolset_holding_a_task_group(runtime: ToolRuntime) -> None:
+    """The same from async code, with the first calls made at once in tasks of their own."""
+    grouped = Grouped(make_toolset())
+    register(runtime, from_toolset(grouped, deps="ann"))
+    ctx = runtime.new_context()
+    results = await asyncio.gather(
+        runtime.aexecute("greet", {"name": "a"}, ctx),
+        runtime.aexecute("write_file", {"path": "p", "text": "t"}, ctx),
+    )
+    assert all(result.success for result in results)
+    assert await runtime.aend_plan(ctx) == []
+    assert grouped.events == ["enter", "exit"] * 2
+
+
+async def test_a_failed_exit_is_the_plan_end_error(runtime: ToolRuntime) -> None:
+    """An error of the toolset's exit is reported by the deactivation that released it."""
+    grouped = Grouped(make_toolset())
+    register(runtime, from_toolset(grouped, deps="ann"))
+    grouped.fail_exit = True
+    ctx = runtime.new_context()
+    assert (await runtime.aexecute("greet", {"name": "a"}, ctx)).success
+    errors = await runtime.aend_plan(ctx)
+    assert len(errors) == 1
+    assert "the connection did not close" in str(errors[0])
+    assert grouped.events[-2:] == ["enter", "exit"]
+
+
+async def test_a_plan_ended_from_another_thread_is_exited_on_its_own_loop(
+    runtime: ToolRuntime,
+) -> None:
+    """A sync end_plan does not wait for the entering loop; that loop exits the toolset."""
+    grouped = Grouped(make_toolset())
+    register(runtime, from_toolset(grouped, deps="ann"))
+    grouped.exited = asyncio.Event()
+    ctx = runtime.new_context()
+    assert (await runtime.aexecute("greet", {"name": "a"}, ctx)).success
+    assert await asyncio.to_thread(runtime.end_plan, ctx) == []
+    await asyncio.wait_for(grouped.exited.wait(), WAIT)
+    assert grouped.events[-2:] == ["enter", "exit"]
+
+
+def test_a_plan_whose_loop_has_closed_ends_without_error(runtime: ToolRuntime) -> None:
+    """The loop's shutdown exited the toolset already; ending the plan later has nothing to do."""
+    grouped = Grouped(make_toolset())
+    register(runtime, from_toolset(grouped, deps="ann"))
+    ctx = runtime.new_context()
+
+    async def call() -> None:
+        assert (await runtime.aexecute("greet", {"name": "a"}, ctx)).success
+
+    asyncio.run(call())
+    assert grouped.events[-2:] == ["enter", "exit"]
+    assert runtime.end_plan(ctx) == []
+    assert grouped.events.count("exit") == 2
+
+
+async def test_an_activation_cancelled_while_entering_leaves_nothing_entered(
+    runtime: ToolRuntime,
+) -> None:
+    """Cancelling the first call stops the entry; the plan holds nothing, and can try again."""
+    recording = Recording(make_toolset())
+    source = from_toolset(recording, deps="ann")
+    register(runtime, source)
+    recording.gate = asyncio.Event()
+    ctx = runtime.new_context()
+    call = asyncio.ensure_future(runtime.aexecute("greet", {"name": "a"}, ctx))
+    await _until(lambda: recording.events.count("enter") == 2)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, WAIT)
+    await _until(lambda: ctx.plan_id not in source._plans)
+    assert recording.events == ["enter", "exit", "enter"]  # never entered, so never exited
+    recording.gate = None
+    assert (await runtime.aexecute("greet", {"name": "b"}, ctx)).success
+    assert await runtime.aend_plan(ctx) == []
+    assert recording.events[-2:] == ["enter", "exit"]

@@ -6,6 +6,11 @@ In each plan, the first activation of one of its tools gives the toolset's copy 
 that plan (``for_run``) and enters it; the last deactivation in the plan exits it.
 Calls run through that copy with the arguments the runtime has validated against
 the tool's schema, converted by the toolset's own argument validator.
+
+The copy is entered and exited by one task of its own that lives as long as the
+plan holds it: the runtime activates and deactivates in tasks of their own, and a
+toolset may enter an anyio cancel scope or task group that only the task that
+entered it can exit.
 """
 
 from __future__ import annotations
@@ -57,10 +62,12 @@ def from_toolset(
 
 @dataclass
 class _InPlan:
-    """The toolset's copy for one plan, once entered, and how many of its tools are active."""
+    """The toolset's copy for one plan, the task that holds it entered, and its active tools."""
 
     active: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    holder: asyncio.Task[None] | None = None
     toolset: AbstractToolset[Any] | None = None
     tools: dict[str, ToolsetTool[Any]] = field(default_factory=dict)
     error: BaseException | None = None
@@ -116,47 +123,79 @@ class _ToolsetSource:
         )
 
     async def enter(self, plan_id: str) -> _InPlan:
-        """Count one more active tool in the plan; the first enters the plan's copy."""
+        """Count one more active tool in the plan; the first starts the task that enters it."""
         with self._lock:
             entry = self._plans.get(plan_id)
             first = entry is None
             if entry is None:
                 entry = self._plans[plan_id] = _InPlan()
+                entry.holder = asyncio.create_task(self._hold(entry))
+                entry.holder.add_done_callback(_retrieve)
             entry.active += 1
-        if not first:
+        try:
             await entry.ready.wait()
-            if entry.error is not None:
-                await self.leave(plan_id)
-                raise ToolActivationError(f"the toolset could not be entered: {entry.error}")
+        except asyncio.CancelledError:
+            if first and not entry.ready.is_set():
+                assert entry.holder is not None
+                entry.holder.cancel()
+            await self.leave(plan_id)
+            raise
+        if entry.toolset is not None:
             return entry
+        await self.leave(plan_id)
+        if first and entry.error is not None:
+            raise entry.error
+        why = entry.error if entry.error is not None else "its entry was cancelled"
+        raise ToolActivationError(f"the toolset could not be entered: {why}")
+
+    async def _hold(self, entry: _InPlan) -> None:
+        """Enter the plan's copy and list its tools; exit it once the plan releases it.
+
+        Entering and exiting in this one task is what lets a toolset hold a cancel
+        scope or task group across the plan (the activating task ends at once).
+        A failure to enter is kept in the entry for the activations to raise.
+        """
         try:
             ctx = self.context()
             toolset = await self._toolset.for_run(ctx)
-            await toolset.__aenter__()
-            try:
+            async with toolset:
                 entry.tools = await toolset.get_tools(ctx)
-            except BaseException:
-                await toolset.__aexit__(None, None, None)
-                raise
-            entry.toolset = toolset
-        except BaseException as error:
+                entry.toolset = toolset
+                entry.ready.set()
+                await entry.release.wait()
+        except Exception as error:
+            if entry.ready.is_set():
+                raise  # exiting failed: the deactivation that released it raises this
             entry.error = error
+        finally:
+            entry.toolset = None
             entry.ready.set()
-            await self.leave(plan_id)
-            raise
-        entry.ready.set()
-        return entry
 
     async def leave(self, plan_id: str) -> None:
-        """Count one less active tool in the plan; the last exits the plan's copy."""
+        """Count one less active tool in the plan; the last releases its copy and waits for the exit."""
         with self._lock:
             entry = self._plans[plan_id]
             entry.active -= 1
             if entry.active:
                 return
             del self._plans[plan_id]
-        if entry.toolset is not None:
-            await entry.toolset.__aexit__(None, None, None)
+        holder = entry.holder
+        assert holder is not None
+        loop = holder.get_loop()
+        if loop is not asyncio.get_running_loop():
+            # Ended from another loop (a sync end_plan, or closing the runtime): the exit
+            # is the holder's to do on its own loop, as soon as that loop runs again; waiting
+            # here could wait for a loop that is blocked on this very call.
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(entry.release.set)
+            return
+        entry.release.set()
+        # Waited for, not awaited: a deactivation cancelled meanwhile must not cancel the
+        # exit, which goes on in the holder.
+        await asyncio.wait({holder})
+        error = None if holder.cancelled() else holder.exception()
+        if error is not None:
+            raise error
 
     def entered(self, plan_id: str) -> _InPlan:
         """The plan's entry (its tool was activated in it)."""
@@ -195,3 +234,9 @@ class _ToolsetTool:
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         await self._source.leave(ctx.plan_id)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark a holder's outcome as seen (a deactivation that gave up waiting does not see it)."""
+    if not task.cancelled():
+        task.exception()
