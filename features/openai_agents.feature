@@ -12,6 +12,14 @@ Feature: The OpenAI Agents SDK: toolcycle's tools in an SDK agent, and the SDK's
     And the OpenAI Agents plan traced 3 calls, one with invalid input
     And the SDK model read the runtime's message about "key" before it retried
 
+  @req-openai-agents-sync-run
+  Scenario: Runner.run_sync calls a sync and an async tool under a sync plan
+    Given an OpenAI Agents plan with the lookup tool and the async tool "echo"
+    When Runner.run_sync runs the SDK agent, which calls "lookup" and "echo", in runtime.plan()
+    Then the SDK model read "A" from "lookup" and "hi" from "echo"
+    And each SDK call was traced with the SDK's call id
+    And the OpenAI Agents lookup was activated once and deactivated once
+
   @req-openai-agents-read-only
   Scenario: A read-only plan hides the writing tool, and the SDK answers a call to it
     Given an OpenAI Agents read-only plan with the lookup tool and the writing tool "erase"

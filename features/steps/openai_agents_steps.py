@@ -93,6 +93,55 @@ def look_up_three(context: Any) -> None:
     context.runtime.end_plan(context.plan)
 
 
+@given('an OpenAI Agents plan with the lookup tool and the async tool "{name:Name}"')
+def plan_with_async_tool(context: Any, name: str) -> None:
+    _setup(context)
+
+    async def echo(text: str) -> str:
+        return text
+
+    context.runtime.register(toolcycle.wrap(echo, name=name, description="Echo a text."))
+
+
+@when(
+    'Runner.run_sync runs the SDK agent, which calls "{sync:Name}" and "{coro:Name}", '
+    "in runtime.plan()"
+)
+def run_sync(context: Any, sync: str, coro: str) -> None:
+    context.model = ScriptedModel(
+        [
+            [
+                function_call(sync, {"key": "a"}, call_id="r1"),
+                function_call(coro, {"text": "hi"}, call_id="r2"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # run_sync runs on this thread's default loop
+    try:
+        with context.runtime.plan() as plan:
+            tools = function_tools(context.runtime, plan)
+            agent = Agent(name="agent", tools=tools, model=context.model)
+            result = Runner.run_sync(agent, "go", run_config=_CONFIG)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+    assert result.final_output == "done"
+
+
+@then('the SDK model read "{first}" from "{sync:Name}" and "{second}" from "{coro:Name}"')
+def read_both(context: Any, first: str, sync: str, second: str, coro: str) -> None:
+    outputs = _outputs(context.model.calls[1])
+    assert {sync: outputs["r1"], coro: outputs["r2"]} == {sync: first, coro: second}, outputs
+
+
+@then("each SDK call was traced with the SDK's call id")
+def traced_with_ids(context: Any) -> None:
+    pairs = sorted((trace.tool_call_id, trace.tool_name) for trace in context.traces)
+    assert pairs == [("r1", "lookup"), ("r2", "echo")], pairs
+
+
 @when('the SDK agent calls "{name:Name}" anyway')
 def call_anyway(context: Any, name: str) -> None:
     model = ScriptedModel(

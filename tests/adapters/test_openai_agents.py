@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,6 +177,138 @@ async def test_a_streamed_run_calls_the_tools_the_same_way(runtime: ToolRuntime)
     assert result.final_output == "streamed" and events
     assert json.loads(_outputs(model.calls[1])["st1"]) == {"value": "S", "plan": "streamed"}
     assert lookup.count("execute") == 1
+
+
+@pytest.fixture
+def thread_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """This thread's default event loop, which Runner.run_sync runs on; closed after the test."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+class LoopProbe:
+    """An async tool that notes the event loop each of its stages ran on."""
+
+    def __init__(self) -> None:
+        self.loops: list[tuple[str, asyncio.AbstractEventLoop]] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="probe", capability=ToolCapability(writes=False))
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        self.loops.append(("activate", asyncio.get_running_loop()))
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        self.loops.append(("execute", asyncio.get_running_loop()))
+        return "probed"
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.loops.append(("deactivate", asyncio.get_running_loop()))
+
+
+def test_a_sync_run_over_a_sync_plan_goes_through_the_runtime(
+    thread_loop: asyncio.AbstractEventLoop,
+) -> None:
+    """Runner.run_sync in runtime.plan(): a trace per call, one activation, ended with the plan.
+
+    The calls run on the loop run_sync drives; the sync plan's end deactivates an async
+    tool on the runtime's own loop thread, not on that loop.
+    """
+    lookup = _lookup()
+    probe = LoopProbe()
+    model = ScriptedModel(
+        [
+            [
+                function_call("lookup", {"key": "a"}, call_id="y1"),
+                function_call("probe", {}, call_id="y2"),
+            ],
+            [function_call("lookup", {"key": "b"}, call_id="y3")],
+            [assistant_message("synced")],
+        ]
+    )
+    with ToolRuntime(tracer=NullTracer(), keep_traces=8) as runtime:
+        runtime.register(lookup)
+        runtime.register(probe)
+        with runtime.plan("sync-run") as plan:
+            agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+            result = Runner.run_sync(agent, "go", run_config=CONFIG)
+            still_open = lookup.stages("sync-run")
+        ended = lookup.stages("sync-run")
+        traces = runtime.recent_traces()
+
+    assert result.final_output == "synced"
+    model.assert_complete()
+    assert sorted((t.tool_call_id, t.tool_name, t.status) for t in traces) == [
+        ("y1", "lookup", "ok"),
+        ("y2", "probe", "ok"),
+        ("y3", "lookup", "ok"),
+    ]
+    assert {t.plan_id for t in traces} == {"sync-run"}
+    assert still_open == ["activate", "execute", "execute"]
+    assert ended == [*still_open, "deactivate"]
+    assert json.loads(_outputs(model.calls[2])["y3"]) == {"value": "B", "plan": "sync-run"}
+    [(_, activated_on), (_, executed_on), (_, deactivated_on)] = probe.loops
+    assert [stage for stage, _ in probe.loops] == ["activate", "execute", "deactivate"]
+    assert activated_on is thread_loop and executed_on is thread_loop
+    assert deactivated_on is not thread_loop
+
+
+async def test_a_sync_and_an_async_tool_in_one_run_and_the_sync_one_leaves_the_loop_free(
+    runtime: ToolRuntime,
+) -> None:
+    """A plain def runs on the runtime's pool: the loop runs the async tool meanwhile.
+
+    The sync tool returns only once the async one, on the loop, has seen it running and
+    released it; run inline, it would hold the loop and never be released in time.
+    """
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    sync_running = asyncio.Event()
+    release = threading.Event()
+    threads: dict[str, int] = {}
+
+    @tool(writes=False)
+    def shout(text: str) -> str:
+        """Upper-case a text, once released."""
+        threads["shout"] = threading.get_ident()
+        loop.call_soon_threadsafe(sync_running.set)
+        if not release.wait(WAIT):
+            return "the loop was blocked"
+        return text.upper()
+
+    @tool(writes=False)
+    async def mirror(text: str) -> str:
+        """Reverse a text, while the sync tool is still running."""
+        threads["mirror"] = threading.get_ident()
+        await asyncio.wait_for(sync_running.wait(), WAIT)
+        release.set()  # the sync tool is waiting for this, so it has not returned yet
+        return text[::-1]
+
+    runtime.register(shout)
+    runtime.register(mirror)
+    model = ScriptedModel(
+        [
+            [
+                function_call("shout", {"text": "abc"}, call_id="m1"),
+                function_call("mirror", {"text": "abc"}, call_id="m2"),
+            ],
+            [assistant_message("both")],
+        ]
+    )
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as plan:
+            agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+            result = await asyncio.wait_for(Runner.run(agent, "go", run_config=CONFIG), WAIT)
+
+    assert result.final_output == "both"
+    assert _outputs(model.calls[1]) == {"m1": "ABC", "m2": "cba"}
+    assert sorted((t.tool_name, t.status) for t in traces) == [("mirror", "ok"), ("shout", "ok")]
+    assert threads["mirror"] == loop_thread and threads["shout"] != loop_thread
 
 
 async def test_the_tools_are_the_plans_definitions_with_strict_mode_where_it_holds(
@@ -680,16 +813,51 @@ def test_without_the_sdk_the_import_names_the_extra() -> None:
     assert "toolcycle.adapters.openai_agents needs openai-agents" in done.stdout
 
 
-def test_calls_carry_the_sdks_call_id(runtime: ToolRuntime, call_ids: CallIds) -> None:
-    """The tool_call_id of a call through function_tools is the SDK's call_id."""
-    runtime.register(_lookup())
-    traces: list[ToolExecutionTrace] = []
-    runtime.add_trace_listener(traces.append)
+def test_calls_carry_the_sdks_call_id(call_ids: CallIds) -> None:
+    """The SDK's call_id is the tool_call_id of the call's trace and of its instrumentation.
 
-    async def main() -> None:
-        async with runtime.aplan() as plan:
-            [sdk_tool] = function_tools(runtime, plan)
-            await sdk_tool.on_invoke_tool(_context("lookup", "x9", '{"key":"k"}'), '{"key":"k"}')
+    So it is for a call, a call the runtime refuses, and an approved call resumed
+    through the runtime's approval ledger; toolcycle's own call_id stays apart.
+    """
+    sent: list[str] = []
+    model = ScriptedModel(
+        [
+            [
+                function_call("lookup", {"key": 7}, call_id="x1"),
+                function_call("send", {"to": "ann"}, call_id="x2"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    with ToolRuntime(tracer=NullTracer(), instrumentation=call_ids, keep_traces=4) as runtime:
+        runtime.register(_lookup())
+        runtime.register(_writer(sent))
+        traces: list[ToolExecutionTrace] = []
+        runtime.add_trace_listener(traces.append)
 
-    asyncio.run(main())
-    assert call_ids.of(traces) == ["x9"]
+        async def main() -> None:
+            async with runtime.aplan(approver=lambda request: True, approval="writes") as plan:
+                tools = function_tools(runtime, plan)
+                lookup = next(t for t in tools if t.name == "lookup")
+                assert isinstance(lookup, FunctionTool)
+                arguments = '{"key":"k"}'
+                await lookup.on_invoke_tool(_context("lookup", "x9", arguments), arguments)
+                agent = Agent(name="a", tools=tools, model=model)
+                first = await Runner.run(agent, "go", run_config=CONFIG)
+                state = first.to_state()
+                state.approve(first.interruptions[0])
+                await Runner.run(agent, state, run_config=CONFIG)
+
+        asyncio.run(main())
+        recent = runtime.recent_traces()
+
+    assert call_ids.of(traces) == ["x9", "x1", "x2"]
+    assert [(t.tool_call_id, t.tool_name, t.status) for t in recent] == [
+        ("x9", "lookup", "ok"),
+        ("x1", "lookup", "invalid_input"),
+        ("x2", "send", "ok"),
+    ]
+    assert recent == tuple(traces)
+    assert recent[2].approval is not None and recent[2].approval.resumed
+    assert {t.call_id for t in recent}.isdisjoint({"x9", "x1", "x2"})
+    assert sent == ["ann"]

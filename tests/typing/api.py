@@ -89,3 +89,46 @@ def langchain_adapter_usage() -> None:
         assert_type(langchain_tools(runtime, ctx), list[BaseTool])
     native = StructuredTool.from_function(lambda text: text, name="echo", description="Echo.")
     assert_type(from_langchain(native, writes=False, tags=["x"]), ToolInstance)
+
+
+def openai_agents_adapter_usage() -> None:
+    from agents import Agent, FunctionTool, Runner, Tool, function_tool
+
+    from toolcycle.adapters.openai_agents import (
+        SdkFunctionTool,
+        from_function_tool,
+        function_tools,
+    )
+
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    assert_type(add, FunctionTool)
+    wrapped = from_function_tool(add, writes=False, checkpointable=True, requires_approval=False)
+    assert_type(wrapped, SdkFunctionTool)
+    as_tool: ToolInstance = wrapped
+    with ToolRuntime() as runtime:
+        assert_type(runtime.register(as_tool), ToolDescriptor)
+        with runtime.plan() as ctx:
+            assert_type(function_tools(runtime, ctx), list[Tool])
+            assert_type(function_tools(runtime, ctx, approval="writes"), list[Tool])
+            by_rule = function_tools(runtime, ctx, approval=lambda d: d.capability.writes)
+            agent = Agent(name="typed", tools=function_tools(runtime, ctx) + by_rule)
+            assert_type(Runner.run_sync(agent, "go").final_output, Any)
+
+
+async def openai_agents_approval_usage() -> None:
+    from agents import Agent, Runner, ToolApprovalItem
+
+    from toolcycle.adapters.openai_agents import function_tools, reject
+
+    with ToolRuntime() as runtime:
+        async with runtime.aplan() as ctx:
+            agent = Agent(name="mail", tools=function_tools(runtime, ctx, approval="writes"))
+            first = await Runner.run(agent, "go")
+            state = first.to_state()
+            for item in first.interruptions:
+                assert_type(item, ToolApprovalItem)
+                assert_type(await reject(runtime, ctx, state, item, "not now"), ToolResult)

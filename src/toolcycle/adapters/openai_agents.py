@@ -26,7 +26,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 try:
-    from agents import FunctionTool, RunState, ToolApprovalItem
+    from agents import FunctionTool, RunState, Tool, ToolApprovalItem
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
     raise ImportError(
@@ -66,8 +66,12 @@ def function_tools(
     plan: ToolExecutionContext,
     *,
     approval: ApprovalRule | None = None,
-) -> list[FunctionTool]:
+) -> list[Tool]:
     """The tools the plan may run, as the OpenAI Agents SDK's function tools.
+
+    Every item is a ``FunctionTool``; the list is typed as the SDK's ``list[Tool]``,
+    what ``Agent(tools=...)`` takes, so that it type-checks passed as it is (or
+    joined with the agent's other tools).
 
     A tool is offered under the name, description and input schema
     ``runtime.tool_definitions(plan, format="openai-responses", strict=True)`` gives
@@ -88,7 +92,7 @@ def function_tools(
 
     The plan stays the caller's: open it before the run and end it after.
     """
-    tools: list[FunctionTool] = []
+    tools: list[Tool] = []
     for descriptor, definition in _offered(runtime, plan):
         asks = _needs_approval(descriptor, plan, approval)
         invoke = _Invoke(runtime, plan, definition["name"], descriptor.name if asks else None)
