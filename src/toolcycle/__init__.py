@@ -15,6 +15,7 @@ from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
+    ModelRetry,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolApprovalError,
@@ -24,6 +25,7 @@ from toolcycle.errors import (
     ToolDefinitionError,
     ToolDefinitionWarning,
     ToolExecutionError,
+    ToolFailed,
     ToolNotActivatedError,
     ToolNotFoundError,
     ToolOutputError,
@@ -40,6 +42,7 @@ from toolcycle.models import (
     PendingApproval,
     ProgressEvent,
     ProviderFormat,
+    RetryAttempt,
     SourceKind,
     Tool,
     ToolCall,
@@ -53,6 +56,7 @@ from toolcycle.models import (
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
+from toolcycle.retries import RetryPolicy
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
@@ -69,11 +73,14 @@ __all__ = [
     "Checkpoint",
     "FunctionTool",
     "Instrumentation",
+    "ModelRetry",
     "NullTracer",
     "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
+    "RetryAttempt",
+    "RetryPolicy",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",
@@ -93,6 +100,7 @@ __all__ = [
     "ToolExecutionContext",
     "ToolExecutionError",
     "ToolExecutionTrace",
+    "ToolFailed",
     "ToolInstance",
     "ToolLifecycleCache",
     "ToolNotActivatedError",

@@ -36,6 +36,7 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
+from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
@@ -57,6 +58,9 @@ class FunctionTool:
         sequential: bool = False,
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
+        idempotent: bool = False,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -86,6 +90,7 @@ class FunctionTool:
                     checkpointable=checkpointable,
                     sequential=sequential,
                     requires_approval=requires_approval,
+                    idempotent=idempotent,
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
@@ -93,6 +98,10 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
         self._descriptor = descriptor
+        # Read by the runtime at registration (see ToolRuntime.register).
+        self.max_retries: int | None
+        self.retry_policy: RetryPolicy | None
+        self.max_retries, self.retry_policy = _retries(tool_name, idempotent, max_retries, retry)
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -178,13 +187,19 @@ def wrap(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
-    sets `ToolCapability.requires_approval`.
+    sets `ToolCapability.requires_approval`. ``max_retries`` bounds the model's
+    retries after failures it can fix (None: the runtime's default);
+    ``retry`` (a `RetryPolicy`) retries transient faults within a call and
+    needs ``idempotent=True``.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -199,6 +214,9 @@ def wrap(
         sequential=sequential,
         requires_approval=requires_approval,
         tags=tags,
+        idempotent=idempotent,
+        max_retries=max_retries,
+        retry=retry,
     )
 
 
@@ -216,6 +234,9 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -230,6 +251,9 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -247,9 +271,34 @@ def tool(
             sequential=sequential,
             requires_approval=requires_approval,
             tags=tags,
+            idempotent=idempotent,
+            max_retries=max_retries,
+            retry=retry,
         )
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _retries(
+    name: str, idempotent: bool, max_retries: int | None, retry: RetryPolicy | None
+) -> tuple[int | None, RetryPolicy | None]:
+    """The tool's own retry limit and policy, refused here when they cannot work."""
+    if max_retries is not None and (
+        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+    ):
+        raise ToolDefinitionError(
+            f"tool {name!r}: max_retries must be a whole number, 0 or more, got {max_retries!r}",
+            tool_name=name,
+        )
+    if retry is not None:
+        if not isinstance(retry, RetryPolicy):
+            raise ToolDefinitionError(
+                f"tool {name!r}: retry must be a toolcycle.RetryPolicy, got {retry!r}",
+                tool_name=name,
+            )
+        if not idempotent:
+            raise ToolDefinitionError(_NOT_IDEMPOTENT.format(name=name), tool_name=name)
+    return max_retries, retry
 
 
 def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:

@@ -17,6 +17,7 @@ from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
+from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
     from toolcycle.tracing import TraceListener, Tracer
@@ -68,6 +70,9 @@ class ToolRuntime:
         instrumentation: told of every call and (de)activation (see `toolcycle.otel`).
         approval_ledger: where ``resume`` claims deferred calls (a `FileApprovalLedger`
             across processes; in memory by default).
+        max_retries: model-fixable failures in a row a tool allows per plan (1; see
+            `ModelRetry`), for tools that give none.
+        retry: the `RetryPolicy` of idempotent tools that give none (None: no retries).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
@@ -94,12 +99,19 @@ class ToolRuntime:
         redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
         instrumentation: Instrumentation | None = None,
         approval_ledger: ApprovalLedger | None = None,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
         max_workers: int = 8,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
         self._settings = settings = Settings(
-            strict_output, max_result_bytes, redaction, auto_activate
+            strict_output,
+            max_result_bytes,
+            redaction,
+            auto_activate,
+            check_max_retries(max_retries, "max_retries"),
+            default_policy(retry),
         )
         # The validation engine's modules load with the first runtime, not the package.
         from toolcycle.validation._compiler import SchemaCompiler
@@ -181,19 +193,26 @@ class ToolRuntime:
     # -- tools ------------------------------------------------------------------------
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
+        ``max_retries`` and ``retry`` override the tool's own and the runtime's
+        (see the retries page); ``retry`` needs an idempotent tool.
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
                 the tool cannot be described, or its name is taken, or a schema is unusable.
-            ValueError: ``timeout`` is not positive.
+            ValueError: ``timeout`` is not positive, or ``max_retries`` is negative.
         """
-        return self._tools.register(instance, timeout=timeout)
+        return self._tools.register(instance, timeout=timeout, max_retries=max_retries, retry=retry)
 
     def register_source(
         self,

@@ -19,6 +19,7 @@ from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
 from toolcycle.runtime._results import Outcome
+from toolcycle.runtime._retries import arun_attempts, run_attempts
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
@@ -305,16 +306,34 @@ class CallPipeline:
     ) -> ToolResult:
         """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
         ctx = call.ctx
+        token = call.flight or ctx.cancellation_token
         try:
-            output = self._invoker.call(
-                entry.instance.execute,
-                data,
-                ctx,
-                token=call.flight or ctx.cancellation_token,
-                timeout=timeout,
-                loop=entry.loop,
-                coroutine=entry.coroutine,
-            )
+            if entry.retry is not None:  # an idempotent tool that retries transient faults
+                output = run_attempts(
+                    entry.retry,
+                    lambda limit: self._invoker.call(
+                        entry.instance.execute,
+                        data,
+                        ctx,
+                        token=token,
+                        timeout=limit,
+                        loop=entry.loop,
+                        coroutine=entry.coroutine,
+                    ),
+                    call.record,
+                    token,
+                    timeout,
+                )
+            else:
+                output = self._invoker.call(
+                    entry.instance.execute,
+                    data,
+                    ctx,
+                    token=token,
+                    timeout=timeout,
+                    loop=entry.loop,
+                    coroutine=entry.coroutine,
+                )
         except InvokeTimeoutError as exc:
             outcome = self._steps.timed_out(call, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
@@ -341,7 +360,23 @@ class CallPipeline:
         ctx = call.ctx
         token = call.flight or ctx.cancellation_token
         try:
-            if entry.coroutine and timeout is None and task is not None:
+            if entry.retry is not None:  # an idempotent tool that retries transient faults
+                output = await arun_attempts(
+                    entry.retry,
+                    lambda limit: self._invoker.acall(
+                        entry.instance.execute,
+                        data,
+                        ctx,
+                        token=token,
+                        timeout=limit,
+                        coroutine=entry.coroutine,
+                        task=task,
+                    ),
+                    call.record,
+                    token,
+                    timeout,
+                )
+            elif entry.coroutine and timeout is None and task is not None:
                 # Invoker.acall's commonest case, here: one coroutine level less costs
                 # as much as the rest of it.
                 coro = entry.instance.execute(data, ctx)

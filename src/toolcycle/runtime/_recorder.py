@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import TraceStatus
+    from toolcycle.models import RetryAttempt, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -42,8 +42,10 @@ class CallRecord:
         "abandoned",
         "active_at",
         "approval",
+        "attempts",
         "plan_id",
         "progress",
+        "retry",
         "scrub",
         "started",
         "t0",
@@ -71,6 +73,8 @@ class CallRecord:
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
+        self.retry = 0  # which model retry the call is (see runtime._retries)
+        self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
 
     @property
     def call_id(self) -> str:
@@ -101,6 +105,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
+        retry,
+        attempts,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -126,6 +132,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "progress_count": progress,
             "abandoned": abandoned,
             "approval": approval,
+            "retry": retry,
+            "attempts": tuple(attempts),
         },
         None,
     )
@@ -277,6 +285,8 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
+                record.retry,
+                record.attempts,
             ),
             error_message,
             _trace_model,

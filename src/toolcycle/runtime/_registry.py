@@ -18,6 +18,7 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._retries import resolve
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from toolcycle.protocols import ToolSource
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
 
@@ -88,7 +90,12 @@ class ToolRegistry:
             return tuple(entry.descriptor for entry in self._tools.values())
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
         self._settings.check_open()
@@ -116,6 +123,10 @@ class ToolRegistry:
         compiled_output = (
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
+        settings = self._settings
+        limit, policy = resolve(
+            instance, descriptor, max_retries, retry, settings.max_retries, settings.retry
+        )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
         with self._lock:
             if name in self._tools:
@@ -125,7 +136,7 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout
+                descriptor, instance, compiled_input, compiled_output, loop, timeout, limit, policy
             )
         return descriptor
 

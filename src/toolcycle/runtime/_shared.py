@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
@@ -86,7 +87,9 @@ class Settings:
         "closed",
         "lock",
         "max_result_bytes",
+        "max_retries",
         "redaction",
+        "retry",
         "strict_output",
     )
 
@@ -96,11 +99,16 @@ class Settings:
         max_result_bytes: int | None,
         redaction: RedactionPolicy | None,
         auto_activate: bool,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.strict_output = strict_output
         self.max_result_bytes = max_result_bytes
         self.redaction = redaction
         self.auto_activate = auto_activate
+        # Defaults for tools registered later (see runtime._retries.resolve).
+        self.max_retries = max_retries
+        self.retry = retry
         self.closed = False
         self.lock = threading.Lock()
 
@@ -148,9 +156,21 @@ class Entry:
         loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
+        max_retries: how many model-fixable failures in a row a plan allows it.
+        retry: its policy for transient faults (idempotent tools only), or None.
     """
 
-    __slots__ = ("coroutine", "descriptor", "input", "instance", "loop", "output", "timeout")
+    __slots__ = (
+        "coroutine",
+        "descriptor",
+        "input",
+        "instance",
+        "loop",
+        "max_retries",
+        "output",
+        "retry",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -160,8 +180,12 @@ class Entry:
         output: CompiledSchema | None,
         loop: asyncio.AbstractEventLoop | None = None,
         registered_timeout: float | None = None,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.descriptor = descriptor
+        self.max_retries = max_retries
+        self.retry = retry
         self.instance = instance
         self.input = input
         self.output = output
