@@ -250,6 +250,10 @@ class _CallSpan(CallObserver):
         }
         if trace.abandoned:
             attributes["toolcycle.abandoned"] = True
+        if trace.retry:
+            attributes["toolcycle.retry"] = trace.retry
+        if trace.attempts:
+            attributes["toolcycle.attempts"] = len(trace.attempts)
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:

@@ -321,6 +321,7 @@ class CallPipeline:
                         coroutine=entry.coroutine,
                     ),
                     call.record,
+                    ctx,
                     token,
                     timeout,
                 )
@@ -373,6 +374,7 @@ class CallPipeline:
                         task=task,
                     ),
                     call.record,
+                    ctx,
                     token,
                     timeout,
                 )

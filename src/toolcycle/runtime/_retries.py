@@ -37,6 +37,7 @@ from toolcycle.runtime._results import failed_result, invalid_result
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from toolcycle.cancellation import CancellationToken
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._portal import Deadline
     from toolcycle.models import Change, ToolDescriptor, ToolResult, Validation
@@ -50,6 +51,7 @@ __all__ = [
     "arun_attempts",
     "check_max_retries",
     "default_policy",
+    "load_tenacity",
     "resolve",
     "run_attempts",
 ]
@@ -206,6 +208,7 @@ def run_attempts(
     policy: RetryPolicy,
     attempt: Callable[[Deadline | None], Any],
     record: CallRecord,
+    ctx: ToolExecutionContext,
     token: Any,
     limit: float | Deadline | None,
 ) -> Any:
@@ -222,7 +225,7 @@ def run_attempts(
     attempts: list[RetryAttempt] = []
     record.attempts = attempts
     retrying = tenacity.Retrying(
-        **_options(tenacity, policy, deadline), sleep=_Sleep(token, record)
+        **_options(tenacity, policy, deadline), sleep=_Sleep(token, record, ctx.cancellation_token)
     )
     for step in retrying:
         with step:
@@ -241,6 +244,7 @@ async def arun_attempts(
     policy: RetryPolicy,
     attempt: Callable[[Deadline | None], Awaitable[Any]],
     record: CallRecord,
+    ctx: ToolExecutionContext,
     token: Any,
     limit: float | Deadline | None,
 ) -> Any:
@@ -250,7 +254,7 @@ async def arun_attempts(
     attempts: list[RetryAttempt] = []
     record.attempts = attempts
     retrying = tenacity.AsyncRetrying(
-        **_options(tenacity, policy, deadline), sleep=_ASleep(token, record)
+        **_options(tenacity, policy, deadline), sleep=_ASleep(token, record, ctx.cancellation_token)
     )
     async for step in retrying:
         with step:
@@ -295,8 +299,9 @@ def _attempt(started: float, error: BaseException | None) -> RetryAttempt:
     )
 
 
-def _cancelled(token: Any, record: CallRecord) -> ToolCancelledError:
-    reason = getattr(token, "reason", None) or None
+def _cancelled(token: Any, record: CallRecord, plan: CancellationToken) -> ToolCancelledError:
+    # The call's token may be its flight, whose reason is set only when the plan ends.
+    reason = getattr(token, "reason", None) or plan.reason
     return ToolCancelledError(
         f"tool {record.tool_name!r} was cancelled while it waited to retry"
         + (f": {reason}" if reason else ""),
@@ -309,9 +314,10 @@ def _cancelled(token: Any, record: CallRecord) -> ToolCancelledError:
 class _Sleep:
     """tenacity's sleep from sync code: a wait that the call's token ends at once."""
 
-    def __init__(self, token: Any, record: CallRecord) -> None:
+    def __init__(self, token: Any, record: CallRecord, plan: CancellationToken) -> None:
         self._token = token
         self._record = record
+        self._plan = plan
 
     def __call__(self, seconds: float) -> None:
         woken = threading.Event()
@@ -321,15 +327,16 @@ class _Sleep:
         finally:
             unregister()
         if cancelled:
-            raise _cancelled(self._token, self._record)
+            raise _cancelled(self._token, self._record, self._plan)
 
 
 class _ASleep:
     """tenacity's sleep from async code: the token or the caller's cancel ends it."""
 
-    def __init__(self, token: Any, record: CallRecord) -> None:
+    def __init__(self, token: Any, record: CallRecord, plan: CancellationToken) -> None:
         self._token = token
         self._record = record
+        self._plan = plan
 
     async def __call__(self, seconds: float) -> None:
         loop = asyncio.get_running_loop()
@@ -345,7 +352,7 @@ class _ASleep:
             unregister()
             woken.cancel()
         if woken.done() and not woken.cancelled():
-            raise _cancelled(self._token, self._record)
+            raise _cancelled(self._token, self._record, self._plan)
 
 
 def _settle(future: asyncio.Future[None]) -> None:
