@@ -17,6 +17,7 @@ from toolcycle import (
     NullTracer,
     RetryPolicy,
     ToolCancelledError,
+    ToolCapability,
     ToolDefinitionError,
     ToolDescriptor,
     ToolExecutionContext,
@@ -50,7 +51,7 @@ class Flaky:
 
     def discover(self) -> ToolDescriptor:
         return ToolDescriptor(
-            name="flaky", capability={"writes": False, "idempotent": self.idempotent}
+            name="flaky", capability=ToolCapability(writes=False, idempotent=self.idempotent)
         )
 
     def activate(self, ctx: ToolExecutionContext) -> None:
@@ -71,7 +72,7 @@ class Flaky:
 class AsyncFlaky(Flaky):
     """`Flaky` with an ``async def execute``."""
 
-    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         return Flaky.execute(self, params, ctx)
 
 
@@ -160,7 +161,7 @@ def test_cancelling_the_plan_wakes_the_wait_at_once(runtime: ToolRuntime) -> Non
 
 
 def test_async_attempts_are_retried_and_traced(runtime: ToolRuntime) -> None:
-    """aexecute drives the same attempts for an async tool and for a sync one."""
+    """Through aexecute, the same attempts run for an async tool and a sync one."""
     for kind in (AsyncFlaky, Flaky):
         flaky = kind(ConnectionError("reset"), policy=QUICK)
         runtime.register(flaky)
@@ -357,3 +358,16 @@ def test_the_span_counts_the_attempts_and_names_the_retry() -> None:
     calls = [s for s in spans if "toolcycle.status" in s]
     assert [s.get("toolcycle.retry") for s in calls] == [None, 1, None]
     assert [s.get("toolcycle.attempts") for s in calls] == [None, None, 2]
+
+
+def test_a_wake_after_the_wait_ended_changes_nothing() -> None:
+    """A cancellation that lands after the wait was given up finds the future settled."""
+    from toolcycle.runtime._retries import _settle
+
+    async def main() -> bool:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        _settle(future)
+        return future.cancelled()
+
+    assert asyncio.run(main())

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from toolcycle import (
     ModelRetry,
     NullTracer,
+    ToolCapability,
     ToolDefinitionError,
     ToolDescriptor,
     ToolExecutionContext,
@@ -173,7 +174,7 @@ class _Custom:
         self.__dict__.update(attributes)
 
     def discover(self) -> ToolDescriptor:
-        return ToolDescriptor(name="custom", capability={"writes": False})
+        return ToolDescriptor(name="custom", capability=ToolCapability(writes=False))
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         pass
@@ -230,7 +231,7 @@ def test_a_batch_counts_each_failure_of_a_tool(runtime: ToolRuntime) -> None:
 
 
 def test_async_calls_count_the_same_way(runtime: ToolRuntime) -> None:
-    """aexecute and acall count against the same per-plan retries."""
+    """Through aexecute and acall, calls count against the same per-plan retries."""
 
     @tool(writes=False)
     async def adivide(a: int, b: int) -> float:
@@ -263,8 +264,8 @@ def test_concurrent_failures_of_one_tool_are_each_counted_once(runtime: ToolRunt
 
         def work() -> None:
             barrier.wait()
-            for _ in range(10):
-                lefts.append(runtime.execute("lookup", {"key": "x"}, ctx).retries_left or 0)
+            results = [runtime.execute("lookup", {"key": "x"}, ctx) for _ in range(10)]
+            lefts.extend(result.retries_left or 0 for result in results)
 
         threads = [threading.Thread(target=work) for _ in range(4)]
         for thread in threads:
