@@ -371,3 +371,27 @@ def test_a_wake_after_the_wait_ended_changes_nothing() -> None:
         return future.cancelled()
 
     assert asyncio.run(main())
+
+
+def test_ending_the_plan_wakes_the_wait_too(runtime: ToolRuntime) -> None:
+    """A plan that ends while its call waits to retry stops the call at once."""
+    failed = threading.Event()
+    flaky = Flaky(ConnectionError("reset"), policy=SLOW, on_fail=failed.set)
+    runtime.register(flaky)
+    ctx = runtime.new_context(read_only=True)
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runtime.execute("flaky", {}, ctx)
+        except BaseException as exc:
+            caught.append(exc)
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    assert failed.wait(WAIT)
+    runtime.end_plan(ctx)
+    caller.join(WAIT)
+    assert not caller.is_alive()
+    assert len(caught) == 1 and isinstance(caught[0], ToolCancelledError)
+    assert flaky.runs == 1

@@ -306,31 +306,15 @@ class CallPipeline:
     ) -> ToolResult:
         """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
         ctx = call.ctx
-        token = call.flight or ctx.cancellation_token
         try:
             if entry.retry is not None:  # an idempotent tool that retries transient faults
-                output = run_attempts(
-                    entry.retry,
-                    lambda limit: self._invoker.call(
-                        entry.instance.execute,
-                        data,
-                        ctx,
-                        token=token,
-                        timeout=limit,
-                        loop=entry.loop,
-                        coroutine=entry.coroutine,
-                    ),
-                    call.record,
-                    ctx,
-                    token,
-                    timeout,
-                )
+                output = run_attempts(self._invoker, call, entry, data, timeout)
             else:
                 output = self._invoker.call(
                     entry.instance.execute,
                     data,
                     ctx,
-                    token=token,
+                    token=call.flight or ctx.cancellation_token,
                     timeout=timeout,
                     loop=entry.loop,
                     coroutine=entry.coroutine,
@@ -362,22 +346,7 @@ class CallPipeline:
         token = call.flight or ctx.cancellation_token
         try:
             if entry.retry is not None:  # an idempotent tool that retries transient faults
-                output = await arun_attempts(
-                    entry.retry,
-                    lambda limit: self._invoker.acall(
-                        entry.instance.execute,
-                        data,
-                        ctx,
-                        token=token,
-                        timeout=limit,
-                        coroutine=entry.coroutine,
-                        task=task,
-                    ),
-                    call.record,
-                    ctx,
-                    token,
-                    timeout,
-                )
+                output = await arun_attempts(self._invoker, call, entry, data, timeout, task)
             elif entry.coroutine and timeout is None and task is not None:
                 # Invoker.acall's commonest case, here: one coroutine level less costs
                 # as much as the rest of it.

@@ -35,15 +35,14 @@ from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 from toolcycle.runtime._results import failed_result, invalid_result
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from toolcycle.cancellation import CancellationToken
     from toolcycle.context import ToolExecutionContext
+    from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
     from toolcycle.models import Change, ToolDescriptor, ToolResult, Validation
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.runtime._results import Outcome
-    from toolcycle.runtime._shared import Call
+    from toolcycle.runtime._shared import Call, Entry
 
 __all__ = [
     "INSTALL_HINT",
@@ -205,33 +204,42 @@ def load_tenacity() -> Any:
 
 
 def run_attempts(
-    policy: RetryPolicy,
-    attempt: Callable[[Deadline | None], Any],
-    record: CallRecord,
-    ctx: ToolExecutionContext,
-    token: Any,
+    invoker: Invoker,
+    call: Call,
+    entry: Entry,
+    data: dict[str, Any],
     limit: float | Deadline | None,
 ) -> Any:
-    """Run ``attempt`` until it returns, or raises what ``policy`` does not retry.
+    """Run the tool until it returns, or raises what ``entry.retry`` does not retry.
 
     Each attempt gets the call's one deadline, so together they keep its limit.
 
     Raises:
-        ToolCancelledError: ``token`` was cancelled while waiting for the next attempt.
+        ToolCancelledError: the plan was cancelled, or ended, while waiting for the
+            next attempt.
         Exception: the last attempt's error, when no attempt returned.
     """
+    assert entry.retry is not None
     tenacity = load_tenacity()
     deadline = as_deadline(limit)
+    record = call.record
+    token = call.flight or call.ctx.cancellation_token
     attempts: list[RetryAttempt] = []
     record.attempts = attempts
-    retrying = tenacity.Retrying(
-        **_options(tenacity, policy, deadline), sleep=_Sleep(token, record, ctx.cancellation_token)
-    )
-    for step in retrying:
+    sleep = _Sleep(token, record, call.ctx.cancellation_token)
+    for step in tenacity.Retrying(**_options(tenacity, entry.retry, deadline), sleep=sleep):
         with step:
             started = time.perf_counter()
             try:
-                output = attempt(deadline)
+                output = invoker.call(
+                    entry.instance.execute,
+                    data,
+                    call.ctx,
+                    token=token,
+                    timeout=deadline,
+                    loop=entry.loop,
+                    coroutine=entry.coroutine,
+                )
             except BaseException as exc:
                 attempts.append(_attempt(started, exc))
                 raise
@@ -241,26 +249,37 @@ def run_attempts(
 
 
 async def arun_attempts(
-    policy: RetryPolicy,
-    attempt: Callable[[Deadline | None], Awaitable[Any]],
-    record: CallRecord,
-    ctx: ToolExecutionContext,
-    token: Any,
+    invoker: Invoker,
+    call: Call,
+    entry: Entry,
+    data: dict[str, Any],
     limit: float | Deadline | None,
+    task: asyncio.Task[Any] | None,
 ) -> Any:
     """Async twin of `run_attempts`; the caller cancelling its task stops the wait too."""
+    assert entry.retry is not None
     tenacity = load_tenacity()
     deadline = as_deadline(limit)
+    record = call.record
+    token = call.flight or call.ctx.cancellation_token
     attempts: list[RetryAttempt] = []
     record.attempts = attempts
-    retrying = tenacity.AsyncRetrying(
-        **_options(tenacity, policy, deadline), sleep=_ASleep(token, record, ctx.cancellation_token)
-    )
-    async for step in retrying:
+    sleep = _ASleep(token, record, call.ctx.cancellation_token)
+    async for step in tenacity.AsyncRetrying(
+        **_options(tenacity, entry.retry, deadline), sleep=sleep
+    ):
         with step:
             started = time.perf_counter()
             try:
-                output = await attempt(deadline)
+                output = await invoker.acall(
+                    entry.instance.execute,
+                    data,
+                    call.ctx,
+                    token=token,
+                    timeout=deadline,
+                    coroutine=entry.coroutine,
+                    task=task,
+                )
             except BaseException as exc:
                 attempts.append(_attempt(started, exc))
                 raise
