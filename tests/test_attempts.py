@@ -395,3 +395,18 @@ def test_ending_the_plan_wakes_the_wait_too(runtime: ToolRuntime) -> None:
     assert not caller.is_alive()
     assert len(caught) == 1 and isinstance(caught[0], ToolCancelledError)
     assert flaky.runs == 1
+
+
+def test_a_policy_is_an_immutable_value() -> None:
+    """Equal fields make equal policies with one hash; no field can be changed or deleted."""
+    policy = RetryPolicy(attempts=2, retry_on=(OSError,))
+    assert policy == RetryPolicy(attempts=2, retry_on=(OSError,)) != RetryPolicy()
+    assert hash(policy) == hash(RetryPolicy(attempts=2, retry_on=(OSError,)))
+    assert policy != "policy"
+    assert repr(policy) == (
+        "RetryPolicy(attempts=2, backoff=0.1, max_backoff=5.0, jitter=0.1, retry_on=(OSError))"
+    )
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        policy.attempts = 5
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        del policy.jitter

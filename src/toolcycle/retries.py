@@ -17,7 +17,7 @@ interrupt at once; see the retries page of the docs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["RetryPolicy"]
 
@@ -29,7 +29,6 @@ _NOT_IDEMPOTENT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Retry a call's transient faults: up to ``attempts`` runs, with a growing wait.
 
@@ -55,32 +54,71 @@ class RetryPolicy:
             that is not an exception class.
     """
 
-    attempts: int = 3
-    backoff: float = 0.1
-    max_backoff: float = 5.0
-    jitter: float = 0.1
-    retry_on: tuple[type[Exception], ...] = (TimeoutError, ConnectionError)
+    # A plain slotted class, not a dataclass: a dataclass's generated methods cost
+    # about half a millisecond each to make, which ``import toolcycle`` would pay.
+    __slots__ = ("attempts", "backoff", "jitter", "max_backoff", "retry_on")
 
-    def __post_init__(self) -> None:
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
-            raise TypeError(f"attempts must be a whole number, got {self.attempts!r}")
-        if self.attempts < 1:
-            raise ValueError(
-                f"attempts must be 1 or more (the first run counts), got {self.attempts}"
-            )
-        for name in ("backoff", "max_backoff", "jitter"):
-            value = getattr(self, name)
+    attempts: int
+    backoff: float
+    max_backoff: float
+    jitter: float
+    retry_on: tuple[type[Exception], ...]
+
+    def __init__(
+        self,
+        attempts: int = 3,
+        backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        jitter: float = 0.1,
+        retry_on: tuple[type[Exception], ...] = (TimeoutError, ConnectionError),
+    ) -> None:
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise TypeError(f"attempts must be a whole number, got {attempts!r}")
+        if attempts < 1:
+            raise ValueError(f"attempts must be 1 or more (the first run counts), got {attempts}")
+        for name, value in (("backoff", backoff), ("max_backoff", max_backoff), ("jitter", jitter)):
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or not 0 <= value < 1e9
             ):
                 raise ValueError(f"{name} must be seconds, 0 or more, got {value!r}")
-        retry_on = self.retry_on
         if isinstance(retry_on, type):  # one class given alone: accept it as a tuple of one
             retry_on = (retry_on,)
-            object.__setattr__(self, "retry_on", retry_on)
         if not isinstance(retry_on, tuple) or not all(
             isinstance(kind, type) and issubclass(kind, Exception) for kind in retry_on
         ):
             raise ValueError(f"retry_on must be a tuple of Exception subclasses, got {retry_on!r}")
+        fields: dict[str, Any] = {
+            "attempts": attempts,
+            "backoff": backoff,
+            "max_backoff": max_backoff,
+            "jitter": jitter,
+            "retry_on": retry_on,
+        }
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a RetryPolicy cannot be changed; make a new one (setting {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a RetryPolicy cannot be changed (deleting {name!r})")
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.attempts, self.backoff, self.max_backoff, self.jitter, self.retry_on)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RetryPolicy):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(kind.__name__ for kind in self.retry_on)
+        return (
+            f"RetryPolicy(attempts={self.attempts}, backoff={self.backoff}, "
+            f"max_backoff={self.max_backoff}, jitter={self.jitter}, retry_on=({kinds}))"
+        )
