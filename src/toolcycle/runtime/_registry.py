@@ -18,6 +18,7 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._caching import bind
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from toolcycle.protocols import ToolSource
+    from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
 
@@ -54,9 +56,12 @@ class ToolRegistry:
     changes, and listings, take the registry's lock.
     """
 
-    def __init__(self, compiler: SchemaCompiler, settings: Settings) -> None:
+    def __init__(
+        self, compiler: SchemaCompiler, settings: Settings, results: ResultCache
+    ) -> None:
         self._compiler = compiler
         self._settings = settings
+        self._results = results
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
@@ -88,7 +93,11 @@ class ToolRegistry:
             return tuple(entry.descriptor for entry in self._tools.values())
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        cache: CachePolicy | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
         self._settings.check_open()
@@ -117,6 +126,9 @@ class ToolRegistry:
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
+        # register(cache=...) wins over the tool's own policy (@tool(cache=...)).
+        policy = cache if cache is not None else getattr(instance, "cache_policy", None)
+        binding = bind(descriptor, policy, self._results)
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -125,7 +137,7 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout
+                descriptor, instance, compiled_input, compiled_output, loop, timeout, binding
             )
         return descriptor
 
