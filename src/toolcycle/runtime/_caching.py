@@ -104,9 +104,7 @@ class CacheBinding:
         return (self._serial, scope, text)
 
 
-def bind(
-    descriptor: ToolDescriptor, policy: object, store: ResultCache
-) -> CacheBinding | None:
+def bind(descriptor: ToolDescriptor, policy: object, store: ResultCache) -> CacheBinding | None:
     """The binding of a tool's policy, or None when it has none.
 
     Raises:
@@ -117,8 +115,7 @@ def bind(
     name = descriptor.name
     if not isinstance(policy, CachePolicy):
         raise ToolRegistrationError(
-            f"cache= of tool {name!r} must be a toolcycle.CachePolicy, "
-            f"got {type(policy).__name__}",
+            f"cache= of tool {name!r} must be a toolcycle.CachePolicy, got {type(policy).__name__}",
             tool_name=name,
         )
     if descriptor.capability.writes:

@@ -56,9 +56,7 @@ class ToolRegistry:
     changes, and listings, take the registry's lock.
     """
 
-    def __init__(
-        self, compiler: SchemaCompiler, settings: Settings, results: ResultCache
-    ) -> None:
+    def __init__(self, compiler: SchemaCompiler, settings: Settings, results: ResultCache) -> None:
         self._compiler = compiler
         self._settings = settings
         self._results = results
