@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolcycle import (
     CachePolicy,
@@ -26,6 +29,7 @@ from toolcycle import (
     wrap,
 )
 from toolcycle.approvals import ApprovalDecision
+from toolcycle.otel import OpenTelemetry
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -585,3 +589,49 @@ def test_any_sequence_of_calls_runs_the_tool_once_per_distinct_input(
     distinct = list(dict.fromkeys(calls))
     assert [(run["q"], run["n"]) for run in counted.runs] == distinct
     assert outputs == [{"q": q, "n": n, "items": [q] * n} for q, n in calls]
+
+
+def test_aexecute_answers_invalid_input_and_a_failing_key_like_execute(rt: ToolRuntime) -> None:
+    """Async: a rejected input is not looked up; a key that fails runs the tool each time."""
+    counted = Counted(CachePolicy(ttl=60, key=lambda data: 1 / 0))
+    rt.register(counted.tool)
+
+    async def main() -> list[ToolResult]:
+        async with rt.aplan() as ctx:
+            return [
+                await rt.aexecute("lookup", {"q": 1}, ctx),
+                await rt.aexecute("lookup", {"q": "a"}, ctx),
+                await rt.aexecute("lookup", {"q": "a"}, ctx),
+            ]
+
+    bad, first, second = asyncio.run(main())
+    assert bad.trace is not None and bad.trace.status == "invalid_input"
+    assert first.success and second.success and len(counted.runs) == 2
+
+
+def test_keeping_a_key_again_replaces_its_entry() -> None:
+    """Two calls that both missed keep one entry: the later value, counted once."""
+    store = ResultCache(max_entries=1)
+    store.put((1, ("runtime",), "a"), "A", 10, 60, None)
+    store.put((1, ("runtime",), "a"), "B", 12, 60, None)
+    assert len(store) == 1 and store.bytes_used == 12
+    assert store.get((1, ("runtime",), "a")) == "B"
+
+
+def test_a_hits_span_carries_the_cache_hit_attribute() -> None:
+    """With OpenTelemetry, the hit's execute_tool span has toolcycle.cache_hit=True."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    counted = Counted(CachePolicy(ttl=60))
+    try:
+        with _runtime(instrumentation=OpenTelemetry(tracer_provider=provider)) as rt:
+            rt.register(counted.tool)
+            with rt.plan() as ctx:
+                rt.execute("lookup", {"q": "x"}, ctx)
+                rt.execute("lookup", {"q": "x"}, ctx)
+    finally:
+        provider.shutdown()
+    spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup"]
+    assert [dict(s.attributes or {}).get("toolcycle.cache_hit") for s in spans] == [None, True]
+    assert [dict(s.attributes or {}).get("toolcycle.status") for s in spans] == ["ok", "ok"]
