@@ -220,16 +220,19 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        cache: CachePolicy | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
+        ``cache`` caches the results of the source's tools that do not write (and
+        have no policy of their own); its tools that write stay uncached.
         Raises as `register`, after unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout, cache=cache
         )
 
     def unregister(self, name: str) -> ToolDescriptor:
