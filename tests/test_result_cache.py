@@ -635,3 +635,40 @@ def test_a_hits_span_carries_the_cache_hit_attribute() -> None:
     spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup"]
     assert [dict(s.attributes or {}).get("toolcycle.cache_hit") for s in spans] == [None, True]
     assert [dict(s.attributes or {}).get("toolcycle.status") for s in spans] == ["ok", "ok"]
+
+
+class _Source:
+    """A source of one read-only and one writing tool, which can say its list changed."""
+
+    def __init__(self) -> None:
+        self.stale = False
+        self.runs: list[str] = []
+
+        def read(q: str) -> str:
+            """Read."""
+            self.runs.append("read")
+            return q
+
+        def write(q: str) -> str:
+            """Write."""
+            self.runs.append("write")
+            return q
+
+        self._tools = [wrap(read, writes=False), wrap(write)]
+
+    def tools(self) -> list[Any]:
+        return list(self._tools)
+
+
+def test_a_sources_policy_caches_its_read_only_tools_also_after_a_refresh(
+    rt: ToolRuntime,
+) -> None:
+    """register_source(cache=...) skips the writing tool, and survives the source's refresh."""
+    source = _Source()
+    rt.register_source(source, cache=CachePolicy(ttl=60))
+    for _ in range(2):
+        with rt.plan() as ctx:
+            for name in ("read", "read", "write", "write"):
+                rt.execute(name, {"q": "x"}, ctx)
+        source.stale = True  # the next plan registers the source's tools afresh
+    assert source.runs == ["read", "write", "write"] * 2
