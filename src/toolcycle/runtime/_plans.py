@@ -48,7 +48,7 @@ class PlanRegistry:
         settings: Settings,
         *,
         before_plan: Callable[[], None],
-        after_plan: Callable[[str], object] = lambda plan_id: None,
+        after_plan: Callable[[str], object],
         drain_timeout: float | None,
         abandon_timeout: float | None,
     ) -> None:
