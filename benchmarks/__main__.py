@@ -44,6 +44,7 @@ MODULES = {
     "memory": "benchmarks.bench_memory",
     "patterns": "benchmarks.bench_patterns",
     "adapters": "benchmarks.bench_adapters",
+    "features": "benchmarks.bench_features",
 }
 """Every benchmark module by the name ``--only`` takes, in the order they run."""
 
@@ -207,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory": lambda: print_memory(modules["memory"], tracks, targets),
         "patterns": lambda: print_patterns(results, targets),
         "adapters": lambda: print_adapters(modules["adapters"], targets),
+        "features": lambda: print(
+            "\n".join(modules["features"].report(modules["features"].measure()))
+        ),
     }
     for index, name in enumerate(modules):
         if timings or index:

@@ -22,6 +22,7 @@ EXPECTED = {
     "ApprovalRequest",
     "AsyncFunctionTool",
     "BoundResource",
+    "CachePolicy",
     "CancellationToken",
     "Change",
     "Checkpoint",
@@ -32,6 +33,7 @@ EXPECTED = {
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
+    "ResultCache",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",
@@ -94,6 +96,17 @@ ALLOWED = {
         "context",
         "errors",
         "models",
+        "result_cache",  # for annotations only, under TYPE_CHECKING
+    },
+    "result_cache": {"_types"},  # for annotations only, under TYPE_CHECKING
+    "runtime._caching": {
+        "_construct",
+        "context",
+        "errors",
+        "models",
+        "result_cache",
+        "runtime._recorder",
+        "tracing",
     },
     "_validation_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
@@ -186,8 +199,11 @@ ALLOWED = {
         "tracing",
         "validation",
         "runtime._recorder",
+        "runtime._caching",  # for annotations only, under TYPE_CHECKING
     },
     "runtime._registry": {
+        "result_cache",
+        "runtime._caching",
         "_warnings",
         "callables",
         "errors",
@@ -209,6 +225,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._steps": {
+        "runtime._caching",
         "execution._inflight",
         "execution._invoke",
         "runtime._results",
@@ -278,6 +295,7 @@ ALLOWED = {
         "models",
         "protocols",
         "redaction",
+        "result_cache",
         "runtime._approvals",
         "runtime._dispatcher",
         "runtime._pipeline",
@@ -306,6 +324,7 @@ ALLOWED = {
         "instrumentation",
         "cache",
         "redaction",
+        "result_cache",
         "callables",
         "rollback",
         "cancellation",

@@ -53,6 +53,7 @@ from toolcycle.models import (
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
+from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
@@ -64,6 +65,7 @@ __all__ = [
     "ApprovalRequest",
     "AsyncFunctionTool",
     "BoundResource",
+    "CachePolicy",
     "CancellationToken",
     "Change",
     "Checkpoint",
@@ -74,6 +76,7 @@ __all__ = [
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
+    "ResultCache",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
@@ -36,6 +36,9 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
+
+if TYPE_CHECKING:
+    from toolcycle.result_cache import CachePolicy
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
@@ -57,6 +60,7 @@ class FunctionTool:
         sequential: bool = False,
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
+        cache: CachePolicy | None = None,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -93,6 +97,14 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
         self._descriptor = descriptor
+        if cache is not None and writes:
+            raise ToolDefinitionError(
+                f"tool {tool_name!r} writes (writes=True is the default), so its results "
+                "cannot be cached; pass writes=False if it only reads, or drop cache=",
+                tool_name=tool_name,
+            )
+        self.cache_policy = cache
+        """How the runtime caches the tool's results (``cache=``); None: it does not."""
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -178,13 +190,15 @@ def wrap(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    cache: CachePolicy | None = None,
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
-    sets `ToolCapability.requires_approval`.
+    sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
+    (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -199,6 +213,7 @@ def wrap(
         sequential=sequential,
         requires_approval=requires_approval,
         tags=tags,
+        cache=cache,
     )
 
 
@@ -216,6 +231,7 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    cache: CachePolicy | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -230,6 +246,7 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    cache: CachePolicy | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -247,6 +264,7 @@ def tool(
             sequential=sequential,
             requires_approval=requires_approval,
             tags=tags,
+            cache=cache,
         )
 
     return decorate(fn) if fn is not None else decorate

@@ -196,6 +196,8 @@ class ToolExecutionTrace(BaseModel):
     its plan ended and stopped waiting for it (``drain_timeout``)."""
     approval: ApprovalRecord | None = None
     """How the call's approval was decided; None for a call that needed none."""
+    cache_hit: bool = False
+    """The result came from the result cache: the tool was neither activated nor run."""
 
 
 class ProgressEvent(BaseModel):

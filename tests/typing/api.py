@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any, assert_type
 
 from toolcycle import (
+    CachePolicy,
     CancellationToken,
     Change,
+    ResultCache,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
@@ -20,6 +22,7 @@ from toolcycle import (
     ToolResult,
     ToolRuntime,
     Validation,
+    tool,
 )
 
 
@@ -69,6 +72,24 @@ def sync_usage() -> None:
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
         errors = runtime.end_plan(ctx)
         assert_type(errors, list[ToolDeactivationError])
+
+
+def result_cache_usage() -> None:
+    @tool(writes=False, cache=CachePolicy(ttl=60, key=lambda data: data["city"]))
+    def weather(city: str) -> str:
+        """Look the weather up."""
+        return city
+
+    store = ResultCache(max_entries=100, max_bytes=1_000_000)
+    with ToolRuntime(result_cache=store) as runtime:
+        runtime.register(weather, cache=CachePolicy(ttl=5, scope="runtime"))
+        assert_type(runtime.result_cache, ResultCache)
+        with runtime.plan() as ctx:
+            trace = runtime.execute("weather", {"city": "Oslo"}, ctx).trace
+            assert trace is not None
+            assert_type(trace.cache_hit, bool)
+    assert_type(len(store), int)
+    assert_type(store.bytes_used, int)
 
 
 async def async_usage() -> None:

@@ -12,6 +12,7 @@ from toolcycle.cache import ToolLifecycleCache
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
+from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals, Resumer
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
+    from toolcycle.result_cache import CachePolicy
     from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
     from toolcycle.tracing import TraceListener, Tracer
@@ -68,6 +70,8 @@ class ToolRuntime:
         instrumentation: told of every call and (de)activation (see `toolcycle.otel`).
         approval_ledger: where ``resume`` claims deferred calls (a `FileApprovalLedger`
             across processes; in memory by default).
+        result_cache: where cached tools' results are kept, and its bounds (a
+            default `ResultCache` if None).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
@@ -94,6 +98,7 @@ class ToolRuntime:
         redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
         instrumentation: Instrumentation | None = None,
         approval_ledger: ApprovalLedger | None = None,
+        result_cache: ResultCache | None = None,
         max_workers: int = 8,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
@@ -112,12 +117,14 @@ class ToolRuntime:
         self._activator = Activator(
             cache, invoker, deactivate_timeout, activate_timeout, instrumentation
         )
-        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings)
+        self._results = results = result_cache if result_cache is not None else ResultCache()
+        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings, results)
         self._plans = PlanRegistry(
             cache,
             self._activator,
             settings,
             before_plan=self._tools.refresh_stale_sources,
+            after_plan=results.drop_plan,
             drain_timeout=drain_timeout,
             abandon_timeout=abandon_timeout,
         )
@@ -158,6 +165,11 @@ class ToolRuntime:
         return self._cache
 
     @property
+    def result_cache(self) -> ResultCache:
+        """Where cached tools' results are kept (see `CachePolicy`)."""
+        return self._results
+
+    @property
     def validator(self) -> str:
         """The JSON Schema engine in use: ``"jsonschema"`` or ``"jsonschema-rs"``."""
         return self._compiler.backend
@@ -181,19 +193,26 @@ class ToolRuntime:
     # -- tools ------------------------------------------------------------------------
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        cache: CachePolicy | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
+        ``cache`` caches its results (only for a tool with ``writes=False``),
+        in place of the tool's own ``cache_policy``.
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
-                the tool cannot be described, or its name is taken, or a schema is unusable.
+                the tool cannot be described, or its name is taken, or a schema is unusable,
+                or it is cached and writes.
             ValueError: ``timeout`` is not positive.
         """
-        return self._tools.register(instance, timeout=timeout)
+        return self._tools.register(instance, timeout=timeout, cache=cache)
 
     def register_source(
         self,
@@ -201,16 +220,19 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        cache: CachePolicy | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
+        ``cache`` caches the results of the source's tools that do not write (and
+        have no policy of their own); its tools that write stay uncached.
         Raises as `register`, after unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout, cache=cache
         )
 
     def unregister(self, name: str) -> ToolDescriptor:

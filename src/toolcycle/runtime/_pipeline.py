@@ -164,6 +164,7 @@ class CallPipeline:
         steps = self._steps
         entry = steps.check(call)
         flight = steps.admit(call, threading.get_ident())
+        cache, key = entry.cache, None
         try:
             if self._approvals.needed(call, entry):
                 # Validate and ask first, so that a denied or deferred call starts nothing.
@@ -173,7 +174,22 @@ class CallPipeline:
                 verdict = self._approvals.ask(call, entry, data)
                 if verdict is not None:
                     return verdict
+                if cache is not None:
+                    key, kept = cache.look_up(call.ctx, data)
+                    if kept is not None:
+                        return steps.cache_hit(call, kept)
                 # The call's time starts once it may run, not while a person decides.
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+            elif cache is not None:
+                # Validate and look up before activating: a hit must not activate the tool.
+                data = steps.validate_input(call, entry, params)
+                if type(data) is ToolResult:
+                    return data
+                # (An input guardrail runs here, before the lookup, so that a hit passes it.)
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return steps.cache_hit(call, kept)
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = self._ensure_active(call, entry, before)
             else:
@@ -190,9 +206,12 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return self._invoke(call, entry, data, limit, call.scope.changes)
+                result = self._invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
+            if key is not None and cache is not None:
+                cache.keep(key, call.ctx, result)
+            return result
         finally:
             flight.group.release(flight)
 
@@ -203,6 +222,7 @@ class CallPipeline:
         entry = steps.check(call)
         task = asyncio.current_task()
         flight = steps.admit(call, task)
+        cache, key = entry.cache, None
         try:
             if self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
@@ -211,6 +231,20 @@ class CallPipeline:
                 verdict = await self._approvals.aask(call, entry, data)
                 if verdict is not None:
                     return verdict
+                if cache is not None:
+                    key, kept = cache.look_up(call.ctx, data)
+                    if kept is not None:
+                        return steps.cache_hit(call, kept)
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+            elif cache is not None:
+                data = steps.validate_input(call, entry, params)
+                if type(data) is ToolResult:
+                    return data
+                # (An input guardrail runs here, before the lookup, as in `_run`.)
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return steps.cache_hit(call, kept)
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = await self._aensure_active(call, entry, before)
             else:
@@ -227,9 +261,12 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+                result = await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
             finally:
                 _stop_collecting(call.scope, collecting)
+            if key is not None and cache is not None:
+                cache.keep(key, call.ctx, result)
+            return result
         finally:
             flight.group.release(flight)
 

@@ -18,6 +18,7 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._caching import bind
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from toolcycle.protocols import ToolSource
+    from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
 
@@ -36,15 +38,21 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("names", "skip", "source", "timeout")
+    __slots__ = ("cache", "names", "skip", "source", "timeout")
 
     def __init__(
-        self, source: ToolSource, names: list[str], skip: bool, timeout: float | None
+        self,
+        source: ToolSource,
+        names: list[str],
+        skip: bool,
+        timeout: float | None,
+        cache: CachePolicy | None = None,
     ) -> None:
         self.source = source
         self.names = names
         self.skip = skip
         self.timeout = timeout
+        self.cache = cache
 
 
 class ToolRegistry:
@@ -54,9 +62,10 @@ class ToolRegistry:
     changes, and listings, take the registry's lock.
     """
 
-    def __init__(self, compiler: SchemaCompiler, settings: Settings) -> None:
+    def __init__(self, compiler: SchemaCompiler, settings: Settings, results: ResultCache) -> None:
         self._compiler = compiler
         self._settings = settings
+        self._results = results
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
@@ -88,9 +97,18 @@ class ToolRegistry:
             return tuple(entry.descriptor for entry in self._tools.values())
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        cache: CachePolicy | None = None,
+        source_cache: CachePolicy | None = None,
     ) -> ToolDescriptor:
-        """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
+        """Discover the tool once, compile both of its schemas and keep it (see the façade).
+
+        ``source_cache`` is its source's policy: it applies only if the tool does not
+        write and has no policy of its own.
+        """
         self._settings.check_open()
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
@@ -117,6 +135,11 @@ class ToolRegistry:
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
+        # register(cache=...) wins over the tool's own policy (@tool(cache=...)).
+        policy = cache if cache is not None else getattr(instance, "cache_policy", None)
+        if policy is None and not descriptor.capability.writes:
+            policy = source_cache
+        binding = bind(descriptor, policy, self._results)
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -125,12 +148,17 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout
+                descriptor, instance, compiled_input, compiled_output, loop, timeout, binding
             )
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool | None, timeout: float | None
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None,
+        timeout: float | None,
+        cache: CachePolicy | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
@@ -141,10 +169,10 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout)
+        registered = self._register_all(source, skip, _warn_skipped, timeout, cache)
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout))
+            self._sources.append(_SourceEntry(source, names, skip, timeout, cache))
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -166,7 +194,7 @@ class ToolRegistry:
                     self._tools.pop(name, None)
                 try:
                     registered = self._register_all(
-                        entry.source, entry.skip, _log_skipped, entry.timeout
+                        entry.source, entry.skip, _log_skipped, entry.timeout, entry.cache
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -194,12 +222,13 @@ class ToolRegistry:
         skip: bool,
         on_skip: Callable[[str], None],
         timeout: float | None = None,
+        cache: CachePolicy | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance, timeout=timeout))
+                    registered.append(self.register(instance, timeout=timeout, source_cache=cache))
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
+    from toolcycle.runtime._caching import CacheBinding
     from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
@@ -148,9 +149,19 @@ class Entry:
         loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
+        cache: where its results are cached, when it has a `CachePolicy`.
     """
 
-    __slots__ = ("coroutine", "descriptor", "input", "instance", "loop", "output", "timeout")
+    __slots__ = (
+        "cache",
+        "coroutine",
+        "descriptor",
+        "input",
+        "instance",
+        "loop",
+        "output",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -160,8 +171,10 @@ class Entry:
         output: CompiledSchema | None,
         loop: asyncio.AbstractEventLoop | None = None,
         registered_timeout: float | None = None,
+        cache: CacheBinding | None = None,
     ) -> None:
         self.descriptor = descriptor
+        self.cache = cache
         self.instance = instance
         self.input = input
         self.output = output

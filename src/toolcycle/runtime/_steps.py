@@ -21,6 +21,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult
+from toolcycle.runtime._caching import hit_result
 from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._invoke import InvokeTimeoutError
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
+    from toolcycle.runtime._caching import Kept
     from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.runtime._shared import Catalog, Entry, Settings
 
@@ -165,6 +167,10 @@ class CallSteps:
             settings.max_result_bytes,
             call.answers,
         )
+
+    def cache_hit(self, call: Call, kept: Kept) -> ToolResult:
+        """The result of a call answered from the result cache, and its trace."""
+        return hit_result(self._traces, call.record, kept, call.answers)
 
     def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
         """Finish the call's trace, unless the call is an explicit activation."""
