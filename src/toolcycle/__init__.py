@@ -54,7 +54,7 @@ from toolcycle.models import (
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
-from toolcycle.runtime import ToolRuntime
+from toolcycle.runtime import CallStream, ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
 
@@ -64,6 +64,7 @@ __all__ = [
     "ApprovalRequest",
     "AsyncFunctionTool",
     "BoundResource",
+    "CallStream",
     "CancellationToken",
     "Change",
     "Checkpoint",

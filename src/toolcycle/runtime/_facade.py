@@ -19,6 +19,7 @@ from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
+from toolcycle.runtime._stream import CallStream, check_buffer
 from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
@@ -327,6 +328,31 @@ class ToolRuntime:
         """Async twin of `execute` (raises and returns as it); sync tools run on the thread pool."""
         return await self._pipeline.aexecute(name, params, ctx, timeout, idle_timeout)
 
+    def astream(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`aexecute` as an async stream: each `ProgressEvent` as reported, then the result.
+
+        Leaving the loop early cancels the call; at most ``max_buffered`` events
+        wait for a slow consumer, the oldest dropped first. See docs/concepts/progress.md.
+        Raises as `aexecute`, from the iteration; a bad ``max_buffered`` raises at once.
+        """
+        limit = check_buffer(max_buffered)
+        pipeline = self._pipeline
+        return CallStream(
+            lambda listen: pipeline.aexecute(
+                name, params, ctx, timeout, idle_timeout, progress=listen
+            ),
+            limit,
+        )
+
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool ahead of its first call, after `execute`'s checks; raises as it."""
         self._pipeline.activate(name, ctx)
@@ -379,6 +405,26 @@ class ToolRuntime:
     ) -> ToolResult:
         """Async twin of `call`: raises only as it does, and answers everything else."""
         return await self._dispatcher.acall(tool_call, ctx, timeout, idle_timeout)
+
+    def astream_call(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`acall` as an async stream: each `ProgressEvent`, then what `acall` returns.
+
+        As `astream` for a model's tool call; raises only as `acall` does.
+        """
+        limit = check_buffer(max_buffered)
+        dispatcher = self._dispatcher
+        return CallStream(
+            lambda listen: dispatcher.acall(tool_call, ctx, timeout, idle_timeout, listen),
+            limit,
+        )
 
     def call_many(
         self,
