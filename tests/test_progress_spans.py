@@ -68,7 +68,7 @@ def _events(span: ReadableSpan) -> list[Any]:
 def test_each_progress_report_is_an_event_on_the_calls_span(
     traced: ToolRuntime, exporter: InMemorySpanExporter
 ) -> None:
-    """progress always; total and message only when the tool gave them."""
+    """The attribute progress always; total and message when the tool gave them."""
     with traced.plan() as ctx:
         assert traced.execute("index", {"files": 2}, ctx).success
     assert _progress_events(exporter) == [

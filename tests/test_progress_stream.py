@@ -314,7 +314,8 @@ async def test_a_bad_limit_raises_from_the_first_iteration(runtime: ToolRuntime)
 
 
 @pytest.mark.parametrize(
-    ("max_buffered", "error"), [(0, ValueError), (-3, ValueError), (2.5, TypeError), (True, TypeError)]
+    ("max_buffered", "error"),
+    [(0, ValueError), (-3, ValueError), (2.5, TypeError), (True, TypeError)],
 )
 def test_max_buffered_must_be_a_positive_integer(
     runtime: ToolRuntime, max_buffered: Any, error: type[Exception]
