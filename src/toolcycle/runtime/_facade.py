@@ -19,7 +19,7 @@ from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
-from toolcycle.runtime._stream import CallStream, check_buffer
+from toolcycle.runtime._stream import CallStream
 from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
@@ -344,13 +344,10 @@ class ToolRuntime:
         wait for a slow consumer, the oldest dropped first. See docs/concepts/progress.md.
         Raises as `aexecute`, from the iteration; a bad ``max_buffered`` raises at once.
         """
-        limit = check_buffer(max_buffered)
-        pipeline = self._pipeline
+        run = self._pipeline.aexecute
         return CallStream(
-            lambda listen: pipeline.aexecute(
-                name, params, ctx, timeout, idle_timeout, progress=listen
-            ),
-            limit,
+            lambda listen: run(name, params, ctx, timeout, idle_timeout, progress=listen),
+            max_buffered,
         )
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
@@ -419,11 +416,9 @@ class ToolRuntime:
 
         As `astream` for a model's tool call; raises only as `acall` does.
         """
-        limit = check_buffer(max_buffered)
-        dispatcher = self._dispatcher
+        run = self._dispatcher.acall
         return CallStream(
-            lambda listen: dispatcher.acall(tool_call, ctx, timeout, idle_timeout, listen),
-            limit,
+            lambda listen: run(tool_call, ctx, timeout, idle_timeout, listen), max_buffered
         )
 
     def call_many(

@@ -26,21 +26,7 @@ if TYPE_CHECKING:
     Listener = Callable[[ProgressEvent], object]
     Starter = Callable[[Listener], Coroutine[Any, Any, ToolResult]]
 
-__all__ = ["CallStream", "check_buffer"]
-
-
-def check_buffer(max_buffered: int) -> int:
-    """Return ``max_buffered`` if it is a positive whole number; raise otherwise.
-
-    Raises:
-        TypeError: it is not an integer.
-        ValueError: it is less than 1.
-    """
-    if isinstance(max_buffered, bool) or not isinstance(max_buffered, int):
-        raise TypeError(f"max_buffered must be an integer, got {max_buffered!r}")
-    if max_buffered < 1:
-        raise ValueError(f"max_buffered must be at least 1, got {max_buffered}")
-    return max_buffered
+__all__ = ["CallStream"]
 
 
 class _Channel:
@@ -108,10 +94,20 @@ class CallStream:
     __slots__ = ("_channel", "_limit", "_over", "_start", "_task")
 
     def __init__(self, start: Starter, max_buffered: int) -> None:
+        """Make the stream of the call that ``start`` begins when given a progress listener.
+
+        Raises:
+            TypeError: ``max_buffered`` is not an integer.
+            ValueError: ``max_buffered`` is less than 1.
+        """
+        self._task: asyncio.Task[ToolResult] | None = None  # set first: __del__ reads it
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int):
+            raise TypeError(f"max_buffered must be an integer, got {max_buffered!r}")
+        if max_buffered < 1:
+            raise ValueError(f"max_buffered must be at least 1, got {max_buffered}")
         self._start = start
         self._limit = max_buffered
         self._channel: _Channel | None = None
-        self._task: asyncio.Task[ToolResult] | None = None
         self._over = False
 
     @property
