@@ -281,7 +281,12 @@ async def test_a_sync_tool_left_running_after_the_stream_closed_reports_to_nobod
         assert (await ended.wait()).status == "cancelled"
         gate.open()
         assert await asyncio.to_thread(later.wait, WAIT)  # the late report was made
-        await asyncio.sleep(0)  # let a report handed to the loop land, if one were handed
+        # The stream heard it first and handed it to this loop; a callback queued now
+        # runs after that hand-over, so once it has run the report has been dealt with.
+        handled = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(handled.set_result, None)
+        await asyncio.wait_for(handled, WAIT)
+        assert stream._channel is not None and list(stream._channel.events) == []
         assert [item async for item in stream] == []
 
 
