@@ -23,6 +23,7 @@ EXPECTED = {
     "AsyncFunctionTool",
     "BoundResource",
     "CachePolicy",
+    "CallStream",
     "CancellationToken",
     "Change",
     "Checkpoint",
@@ -303,12 +304,14 @@ ALLOWED = {
         "runtime._registry",
         "runtime._shared",
         "runtime._steps",
+        "runtime._stream",
         "tracing",
         "validation",
         "validation._compiler",
         "runtime._recorder",
     },
-    "runtime": {"runtime._facade"},
+    "runtime": {"runtime._facade", "runtime._stream"},
+    "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
     "cli": {""},

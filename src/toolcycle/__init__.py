@@ -55,7 +55,7 @@ from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
-from toolcycle.runtime import ToolRuntime
+from toolcycle.runtime import CallStream, ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
 
@@ -66,6 +66,7 @@ __all__ = [
     "AsyncFunctionTool",
     "BoundResource",
     "CachePolicy",
+    "CallStream",
     "CancellationToken",
     "Change",
     "Checkpoint",

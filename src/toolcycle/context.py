@@ -248,17 +248,19 @@ class ToolExecutionContext:
 
         Call it at the start of ``execute``; the function it returns may then be
         called from any thread or task, with ``(progress, total, message)``.
-        Each report is counted in the call's trace and passed to ``on_progress``.
+        Each report is counted in the call's trace and passed to ``on_progress``,
+        and to whoever else follows the call (its span, a stream of the call).
         """
         scope = _call_scope.get()
         record = scope.record if scope is not None else None
+        sinks = getattr(record, "progress_sinks", ())
 
         def report(progress: float, total: float | None = None, message: str | None = None) -> None:
             if record is not None:
                 record.progress += 1
                 record.active_at = time.monotonic()  # restarts an idle_timeout
             callback = self.on_progress
-            if callback is None:
+            if callback is None and not sinks:
                 return
             event = ProgressEvent(
                 tool_name=record.tool_name if record is not None else "",
@@ -268,6 +270,13 @@ class ToolExecutionContext:
                 total=total,
                 message=message,
             )
+            for sink in sinks:
+                try:
+                    sink(event)
+                except Exception:
+                    _log.exception("a progress listener of plan %r raised", self.plan_id)
+            if callback is None:
+                return
             try:
                 callback(event)
             except Exception:

@@ -16,7 +16,9 @@ taken from the call's trace (plan, call id, status, duration, result size, and
 ``toolcycle.cache_hit`` for a result answered from the result cache). A
 failed call also gets ``error.type`` and the span status ERROR. The span is
 the current span while the tool runs, so spans the tool starts itself nest
-under it. Each ``activate`` and ``deactivate`` becomes a span of its own,
+under it. Each progress report of the call (``ctx.report_progress``, an MCP
+server's notifications) is a span event named ``toolcycle.progress`` with the
+attributes ``progress`` and, when given, ``total`` and ``message``. Each ``activate`` and ``deactivate`` becomes a span of its own,
 ``activate_tool {tool name}`` or ``deactivate_tool {tool name}``.
 
 Arguments and results are not recorded unless ``record_payloads=True``. They
@@ -56,7 +58,13 @@ if TYPE_CHECKING:
 
     from opentelemetry.util.types import AttributeValue
 
-    from toolcycle import SourceKind, ToolDescriptor, ToolExecutionContext, ToolExecutionTrace
+    from toolcycle import (
+        ProgressEvent,
+        SourceKind,
+        ToolDescriptor,
+        ToolExecutionContext,
+        ToolExecutionTrace,
+    )
     from toolcycle.instrumentation import Stage
 
 __all__ = ["OpenTelemetry"]
@@ -65,6 +73,7 @@ _DEFAULT_MAX_PAYLOAD_CHARS = 4096
 """Characters of JSON text kept for each recorded argument or result payload."""
 
 _TRACER_NAME = "toolcycle"
+_PROGRESS_EVENT = "toolcycle.progress"
 
 # The conventions know three kinds of tool. Tools that run in this process
 # (functions, the built-in tools, custom ToolInstance objects, Agent Skills)
@@ -239,6 +248,28 @@ class _CallSpan(CallObserver):
         finally:
             _end(self._span)
             self._restore()
+
+    def progress(self, event: ProgressEvent) -> None:
+        """Add a progress report to the span as a ``toolcycle.progress`` event.
+
+        Called from any thread; a report that arrives once the span has ended
+        (a sync tool left running past its limit) is dropped.
+
+        Args:
+            event: the report.
+        """
+        span = self._span
+        try:
+            if self._finished or not span.is_recording():
+                return
+            attributes: dict[str, AttributeValue] = {"progress": event.progress}
+            if event.total is not None:
+                attributes["total"] = event.total
+            if event.message is not None:
+                attributes["message"] = event.message
+            span.add_event(_PROGRESS_EVENT, attributes)
+        except Exception as exc:
+            _log.debug("could not record a progress report: %r", exc)
 
     def _record_outcome(self, trace: ToolExecutionTrace, arguments: Any, output: Any) -> None:
         span = self._span

@@ -10,8 +10,10 @@ from typing import Any, assert_type
 
 from toolcycle import (
     CachePolicy,
+    CallStream,
     CancellationToken,
     Change,
+    ProgressEvent,
     ResultCache,
     ToolCapability,
     ToolDeactivationError,
@@ -98,6 +100,14 @@ async def async_usage() -> None:
             result = await runtime.aexecute("aecho", {}, ctx)
             assert_type(result, ToolResult)
             await runtime.aactivate("aecho", ctx)
+            stream = runtime.astream("aecho", {}, ctx, idle_timeout=5.0, max_buffered=10)
+            assert_type(stream, CallStream)
+            async for item in stream:
+                assert_type(item, ProgressEvent | ToolResult)
+            assert_type(stream.dropped, int)
+            async with runtime.astream_call({"name": "aecho", "arguments": {}}, ctx) as answer:
+                async for item in answer:
+                    assert_type(item, ProgressEvent | ToolResult)
         assert_type(await runtime.aend_plan(ctx), list[ToolDeactivationError])
 
 

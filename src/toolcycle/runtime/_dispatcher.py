@@ -23,10 +23,10 @@ from toolcycle.errors import ToolRuntimeError
 from toolcycle.models import ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.models import ProviderFormat, TraceStatus
+    from toolcycle.models import ProgressEvent, ProviderFormat, TraceStatus
     from toolcycle.runtime._shared import Catalog, Runner, Settings
     from toolcycle.runtime._steps import CallSteps
     from toolcycle.validation import ValidationLimits
@@ -99,12 +99,13 @@ class Dispatcher:
         ctx: ToolExecutionContext,
         timeout: float | None,
         idle_timeout: float | None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
-        """Async twin of `call`."""
+        """Async twin of `call`; ``progress`` hears the call's progress reports."""
         prepared = self._prepare(tool_call, ctx)
         if isinstance(prepared, ToolResult):
             return prepared
-        return await self._arun(prepared, ctx, timeout, idle_timeout)
+        return await self._arun(prepared, ctx, timeout, idle_timeout, progress)
 
     def call_many(
         self,
@@ -149,10 +150,19 @@ class Dispatcher:
         ctx: ToolExecutionContext,
         timeout: float | None,
         idle_timeout: float | None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
         call, name, arguments = prepared
         result = await self._runner.aexecute(
-            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
+            name,
+            arguments,
+            ctx,
+            timeout,
+            idle_timeout,
+            call.id,
+            refuse=True,
+            answers=call,
+            progress=progress,
         )
         return result if result.call is call else _answering(result, call)
 

@@ -20,6 +20,7 @@ from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
+from toolcycle.runtime._stream import CallStream
 from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
@@ -349,6 +350,28 @@ class ToolRuntime:
         """Async twin of `execute` (raises and returns as it); sync tools run on the thread pool."""
         return await self._pipeline.aexecute(name, params, ctx, timeout, idle_timeout)
 
+    def astream(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`aexecute` as an async stream: each `ProgressEvent` as reported, then the result.
+
+        Leaving the loop early cancels the call; at most ``max_buffered`` events
+        wait for a slow consumer, the oldest dropped first. See docs/concepts/progress.md.
+        Raises as `aexecute`, from the iteration; a bad ``max_buffered`` raises at once.
+        """
+        run = self._pipeline.aexecute
+        return CallStream(
+            lambda listen: run(name, params, ctx, timeout, idle_timeout, progress=listen),
+            max_buffered,
+        )
+
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool ahead of its first call, after `execute`'s checks; raises as it."""
         self._pipeline.activate(name, ctx)
@@ -401,6 +424,24 @@ class ToolRuntime:
     ) -> ToolResult:
         """Async twin of `call`: raises only as it does, and answers everything else."""
         return await self._dispatcher.acall(tool_call, ctx, timeout, idle_timeout)
+
+    def astream_call(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`acall` as an async stream: each `ProgressEvent`, then what `acall` returns.
+
+        As `astream` for a model's tool call; raises only as `acall` does.
+        """
+        run = self._dispatcher.acall
+        return CallStream(
+            lambda listen: run(tool_call, ctx, timeout, idle_timeout, listen), max_buffered
+        )
 
     def call_many(
         self,

@@ -22,13 +22,13 @@ from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Mapping
+    from collections.abc import Callable, Coroutine, Mapping
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord, Change, ToolCall
+    from toolcycle.models import ApprovalRecord, Change, ProgressEvent, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -110,16 +110,20 @@ class CallPipeline:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> Coroutine[Any, Any, ToolResult]:
         """Async twin of `execute`: the coroutine to await for the result.
 
         A plain function that hands back the driver's coroutine, so an awaited
         call goes through one coroutine level less. Every caller awaits it at once.
+        ``progress`` hears the call's progress reports (a stream of the call).
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
+        if progress is not None:
+            call.record.listen(progress)
         if call.observer is None and not refuse:
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import TraceStatus
+    from toolcycle.models import ProgressEvent, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -45,6 +45,7 @@ class CallRecord:
         "cache_hit",
         "plan_id",
         "progress",
+        "progress_sinks",
         "scrub",
         "started",
         "t0",
@@ -74,10 +75,19 @@ class CallRecord:
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
         self.cache_hit = False  # answered from the result cache
 
+    # Who else hears the call's progress reports (its span, a stream), besides the
+    # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
+    # read it with getattr(record, "progress_sinks", ()).
+    progress_sinks: tuple[Callable[[ProgressEvent], object], ...]
+
     @property
     def call_id(self) -> str:
         """The call's id: unique within its recorder (see `TraceRecorder`)."""
         return _call_id(self._prefix, self._number)
+
+    def listen(self, sink: Callable[[ProgressEvent], object]) -> None:
+        """Pass each later progress report of this call to ``sink`` too."""
+        self.progress_sinks = (*getattr(self, "progress_sinks", ()), sink)
 
 
 def _call_id(prefix: str, number: int) -> str:

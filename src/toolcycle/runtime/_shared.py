@@ -311,8 +311,9 @@ class Runner(Protocol):
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
-        """Async twin of `execute`."""
+        """Async twin of `execute`; ``progress`` hears the call's progress reports."""
         ...
 
 

@@ -271,7 +271,7 @@ class CallSteps:
         assert self._instrumentation is not None
         entry = self._catalog.entries.get(call.name)
         try:
-            return self._instrumentation.call_started(
+            observer = self._instrumentation.call_started(
                 tool_name=call.name,
                 descriptor=entry.descriptor if entry is not None else None,
                 ctx=call.ctx,
@@ -281,3 +281,7 @@ class CallSteps:
         except Exception as exc:
             _log.warning("instrumentation.failed", hook="call_started", error=repr(exc))
             return None
+        hook = getattr(observer, "progress", None)  # optional: older observers lack it
+        if callable(hook):
+            call.record.listen(hook)
+        return observer
