@@ -26,6 +26,11 @@ EXPECTED = {
     "Change",
     "Checkpoint",
     "FunctionTool",
+    "Guardrail",
+    "GuardrailCall",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailTripped",
     "Instrumentation",
     "NullTracer",
     "PendingApproval",
@@ -86,8 +91,21 @@ ALLOWED = {
     "_docstrings": set(),
     "_warnings": set(),
     "_signatures": {"cancellation", "context", "errors"},
+    "guardrails": {"context", "models"},  # for annotations only, under TYPE_CHECKING
+    "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
+    "runtime._guards": {
+        "errors",
+        "execution._activation",
+        "execution._invoke",
+        "guardrails",
+        "models",
+        "runtime._guardset",
+        "runtime._shared",
+        "runtime._steps",
+    },
     "callables": {
         "_docstrings",
+        "guardrails",
         "_signatures",
         "_warnings",
         "cancellation",
@@ -173,6 +191,7 @@ ALLOWED = {
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
     "runtime._shared": {
+        "runtime._guardset",
         "execution._inflight",
         "execution._portal",
         "approvals",
@@ -188,6 +207,8 @@ ALLOWED = {
         "runtime._recorder",
     },
     "runtime._registry": {
+        "guardrails",
+        "runtime._guardset",
         "_warnings",
         "callables",
         "errors",
@@ -236,6 +257,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._pipeline": {
+        "runtime._guards",
         "execution._activation",
         "agent._dispatch",
         "execution._invoke",
@@ -266,6 +288,8 @@ ALLOWED = {
         "_construct",
     },
     "runtime._facade": {
+        "guardrails",
+        "runtime._guardset",
         "execution._activation",
         "execution._invoke",
         "_types",
@@ -311,6 +335,7 @@ ALLOWED = {
         "cancellation",
         "context",
         "errors",
+        "guardrails",
         "models",
         "protocols",
         "runtime",

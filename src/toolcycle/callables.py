@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
@@ -36,6 +36,9 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
+
+if TYPE_CHECKING:
+    from toolcycle.guardrails import Guardrail
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
@@ -57,6 +60,8 @@ class FunctionTool:
         sequential: bool = False,
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
+        input_guardrails: Iterable[Guardrail] = (),
+        output_guardrails: Iterable[Guardrail] = (),
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -93,6 +98,9 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
         self._descriptor = descriptor
+        # Read by the runtime at registration (any tool may carry these two attributes).
+        self.input_guardrails = _guardrails(input_guardrails, "input_guardrails", tool_name)
+        self.output_guardrails = _guardrails(output_guardrails, "output_guardrails", tool_name)
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -178,13 +186,16 @@ def wrap(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
-    sets `ToolCapability.requires_approval`.
+    sets `ToolCapability.requires_approval`. ``input_guardrails`` and
+    ``output_guardrails`` are the tool's own guardrails (see `toolcycle.guardrails`).
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -199,6 +210,8 @@ def wrap(
         sequential=sequential,
         requires_approval=requires_approval,
         tags=tags,
+        input_guardrails=input_guardrails,
+        output_guardrails=output_guardrails,
     )
 
 
@@ -216,6 +229,8 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -230,6 +245,8 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -247,6 +264,8 @@ def tool(
             sequential=sequential,
             requires_approval=requires_approval,
             tags=tags,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     return decorate(fn) if fn is not None else decorate
@@ -258,3 +277,21 @@ def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:
     if current is not None:
         raise ToolDefinitionError(f"tool {name!r} already has an {kind} hook", tool_name=name)
     return typing.cast("Hook", hook)
+
+
+def _guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...]:
+    """The guardrails given as ``option``, checked where the tool is defined."""
+    if callable(value) or isinstance(value, str | bytes):
+        raise ToolDefinitionError(
+            f"{option} of tool {name!r} takes a list of guardrails; wrap {value!r} in [...]",
+            tool_name=name,
+        )
+    items = tuple(value)
+    for item in items:
+        if not callable(item):
+            raise ToolDefinitionError(
+                f"{option} of tool {name!r} holds {item!r}, which is not callable; a "
+                "guardrail is a function of (call, ctx)",
+                tool_name=name,
+            )
+    return items

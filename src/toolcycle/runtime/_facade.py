@@ -13,6 +13,7 @@ from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.runtime._approvals import Approvals, Resumer
+from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger
     from toolcycle.context import ToolExecutionContext
     from toolcycle.errors import ToolDeactivationError
+    from toolcycle.guardrails import Guardrail
     from toolcycle.instrumentation import Instrumentation
     from toolcycle.models import (
         PendingApproval,
@@ -69,6 +71,11 @@ class ToolRuntime:
         approval_ledger: where ``resume`` claims deferred calls (a `FileApprovalLedger`
             across processes; in memory by default).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
+        input_guardrails: guardrails for the arguments of every call (see
+            `toolcycle.guardrails`); they run before a source's and a tool's own.
+        output_guardrails: guardrails for the output of every call.
+        guardrails_after_approval: run input guardrails after the approval step
+            (by default they run after input validation, before approval).
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
 
@@ -95,11 +102,19 @@ class ToolRuntime:
         instrumentation: Instrumentation | None = None,
         approval_ledger: ApprovalLedger | None = None,
         max_workers: int = 8,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        guardrails_after_approval: bool = False,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
         self._settings = settings = Settings(
             strict_output, max_result_bytes, redaction, auto_activate
+        )
+        settings.guardrails = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+            guardrails_after_approval,
         )
         # The validation engine's modules load with the first runtime, not the package.
         from toolcycle.validation._compiler import SchemaCompiler
@@ -181,19 +196,32 @@ class ToolRuntime:
     # -- tools ------------------------------------------------------------------------
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
+        ``input_guardrails`` and ``output_guardrails`` run after the tool's own
+        (see `toolcycle.guardrails`).
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
                 the tool cannot be described, or its name is taken, or a schema is unusable.
             ValueError: ``timeout`` is not positive.
+            TypeError: a guardrail is not callable.
         """
-        return self._tools.register(instance, timeout=timeout)
+        return self._tools.register(
+            instance,
+            timeout=timeout,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+        )
 
     def register_source(
         self,
@@ -201,16 +229,24 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
+        ``input_guardrails`` and ``output_guardrails`` guard every tool of the source
+        (one set for a whole MCP server), after the runtime's and before each tool's.
         Raises as `register`, after unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+            source,
+            skip_invalid_schemas=skip_invalid_schemas,
+            timeout=timeout,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:

@@ -18,6 +18,7 @@ from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
+from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
@@ -60,6 +61,7 @@ class CallPipeline:
         self._activator = activator
         self._invoker = invoker
         self._settings = settings
+        self._guards = GuardStep(steps, approvals, invoker, settings)
 
     def execute(
         self,
@@ -165,12 +167,12 @@ class CallPipeline:
         entry = steps.check(call)
         flight = steps.admit(call, threading.get_ident())
         try:
-            if self._approvals.needed(call, entry):
-                # Validate and ask first, so that a denied or deferred call starts nothing.
+            if entry.guards is not None or self._approvals.needed(call, entry):
+                # Validate, guard and ask first, so that a call turned away starts nothing.
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = self._approvals.ask(call, entry, data)
+                verdict = self._guards.screen(call, entry, data)
                 if verdict is not None:
                     return verdict
                 # The call's time starts once it may run, not while a person decides.
@@ -204,11 +206,11 @@ class CallPipeline:
         task = asyncio.current_task()
         flight = steps.admit(call, task)
         try:
-            if self._approvals.needed(call, entry):
+            if entry.guards is not None or self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = await self._approvals.aask(call, entry, data)
+                verdict = await self._guards.ascreen(call, entry, data)
                 if verdict is not None:
                     return verdict
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
@@ -325,6 +327,8 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return self._guards.returned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)
 
@@ -375,5 +379,7 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return await self._guards.areturned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import TraceStatus
+    from toolcycle.models import GuardrailRecord, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -42,6 +42,7 @@ class CallRecord:
         "abandoned",
         "active_at",
         "approval",
+        "guardrails",
         "plan_id",
         "progress",
         "scrub",
@@ -71,6 +72,7 @@ class CallRecord:
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
+        self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
 
     @property
     def call_id(self) -> str:
@@ -101,6 +103,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
+        guardrails,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -126,6 +129,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "progress_count": progress,
             "abandoned": abandoned,
             "approval": approval,
+            "guardrails": guardrails,
         },
         None,
     )
@@ -277,6 +281,7 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
+                record.guardrails,
             ),
             error_message,
             _trace_model,

@@ -18,12 +18,14 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._guardset import Guards, chain, guards_of
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
+    from toolcycle.guardrails import Guardrail
     from toolcycle.protocols import ToolSource
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
@@ -36,15 +38,21 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("names", "skip", "source", "timeout")
+    __slots__ = ("guards", "names", "skip", "source", "timeout")
 
     def __init__(
-        self, source: ToolSource, names: list[str], skip: bool, timeout: float | None
+        self,
+        source: ToolSource,
+        names: list[str],
+        skip: bool,
+        timeout: float | None,
+        guards: Guards | None = None,
     ) -> None:
         self.source = source
         self.names = names
         self.skip = skip
         self.timeout = timeout
+        self.guards = guards  # the source's guardrails, for every tool it yields
 
 
 class ToolRegistry:
@@ -88,10 +96,18 @@ class ToolRegistry:
             return tuple(entry.descriptor for entry in self._tools.values())
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        source_guards: Guards | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
         self._settings.check_open()
+        given_input = guards_of(input_guardrails, "input_guardrails")
+        given_output = guards_of(output_guardrails, "output_guardrails")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if not isinstance(instance, ToolInstance) and callable(instance):
@@ -116,6 +132,9 @@ class ToolRegistry:
         compiled_output = (
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
+        guards = chain(
+            self._settings.guardrails, source_guards, instance, name, given_input, given_output
+        )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
         with self._lock:
             if name in self._tools:
@@ -125,15 +144,25 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout
+                descriptor, instance, compiled_input, compiled_output, loop, timeout, guards
             )
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool | None, timeout: float | None
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None,
+        timeout: float | None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
+        guards = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+        )
         skip = (
             bool(getattr(source, "skip_invalid_schemas", False))
             if skip_invalid_schemas is None
@@ -141,10 +170,10 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout)
+        registered = self._register_all(source, skip, _warn_skipped, timeout, guards)
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout))
+            self._sources.append(_SourceEntry(source, names, skip, timeout, guards))
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -166,7 +195,7 @@ class ToolRegistry:
                     self._tools.pop(name, None)
                 try:
                     registered = self._register_all(
-                        entry.source, entry.skip, _log_skipped, entry.timeout
+                        entry.source, entry.skip, _log_skipped, entry.timeout, entry.guards
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -194,12 +223,15 @@ class ToolRegistry:
         skip: bool,
         on_skip: Callable[[str], None],
         timeout: float | None = None,
+        guards: Guards | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance, timeout=timeout))
+                    registered.append(
+                        self.register(instance, timeout=timeout, source_guards=guards)
+                    )
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise

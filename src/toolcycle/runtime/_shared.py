@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
+    from toolcycle.runtime._guardset import Guards
     from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
@@ -84,6 +85,7 @@ class Settings:
     __slots__ = (
         "auto_activate",
         "closed",
+        "guardrails",
         "lock",
         "max_result_bytes",
         "redaction",
@@ -103,6 +105,7 @@ class Settings:
         self.auto_activate = auto_activate
         self.closed = False
         self.lock = threading.Lock()
+        self.guardrails: Guards | None = None  # the runtime's own; set by the façade
 
     def check_open(self) -> None:
         """Raise `ToolRuntimeError` once the runtime is closed."""
@@ -148,9 +151,19 @@ class Entry:
         loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
+        guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
     """
 
-    __slots__ = ("coroutine", "descriptor", "input", "instance", "loop", "output", "timeout")
+    __slots__ = (
+        "coroutine",
+        "descriptor",
+        "guards",
+        "input",
+        "instance",
+        "loop",
+        "output",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -160,8 +173,10 @@ class Entry:
         output: CompiledSchema | None,
         loop: asyncio.AbstractEventLoop | None = None,
         registered_timeout: float | None = None,
+        guards: Guards | None = None,
     ) -> None:
         self.descriptor = descriptor
+        self.guards = guards
         self.instance = instance
         self.input = input
         self.output = output
