@@ -11,6 +11,11 @@ from typing import Any, assert_type
 from toolcycle import (
     CancellationToken,
     Change,
+    Guardrail,
+    GuardrailCall,
+    GuardrailDecision,
+    GuardrailRecord,
+    GuardrailTripped,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
@@ -20,7 +25,9 @@ from toolcycle import (
     ToolResult,
     ToolRuntime,
     Validation,
+    tool,
 )
+from toolcycle.guardrails import allow, reject, stop
 
 
 class Echo:
@@ -69,6 +76,33 @@ def sync_usage() -> None:
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
         errors = runtime.end_plan(ctx)
         assert_type(errors, list[ToolDeactivationError])
+
+
+def guardrails_usage() -> None:
+    def no_root(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        assert_type(call.arguments["path"], Any)
+        return reject("not the root") if call.arguments["path"] == "/" else allow()
+
+    async def no_secrets(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        return stop("a secret") if "secret" in str(call.output) else allow()
+
+    guards: list[Guardrail] = [no_root, no_secrets]
+
+    @tool(writes=False, input_guardrails=[no_root], output_guardrails=[no_secrets])
+    def read(path: str) -> str:
+        """Read a file."""
+        return path
+
+    with ToolRuntime(input_guardrails=guards, guardrails_after_approval=True) as runtime:
+        runtime.register(read, output_guardrails=[no_secrets])
+        with runtime.plan() as ctx:
+            try:
+                result = runtime.execute("read", {"path": "/"}, ctx)
+            except GuardrailTripped as error:
+                assert_type(error.guardrail, str)
+            else:
+                assert result.trace is not None
+                assert_type(result.trace.guardrails, tuple[GuardrailRecord, ...])
 
 
 async def async_usage() -> None:
