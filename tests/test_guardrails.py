@@ -697,6 +697,10 @@ def test_reject_and_stop_need_a_message_string() -> None:
     with pytest.raises(TypeError, match="stop"):
         stop(3)  # type: ignore[arg-type]
     assert allow() is allow() and allow().outcome == "allow"
+    with pytest.raises(ValueError, match="'maybe'"):
+        GuardrailDecision("maybe")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="int"):
+        GuardrailDecision("reject", 5)  # type: ignore[arg-type]
 
 
 def test_an_unguarded_tool_has_no_guard_chain(runtime: ToolRuntime) -> None:

@@ -79,6 +79,14 @@ class GuardrailDecision:
     outcome: Literal["allow", "reject", "stop"]
     message: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.outcome not in ("allow", "reject", "stop"):
+            raise ValueError(
+                f"a guardrail decision is 'allow', 'reject' or 'stop', got {self.outcome!r}"
+            )
+        if self.message is not None and not isinstance(self.message, str):
+            raise TypeError(f"a decision's message is text, got {type(self.message).__name__}")
+
 
 _ALLOW = GuardrailDecision("allow")
 
