@@ -28,6 +28,11 @@ EXPECTED = {
     "Change",
     "Checkpoint",
     "FunctionTool",
+    "Guardrail",
+    "GuardrailCall",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailTripped",
     "Instrumentation",
     "NullTracer",
     "PendingApproval",
@@ -89,8 +94,22 @@ ALLOWED = {
     "_docstrings": set(),
     "_warnings": set(),
     "_signatures": {"cancellation", "context", "errors"},
+    "guardrails": {"context", "models"},  # for annotations only, under TYPE_CHECKING
+    "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
+    "runtime._guards": {
+        "errors",
+        "execution._activation",
+        "execution._invoke",
+        "guardrails",
+        "models",
+        "runtime._caching",  # for annotations only, under TYPE_CHECKING
+        "runtime._guardset",
+        "runtime._shared",
+        "runtime._steps",
+    },
     "callables": {
         "_docstrings",
+        "guardrails",
         "_signatures",
         "_warnings",
         "cancellation",
@@ -187,6 +206,7 @@ ALLOWED = {
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
     "runtime._shared": {
+        "runtime._guardset",
         "execution._inflight",
         "execution._portal",
         "approvals",
@@ -205,6 +225,8 @@ ALLOWED = {
     "runtime._registry": {
         "result_cache",
         "runtime._caching",
+        "guardrails",
+        "runtime._guardset",
         "_warnings",
         "callables",
         "errors",
@@ -254,6 +276,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._pipeline": {
+        "runtime._guards",
         "execution._activation",
         "agent._dispatch",
         "execution._invoke",
@@ -284,6 +307,8 @@ ALLOWED = {
         "_construct",
     },
     "runtime._facade": {
+        "guardrails",
+        "runtime._guardset",
         "execution._activation",
         "execution._invoke",
         "_types",
@@ -333,6 +358,7 @@ ALLOWED = {
         "cancellation",
         "context",
         "errors",
+        "guardrails",
         "models",
         "protocols",
         "runtime",

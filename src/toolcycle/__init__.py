@@ -15,6 +15,7 @@ from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
+    GuardrailTripped,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolApprovalError,
@@ -32,11 +33,13 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
+from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
 from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
     ApprovalRecord,
     BoundResource,
     Change,
+    GuardrailRecord,
     PendingApproval,
     ProgressEvent,
     ProviderFormat,
@@ -71,6 +74,11 @@ __all__ = [
     "Change",
     "Checkpoint",
     "FunctionTool",
+    "Guardrail",
+    "GuardrailCall",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailTripped",
     "Instrumentation",
     "NullTracer",
     "PendingApproval",

@@ -38,6 +38,7 @@ from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
 
 if TYPE_CHECKING:
+    from toolcycle.guardrails import Guardrail
     from toolcycle.result_cache import CachePolicy
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
@@ -61,6 +62,8 @@ class FunctionTool:
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
         cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] = (),
+        output_guardrails: Iterable[Guardrail] = (),
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -105,6 +108,9 @@ class FunctionTool:
             )
         self.cache_policy = cache
         """How the runtime caches the tool's results (``cache=``); None: it does not."""
+        # Read by the runtime at registration (any tool may carry these two attributes).
+        self.input_guardrails = _guardrails(input_guardrails, "input_guardrails", tool_name)
+        self.output_guardrails = _guardrails(output_guardrails, "output_guardrails", tool_name)
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -191,6 +197,8 @@ def wrap(
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
     cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
@@ -199,6 +207,8 @@ def wrap(
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
     sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
     (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
+    sets `ToolCapability.requires_approval`. ``input_guardrails`` and
+    ``output_guardrails`` are the tool's own guardrails (see `toolcycle.guardrails`).
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -214,6 +224,8 @@ def wrap(
         requires_approval=requires_approval,
         tags=tags,
         cache=cache,
+        input_guardrails=input_guardrails,
+        output_guardrails=output_guardrails,
     )
 
 
@@ -232,6 +244,8 @@ def tool(
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
     cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -247,6 +261,8 @@ def tool(
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
     cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -265,6 +281,8 @@ def tool(
             requires_approval=requires_approval,
             tags=tags,
             cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     return decorate(fn) if fn is not None else decorate
@@ -276,3 +294,21 @@ def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:
     if current is not None:
         raise ToolDefinitionError(f"tool {name!r} already has an {kind} hook", tool_name=name)
     return typing.cast("Hook", hook)
+
+
+def _guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...]:
+    """The guardrails given as ``option``, checked where the tool is defined."""
+    if callable(value) or isinstance(value, str | bytes):
+        raise ToolDefinitionError(
+            f"{option} of tool {name!r} takes a list of guardrails; wrap {value!r} in [...]",
+            tool_name=name,
+        )
+    items = tuple(value)
+    for item in items:
+        if not callable(item):
+            raise ToolDefinitionError(
+                f"{option} of tool {name!r} holds {item!r}, which is not callable; a "
+                "guardrail is a function of (call, ctx)",
+                tool_name=name,
+            )
+    return items

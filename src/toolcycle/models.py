@@ -21,6 +21,7 @@ __all__ = [
     "ApprovalRecord",
     "BoundResource",
     "Change",
+    "GuardrailRecord",
     "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
@@ -43,7 +44,15 @@ ProviderFormat: TypeAlias = Literal["openai", "openai-responses", "anthropic", "
 """A model provider's wire format for tool definitions, calls and results."""
 
 TraceStatus: TypeAlias = Literal[
-    "ok", "error", "denied", "invalid_input", "cancelled", "timed_out", "pending"
+    "ok",
+    "error",
+    "denied",
+    "invalid_input",
+    "cancelled",
+    "timed_out",
+    "pending",
+    "rejected",
+    "stopped",
 ]
 """The outcome of one call, as recorded in its trace."""
 
@@ -160,6 +169,19 @@ class ApprovalRecord(BaseModel):
     """The decision was given to ``runtime.resume``, after the call was deferred."""
 
 
+class GuardrailRecord(BaseModel):
+    """One guardrail's decision about a call, as its trace records it."""
+
+    model_config = _FROZEN
+
+    name: str
+    """The guardrail's name: its function's ``__qualname__``."""
+    stage: Literal["input", "output"]
+    outcome: Literal["allow", "reject", "stop"]
+    message: str | None = None
+    """What a rejection or a stop said (redacted like the trace's ``error``)."""
+
+
 class ToolExecutionTrace(BaseModel):
     """The record of one call that reached ``execute``, whatever its outcome."""
 
@@ -198,6 +220,8 @@ class ToolExecutionTrace(BaseModel):
     """How the call's approval was decided; None for a call that needed none."""
     cache_hit: bool = False
     """The result came from the result cache: the tool was neither activated nor run."""
+    guardrails: tuple[GuardrailRecord, ...] = ()
+    """Each guardrail's decision, in the order they ran; empty when none ran."""
 
 
 class ProgressEvent(BaseModel):

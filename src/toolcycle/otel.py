@@ -14,11 +14,14 @@ OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
 taken from the call's trace (plan, call id, status, duration, result size, and
 ``toolcycle.cache_hit`` for a result answered from the result cache). A
-failed call also gets ``error.type`` and the span status ERROR. The span is
-the current span while the tool runs, so spans the tool starts itself nest
-under it. Each progress report of the call (``ctx.report_progress``, an MCP
-server's notifications) is a span event named ``toolcycle.progress`` with the
-attributes ``progress`` and, when given, ``total`` and ``message``. Each ``activate`` and ``deactivate`` becomes a span of its own,
+failed call also gets ``error.type`` and the span status ERROR. Each guardrail
+decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
+message), and ``toolcycle.guardrails`` lists them as ``stage:name:outcome``.
+The span is the current span while the tool runs, so spans the tool starts
+itself nest under it. Each progress report of the call (``ctx.report_progress``,
+an MCP server's notifications) is a span event named ``toolcycle.progress`` with
+the attributes ``progress`` and, when given, ``total`` and ``message``. Each
+``activate`` and ``deactivate`` becomes a span of its own,
 ``activate_tool {tool name}`` or ``deactivate_tool {tool name}``.
 
 Arguments and results are not recorded unless ``record_payloads=True``. They
@@ -292,6 +295,8 @@ class _CallSpan(CallObserver):
                 _put_json(attributes, "gen_ai.tool.call.arguments", arguments, limit)
             if trace.success:
                 _put_json(attributes, "gen_ai.tool.call.result", output, limit)
+        if trace.guardrails:
+            _guardrail_decisions(span, attributes, trace)
         span.set_attributes(attributes)
         if not trace.success:
             description = trace.error or trace.status
@@ -333,6 +338,24 @@ class _StageSpan(StageObserver):
             _log.debug("could not record the error of a stage: %r", exc)
         finally:
             _end(span)
+
+
+def _guardrail_decisions(
+    span: otel_trace.Span, attributes: dict[str, AttributeValue], trace: ToolExecutionTrace
+) -> None:
+    """Each guardrail decision as a span event, and the names and outcomes as attributes."""
+    for record in trace.guardrails:
+        event: dict[str, AttributeValue] = {
+            "toolcycle.guardrail.name": record.name,
+            "toolcycle.guardrail.stage": record.stage,
+            "toolcycle.guardrail.outcome": record.outcome,
+        }
+        if record.message is not None:
+            event["toolcycle.guardrail.message"] = record.message
+        span.add_event("toolcycle.guardrail", event)
+    attributes["toolcycle.guardrails"] = [
+        f"{record.stage}:{record.name}:{record.outcome}" for record in trace.guardrails
+    ]
 
 
 def _tool_type(source: SourceKind) -> str:

@@ -13,6 +13,11 @@ from toolcycle import (
     CallStream,
     CancellationToken,
     Change,
+    Guardrail,
+    GuardrailCall,
+    GuardrailDecision,
+    GuardrailRecord,
+    GuardrailTripped,
     ProgressEvent,
     ResultCache,
     ToolCapability,
@@ -26,6 +31,7 @@ from toolcycle import (
     Validation,
     tool,
 )
+from toolcycle.guardrails import allow, reject, stop
 
 
 class Echo:
@@ -92,6 +98,33 @@ def result_cache_usage() -> None:
             assert_type(trace.cache_hit, bool)
     assert_type(len(store), int)
     assert_type(store.bytes_used, int)
+
+
+def guardrails_usage() -> None:
+    def no_root(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        assert_type(call.arguments["path"], Any)
+        return reject("not the root") if call.arguments["path"] == "/" else allow()
+
+    async def no_secrets(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        return stop("a secret") if "secret" in str(call.output) else allow()
+
+    guards: list[Guardrail] = [no_root, no_secrets]
+
+    @tool(writes=False, input_guardrails=[no_root], output_guardrails=[no_secrets])
+    def read(path: str) -> str:
+        """Read a file."""
+        return path
+
+    with ToolRuntime(input_guardrails=guards, guardrails_after_approval=True) as runtime:
+        runtime.register(read, output_guardrails=[no_secrets])
+        with runtime.plan() as ctx:
+            try:
+                result = runtime.execute("read", {"path": "/"}, ctx)
+            except GuardrailTripped as error:
+                assert_type(error.guardrail, str)
+            else:
+                assert result.trace is not None
+                assert_type(result.trace.guardrails, tuple[GuardrailRecord, ...])
 
 
 async def async_usage() -> None:

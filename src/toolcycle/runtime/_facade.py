@@ -14,6 +14,7 @@ from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals, Resumer
+from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger
     from toolcycle.context import ToolExecutionContext
     from toolcycle.errors import ToolDeactivationError
+    from toolcycle.guardrails import Guardrail
     from toolcycle.instrumentation import Instrumentation
     from toolcycle.models import (
         PendingApproval,
@@ -74,6 +76,11 @@ class ToolRuntime:
         result_cache: where cached tools' results are kept, and its bounds (a
             default `ResultCache` if None).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
+        input_guardrails: guardrails for the arguments of every call (see
+            `toolcycle.guardrails`); they run before a source's and a tool's own.
+        output_guardrails: guardrails for the output of every call.
+        guardrails_after_approval: run input guardrails after the approval step
+            (by default they run after input validation, before approval).
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
 
@@ -101,11 +108,19 @@ class ToolRuntime:
         approval_ledger: ApprovalLedger | None = None,
         result_cache: ResultCache | None = None,
         max_workers: int = 8,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        guardrails_after_approval: bool = False,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
         self._settings = settings = Settings(
             strict_output, max_result_bytes, redaction, auto_activate
+        )
+        settings.guardrails = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+            guardrails_after_approval,
         )
         # The validation engine's modules load with the first runtime, not the package.
         from toolcycle.validation._compiler import SchemaCompiler
@@ -199,12 +214,16 @@ class ToolRuntime:
         *,
         timeout: float | None = None,
         cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
         ``cache`` caches its results (only for a tool with ``writes=False``),
         in place of the tool's own ``cache_policy``.
+        ``input_guardrails`` and ``output_guardrails`` run after the tool's own
+        (see `toolcycle.guardrails`).
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
@@ -212,8 +231,15 @@ class ToolRuntime:
                 the tool cannot be described, or its name is taken, or a schema is unusable,
                 or it is cached and writes.
             ValueError: ``timeout`` is not positive.
+            TypeError: a guardrail is not callable.
         """
-        return self._tools.register(instance, timeout=timeout, cache=cache)
+        return self._tools.register(
+            instance,
+            timeout=timeout,
+            cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+        )
 
     def register_source(
         self,
@@ -222,6 +248,8 @@ class ToolRuntime:
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
         cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
@@ -230,10 +258,17 @@ class ToolRuntime:
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
         ``cache`` caches the results of the source's tools that do not write (and
         have no policy of their own); its tools that write stay uncached.
+        ``input_guardrails`` and ``output_guardrails`` guard every tool of the source
+        (one set for a whole MCP server), after the runtime's and before each tool's.
         Raises as `register`, after unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout, cache=cache
+            source,
+            skip_invalid_schemas=skip_invalid_schemas,
+            timeout=timeout,
+            cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:

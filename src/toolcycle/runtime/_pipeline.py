@@ -18,6 +18,7 @@ from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
+from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._shared import check_limits, deadlines
 
@@ -60,6 +61,7 @@ class CallPipeline:
         self._activator = activator
         self._invoker = invoker
         self._settings = settings
+        self._guards = GuardStep(steps, approvals, invoker, settings)
 
     def execute(
         self,
@@ -170,18 +172,18 @@ class CallPipeline:
         flight = steps.admit(call, threading.get_ident())
         cache, key = entry.cache, None
         try:
-            if self._approvals.needed(call, entry):
-                # Validate and ask first, so that a denied or deferred call starts nothing.
+            if entry.guards is not None or self._approvals.needed(call, entry):
+                # Validate, guard and ask first, so that a call turned away starts nothing.
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = self._approvals.ask(call, entry, data)
+                verdict = self._guards.screen(call, entry, data)
                 if verdict is not None:
                     return verdict
                 if cache is not None:
                     key, kept = cache.look_up(call.ctx, data)
                     if kept is not None:
-                        return steps.cache_hit(call, kept)
+                        return self._guards.hit(call, entry, data, kept)
                 # The call's time starts once it may run, not while a person decides.
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = self._ensure_active(call, entry, before)
@@ -190,7 +192,7 @@ class CallPipeline:
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                # (An input guardrail runs here, before the lookup, so that a hit passes it.)
+                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
                 key, kept = cache.look_up(call.ctx, data)
                 if kept is not None:
                     return steps.cache_hit(call, kept)
@@ -228,24 +230,24 @@ class CallPipeline:
         flight = steps.admit(call, task)
         cache, key = entry.cache, None
         try:
-            if self._approvals.needed(call, entry):
+            if entry.guards is not None or self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = await self._approvals.aask(call, entry, data)
+                verdict = await self._guards.ascreen(call, entry, data)
                 if verdict is not None:
                     return verdict
                 if cache is not None:
                     key, kept = cache.look_up(call.ctx, data)
                     if kept is not None:
-                        return steps.cache_hit(call, kept)
+                        return await self._guards.ahit(call, entry, data, kept)
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = await self._aensure_active(call, entry, before)
             elif cache is not None:
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                # (An input guardrail runs here, before the lookup, as in `_run`.)
+                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
                 key, kept = cache.look_up(call.ctx, data)
                 if kept is not None:
                     return steps.cache_hit(call, kept)
@@ -366,6 +368,8 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return self._guards.returned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)
 
@@ -416,5 +420,7 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return await self._guards.areturned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import ProgressEvent, TraceStatus
+    from toolcycle.models import GuardrailRecord, ProgressEvent, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -43,6 +43,7 @@ class CallRecord:
         "active_at",
         "approval",
         "cache_hit",
+        "guardrails",
         "plan_id",
         "progress",
         "progress_sinks",
@@ -74,6 +75,7 @@ class CallRecord:
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
         self.cache_hit = False  # answered from the result cache
+        self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
@@ -114,6 +116,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         abandoned,
         approval,
         cache_hit,
+        guardrails,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -140,6 +143,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "abandoned": abandoned,
             "approval": approval,
             "cache_hit": cache_hit,
+            "guardrails": guardrails,
         },
         None,
     )
@@ -292,6 +296,7 @@ class TraceRecorder:
                 abandoned or record.abandoned,
                 approval,
                 record.cache_hit,
+                record.guardrails,
             ),
             error_message,
             _trace_model,

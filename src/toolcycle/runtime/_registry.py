@@ -19,12 +19,14 @@ from toolcycle.errors import (
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._caching import bind
+from toolcycle.runtime._guardset import Guards, chain, guards_of
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
+    from toolcycle.guardrails import Guardrail
     from toolcycle.protocols import ToolSource
     from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.runtime._shared import Settings
@@ -38,7 +40,7 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("cache", "names", "skip", "source", "timeout")
+    __slots__ = ("cache", "guards", "names", "skip", "source", "timeout")
 
     def __init__(
         self,
@@ -47,12 +49,14 @@ class _SourceEntry:
         skip: bool,
         timeout: float | None,
         cache: CachePolicy | None = None,
+        guards: Guards | None = None,
     ) -> None:
         self.source = source
         self.names = names
         self.skip = skip
         self.timeout = timeout
         self.cache = cache
+        self.guards = guards  # the source's guardrails, for every tool it yields
 
 
 class ToolRegistry:
@@ -103,6 +107,9 @@ class ToolRegistry:
         timeout: float | None = None,
         cache: CachePolicy | None = None,
         source_cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        source_guards: Guards | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade).
 
@@ -110,6 +117,8 @@ class ToolRegistry:
         write and has no policy of its own.
         """
         self._settings.check_open()
+        given_input = guards_of(input_guardrails, "input_guardrails")
+        given_output = guards_of(output_guardrails, "output_guardrails")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if not isinstance(instance, ToolInstance) and callable(instance):
@@ -134,6 +143,9 @@ class ToolRegistry:
         compiled_output = (
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
+        guards = chain(
+            self._settings.guardrails, source_guards, instance, name, given_input, given_output
+        )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
         # register(cache=...) wins over the tool's own policy (@tool(cache=...)).
         policy = cache if cache is not None else getattr(instance, "cache_policy", None)
@@ -148,7 +160,14 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout, binding
+                descriptor,
+                instance,
+                compiled_input,
+                compiled_output,
+                loop,
+                timeout,
+                binding,
+                guards,
             )
         return descriptor
 
@@ -159,9 +178,15 @@ class ToolRegistry:
         skip_invalid_schemas: bool | None,
         timeout: float | None,
         cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
+        guards = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+        )
         skip = (
             bool(getattr(source, "skip_invalid_schemas", False))
             if skip_invalid_schemas is None
@@ -169,10 +194,10 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout, cache)
+        registered = self._register_all(source, skip, _warn_skipped, timeout, cache, guards)
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout, cache))
+            self._sources.append(_SourceEntry(source, names, skip, timeout, cache, guards))
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -194,7 +219,12 @@ class ToolRegistry:
                     self._tools.pop(name, None)
                 try:
                     registered = self._register_all(
-                        entry.source, entry.skip, _log_skipped, entry.timeout, entry.cache
+                        entry.source,
+                        entry.skip,
+                        _log_skipped,
+                        entry.timeout,
+                        entry.cache,
+                        entry.guards,
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -223,12 +253,17 @@ class ToolRegistry:
         on_skip: Callable[[str], None],
         timeout: float | None = None,
         cache: CachePolicy | None = None,
+        guards: Guards | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance, timeout=timeout, source_cache=cache))
+                    registered.append(
+                        self.register(
+                            instance, timeout=timeout, source_cache=cache, source_guards=guards
+                        )
+                    )
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.runtime._caching import CacheBinding
+    from toolcycle.runtime._guardset import Guards
     from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
@@ -85,6 +86,7 @@ class Settings:
     __slots__ = (
         "auto_activate",
         "closed",
+        "guardrails",
         "lock",
         "max_result_bytes",
         "redaction",
@@ -104,6 +106,7 @@ class Settings:
         self.auto_activate = auto_activate
         self.closed = False
         self.lock = threading.Lock()
+        self.guardrails: Guards | None = None  # the runtime's own; set by the façade
 
     def check_open(self) -> None:
         """Raise `ToolRuntimeError` once the runtime is closed."""
@@ -150,12 +153,14 @@ class Entry:
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
         cache: where its results are cached, when it has a `CachePolicy`.
+        guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
     """
 
     __slots__ = (
         "cache",
         "coroutine",
         "descriptor",
+        "guards",
         "input",
         "instance",
         "loop",
@@ -172,9 +177,11 @@ class Entry:
         loop: asyncio.AbstractEventLoop | None = None,
         registered_timeout: float | None = None,
         cache: CacheBinding | None = None,
+        guards: Guards | None = None,
     ) -> None:
         self.descriptor = descriptor
         self.cache = cache
+        self.guards = guards
         self.instance = instance
         self.input = input
         self.output = output
