@@ -57,6 +57,7 @@ class FunctionTool:
         sequential: bool = False,
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
+        defer_loading: bool = False,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -89,6 +90,7 @@ class FunctionTool:
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
+                defer_loading=defer_loading,
             )
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
@@ -178,13 +180,15 @@ def wrap(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
-    sets `ToolCapability.requires_approval`.
+    sets `ToolCapability.requires_approval`; ``defer_loading=True`` keeps the
+    tool out of a model's definitions until a tool search finds it.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -199,6 +203,7 @@ def wrap(
         sequential=sequential,
         requires_approval=requires_approval,
         tags=tags,
+        defer_loading=defer_loading,
     )
 
 
@@ -216,6 +221,7 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    defer_loading: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -230,6 +236,7 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -247,6 +254,7 @@ def tool(
             sequential=sequential,
             requires_approval=requires_approval,
             tags=tags,
+            defer_loading=defer_loading,
         )
 
     return decorate(fn) if fn is not None else decorate

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ToolDescriptor,
         ToolExecutionTrace,
         ToolResult,
+        ToolSearchMode,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
     from toolcycle.runtime._dispatcher import Dispatcher
@@ -181,11 +182,16 @@ class ToolRuntime:
     # -- tools ------------------------------------------------------------------------
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
+        ``defer_loading`` overrides the descriptor's (None keeps it); see docs/tool-search.md.
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
@@ -193,7 +199,7 @@ class ToolRuntime:
                 the tool cannot be described, or its name is taken, or a schema is unusable.
             ValueError: ``timeout`` is not positive.
         """
-        return self._tools.register(instance, timeout=timeout)
+        return self._tools.register(instance, timeout=timeout, defer_loading=defer_loading)
 
     def register_source(
         self,
@@ -201,16 +207,22 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
-        Raises as `register`, after unregistering what it registered.
+        ``defer_loading`` sets every tool's (None: deferred if the source's own
+        ``defer_loading`` is true, else each tool's). Raises as `register`, after
+        unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+            source,
+            skip_invalid_schemas=skip_invalid_schemas,
+            timeout=timeout,
+            defer_loading=defer_loading,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -338,14 +350,25 @@ class ToolRuntime:
     # -- the agent loop ---------------------------------------------------------------
 
     def tool_definitions(
-        self, ctx: ToolExecutionContext, *, format: ProviderFormat = "openai", strict: bool = False
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        format: ProviderFormat = "openai",
+        strict: bool = False,
+        search: ToolSearchMode = "auto",
     ) -> list[dict[str, Any]]:
         """The definitions, for a model, of the tools the plan of ``ctx`` may run.
 
         ``format`` is ``"openai"``, ``"openai-responses"``, ``"anthropic"``,
         ``"gemini"`` or ``"mcp"``; ``strict`` offers OpenAI's strict mode.
+        ``search`` says how deferred tools not yet revealed are offered (see
+        `ToolSearchMode` and docs/tool-search.md).
+
+        Raises:
+            ValueError: an unknown ``format``, or a ``search`` the format does not have.
+            ImportError: local search is needed and ``bm25s`` (extra ``search``) is missing.
         """
-        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict)
+        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict, search=search)
 
     def call(
         self,

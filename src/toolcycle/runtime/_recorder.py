@@ -44,6 +44,7 @@ class CallRecord:
         "approval",
         "plan_id",
         "progress",
+        "revealed",
         "scrub",
         "started",
         "t0",
@@ -71,6 +72,7 @@ class CallRecord:
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
 
     @property
     def call_id(self) -> str:
@@ -101,6 +103,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
+        revealed,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -126,6 +129,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "progress_count": progress,
             "abandoned": abandoned,
             "approval": approval,
+            "revealed_tools": revealed,
         },
         None,
     )
@@ -277,6 +281,7 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
+                record.revealed,
             ),
             error_message,
             _trace_model,

@@ -36,15 +36,21 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("names", "skip", "source", "timeout")
+    __slots__ = ("defer", "names", "skip", "source", "timeout")
 
     def __init__(
-        self, source: ToolSource, names: list[str], skip: bool, timeout: float | None
+        self,
+        source: ToolSource,
+        names: list[str],
+        skip: bool,
+        timeout: float | None,
+        defer: bool | None,
     ) -> None:
         self.source = source
         self.names = names
         self.skip = skip
         self.timeout = timeout
+        self.defer = defer
 
 
 class ToolRegistry:
@@ -60,6 +66,12 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever a tool is registered or unregistered."""
+        return self._generation
 
     @property
     def entries(self) -> Mapping[str, Entry]:
@@ -88,7 +100,11 @@ class ToolRegistry:
             return tuple(entry.descriptor for entry in self._tools.values())
 
     def register(
-        self, instance: ToolInstance | Callable[..., Any], *, timeout: float | None = None
+        self,
+        instance: ToolInstance | Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
         self._settings.check_open()
@@ -117,6 +133,8 @@ class ToolRegistry:
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
+        if defer_loading is not None and defer_loading != descriptor.defer_loading:
+            descriptor = descriptor.model_copy(update={"defer_loading": defer_loading})
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -127,10 +145,16 @@ class ToolRegistry:
             self._tools[name] = Entry(
                 descriptor, instance, compiled_input, compiled_output, loop, timeout
             )
+            self._generation += 1
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool | None, timeout: float | None
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None,
+        timeout: float | None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
@@ -141,16 +165,19 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout)
+        if defer_loading is None and getattr(source, "defer_loading", False) is True:
+            defer_loading = True  # the source defers all its tools; else each tool decides
+        registered = self._register_all(source, skip, _warn_skipped, timeout, defer_loading)
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout))
+            self._sources.append(_SourceEntry(source, names, skip, timeout, defer_loading))
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
         """Remove a tool (see the façade)."""
         with self._lock:
             entry = self._tools.pop(name, None)
+            self._generation += 1
         if entry is None:
             raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
         return entry.descriptor
@@ -164,9 +191,10 @@ class ToolRegistry:
             for entry in stale:
                 for name in entry.names:
                     self._tools.pop(name, None)
+                self._generation += 1
                 try:
                     registered = self._register_all(
-                        entry.source, entry.skip, _log_skipped, entry.timeout
+                        entry.source, entry.skip, _log_skipped, entry.timeout, entry.defer
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -194,12 +222,13 @@ class ToolRegistry:
         skip: bool,
         on_skip: Callable[[str], None],
         timeout: float | None = None,
+        defer: bool | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance, timeout=timeout))
+                    registered.append(self.register(instance, timeout=timeout, defer_loading=defer))
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise
