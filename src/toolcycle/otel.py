@@ -13,7 +13,9 @@ OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
 taken from the call's trace (plan, call id, status, duration, result size). A
-failed call also gets ``error.type`` and the span status ERROR. The span is
+failed call also gets ``error.type`` and the span status ERROR, and a
+tool search (``search_tools``) lists what it revealed in
+``toolcycle.tool_search.revealed``. The span is
 the current span while the tool runs, so spans the tool starts itself nest
 under it. Each ``activate`` and ``deactivate`` becomes a span of its own,
 ``activate_tool {tool name}`` or ``deactivate_tool {tool name}``.
@@ -250,6 +252,8 @@ class _CallSpan(CallObserver):
         }
         if trace.abandoned:
             attributes["toolcycle.abandoned"] = True
+        if trace.revealed_tools:
+            attributes["toolcycle.tool_search.revealed"] = list(trace.revealed_tools)
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:

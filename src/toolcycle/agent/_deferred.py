@@ -20,7 +20,8 @@ from toolcycle.agent._search import MAX_LIMIT
 from toolcycle.models import ToolCapability, ToolDescriptor
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Set
+    from collections.abc import Iterable
+    from collections.abc import Set as AbstractSet
 
 __all__ = ["DEFAULT_LIMIT", "SEARCH_TOOL", "Plan", "deferred_definitions", "search_plan"]
 
@@ -109,7 +110,7 @@ def deferred_definitions(
     *,
     strict: bool,
     plan: Plan,
-    revealed: Set[str],
+    revealed: AbstractSet[str],
 ) -> list[dict[str, Any]]:
     """The definitions of ``descriptors`` (the tools the plan may run) with deferral applied.
 

@@ -2,8 +2,8 @@
 
 Each deferred tool becomes a bag of words: its name (twice, as names say the
 most), its description and its parameter names. Names are split at ``_``, ``-``,
-``.``, ``/``, spaces and camelCase humps, so ``github_createIssue`` gives
-``github``, ``create`` and ``issue``. The bags are scored with BM25 by the
+``.``, ``/`` and spaces, and a camelCase word also gives its parts, so
+``github_createIssue`` gives ``github``, ``createissue``, ``create`` and ``issue``. The bags are scored with BM25 by the
 ``bm25s`` package (the optional extra ``search``), imported here only.
 
 A query word found in more than half of the indexed tools, and in more of them
@@ -32,19 +32,26 @@ MAX_LIMIT = 50
 
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
+# Written as one string to read as the short list it is.
 _STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the "
+    "a an and are as at be but by for if in into is it no not of on or such that the "  # noqa: SIM905
     "their then there these they this to was will with".split()
 )
 
 
 def words(text: str) -> list[str]:
-    """The lowercase words of ``text``: split at non-letters and camelCase humps."""
+    """The lowercase words of ``text``, split at non-letters.
+
+    A word with camelCase humps gives itself and each part (``GitHub``:
+    ``github``, ``git``, ``hub``), so a query may use either.
+    """
     found: list[str] = []
-    for word in _WORD.findall(_HUMP.sub(" ", text)):
-        lowered = word.lower()
-        if len(lowered) > 1 and lowered not in _STOPWORDS:
-            found.append(lowered)
+    for word in _WORD.findall(text):
+        parts = _HUMP.sub(" ", word).split()
+        for each in [word, *parts] if len(parts) > 1 else parts:
+            lowered = each.lower()
+            if len(lowered) > 1 and lowered not in _STOPWORDS:
+                found.append(lowered)
     return found
 
 
