@@ -57,7 +57,6 @@ _META = ToolDescriptor(
         "properties": {
             "query": {
                 "type": "string",
-                "minLength": 1,
                 "description": "words for what you want to do, such as 'create github issue'",
             },
             "limit": {
