@@ -561,3 +561,22 @@ def test_any_query_returns_at_most_limit_tools_all_matching(query: str) -> None:
     query_words = set(words(query))
     for descriptor in found:
         assert query_words & set(words(descriptor.name + " " + descriptor.description))
+
+
+def test_an_index_another_thread_just_built_is_used(runtime: ToolRuntime) -> None:
+    """Two searches racing past a stale index build it once: the second uses the first's."""
+    runtime.register(github_create_issue)
+    tool_search = runtime._dispatcher._search
+    built = SearchIndex([github_create_issue.discover()])
+
+    class Raced:
+        """A lock whose holder finds the index built meanwhile, as by another thread."""
+
+        def __enter__(self) -> None:
+            tool_search._index, tool_search._generation = built, runtime._tools.generation
+
+        def __exit__(self, *exc_info: object) -> None:
+            pass
+
+    tool_search._lock = Raced()  # type: ignore[assignment]
+    assert tool_search._current() is built
