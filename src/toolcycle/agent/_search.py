@@ -47,7 +47,8 @@ def words(text: str) -> list[str]:
     """
     found: list[str] = []
     for word in _WORD.findall(text):
-        parts = _HUMP.sub(" ", word).split()
+        # Most words have no hump (all lower case, or a capital only first): no regex.
+        parts = [word] if word[1:].islower() or word.isupper() else _HUMP.sub(" ", word).split()
         for each in [word, *parts] if len(parts) > 1 else parts:
             lowered = each.lower()
             if len(lowered) > 1 and lowered not in _STOPWORDS:

@@ -174,9 +174,9 @@ class Dispatcher:
         assert call is not None
         name: str | None = call.name
         if name not in self._catalog.entries:
+            if name == SEARCH_TOOL:  # before resolve, which tries every registered name
+                return self._search.answer(call, ctx)
             name = resolve(call.name, call.format, self._catalog.names())
-        if name is None and call.name == SEARCH_TOOL:
-            return self._search.answer(call, ctx)
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
