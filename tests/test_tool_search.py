@@ -580,3 +580,17 @@ def test_an_index_another_thread_just_built_is_used(runtime: ToolRuntime) -> Non
 
     tool_search._lock = Raced()  # type: ignore[assignment]
     assert tool_search._current() is built
+
+
+def test_a_tool_gone_between_reading_and_running_the_call_is_refused(
+    runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that resolves to a tool unregistered meanwhile gets a failed result, not a raise."""
+    import toolcycle.runtime._dispatcher as dispatcher
+
+    runtime.register(add)
+    monkeypatch.setattr(dispatcher, "resolve", lambda *args: "ghost")
+    call = {"type": "function", "function": {"name": "add_", "arguments": "{}"}}
+    with runtime.plan() as ctx:
+        result = runtime.call(call, ctx)
+    assert not result.success and result.error_type == "ToolNotFoundError"

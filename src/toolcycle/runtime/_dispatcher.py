@@ -184,17 +184,16 @@ class Dispatcher:
             )
         arguments = call.arguments
         entry = self._catalog.entries.get(name)
-        if (
-            entry is not None
-            and entry.descriptor.defer_loading
-            and isinstance(ctx, ToolExecutionContext)
-        ):
-            ctx.reveal_tools((name,))  # the model knew it: show it in full from now on
-        if call.format in {"openai", "openai-responses"}:
-            # Strict mode sends null for an optional property that was left out.
-            schema = self._catalog.entry(name).descriptor.input_schema
-            depth = self._limits.max_instance_depth
-            arguments = drop_absent_nulls(arguments, schema, max_depth=depth)
+        if entry is not None:  # else unregistered meanwhile: the pipeline refuses it
+            descriptor = entry.descriptor
+            if descriptor.defer_loading and isinstance(ctx, ToolExecutionContext):
+                ctx.reveal_tools((name,))  # the model knew it: show it in full from now on
+            if call.format in {"openai", "openai-responses"}:
+                # Strict mode sends null for an optional property that was left out.
+                depth = self._limits.max_instance_depth
+                arguments = drop_absent_nulls(
+                    arguments, descriptor.input_schema, max_depth=depth
+                )
         return self._masked(call, name), name, arguments
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
