@@ -10,7 +10,8 @@ reaches ``execute`` yields exactly one trace, delivered before it returns or
 raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
 plans), ``_pipeline`` with ``_steps`` (the seven steps, sync and async),
 ``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
-tool calls); ``_shared`` holds what they share. They never import one another:
+tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
+holds what they share. They never import one another:
 ``_facade`` builds them and hands each the others it needs.
 """
 
