@@ -191,9 +191,7 @@ class Dispatcher:
             if call.format in {"openai", "openai-responses"}:
                 # Strict mode sends null for an optional property that was left out.
                 depth = self._limits.max_instance_depth
-                arguments = drop_absent_nulls(
-                    arguments, descriptor.input_schema, max_depth=depth
-                )
+                arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
         return self._masked(call, name), name, arguments
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
