@@ -64,6 +64,7 @@ class FunctionTool:
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] = (),
         output_guardrails: Iterable[Guardrail] = (),
+        defer_loading: bool = False,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -96,6 +97,7 @@ class FunctionTool:
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
+                defer_loading=defer_loading,
             )
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
@@ -199,6 +201,7 @@ def wrap(
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
@@ -207,8 +210,9 @@ def wrap(
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
     sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
     (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
-    sets `ToolCapability.requires_approval`. ``input_guardrails`` and
-    ``output_guardrails`` are the tool's own guardrails (see `toolcycle.guardrails`).
+    ``input_guardrails`` and ``output_guardrails`` are the tool's own guardrails
+    (see `toolcycle.guardrails`). ``defer_loading=True`` keeps the tool out of a
+    model's definitions until a tool search finds it.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -226,6 +230,7 @@ def wrap(
         cache=cache,
         input_guardrails=input_guardrails,
         output_guardrails=output_guardrails,
+        defer_loading=defer_loading,
     )
 
 
@@ -246,6 +251,7 @@ def tool(
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -263,6 +269,7 @@ def tool(
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -283,6 +290,7 @@ def tool(
             cache=cache,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
         )
 
     return decorate(fn) if fn is not None else decorate

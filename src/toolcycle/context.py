@@ -176,6 +176,7 @@ class ToolExecutionContext:
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
+    _revealed: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.plan_id, str) or not self.plan_id:
@@ -220,6 +221,26 @@ class ToolExecutionContext:
         if scope is None or scope.plan_token is not self.cancellation_token:
             return self.cancellation_token
         return scope.token()
+
+    @property
+    def revealed_tools(self) -> frozenset[str]:
+        """The deferred tools revealed in this plan: found by a search, or called by name.
+
+        ``tool_definitions`` shows these in full for the rest of the plan.
+        """
+        return self._revealed
+
+    def reveal_tools(self, names: Iterable[str]) -> None:
+        """Show these deferred tools in full from now on in this plan.
+
+        The runtime calls this for what ``search_tools`` finds and for a deferred
+        tool a model calls by name; a host calls it for what a provider's own
+        tool search reported.
+        """
+        added = frozenset(names)
+        if not added <= self._revealed:
+            with self._lock:  # a new set each time: readers never see one change
+                self._revealed = self._revealed | added
 
     @property
     def ended(self) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "ToolDescriptor",
     "ToolExecutionTrace",
     "ToolResult",
+    "ToolSearchMode",
     "TraceStatus",
     "Validation",
     "ValidationIssue",
@@ -42,6 +43,12 @@ SourceKind: TypeAlias = Literal["builtin", "mcp", "skill", "custom", "wrapped"]
 
 ProviderFormat: TypeAlias = Literal["openai", "openai-responses", "anthropic", "gemini", "mcp"]
 """A model provider's wire format for tool definitions, calls and results."""
+
+ToolSearchMode: TypeAlias = Literal["auto", "native", "local", "bm25", "regex", "hosted"]
+"""How ``tool_definitions`` offers deferred tools: the provider's own tool search
+(``"native"``; ``"bm25"`` or ``"regex"`` pick Anthropic's, ``"hosted"`` OpenAI's),
+toolcycle's ``search_tools`` meta-tool (``"local"``), or native where the format
+has it and local elsewhere (``"auto"``). See docs/tool-search.md."""
 
 TraceStatus: TypeAlias = Literal[
     "ok",
@@ -119,6 +126,9 @@ class ToolDescriptor(Tool):
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one call may take unless the caller passes a smaller ``timeout``;
     None for no limit of the tool's own."""
+    defer_loading: bool = False
+    """Keep the tool out of a model's definitions until a tool search finds it
+    (or the model calls it by name); see docs/tool-search.md."""
 
 
 class BoundResource(BaseModel):
@@ -222,6 +232,8 @@ class ToolExecutionTrace(BaseModel):
     """The result came from the result cache: the tool was neither activated nor run."""
     guardrails: tuple[GuardrailRecord, ...] = ()
     """Each guardrail's decision, in the order they ran; empty when none ran."""
+    revealed_tools: tuple[str, ...] = ()
+    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan."""
 
 
 class ProgressEvent(BaseModel):

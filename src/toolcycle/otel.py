@@ -14,7 +14,8 @@ OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
 taken from the call's trace (plan, call id, status, duration, result size, and
 ``toolcycle.cache_hit`` for a result answered from the result cache). A
-failed call also gets ``error.type`` and the span status ERROR. Each guardrail
+failed call also gets ``error.type`` and the span status ERROR. A tool search
+(``search_tools``) lists what it revealed in ``toolcycle.tool_search.revealed``. Each guardrail
 decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
 message), and ``toolcycle.guardrails`` lists them as ``stage:name:outcome``.
 The span is the current span while the tool runs, so spans the tool starts
@@ -287,6 +288,8 @@ class _CallSpan(CallObserver):
             attributes["toolcycle.abandoned"] = True
         if trace.cache_hit:
             attributes["toolcycle.cache_hit"] = True
+        if trace.revealed_tools:
+            attributes["toolcycle.tool_search.revealed"] = list(trace.revealed_tools)
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:

@@ -28,6 +28,7 @@ from toolcycle import (
     ToolInstance,
     ToolResult,
     ToolRuntime,
+    ToolSearchMode,
     Validation,
     tool,
 )
@@ -125,6 +126,27 @@ def guardrails_usage() -> None:
             else:
                 assert result.trace is not None
                 assert_type(result.trace.guardrails, tuple[GuardrailRecord, ...])
+
+
+def tool_search_usage() -> None:
+    @tool(writes=False, defer_loading=True)
+    def find_invoice(number: str) -> str:
+        """Find an invoice by its number."""
+        return number
+
+    mode: ToolSearchMode = "local"
+    with ToolRuntime() as runtime:
+        assert_type(runtime.register(find_invoice, defer_loading=True), ToolDescriptor)
+        assert_type(runtime.descriptor("find_invoice").defer_loading, bool)
+        with runtime.plan() as ctx:
+            definitions = runtime.tool_definitions(ctx, format="anthropic", search="bm25")
+            assert_type(definitions, list[dict[str, Any]])
+            runtime.tool_definitions(ctx, search=mode)
+            ctx.reveal_tools(["find_invoice"])
+            assert_type(ctx.revealed_tools, frozenset[str])
+            found = runtime.call({"name": "search_tools", "arguments": {"query": "invoice"}}, ctx)
+            assert found.trace is not None
+            assert_type(found.trace.revealed_tools, tuple[str, ...])
 
 
 async def async_usage() -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ToolDescriptor,
         ToolExecutionTrace,
         ToolResult,
+        ToolSearchMode,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
     from toolcycle.result_cache import CachePolicy
@@ -216,6 +217,7 @@ class ToolRuntime:
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
@@ -224,6 +226,7 @@ class ToolRuntime:
         in place of the tool's own ``cache_policy``.
         ``input_guardrails`` and ``output_guardrails`` run after the tool's own
         (see `toolcycle.guardrails`).
+        ``defer_loading`` overrides the descriptor's (None keeps it); see docs/tool-search.md.
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
@@ -239,6 +242,7 @@ class ToolRuntime:
             cache=cache,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
         )
 
     def register_source(
@@ -250,6 +254,7 @@ class ToolRuntime:
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
@@ -260,7 +265,9 @@ class ToolRuntime:
         have no policy of their own); its tools that write stay uncached.
         ``input_guardrails`` and ``output_guardrails`` guard every tool of the source
         (one set for a whole MCP server), after the runtime's and before each tool's.
-        Raises as `register`, after unregistering what it registered.
+        ``defer_loading`` sets every tool's (None: deferred if the source's own
+        ``defer_loading`` is true, else each tool's). Raises as `register`, after
+        unregistering what it registered.
         """
         return self._tools.register_source(
             source,
@@ -269,6 +276,7 @@ class ToolRuntime:
             cache=cache,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -418,14 +426,25 @@ class ToolRuntime:
     # -- the agent loop ---------------------------------------------------------------
 
     def tool_definitions(
-        self, ctx: ToolExecutionContext, *, format: ProviderFormat = "openai", strict: bool = False
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        format: ProviderFormat = "openai",
+        strict: bool = False,
+        search: ToolSearchMode = "auto",
     ) -> list[dict[str, Any]]:
         """The definitions, for a model, of the tools the plan of ``ctx`` may run.
 
         ``format`` is ``"openai"``, ``"openai-responses"``, ``"anthropic"``,
         ``"gemini"`` or ``"mcp"``; ``strict`` offers OpenAI's strict mode.
+        ``search`` says how deferred tools not yet revealed are offered (see
+        `ToolSearchMode` and docs/tool-search.md).
+
+        Raises:
+            ValueError: an unknown ``format``, or a ``search`` the format does not have.
+            ImportError: local search is needed and ``bm25s`` (extra ``search``) is missing.
         """
-        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict)
+        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict, search=search)
 
     def call(
         self,

@@ -47,6 +47,7 @@ class CallRecord:
         "plan_id",
         "progress",
         "progress_sinks",
+        "revealed",
         "scrub",
         "started",
         "t0",
@@ -76,6 +77,7 @@ class CallRecord:
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
@@ -117,6 +119,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         approval,
         cache_hit,
         guardrails,
+        revealed,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -144,6 +147,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "approval": approval,
             "cache_hit": cache_hit,
             "guardrails": guardrails,
+            "revealed_tools": revealed,
         },
         None,
     )
@@ -297,6 +301,7 @@ class TraceRecorder:
                 approval,
                 record.cache_hit,
                 record.guardrails,
+                record.revealed,
             ),
             error_message,
             _trace_model,

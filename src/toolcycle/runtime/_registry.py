@@ -40,7 +40,7 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("cache", "guards", "names", "skip", "source", "timeout")
+    __slots__ = ("cache", "defer", "guards", "names", "skip", "source", "timeout")
 
     def __init__(
         self,
@@ -50,6 +50,7 @@ class _SourceEntry:
         timeout: float | None,
         cache: CachePolicy | None = None,
         guards: Guards | None = None,
+        defer: bool | None = None,
     ) -> None:
         self.source = source
         self.names = names
@@ -57,6 +58,7 @@ class _SourceEntry:
         self.timeout = timeout
         self.cache = cache
         self.guards = guards  # the source's guardrails, for every tool it yields
+        self.defer = defer
 
 
 class ToolRegistry:
@@ -73,6 +75,12 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever a tool is registered or unregistered."""
+        return self._generation
 
     @property
     def entries(self) -> Mapping[str, Entry]:
@@ -110,6 +118,7 @@ class ToolRegistry:
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
         source_guards: Guards | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade).
 
@@ -152,6 +161,8 @@ class ToolRegistry:
         if policy is None and not descriptor.capability.writes:
             policy = source_cache
         binding = bind(descriptor, policy, self._results)
+        if defer_loading is not None and defer_loading != descriptor.defer_loading:
+            descriptor = descriptor.model_copy(update={"defer_loading": defer_loading})
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -169,6 +180,7 @@ class ToolRegistry:
                 binding,
                 guards,
             )
+            self._generation += 1
         return descriptor
 
     def register_source(
@@ -180,6 +192,7 @@ class ToolRegistry:
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
@@ -194,16 +207,23 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout, cache, guards)
+        if defer_loading is None and getattr(source, "defer_loading", False) is True:
+            defer_loading = True  # the source defers all its tools; else each tool decides
+        registered = self._register_all(
+            source, skip, _warn_skipped, timeout, cache, guards, defer_loading
+        )
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout, cache, guards))
+            self._sources.append(
+                _SourceEntry(source, names, skip, timeout, cache, guards, defer_loading)
+            )
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
         """Remove a tool (see the façade)."""
         with self._lock:
             entry = self._tools.pop(name, None)
+            self._generation += 1
         if entry is None:
             raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
         return entry.descriptor
@@ -217,6 +237,7 @@ class ToolRegistry:
             for entry in stale:
                 for name in entry.names:
                     self._tools.pop(name, None)
+                self._generation += 1
                 try:
                     registered = self._register_all(
                         entry.source,
@@ -225,6 +246,7 @@ class ToolRegistry:
                         entry.timeout,
                         entry.cache,
                         entry.guards,
+                        entry.defer,
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -254,6 +276,7 @@ class ToolRegistry:
         timeout: float | None = None,
         cache: CachePolicy | None = None,
         guards: Guards | None = None,
+        defer: bool | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
@@ -261,7 +284,11 @@ class ToolRegistry:
                 try:
                     registered.append(
                         self.register(
-                            instance, timeout=timeout, source_cache=cache, source_guards=guards
+                            instance,
+                            timeout=timeout,
+                            source_cache=cache,
+                            source_guards=guards,
+                            defer_loading=defer,
                         )
                     )
                 except ToolSchemaValidationError as error:

@@ -267,6 +267,11 @@ class Catalog(Protocol):
         """Every registered tool's descriptor, in order of registration."""
         ...
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever a tool is registered or unregistered (for caches of the list)."""
+        ...
+
 
 class ApprovalStep(Protocol):
     """The pipeline's approval step (the approvals part provides it)."""
