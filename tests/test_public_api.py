@@ -18,6 +18,13 @@ SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
     "ApprovalDecision",
+    "Audio",
+    "ContentPart",
+    "File",
+    "Image",
+    "ResourceLink",
+    "Text",
+    "ToolReturn",
     "ApprovalRecord",
     "ApprovalRequest",
     "AsyncFunctionTool",
@@ -97,8 +104,17 @@ ALLOWED = {
     },
     "_validation_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
-    "models": {"_validation_records", "agent._messages", "errors", "_lazy_trace"},
+    "models": {
+        "_validation_records",
+        "agent._messages",
+        "agent._parts",
+        "content",
+        "errors",
+        "_lazy_trace",
+    },
     "agent._messages": set(),
+    "agent._parts": {"content"},
+    "content": set(),
     "redaction": {"validation._applicators"},
     "validation._applicators": set(),
     "agent._names": set(),
@@ -159,7 +175,9 @@ ALLOWED = {
         "protocols",
         "tracing",
     },
+    "runtime._rich": {"content", "errors"},
     "runtime._results": {
+        "runtime._rich",
         "validation._json",
         "context",
         "errors",

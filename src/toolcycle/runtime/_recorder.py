@@ -101,6 +101,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
+        content,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -126,6 +127,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "progress_count": progress,
             "abandoned": abandoned,
             "approval": approval,
+            "content_kinds": content[0] if content is not None else (),
+            "content_bytes": content[1] if content is not None else 0,
         },
         None,
     )
@@ -240,13 +243,15 @@ class TraceRecorder:
         original_size: int | None = None,
         output_valid: bool | None = None,
         abandoned: bool = False,
+        content: tuple[tuple[str, ...], int] | None = None,
     ) -> ToolExecutionTrace | LazyTrace:
         """Record the end of a call; its trace, or its values when nothing wants it yet.
 
         The trace is delivered (and so built) when a listener, the kept traces or
         the tracer want it; otherwise a `LazyTrace` comes back, for the result to
         build on first reading. Either way the trace says the same, and its
-        ``error`` is already redacted.
+        ``error`` is already redacted. ``content`` is the kinds and the bytes of
+        the result's content parts, for a result that has some.
         """
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
@@ -277,6 +282,7 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
+                content,
             ),
             error_message,
             _trace_model,
