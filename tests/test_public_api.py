@@ -92,7 +92,7 @@ ALLOWED = {
     "validation._json": set(),
     "_docstrings": set(),
     "_warnings": set(),
-    "_signatures": {"cancellation", "context", "errors"},
+    "_signatures": {"cancellation", "content", "context", "errors"},
     "callables": {
         "_docstrings",
         "_signatures",
@@ -319,6 +319,7 @@ ALLOWED = {
     # public instrumentation protocols, never a private module.
     "otel": {"", "instrumentation"},
     "__init__": {
+        "content",
         "_version",
         "approvals",
         "instrumentation",

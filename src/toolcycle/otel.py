@@ -12,7 +12,8 @@ becomes one span named ``execute_tool {tool name}``, following the
 OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
-taken from the call's trace (plan, call id, status, duration, result size). A
+taken from the call's trace (plan, call id, status, duration, result size, and
+the kinds and bytes of a result's content parts, never their data). A
 failed call also gets ``error.type`` and the span status ERROR. The span is
 the current span while the tool runs, so spans the tool starts itself nest
 under it. Each ``activate`` and ``deactivate`` becomes a span of its own,
@@ -250,6 +251,9 @@ class _CallSpan(CallObserver):
         }
         if trace.abandoned:
             attributes["toolcycle.abandoned"] = True
+        if trace.content_kinds:  # what the model was shown, never the bytes themselves
+            attributes["toolcycle.content_kinds"] = list(trace.content_kinds)
+            attributes["toolcycle.content_bytes"] = trace.content_bytes
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:
