@@ -11,7 +11,7 @@ from toolcycle.content import part_size, parts_of
 
 
 def test_binary_parts_keep_the_raw_bytes_they_are_given() -> None:
-    """bytearray and memoryview become bytes; bytes stay the same object."""
+    """Bytearray and memoryview become bytes; bytes stay the same object."""
     data = b"\x89PNG\r\n"
     assert Image(data, "image/png").data is data
     assert Audio(bytearray(b"RIFF"), "audio/wav").data == b"RIFF"

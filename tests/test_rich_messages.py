@@ -74,7 +74,7 @@ EVERY_KIND: tuple[ContentPart, ...] = (
     Image(PNG, "image/png"),
     Audio(b"ID3", "audio/mpeg"),
     File(b"%PDF-1.7", "application/pdf", name="report.pdf"),
-    File("a,b\n".encode(), "text/csv", name="rows.csv"),
+    File(b"a,b\n", "text/csv", name="rows.csv"),
     ResourceLink("file:///big.log", "big.log", "text/plain", "the full log"),
 )
 FORMATS: tuple[ProviderFormat, ...] = ("openai", "openai-responses", "anthropic", "gemini", "mcp")
@@ -93,7 +93,12 @@ def test_openai_chat_gets_binary_parts_in_a_user_message_after_the_tool_message(
     tool_message, user = _result(EVERY_KIND).to_messages("openai")
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
     assert tool_message["content"].startswith("look\n[resource link: file:///big.log")
-    assert [part["type"] for part in user["content"]] == ["image_url", "input_audio", "file", "file"]
+    assert [part["type"] for part in user["content"]] == [
+        "image_url",
+        "input_audio",
+        "file",
+        "file",
+    ]
     assert user["content"][1]["input_audio"]["format"] == "mp3"
     assert user["content"][2]["file"]["filename"] == "report.pdf"
 
@@ -124,7 +129,11 @@ def test_kinds_a_provider_cannot_take_become_a_text_line_saying_so() -> None:
 def test_a_text_file_is_an_anthropic_text_document_and_a_binary_one_is_not() -> None:
     """Text that is not UTF-8 cannot be a plain-text document, and is described instead."""
     (block,) = _result((File(b"a,b", "text/csv", name="r.csv"),)).to_messages("anthropic")
-    assert block["content"][0]["source"] == {"type": "text", "media_type": "text/plain", "data": "a,b"}
+    assert block["content"][0]["source"] == {
+        "type": "text",
+        "media_type": "text/plain",
+        "data": "a,b",
+    }
     assert block["content"][0]["title"] == "r.csv"
     (bad,) = _result((File(b"\xff\xfe", "text/plain"),)).to_messages("anthropic")
     assert bad["content"][0]["type"] == "text"
@@ -139,7 +148,11 @@ def test_mcp_gets_structured_content_from_a_dict_value_beside_the_blocks() -> No
         "structuredContent": {"n": 1},
     }
     (binary,) = _result((File(b"\xff", "text/plain", uri="u://b"),)).to_messages("mcp")
-    assert binary["content"][0]["resource"] == {"uri": "u://b", "mimeType": "text/plain", "blob": "/w=="}
+    assert binary["content"][0]["resource"] == {
+        "uri": "u://b",
+        "mimeType": "text/plain",
+        "blob": "/w==",
+    }
 
 
 def test_gemini_puts_text_in_the_response_and_binary_in_inline_parts() -> None:
@@ -147,7 +160,9 @@ def test_gemini_puts_text_in_the_response_and_binary_in_inline_parts() -> None:
     (message,) = _result((Text("a"), Image(PNG, "image/png"))).to_messages("gemini")
     body = message["functionResponse"]
     assert body["response"] == {"output": "a"} and body["id"] == "call_1"
-    assert body["parts"] == [{"inlineData": {"mimeType": "image/png", "data": base64.b64encode(PNG).decode()}}]
+    assert body["parts"] == [
+        {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(PNG).decode()}}
+    ]
 
 
 @pytest.mark.parametrize("format", FORMATS)
@@ -197,3 +212,33 @@ def test_any_content_list_makes_messages_each_provider_accepts(
 ) -> None:
     """Property: whatever parts a tool returns, each provider's schema takes the messages."""
     accepted(format, _result(tuple(parts)).to_messages(format))
+
+
+def test_a_result_from_execute_has_no_messages_to_give() -> None:
+    """Without a tool call there is no id to answer: both methods say to use runtime.call."""
+    result = ToolResult(success=True, content=(Text("a"),))
+    with pytest.raises(ValueError, match="runtime.call"):
+        result.to_messages()
+    with pytest.raises(ValueError, match="runtime.call"):
+        result.to_message()
+
+
+def test_a_call_without_an_id_and_a_file_without_a_name_still_make_messages() -> None:
+    """Gemini leaves out the id it was not given; Anthropic a document's missing title."""
+    result = ToolResult(
+        success=True,
+        content=(File(b"%PDF", "application/pdf"),),
+        call=ToolCall(name="look", format="gemini"),
+    )
+    (gemini,) = result.to_messages()
+    assert "id" not in gemini["functionResponse"]
+    (anthropic,) = result.to_messages("anthropic")
+    assert "title" not in anthropic["content"][0]
+
+
+def test_text_alone_needs_no_inline_parts_and_a_bare_link_no_optional_fields() -> None:
+    """Gemini gets no ``parts`` for text alone; an MCP link carries only the fields it has."""
+    (gemini,) = _result((Text("a"),)).to_messages("gemini")
+    assert "parts" not in gemini["functionResponse"]
+    (mcp,) = _result((ResourceLink("u://x"),)).to_messages("mcp")
+    assert mcp["content"] == [{"type": "resource_link", "uri": "u://x", "name": "u://x"}]

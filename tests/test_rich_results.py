@@ -298,3 +298,12 @@ def test_every_kind_of_part_is_recorded_in_the_trace(runtime: ToolRuntime, part:
     with runtime.plan() as ctx:
         result = runtime.execute("declared", {}, ctx)
     assert result.trace is not None and result.trace.content_kinds == (part.type,)
+
+
+def test_without_redaction_text_parts_are_shown_as_the_tool_wrote_them() -> None:
+    """redaction=None leaves text parts alone, as it leaves every message."""
+    with ToolRuntime(redaction=None) as runtime:
+        runtime.register(echo_key)
+        with runtime.plan() as ctx:
+            result = runtime.execute("echo_key", {"api_key": "sk-live-1234"}, ctx)
+    assert result.content == (Text("used key sk-live-1234"),)

@@ -13,6 +13,7 @@ from toolcycle.approvals import ApprovalDecision, ApprovalRequest
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
+from toolcycle.content import Audio, ContentPart, File, Image, ResourceLink, Text, ToolReturn
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
     ToolAccessDeniedError,
@@ -32,7 +33,6 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
-from toolcycle.content import Audio, ContentPart, File, Image, ResourceLink, Text, ToolReturn
 from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
     ApprovalRecord,

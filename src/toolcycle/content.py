@@ -259,7 +259,7 @@ def parts_of(content: object, where: str) -> tuple[ContentPart, ...]:
         return (content,)  # type: ignore[return-value]  # checked by exact type
     if isinstance(content, str | bytes | Mapping) or not hasattr(content, "__iter__"):
         raise TypeError(f"{where} must be a content part or a list of them, got {content!r:.80}")
-    items = tuple(content)  # type: ignore[call-overload]  # iterable, checked above
+    items = tuple(content)
     for index, item in enumerate(items):
         if type(item) not in PART_TYPES:
             raise TypeError(

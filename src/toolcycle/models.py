@@ -331,17 +331,21 @@ class ToolResult(BaseModel):
                 more than one message in this format (OpenAI Chat takes images
                 and files only in a user message): use `to_messages`.
         """
+        call = self.call
+        if call is None:
+            raise _no_call()
+        chosen = format or (call.format if call.format != "plain" else "openai")
         if self.content and self.success:
-            messages = self.to_messages(format)
+            messages = content_messages(
+                chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
+            )
             if len(messages) > 1:
                 raise ValueError(
-                    f"this result needs {len(messages)} messages in the "
-                    f"{self._format(format)!r} format (its content has parts a tool "
-                    "message cannot hold); use result.to_messages(format) and send them all"
+                    f"this result needs {len(messages)} messages in the {chosen!r} format "
+                    "(its content has parts a tool message cannot hold); "
+                    "use result.to_messages(format) and send them all"
                 )
             return messages[0]
-        call = self._call()
-        chosen = self._format(format)
         return result_message(
             chosen,
             call_id=call.id,
@@ -367,27 +371,13 @@ class ToolResult(BaseModel):
         Raises:
             ValueError: the result has no tool call (it came from ``execute``).
         """
-        if not self.content or not self.success:
-            return [self.to_message(format)]
-        call = self._call()
-        return content_messages(
-            self._format(format), call_id=call.id, name=call.name, parts=self.content,
-            output=self.output,
-        )
-
-    def _call(self) -> ToolCall:
-        if self.call is None:
-            raise ValueError(
-                "this result answers no tool call (it came from execute); "
-                "use runtime.call(tool_call, ctx) to get a result with a message"
-            )
-        return self.call
-
-    def _format(self, format: ProviderFormat | None) -> str:
-        if format is not None:
-            return format
         call = self.call
-        return "openai" if call is None or call.format == "plain" else call.format
+        if not self.content or not self.success or call is None:
+            return [self.to_message(format)]
+        chosen = format or (call.format if call.format != "plain" else "openai")
+        return content_messages(
+            chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
+        )
 
     def raise_for_error(self) -> None:
         """Raise `ToolExecutionError` if the call failed, chaining the original exception.
@@ -405,6 +395,13 @@ class ToolResult(BaseModel):
             self.error or "the tool call failed", tool_name=tool_name, plan_id=plan_id
         )
         raise error from self.exception
+
+
+def _no_call() -> ValueError:
+    return ValueError(
+        "this result answers no tool call (it came from execute); "
+        "use runtime.call(tool_call, ctx) to get a result with a message"
+    )
 
 
 # Set after the class is made, so that pydantic sees a plain field.

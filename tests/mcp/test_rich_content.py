@@ -46,7 +46,7 @@ def test_the_mcp_message_gives_back_exactly_the_blocks_the_server_sent(
 
 
 def test_structured_content_is_the_value_and_the_blocks_the_content() -> None:
-    """structuredContent goes to the host, the blocks to the model; both reach the mcp format."""
+    """StructuredContent goes to the host, the blocks to the model; both reach the mcp format."""
     sent = types.CallToolResult(
         content=[types.TextContent(type="text", text="3")], structured_content={"sum": 3}
     )

@@ -19,7 +19,7 @@ Binary data is base64-encoded here, once per message: raw bytes in, text out.
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from toolcycle.content import Audio, File, Image, ResourceLink, Text
 
@@ -45,7 +45,9 @@ def content_messages(
         return [{"type": "function_call_output", "call_id": call_id, "output": items}]
     if format == "anthropic":
         blocks = [_anthropic_block(part) for part in parts]
-        return [{"type": "tool_result", "tool_use_id": call_id, "content": blocks, "is_error": False}]
+        return [
+            {"type": "tool_result", "tool_use_id": call_id, "content": blocks, "is_error": False}
+        ]
     if format == "gemini":
         return [_gemini(call_id, name, parts)]
     message: dict[str, Any] = {"content": [mcp_block(part) for part in parts], "isError": False}
@@ -84,14 +86,19 @@ def _openai(call_id: str | None, parts: Sequence[ContentPart]) -> list[dict[str,
         if type(part) is Text:
             lines.append(part.text)
         elif type(part) is Image:
-            attached.append({"type": "image_url", "image_url": {"url": _data_url(part.mime_type, part.data)}})
+            attached.append(
+                {"type": "image_url", "image_url": {"url": _data_url(part.mime_type, part.data)}}
+            )
         elif type(part) is Audio:
             audio_format = _OPENAI_AUDIO.get(part.mime_type)
             if audio_format is None:
                 lines.append(describe(part, "OpenAI Chat takes wav and mp3 audio only"))
             else:
                 attached.append(
-                    {"type": "input_audio", "input_audio": {"data": _b64(part.data), "format": audio_format}}
+                    {
+                        "type": "input_audio",
+                        "input_audio": {"data": _b64(part.data), "format": audio_format},
+                    }
                 )
         elif type(part) is File:
             file = {"file_data": _data_url(part.mime_type, part.data), "filename": _label(part)}
@@ -169,7 +176,8 @@ def _gemini(call_id: str | None, name: str, parts: Sequence[ContentPart]) -> dic
         elif type(part) is ResourceLink:
             lines.append(describe(part))
         else:
-            data = {"mimeType": part.mime_type, "data": _b64(part.data)}
+            binary = cast("Image | Audio | File", part)
+            data = {"mimeType": binary.mime_type, "data": _b64(binary.data)}
             inline.append({"inlineData": data})
     body: dict[str, Any] = {"name": name, "response": {"output": "\n".join(lines)}}
     if inline:
@@ -184,14 +192,21 @@ def mcp_block(part: ContentPart) -> dict[str, Any]:
     if type(part) is Text:
         return {"type": "text", "text": part.text}
     if type(part) is ResourceLink:
-        link: dict[str, Any] = {"type": "resource_link", "uri": part.uri, "name": part.name or part.uri}
+        link: dict[str, Any] = {
+            "type": "resource_link",
+            "uri": part.uri,
+            "name": part.name or part.uri,
+        }
         if part.mime_type is not None:
             link["mimeType"] = part.mime_type
         if part.description is not None:
             link["description"] = part.description
         return link
     if type(part) is File:
-        resource: dict[str, Any] = {"uri": part.uri or part.name or "file", "mimeType": part.mime_type}
+        resource: dict[str, Any] = {
+            "uri": part.uri or part.name or "file",
+            "mimeType": part.mime_type,
+        }
         text = _as_text(part)
         if text is None:
             resource["blob"] = _b64(part.data)

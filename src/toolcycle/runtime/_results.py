@@ -182,10 +182,8 @@ def output_result(
     rich: Rich | None = None
     kind = type(output)
     if kind not in _PLAIN:
-        if kind in _PARTS:
-            rich = _rich(output, record)
-            if type(rich) is not Rich:
-                return _failed(traces, record, rich, changes)
+        if kind in _PARTS:  # one part or a ToolReturn: always readable
+            rich = read_rich(output, name, record.plan_id)
             output = rich.value
         elif isinstance(output, ToolResult):
             for change in output.changes:
@@ -195,10 +193,10 @@ def output_result(
                 rich = Rich(None, output.content, output.metadata, True)
             output = output.output
     elif kind is list and output and type(output[0]) in _PARTS:
-        rich = _rich(output, record)
-        if type(rich) is not Rich:
-            return _failed(traces, record, rich, changes)
-        output = rich.value
+        read = _rich(output, record)
+        if isinstance(read, ToolOutputError):
+            return _failed(traces, record, read, changes)
+        rich, output = read, read.value
     try:
         data = normaliser.normalize(output)
         text = encode_text(data)
