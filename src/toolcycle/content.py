@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 
@@ -219,34 +219,38 @@ PART_TYPES: frozenset[type] = frozenset({Text, Image, Audio, File, ResourceLink}
 """The classes of `ContentPart`, for checks by exact type."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolReturn(Generic[_T]):
     """A tool's return that says apart what the host, the model and nobody else get.
 
-    Attributes:
+    Args:
         value: the output the host gets (``ToolResult.output``), checked
             against the tool's output schema.
-        content: the parts the model sees instead of the output; a single
-            part or a list is accepted and kept as a tuple.
+        content: the parts the model sees instead of the output: one part or
+            any iterable of parts, kept as a tuple.
         metadata: data for the host alone (``ToolResult.metadata``); never in
-            a message, a trace or a span.
+            a message, a trace or a span. Kept as a copy.
 
     Raises:
         TypeError: an item of ``content`` is not a content part, or
             ``metadata`` is not a mapping.
     """
 
-    value: _T = None  # type: ignore[assignment]  # a return with content alone has no value
-    content: tuple[ContentPart, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    value: _T
+    content: tuple[ContentPart, ...]
+    metadata: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "content", parts_of(self.content, "ToolReturn.content"))
-        if not isinstance(self.metadata, Mapping):
-            raise TypeError(
-                f"ToolReturn.metadata must be a mapping, got {type(self.metadata).__name__}"
-            )
-        object.__setattr__(self, "metadata", dict(self.metadata))
+    def __init__(
+        self,
+        value: _T = None,  # type: ignore[assignment]  # a return of content alone has no value
+        content: ContentPart | Iterable[ContentPart] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"ToolReturn.metadata must be a mapping, got {type(metadata).__name__}")
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "content", parts_of(content, "ToolReturn.content"))
+        object.__setattr__(self, "metadata", dict(metadata or {}))
 
 
 def parts_of(content: object, where: str) -> tuple[ContentPart, ...]:

@@ -11,6 +11,9 @@ from typing import Any, assert_type
 from toolcycle import (
     CancellationToken,
     Change,
+    ContentPart,
+    Image,
+    Text,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
@@ -18,6 +21,7 @@ from toolcycle import (
     ToolExecutionTrace,
     ToolInstance,
     ToolResult,
+    ToolReturn,
     ToolRuntime,
     Validation,
 )
@@ -64,11 +68,22 @@ def sync_usage() -> None:
             assert_type(result.trace, ToolExecutionTrace | None)
             assert_type(result.validation, Validation | None)
             assert_type(result.changes, tuple[Change, ...])
+            assert_type(result.content, tuple[ContentPart, ...])
+            assert_type(result.metadata, dict[str, Any] | None)
+            assert_type(result.to_messages("anthropic"), list[dict[str, Any]])
             token = ctx.cancellation_token
             assert_type(token, CancellationToken)
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
         errors = runtime.end_plan(ctx)
         assert_type(errors, list[ToolDeactivationError])
+
+
+def rich_returns() -> None:
+    returned = ToolReturn(value={"rows": 3}, content=[Text("a chart"), Image(b"...", "image/png")])
+    assert_type(returned, ToolReturn[dict[str, int]])
+    assert_type(returned.content, tuple[ContentPart, ...])
+    assert_type(Image.from_base64("AAE=", "image/png"), Image)
+    assert_type(ToolReturn(content=Text("only text")).metadata, dict[str, Any])
 
 
 async def async_usage() -> None:
