@@ -107,7 +107,7 @@ def _openai(call_id: str | None, parts: Sequence[ContentPart]) -> list[dict[str,
             lines.append(describe(part))
     if attached:
         kinds = ", ".join(item["type"] for item in attached)
-        lines.append(f"[the result also has {len(attached)} attachment(s), sent next: {kinds}]")
+        lines.append(f"[{len(attached)} attachment(s) of this result: {kinds}]")
     tool = {"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)}
     if not attached:
         return [tool]
