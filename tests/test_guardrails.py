@@ -17,11 +17,13 @@ from toolcycle import (
     GuardrailDecision,
     GuardrailTripped,
     NullTracer,
+    Text,
     ToolCancelledError,
     ToolDefinitionError,
     ToolExecutionContext,
     ToolExecutionTrace,
     ToolResult,
+    ToolReturn,
     ToolRuntime,
     tool,
     wrap,
@@ -828,3 +830,27 @@ async def test_an_awaited_cache_hit_still_passes_the_output_guardrails() -> None
             refused = await runtime.aexecute("look", {"text": "a"}, ctx)
     assert hit.trace is not None and hit.trace.cache_hit and hit.output == "A"
     assert not refused.success and refused.error == "closed"
+
+
+def test_an_output_guardrail_sees_a_rich_returns_value_and_its_content_parts() -> None:
+    """A ToolReturn is judged by its value and the parts the model would see, not skipped."""
+    seen: list[tuple[object, tuple[object, ...]]] = []
+
+    def no_secret_text(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        seen.append((call.output, call.content))
+        texts = [part.text for part in call.content if isinstance(part, Text)]
+        return reject("a secret in the content") if any("secret" in t for t in texts) else allow()
+
+    @tool(writes=False, output_guardrails=[no_secret_text])
+    def report(word: str) -> ToolReturn[int]:
+        """Report on a word."""
+        return ToolReturn(value=len(word), content=[Text(f"the word is {word}")])
+
+    with ToolRuntime() as runtime:
+        runtime.register(report)
+        with runtime.plan() as ctx:
+            shown = runtime.execute("report", {"word": "open"}, ctx)
+            hidden = runtime.execute("report", {"word": "secret"}, ctx)
+    assert shown.success and shown.output == 4 and shown.content == (Text("the word is open"),)
+    assert not hidden.success and hidden.error == "a secret in the content"
+    assert seen[0] == (4, (Text("the word is open"),))

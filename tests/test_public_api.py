@@ -18,6 +18,13 @@ SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
     "ApprovalDecision",
+    "Audio",
+    "ContentPart",
+    "File",
+    "Image",
+    "ResourceLink",
+    "Text",
+    "ToolReturn",
     "ApprovalRecord",
     "ApprovalRequest",
     "AsyncFunctionTool",
@@ -94,10 +101,10 @@ ALLOWED = {
     "validation._json": set(),
     "_docstrings": set(),
     "_warnings": set(),
-    "_signatures": {"cancellation", "context", "errors"},
-    "guardrails": {"context", "models"},  # for annotations only, under TYPE_CHECKING
+    "guardrails": {"content", "context", "models"},  # for annotations only, under TYPE_CHECKING
     "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
     "runtime._guards": {
+        "content",
         "errors",
         "execution._activation",
         "execution._invoke",
@@ -105,9 +112,11 @@ ALLOWED = {
         "models",
         "runtime._caching",  # for annotations only, under TYPE_CHECKING
         "runtime._guardset",
+        "runtime._rich",
         "runtime._shared",
         "runtime._steps",
     },
+    "_signatures": {"cancellation", "content", "context", "errors"},
     "callables": {
         "_docstrings",
         "guardrails",
@@ -122,6 +131,7 @@ ALLOWED = {
     "result_cache": {"_types"},  # for annotations only, under TYPE_CHECKING
     "runtime._caching": {
         "_construct",
+        "content",  # for annotations only, under TYPE_CHECKING
         "context",
         "errors",
         "models",
@@ -131,8 +141,17 @@ ALLOWED = {
     },
     "_validation_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
-    "models": {"_validation_records", "agent._messages", "errors", "_lazy_trace"},
+    "models": {
+        "_validation_records",
+        "agent._messages",
+        "agent._parts",
+        "content",
+        "errors",
+        "_lazy_trace",
+    },
     "agent._messages": set(),
+    "agent._parts": {"content"},
+    "content": set(),
     "redaction": {"validation._applicators"},
     "validation._applicators": set(),
     "agent._names": set(),
@@ -195,7 +214,9 @@ ALLOWED = {
         "protocols",
         "tracing",
     },
+    "runtime._rich": {"content", "errors"},
     "runtime._results": {
+        "runtime._rich",
         "validation._json",
         "context",
         "errors",
@@ -360,6 +381,7 @@ ALLOWED = {
     # public instrumentation protocols, never a private module.
     "otel": {"", "instrumentation"},
     "__init__": {
+        "content",
         "_version",
         "approvals",
         "instrumentation",

@@ -17,13 +17,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from toolcycle import (
     CachePolicy,
     Change,
+    Image,
     NullTracer,
     ResultCache,
+    Text,
     ToolCancelledError,
     ToolDefinitionError,
     ToolExecutionContext,
     ToolRegistrationError,
     ToolResult,
+    ToolReturn,
     ToolRuntime,
     tool,
     wrap,
@@ -672,3 +675,37 @@ def test_a_sources_policy_caches_its_read_only_tools_also_after_a_refresh(
                 rt.execute(name, {"q": "x"}, ctx)
         source.stale = True  # the next plan registers the source's tools afresh
     assert source.runs == ["read", "write", "write"] * 2
+
+
+def test_a_hit_of_a_rich_result_shows_the_model_the_same_content_and_keeps_metadata() -> None:
+    """A kept rich result answers with its parts, its metadata and their kinds in the trace."""
+    runs: list[str] = []
+
+    @tool(writes=False, cache=CachePolicy(ttl=60))
+    def chart(city: str) -> ToolReturn[str]:
+        """Draw a city's chart."""
+        runs.append(city)
+        picture = Image(b"\x89PNG\r\n", "image/png")
+        return ToolReturn(value=city, content=[Text("a chart"), picture], metadata={"n": [1]})
+
+    with ToolRuntime() as runtime:
+        runtime.register(chart)
+        with runtime.plan() as ctx:
+            first = runtime.execute("chart", {"city": "Oslo"}, ctx)
+            hit = runtime.execute("chart", {"city": "Oslo"}, ctx)
+            asked = {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "chart", "arguments": '{"city": "Oslo"}'},
+            }
+            answered = runtime.call(asked, ctx)
+    assert runs == ["Oslo"]
+    assert hit.trace is not None and hit.trace.cache_hit
+    assert hit.content == first.content and len(hit.content) == 2
+    assert hit.metadata == {"n": [1]} and hit.metadata is not first.metadata
+    assert first.trace is not None
+    assert hit.trace.content_kinds == first.trace.content_kinds == ("text", "image")
+    assert hit.trace.content_bytes == first.trace.content_bytes > 0
+    assert answered.trace is not None and answered.trace.cache_hit
+    tool_message, user_message = answered.to_messages("openai")  # the image follows
+    assert tool_message["tool_call_id"] == "call_1" and user_message["role"] == "user"

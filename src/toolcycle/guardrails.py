@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
+    from toolcycle.content import ContentPart
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolDescriptor
 
@@ -56,6 +57,8 @@ class GuardrailCall:
         call_id: the runtime's id of the call, as in its trace.
         tool_call_id: the model's id of the call; None for ``execute``.
         output: the output as JSON data, for an output guardrail; None for an input one.
+        content: the content parts the model will be shown (a rich return's, see
+            `toolcycle.content`), for an output guardrail; empty otherwise.
     """
 
     tool_name: str
@@ -65,6 +68,7 @@ class GuardrailCall:
     call_id: str
     tool_call_id: str | None = None
     output: Any = None
+    content: tuple[ContentPart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

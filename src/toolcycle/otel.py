@@ -12,11 +12,12 @@ becomes one span named ``execute_tool {tool name}``, following the
 OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
-taken from the call's trace (plan, call id, status, duration, result size, and
+taken from the call's trace (plan, call id, status, duration, result size,
+the kinds and bytes of a result's content parts but never their data, and
 ``toolcycle.cache_hit`` for a result answered from the result cache). A
 failed call also gets ``error.type`` and the span status ERROR. A tool search
-(``search_tools``) lists what it revealed in ``toolcycle.tool_search.revealed``. Each guardrail
-decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
+(``search_tools``) lists what it revealed in ``toolcycle.tool_search.revealed``.
+Each guardrail decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
 message), and ``toolcycle.guardrails`` lists them as ``stage:name:outcome``.
 The span is the current span while the tool runs, so spans the tool starts
 itself nest under it. Each progress report of the call (``ctx.report_progress``,
@@ -290,6 +291,9 @@ class _CallSpan(CallObserver):
             attributes["toolcycle.cache_hit"] = True
         if trace.revealed_tools:
             attributes["toolcycle.tool_search.revealed"] = list(trace.revealed_tools)
+        if trace.content_kinds:  # what the model was shown, never the bytes themselves
+            attributes["toolcycle.content_kinds"] = list(trace.content_kinds)
+            attributes["toolcycle.content_bytes"] = trace.content_bytes
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:

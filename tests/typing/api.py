@@ -13,13 +13,16 @@ from toolcycle import (
     CallStream,
     CancellationToken,
     Change,
+    ContentPart,
     Guardrail,
     GuardrailCall,
     GuardrailDecision,
     GuardrailRecord,
     GuardrailTripped,
+    Image,
     ProgressEvent,
     ResultCache,
+    Text,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
@@ -27,6 +30,7 @@ from toolcycle import (
     ToolExecutionTrace,
     ToolInstance,
     ToolResult,
+    ToolReturn,
     ToolRuntime,
     ToolSearchMode,
     Validation,
@@ -76,6 +80,9 @@ def sync_usage() -> None:
             assert_type(result.trace, ToolExecutionTrace | None)
             assert_type(result.validation, Validation | None)
             assert_type(result.changes, tuple[Change, ...])
+            assert_type(result.content, tuple[ContentPart, ...])
+            assert_type(result.metadata, dict[str, Any] | None)
+            assert_type(result.to_messages("anthropic"), list[dict[str, Any]])
             token = ctx.cancellation_token
             assert_type(token, CancellationToken)
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
@@ -147,6 +154,14 @@ def tool_search_usage() -> None:
             found = runtime.call({"name": "search_tools", "arguments": {"query": "invoice"}}, ctx)
             assert found.trace is not None
             assert_type(found.trace.revealed_tools, tuple[str, ...])
+
+
+def rich_returns() -> None:
+    returned = ToolReturn(value={"rows": 3}, content=[Text("a chart"), Image(b"...", "image/png")])
+    assert_type(returned, ToolReturn[dict[str, int]])
+    assert_type(returned.content, tuple[ContentPart, ...])
+    assert_type(Image.from_base64("AAE=", "image/png"), Image)
+    assert_type(ToolReturn(content=Text("only text")).metadata, dict[str, Any])
 
 
 async def async_usage() -> None:

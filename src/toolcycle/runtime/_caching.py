@@ -8,6 +8,7 @@ a hit becomes a result here, traced with ``cache_hit``.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from toolcycle.result_cache import CachePolicy
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
+    from toolcycle.content import ContentPart
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
     from toolcycle.result_cache import ResultCache
@@ -35,15 +37,31 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 class Kept:
-    """A successful result as kept: its output, the output's JSON text and its size in bytes."""
+    """A successful result as kept: its output, the output's JSON text and its size in bytes.
 
-    __slots__ = ("output", "output_valid", "size", "text")
+    A rich result's content parts (immutable) and a copy of its metadata are kept too,
+    so that a hit shows the model what the first call showed it.
+    """
 
-    def __init__(self, output: Any, text: str, size: int, output_valid: bool | None) -> None:
+    __slots__ = ("content", "content_bytes", "metadata", "output", "output_valid", "size", "text")
+
+    def __init__(
+        self,
+        output: Any,
+        text: str,
+        size: int,
+        output_valid: bool | None,
+        content: tuple[ContentPart, ...] = (),
+        content_bytes: int = 0,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self.output = output
         self.text = text
         self.size = size
         self.output_valid = output_valid
+        self.content = content
+        self.content_bytes = content_bytes
+        self.metadata = metadata
 
 
 class CacheBinding:
@@ -85,10 +103,15 @@ class CacheBinding:
             text = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
         size = trace.result_size_bytes
         kept = Kept(output, text, size, trace.output_valid)
+        if result.content:
+            kept.content, kept.content_bytes = result.content, trace.content_bytes
+        if result.metadata is not None:
+            kept.metadata = copy.deepcopy(result.metadata)
         policy = self.policy
         plan_id = ctx.plan_id if policy.scope == "plan" else None
-        # Counted against the store's bytes: the output's text and the key's.
-        self.store.put(key, kept, size + len(key[2].encode()), policy.ttl, plan_id)
+        # Counted against the store's bytes: the output's text, its parts' and the key's.
+        weight = size + kept.content_bytes + len(key[2].encode())
+        self.store.put(key, kept, weight, policy.ttl, plan_id)
 
     def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
         policy = self.policy
@@ -134,7 +157,20 @@ def hit_result(
     """The result of a call answered from the cache, its trace marked ``cache_hit``."""
     record.cache_hit = True
     size = kept.size
-    finished = traces.end(record, "ok", None, None, size, size, kept.output_valid)
+    if kept.content:
+        kinds = tuple(part.type for part in kept.content)
+        finished = traces.end(
+            record,
+            "ok",
+            None,
+            None,
+            size,
+            size,
+            kept.output_valid,
+            content=(kinds, kept.content_bytes),
+        )
+    else:
+        finished = traces.end(record, "ok", None, None, size, size, kept.output_valid)
     output = kept.output
     if type(output) not in _SCALARS:
         output = json.loads(kept.text)  # a fresh copy: the host may change what it gets
@@ -143,6 +179,10 @@ def hit_result(
     values["trace"] = finished
     if answers is not None:
         values["call"] = answers
+    if kept.content:
+        values["content"] = kept.content
+    if kept.metadata is not None:
+        values["metadata"] = copy.deepcopy(kept.metadata)
     return trusted(ToolResult, values, {"_text": None if type(output) is str else kept.text})
 
 
@@ -159,4 +199,6 @@ _HIT: dict[str, Any] = {
     "exception": None,
     "call": None,
     "pending": None,
+    "content": (),
+    "metadata": None,
 }

@@ -23,12 +23,15 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolcycle.errors import GuardrailTripped, ToolCancelledError, error_text
+from toolcycle.content import PART_TYPES
+from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
 from toolcycle.execution._activation import caller_cancelled
 from toolcycle.guardrails import GuardrailCall, GuardrailDecision
 from toolcycle.models import GuardrailRecord, ToolResult
+from toolcycle.runtime._rich import RICH_TYPES, read_rich
 
 if TYPE_CHECKING:
+    from toolcycle.content import ContentPart
     from toolcycle.execution._invoke import Invoker
     from toolcycle.guardrails import GuardrailStage
     from toolcycle.models import Change
@@ -44,7 +47,6 @@ REJECTED = "GuardrailRejected"
 
 # Outputs that are certainly not a ToolResult (as in ``_results``).
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
-_SKIP = object()  # the output is not one guardrails see (a failure, or not JSON)
 
 
 class GuardStep:
@@ -102,8 +104,8 @@ class GuardStep:
     ) -> ToolResult:
         """Output guardrails from sync code, then the result of what the tool returned."""
         seen = self._seen(entry, output)
-        if seen is not _SKIP:
-            verdict = self._stage(call, entry, data, "output", seen, changes)
+        if seen is not None:
+            verdict = self._stage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
         return self._steps.returned(call, entry, output, changes)
@@ -113,8 +115,8 @@ class GuardStep:
     ) -> ToolResult:
         """Async twin of `returned`."""
         seen = self._seen(entry, output)
-        if seen is not _SKIP:
-            verdict = await self._astage(call, entry, data, "output", seen, changes)
+        if seen is not None:
+            verdict = await self._astage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
         return self._steps.returned(call, entry, output, changes)
@@ -122,7 +124,7 @@ class GuardStep:
     def hit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """A cache hit's result, after its output guardrails: a hit skips only the body."""
         if entry.guards is not None and entry.guards.output:
-            verdict = self._stage(call, entry, data, "output", kept.output, [])
+            verdict = self._stage(call, entry, data, "output", kept.output, kept.content, [])
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
@@ -130,37 +132,46 @@ class GuardStep:
     async def ahit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """Async twin of `hit`."""
         if entry.guards is not None and entry.guards.output:
-            verdict = await self._astage(call, entry, data, "output", kept.output, [])
+            verdict = await self._astage(call, entry, data, "output", kept.output, kept.content, [])
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
 
-    def _seen(self, entry: Entry, output: Any) -> Any:
-        """The output as output guardrails see it: JSON data that passed validation.
+    def _seen(self, entry: Entry, output: Any) -> tuple[Any, tuple[ContentPart, ...]] | None:
+        """The output and content parts as output guardrails see them.
 
-        `_SKIP` when there is nothing for them to check: a tool that reported its
+        The output is JSON data that passed validation; the parts are those the model
+        will be shown (a rich return's). None when there is nothing for them to check: a tool that reported its
         own failure, output that is not JSON or (with ``strict_output``) misses its
         schema. The result step fails such a call anyway, as it would unguarded.
         """
         assert entry.guards is not None
         if not entry.guards.output:
-            return _SKIP
-        if type(output) not in _PLAIN and isinstance(output, ToolResult):
+            return None
+        content: tuple[ContentPart, ...] = ()
+        kind = type(output)
+        if kind in RICH_TYPES or (kind is list and output and type(output[0]) in PART_TYPES):
+            try:
+                rich = read_rich(output, entry.descriptor.name, "")
+            except ToolOutputError:
+                return None  # the result step fails the call, naming what is wrong
+            output, content = rich.value, rich.parts
+        elif kind not in _PLAIN and isinstance(output, ToolResult):
             if not output.success:
-                return _SKIP
-            output = output.output
+                return None
+            output, content = output.output, output.content
         try:
             value = entry.input.normalize(output)
         except Exception:
-            return _SKIP
+            return None
         schema = entry.output
         if (
             schema is not None
             and self._settings.strict_output
             and not schema.check_normalized(value).valid
         ):
-            return _SKIP
-        return value
+            return None
+        return value, content
 
     # -- one stage ------------------------------------------------------------------------
 
@@ -171,11 +182,12 @@ class GuardStep:
         data: dict[str, Any],
         stage: GuardrailStage,
         output: Any = None,
+        content: tuple[ContentPart, ...] = (),
         changes: list[Change] | None = None,
     ) -> ToolResult | None:
         assert entry.guards is not None
         guards = entry.guards.input if stage == "input" else entry.guards.output
-        seen = _call_of(call, entry, data, stage, output)
+        seen = _call_of(call, entry, data, stage, output, content)
         token = call.flight or call.ctx.cancellation_token
         for guard in guards:
             try:
@@ -198,11 +210,12 @@ class GuardStep:
         data: dict[str, Any],
         stage: GuardrailStage,
         output: Any = None,
+        content: tuple[ContentPart, ...] = (),
         changes: list[Change] | None = None,
     ) -> ToolResult | None:
         assert entry.guards is not None
         guards = entry.guards.input if stage == "input" else entry.guards.output
-        seen = _call_of(call, entry, data, stage, output)
+        seen = _call_of(call, entry, data, stage, output, content)
         token = call.flight or call.ctx.cancellation_token
         for guard in guards:
             try:
@@ -302,7 +315,12 @@ class GuardStep:
 
 
 def _call_of(
-    call: Call, entry: Entry, data: dict[str, Any], stage: GuardrailStage, output: Any
+    call: Call,
+    entry: Entry,
+    data: dict[str, Any],
+    stage: GuardrailStage,
+    output: Any,
+    content: tuple[ContentPart, ...] = (),
 ) -> GuardrailCall:
     return GuardrailCall(
         tool_name=call.name,
@@ -312,6 +330,7 @@ def _call_of(
         call_id=call.record.call_id,
         tool_call_id=call.tool_call_id,
         output=output,
+        content=content,
     )
 
 

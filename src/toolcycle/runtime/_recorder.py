@@ -120,6 +120,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         cache_hit,
         guardrails,
         revealed,
+        content,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -148,6 +149,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "cache_hit": cache_hit,
             "guardrails": guardrails,
             "revealed_tools": revealed,
+            "content_kinds": content[0] if content is not None else (),
+            "content_bytes": content[1] if content is not None else 0,
         },
         None,
     )
@@ -262,13 +265,15 @@ class TraceRecorder:
         original_size: int | None = None,
         output_valid: bool | None = None,
         abandoned: bool = False,
+        content: tuple[tuple[str, ...], int] | None = None,
     ) -> ToolExecutionTrace | LazyTrace:
         """Record the end of a call; its trace, or its values when nothing wants it yet.
 
         The trace is delivered (and so built) when a listener, the kept traces or
         the tracer want it; otherwise a `LazyTrace` comes back, for the result to
         build on first reading. Either way the trace says the same, and its
-        ``error`` is already redacted.
+        ``error`` is already redacted. ``content`` is the kinds and the bytes of
+        the result's content parts, for a result that has some.
         """
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
@@ -302,6 +307,7 @@ class TraceRecorder:
                 record.cache_hit,
                 record.guardrails,
                 record.revealed,
+                content,
             ),
             error_message,
             _trace_model,

@@ -594,7 +594,7 @@ class McpTool:
             ) from error
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        """Send ``tools/call`` and return the structured content or the content blocks."""
+        """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
         report = ctx.progress_reporter()
         server = self.server
         connection = server._here(ctx)
