@@ -1001,3 +1001,20 @@ def test_a_lone_surrogate_in_a_payload_is_written_as_its_json_escape(
     text.encode("utf-8")  # would raise for a lone surrogate
     assert json.loads(text) == {"k\udc80": "a\ud800b"}
     assert attributes["gen_ai.tool.call.result"] == "[not recorded: ValueError]"
+
+
+# -- tool search -------------------------------------------------------------------------
+
+
+def test_a_tool_search_span_lists_the_revealed_tools(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """A search_tools call gets a span whose toolcycle.tool_search.revealed names what it found."""
+    runtime = make_runtime(add)
+    runtime.register(shout, defer_loading=True)
+    with runtime.plan() as ctx:
+        runtime.call({"name": "search_tools", "arguments": {"query": "repeat capitals"}}, ctx)
+        runtime.call({"name": "add", "arguments": {"a": 1, "b": 2}}, ctx)
+    span = _one(exporter, "execute_tool search_tools")
+    assert _attributes(span)["toolcycle.tool_search.revealed"] == ("shout",)
+    assert "toolcycle.tool_search.revealed" not in _attributes(_one(exporter, "execute_tool add"))

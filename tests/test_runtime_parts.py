@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolcycle import ToolCall, ToolExecutionContext, ToolResult, ToolRuntime, tool
-from toolcycle.models import ApprovalRecord
+from toolcycle.models import ApprovalRecord, ProgressEvent
 from toolcycle.runtime._shared import Call, Entry
 from toolcycle.testing import FakeTool
 
@@ -47,6 +47,7 @@ class RecordingRunner:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
         return self.execute(
             name, params, ctx, timeout, idle_timeout, tool_call_id, refuse=refuse, answers=answers

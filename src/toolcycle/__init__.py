@@ -13,8 +13,10 @@ from toolcycle.approvals import ApprovalDecision, ApprovalRequest
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
+from toolcycle.content import Audio, ContentPart, File, Image, ResourceLink, Text, ToolReturn
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
+    GuardrailTripped,
     ModelRetry,
     ToolAccessDeniedError,
     ToolActivationError,
@@ -34,11 +36,13 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
+from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
 from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
     ApprovalRecord,
     BoundResource,
     Change,
+    GuardrailRecord,
     PendingApproval,
     ProgressEvent,
     ProviderFormat,
@@ -50,15 +54,17 @@ from toolcycle.models import (
     ToolDescriptor,
     ToolExecutionTrace,
     ToolResult,
+    ToolSearchMode,
     TraceStatus,
     Validation,
     ValidationIssue,
 )
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
+from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.retries import RetryPolicy
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
-from toolcycle.runtime import ToolRuntime
+from toolcycle.runtime import CallStream, ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
 
@@ -67,11 +73,22 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRequest",
     "AsyncFunctionTool",
+    "Audio",
     "BoundResource",
+    "CachePolicy",
+    "CallStream",
     "CancellationToken",
     "Change",
     "Checkpoint",
+    "ContentPart",
+    "File",
     "FunctionTool",
+    "Guardrail",
+    "GuardrailCall",
+    "GuardrailDecision",
+    "GuardrailRecord",
+    "GuardrailTripped",
+    "Image",
     "Instrumentation",
     "ModelRetry",
     "NullTracer",
@@ -79,12 +96,15 @@ __all__ = [
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
+    "ResourceLink",
+    "ResultCache",
     "RetryAttempt",
     "RetryPolicy",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",
     "StructlogTracer",
+    "Text",
     "Tool",
     "ToolAccessDeniedError",
     "ToolActivationError",
@@ -108,9 +128,11 @@ __all__ = [
     "ToolOutputError",
     "ToolRegistrationError",
     "ToolResult",
+    "ToolReturn",
     "ToolRuntime",
     "ToolRuntimeError",
     "ToolSchemaValidationError",
+    "ToolSearchMode",
     "ToolSkippedWarning",
     "ToolSource",
     "TraceListener",

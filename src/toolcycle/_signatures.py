@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import types
 import typing
 import warnings
 from typing import Any
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
 from toolcycle.cancellation import CancellationToken
+from toolcycle.content import PART_TYPES, ToolReturn
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError
 
@@ -179,10 +181,23 @@ def return_adapter(
     if "return" not in hints:
         return None, None
     annotation = hints["return"]
-    if annotation in (None, type(None), Any):
-        return None, None
     if inspect.iscoroutinefunction(fn) and typing.get_origin(annotation) is typing.Coroutine:
         annotation = typing.get_args(annotation)[-1]  # pragma: no cover - unusual spelling
+    if _rich(annotation):
+        # Content parts are passed on as they are; a ToolReturn[T]'s value is checked as T.
+        if typing.get_origin(annotation) is not ToolReturn or not typing.get_args(annotation):
+            return None, None
+        _, schema = _adapter_of(typing.get_args(annotation)[0], name)
+        return None, schema
+    return _adapter_of(annotation, name)
+
+
+def _adapter_of(
+    annotation: Any, name: str
+) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None]:
+    """The adapter and output schema of a return annotation that is not rich content."""
+    if annotation in (None, type(None), Any):
+        return None, None
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(annotation)
         with warnings.catch_warnings():
@@ -196,6 +211,19 @@ def return_adapter(
     if schema.get("title") == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to
     return adapter, schema
+
+
+def _rich(annotation: Any) -> bool:
+    """Whether a return annotation is content parts or a `ToolReturn` (in any spelling)."""
+    if annotation in PART_TYPES or annotation is ToolReturn:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is ToolReturn:
+        return True
+    if origin in (list, tuple, typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not Ellipsis]
+        return bool(args) and all(_rich(arg) for arg in args)
+    return False
 
 
 def _has_description(annotation: Any) -> bool:

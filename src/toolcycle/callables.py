@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
@@ -37,6 +37,10 @@ from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
 from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
+
+if TYPE_CHECKING:
+    from toolcycle.guardrails import Guardrail
+    from toolcycle.result_cache import CachePolicy
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
@@ -61,6 +65,10 @@ class FunctionTool:
         idempotent: bool = False,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
+        cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] = (),
+        output_guardrails: Iterable[Guardrail] = (),
+        defer_loading: bool = False,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
@@ -94,6 +102,7 @@ class FunctionTool:
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
+                defer_loading=defer_loading,
             )
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
@@ -102,6 +111,17 @@ class FunctionTool:
         self.max_retries: int | None
         self.retry_policy: RetryPolicy | None
         self.max_retries, self.retry_policy = _retries(tool_name, idempotent, max_retries, retry)
+        if cache is not None and writes:
+            raise ToolDefinitionError(
+                f"tool {tool_name!r} writes (writes=True is the default), so its results "
+                "cannot be cached; pass writes=False if it only reads, or drop cache=",
+                tool_name=tool_name,
+            )
+        self.cache_policy = cache
+        """How the runtime caches the tool's results (``cache=``); None: it does not."""
+        # Read by the runtime at registration (any tool may carry these two attributes).
+        self.input_guardrails = _guardrails(input_guardrails, "input_guardrails", tool_name)
+        self.output_guardrails = _guardrails(output_guardrails, "output_guardrails", tool_name)
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -190,6 +210,10 @@ def wrap(
     idempotent: bool = False,
     max_retries: int | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool:
     """Make a tool of a function you do not own (or do not want to decorate).
 
@@ -200,6 +224,11 @@ def wrap(
     retries after failures it can fix (None: the runtime's default);
     ``retry`` (a `RetryPolicy`) retries transient faults within a call and
     needs ``idempotent=True``.
+    sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
+    (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
+    ``input_guardrails`` and ``output_guardrails`` are the tool's own guardrails
+    (see `toolcycle.guardrails`). ``defer_loading=True`` keeps the tool out of a
+    model's definitions until a tool search finds it.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
@@ -217,6 +246,10 @@ def wrap(
         idempotent=idempotent,
         max_retries=max_retries,
         retry=retry,
+        cache=cache,
+        input_guardrails=input_guardrails,
+        output_guardrails=output_guardrails,
+        defer_loading=defer_loading,
     )
 
 
@@ -237,6 +270,10 @@ def tool(
     idempotent: bool = False,
     max_retries: int | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -254,6 +291,10 @@ def tool(
     idempotent: bool = False,
     max_retries: int | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
 
@@ -274,6 +315,10 @@ def tool(
             idempotent=idempotent,
             max_retries=max_retries,
             retry=retry,
+            cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
         )
 
     return decorate(fn) if fn is not None else decorate
@@ -307,3 +352,21 @@ def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:
     if current is not None:
         raise ToolDefinitionError(f"tool {name!r} already has an {kind} hook", tool_name=name)
     return typing.cast("Hook", hook)
+
+
+def _guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...]:
+    """The guardrails given as ``option``, checked where the tool is defined."""
+    if callable(value) or isinstance(value, str | bytes):
+        raise ToolDefinitionError(
+            f"{option} of tool {name!r} takes a list of guardrails; wrap {value!r} in [...]",
+            tool_name=name,
+        )
+    items = tuple(value)
+    for item in items:
+        if not callable(item):
+            raise ToolDefinitionError(
+                f"{option} of tool {name!r} holds {item!r}, which is not callable; a "
+                "guardrail is a function of (call, ctx)",
+                tool_name=name,
+            )
+    return items

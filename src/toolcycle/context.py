@@ -176,6 +176,7 @@ class ToolExecutionContext:
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
+    _revealed: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.plan_id, str) or not self.plan_id:
@@ -222,6 +223,26 @@ class ToolExecutionContext:
         return scope.token()
 
     @property
+    def revealed_tools(self) -> frozenset[str]:
+        """The deferred tools revealed in this plan: found by a search, or called by name.
+
+        ``tool_definitions`` shows these in full for the rest of the plan.
+        """
+        return self._revealed
+
+    def reveal_tools(self, names: Iterable[str]) -> None:
+        """Show these deferred tools in full from now on in this plan.
+
+        The runtime calls this for what ``search_tools`` finds and for a deferred
+        tool a model calls by name; a host calls it for what a provider's own
+        tool search reported.
+        """
+        added = frozenset(names)
+        if not added <= self._revealed:
+            with self._lock:  # a new set each time: readers never see one change
+                self._revealed = self._revealed | added
+
+    @property
     def ended(self) -> bool:
         """Whether the runtime has ended this plan; an ended plan runs nothing."""
         return self._ended
@@ -248,17 +269,19 @@ class ToolExecutionContext:
 
         Call it at the start of ``execute``; the function it returns may then be
         called from any thread or task, with ``(progress, total, message)``.
-        Each report is counted in the call's trace and passed to ``on_progress``.
+        Each report is counted in the call's trace and passed to ``on_progress``,
+        and to whoever else follows the call (its span, a stream of the call).
         """
         scope = _call_scope.get()
         record = scope.record if scope is not None else None
+        sinks = getattr(record, "progress_sinks", ())
 
         def report(progress: float, total: float | None = None, message: str | None = None) -> None:
             if record is not None:
                 record.progress += 1
                 record.active_at = time.monotonic()  # restarts an idle_timeout
             callback = self.on_progress
-            if callback is None:
+            if callback is None and not sinks:
                 return
             event = ProgressEvent(
                 tool_name=record.tool_name if record is not None else "",
@@ -268,6 +291,13 @@ class ToolExecutionContext:
                 total=total,
                 message=message,
             )
+            for sink in sinks:
+                try:
+                    sink(event)
+                except Exception:
+                    _log.exception("a progress listener of plan %r raised", self.plan_id)
+            if callback is None:
+                return
             try:
                 callback(event)
             except Exception:

@@ -12,6 +12,7 @@ The tree::
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     ├── ToolApprovalError             a deferred call cannot be resumed as asked
+    ├── GuardrailTripped              a guardrail stopped a call (or failed); raised for the host
     └── ToolRegistrationError         a tool could not be registered
         └── ToolDefinitionError       a function cannot be described as a tool
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from toolcycle._validation_records import Validation
 
 __all__ = [
+    "GuardrailTripped",
     "ModelRetry",
     "ToolAccessDeniedError",
     "ToolActivationError",
@@ -127,6 +129,30 @@ class ToolApprovalError(ToolRuntimeError):
     call's fingerprint or defers again, or the call was resumed before (a call
     never runs twice).
     """
+
+
+class GuardrailTripped(ToolRuntimeError):
+    """A guardrail stopped a call, or raised; the call raises this for the host.
+
+    Raised by ``execute`` and ``call`` alike (a model never reads it as a result).
+
+    Attributes:
+        guardrail: the name of the guardrail that stopped the call.
+        stage: ``"input"`` or ``"output"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        guardrail: str,
+        stage: str,
+        tool_name: str | None = None,
+        plan_id: str | None = None,
+    ) -> None:
+        super().__init__(message, tool_name=tool_name, plan_id=plan_id)
+        self.guardrail = guardrail
+        self.stage = stage
 
 
 class ToolRegistrationError(ToolRuntimeError):

@@ -19,6 +19,12 @@ The contract, which the runtime keeps and an implementation may rely on:
   ``record_payloads`` is true, both passed through the runtime's `RedactionPolicy`
   first (with the input and the output schema).
 - A hook that raises is logged and ignored; it never fails a call.
+- An observer may also have a ``progress(event)`` method, which it need not:
+  the runtime looks for it once per call and, when there is one, calls it
+  with each `ProgressEvent` the call reports, from whichever thread the
+  report comes (a sync tool's worker, an MCP connection's), so it must be
+  thread-safe. A report can arrive after ``finish`` (a sync tool the runtime
+  stopped waiting for); ignore it then.
 """
 
 from __future__ import annotations
@@ -36,7 +42,12 @@ Stage = Literal["activate", "deactivate"]
 
 
 class CallObserver(Protocol):
-    """Watches one call from its start to its trace."""
+    """Watches one call from its start to its trace.
+
+    It may also define ``progress(event: ProgressEvent) -> None`` to hear the
+    call's progress reports (see the module docstring); that method is not part
+    of the protocol, so observers written without it keep working.
+    """
 
     @property
     def record_payloads(self) -> bool:

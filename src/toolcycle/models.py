@@ -15,12 +15,15 @@ from pydantic.json_schema import SkipJsonSchema
 from toolcycle._lazy_trace import INSTANCE_DICT, TraceField, settled_dict
 from toolcycle._validation_records import Validation, ValidationIssue
 from toolcycle.agent._messages import result_message
+from toolcycle.agent._parts import content_messages
+from toolcycle.content import ContentPart
 from toolcycle.errors import ToolExecutionError
 
 __all__ = [
     "ApprovalRecord",
     "BoundResource",
     "Change",
+    "GuardrailRecord",
     "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
@@ -32,6 +35,7 @@ __all__ = [
     "ToolDescriptor",
     "ToolExecutionTrace",
     "ToolResult",
+    "ToolSearchMode",
     "TraceStatus",
     "Validation",
     "ValidationIssue",
@@ -43,8 +47,22 @@ SourceKind: TypeAlias = Literal["builtin", "mcp", "skill", "custom", "wrapped"]
 ProviderFormat: TypeAlias = Literal["openai", "openai-responses", "anthropic", "gemini", "mcp"]
 """A model provider's wire format for tool definitions, calls and results."""
 
+ToolSearchMode: TypeAlias = Literal["auto", "native", "local", "bm25", "regex", "hosted"]
+"""How ``tool_definitions`` offers deferred tools: the provider's own tool search
+(``"native"``; ``"bm25"`` or ``"regex"`` pick Anthropic's, ``"hosted"`` OpenAI's),
+toolcycle's ``search_tools`` meta-tool (``"local"``), or native where the format
+has it and local elsewhere (``"auto"``). See docs/tool-search.md."""
+
 TraceStatus: TypeAlias = Literal[
-    "ok", "error", "denied", "invalid_input", "cancelled", "timed_out", "pending"
+    "ok",
+    "error",
+    "denied",
+    "invalid_input",
+    "cancelled",
+    "timed_out",
+    "pending",
+    "rejected",
+    "stopped",
 ]
 """The outcome of one call, as recorded in its trace."""
 
@@ -114,6 +132,9 @@ class ToolDescriptor(Tool):
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one call may take unless the caller passes a smaller ``timeout``;
     None for no limit of the tool's own."""
+    defer_loading: bool = False
+    """Keep the tool out of a model's definitions until a tool search finds it
+    (or the model calls it by name); see docs/tool-search.md."""
 
 
 class BoundResource(BaseModel):
@@ -174,6 +195,19 @@ class RetryAttempt(BaseModel):
     duration_ms: float
 
 
+class GuardrailRecord(BaseModel):
+    """One guardrail's decision about a call, as its trace records it."""
+
+    model_config = _FROZEN
+
+    name: str
+    """The guardrail's name: its function's ``__qualname__``."""
+    stage: Literal["input", "output"]
+    outcome: Literal["allow", "reject", "stop"]
+    message: str | None = None
+    """What a rejection or a stop said (redacted like the trace's ``error``)."""
+
+
 class ToolExecutionTrace(BaseModel):
     """The record of one call that reached ``execute``, whatever its outcome."""
 
@@ -215,6 +249,17 @@ class ToolExecutionTrace(BaseModel):
     (an invalid input, `toolcycle.ModelRetry`) came just before it in the plan."""
     attempts: tuple[RetryAttempt, ...] = ()
     """Each attempt of a tool with a `toolcycle.RetryPolicy`, in order; empty otherwise."""
+    cache_hit: bool = False
+    """The result came from the result cache: the tool was neither activated nor run."""
+    guardrails: tuple[GuardrailRecord, ...] = ()
+    """Each guardrail's decision, in the order they ran; empty when none ran."""
+    revealed_tools: tuple[str, ...] = ()
+    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan."""
+    content_kinds: tuple[str, ...] = ()
+    """The kind of each content part the result shows the model, in order
+    (``"text"``, ``"image"``, ``"audio"``, ``"file"``, ``"resource_link"``)."""
+    content_bytes: int = 0
+    """The bytes of those parts (UTF-8 text, raw binary), after ``max_result_bytes``."""
 
 
 class ProgressEvent(BaseModel):
@@ -280,7 +325,11 @@ class ToolResult(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+        frozen=True,
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        defer_build=True,
+        ser_json_bytes="base64",  # a content part's raw bytes, in a JSON dump
     )
 
     success: bool
@@ -308,6 +357,12 @@ class ToolResult(BaseModel):
     retries_left: int | None = None
     """For a model-fixable failure, how many more such failures the tool allows in the
     plan (0: the limit is reached); None for every other result."""
+    content: tuple[ContentPart, ...] = ()
+    """What the model sees instead of ``output`` when the tool returned content parts
+    (see `toolcycle.content`); empty for a plain output."""
+    metadata: dict[str, Any] | None = Field(default=None, repr=False)
+    """A `ToolReturn`'s metadata, for the host alone: in no message, trace or span;
+    None when the tool gave none."""
     _text: str | None = PrivateAttr(default=None)
     # The output as the compact JSON text the runtime measured, kept for to_message.
 
@@ -335,15 +390,25 @@ class ToolResult(BaseModel):
 
         Raises:
             ValueError: the result has no tool call (it came from ``execute``,
-                not ``call``), so there is no call id to answer.
+                not ``call``), so there is no call id to answer; or it needs
+                more than one message in this format (OpenAI Chat takes images
+                and files only in a user message): use `to_messages`.
         """
-        if self.call is None:
-            raise ValueError(
-                "this result answers no tool call (it came from execute); "
-                "use runtime.call(tool_call, ctx) to get a result with a message"
-            )
         call = self.call
+        if call is None:
+            raise _no_call()
         chosen = format or (call.format if call.format != "plain" else "openai")
+        if self.content and self.success:
+            messages = content_messages(
+                chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
+            )
+            if len(messages) > 1:
+                raise ValueError(
+                    f"this result needs {len(messages)} messages in the {chosen!r} format "
+                    "(its content has parts a tool message cannot hold); "
+                    "use result.to_messages(format) and send them all"
+                )
+            return messages[0]
         return result_message(
             chosen,
             call_id=call.id,
@@ -352,6 +417,29 @@ class ToolResult(BaseModel):
             output=self.output,
             error=self.error,
             text=self._text,
+        )
+
+    def to_messages(self, format: ProviderFormat | None = None) -> list[dict[str, Any]]:
+        """Every message that hands this result to the model, in order, as plain JSON data.
+
+        One message, except where the provider cannot take a content part in
+        a tool result: OpenAI Chat gets images, audio and files in a user
+        message after the tool message. Binary data is base64-encoded here,
+        once per message built.
+
+        Args:
+            format: the provider format; by default the one the call came in
+                (``"openai"`` for a plain call).
+
+        Raises:
+            ValueError: the result has no tool call (it came from ``execute``).
+        """
+        call = self.call
+        if not self.content or not self.success or call is None:
+            return [self.to_message(format)]
+        chosen = format or (call.format if call.format != "plain" else "openai")
+        return content_messages(
+            chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
         )
 
     def raise_for_error(self) -> None:
@@ -370,6 +458,13 @@ class ToolResult(BaseModel):
             self.error or "the tool call failed", tool_name=tool_name, plan_id=plan_id
         )
         raise error from self.exception
+
+
+def _no_call() -> ValueError:
+    return ValueError(
+        "this result answers no tool call (it came from execute); "
+        "use runtime.call(tool_call, ctx) to get a result with a message"
+    )
 
 
 # Set after the class is made, so that pydantic sees a plain field.

@@ -12,10 +12,18 @@ becomes one span named ``execute_tool {tool name}``, following the
 OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and
 ``gen_ai.tool.description``, and toolcycle's own ``toolcycle.*`` attributes
-taken from the call's trace (plan, call id, status, duration, result size). A
-failed call also gets ``error.type`` and the span status ERROR. The span is
-the current span while the tool runs, so spans the tool starts itself nest
-under it. Each ``activate`` and ``deactivate`` becomes a span of its own,
+taken from the call's trace (plan, call id, status, duration, result size,
+the kinds and bytes of a result's content parts but never their data, and
+``toolcycle.cache_hit`` for a result answered from the result cache). A
+failed call also gets ``error.type`` and the span status ERROR. A tool search
+(``search_tools``) lists what it revealed in ``toolcycle.tool_search.revealed``.
+Each guardrail decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
+message), and ``toolcycle.guardrails`` lists them as ``stage:name:outcome``.
+The span is the current span while the tool runs, so spans the tool starts
+itself nest under it. Each progress report of the call (``ctx.report_progress``,
+an MCP server's notifications) is a span event named ``toolcycle.progress`` with
+the attributes ``progress`` and, when given, ``total`` and ``message``. Each
+``activate`` and ``deactivate`` becomes a span of its own,
 ``activate_tool {tool name}`` or ``deactivate_tool {tool name}``.
 
 Arguments and results are not recorded unless ``record_payloads=True``. They
@@ -55,7 +63,13 @@ if TYPE_CHECKING:
 
     from opentelemetry.util.types import AttributeValue
 
-    from toolcycle import SourceKind, ToolDescriptor, ToolExecutionContext, ToolExecutionTrace
+    from toolcycle import (
+        ProgressEvent,
+        SourceKind,
+        ToolDescriptor,
+        ToolExecutionContext,
+        ToolExecutionTrace,
+    )
     from toolcycle.instrumentation import Stage
 
 __all__ = ["OpenTelemetry"]
@@ -64,6 +78,7 @@ _DEFAULT_MAX_PAYLOAD_CHARS = 4096
 """Characters of JSON text kept for each recorded argument or result payload."""
 
 _TRACER_NAME = "toolcycle"
+_PROGRESS_EVENT = "toolcycle.progress"
 
 # The conventions know three kinds of tool. Tools that run in this process
 # (functions, the built-in tools, custom ToolInstance objects, Agent Skills)
@@ -239,6 +254,28 @@ class _CallSpan(CallObserver):
             _end(self._span)
             self._restore()
 
+    def progress(self, event: ProgressEvent) -> None:
+        """Add a progress report to the span as a ``toolcycle.progress`` event.
+
+        Called from any thread; a report that arrives once the span has ended
+        (a sync tool left running past its limit) is dropped.
+
+        Args:
+            event: the report.
+        """
+        span = self._span
+        try:
+            if self._finished or not span.is_recording():
+                return
+            attributes: dict[str, AttributeValue] = {"progress": event.progress}
+            if event.total is not None:
+                attributes["total"] = event.total
+            if event.message is not None:
+                attributes["message"] = event.message
+            span.add_event(_PROGRESS_EVENT, attributes)
+        except Exception as exc:
+            _log.debug("could not record a progress report: %r", exc)
+
     def _record_outcome(self, trace: ToolExecutionTrace, arguments: Any, output: Any) -> None:
         span = self._span
         if not span.is_recording():
@@ -254,6 +291,13 @@ class _CallSpan(CallObserver):
             attributes["toolcycle.retry"] = trace.retry
         if trace.attempts:
             attributes["toolcycle.attempts"] = len(trace.attempts)
+        if trace.cache_hit:
+            attributes["toolcycle.cache_hit"] = True
+        if trace.revealed_tools:
+            attributes["toolcycle.tool_search.revealed"] = list(trace.revealed_tools)
+        if trace.content_kinds:  # what the model was shown, never the bytes themselves
+            attributes["toolcycle.content_kinds"] = list(trace.content_kinds)
+            attributes["toolcycle.content_bytes"] = trace.content_bytes
         if not trace.success:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:
@@ -262,6 +306,8 @@ class _CallSpan(CallObserver):
                 _put_json(attributes, "gen_ai.tool.call.arguments", arguments, limit)
             if trace.success:
                 _put_json(attributes, "gen_ai.tool.call.result", output, limit)
+        if trace.guardrails:
+            _guardrail_decisions(span, attributes, trace)
         span.set_attributes(attributes)
         if not trace.success:
             description = trace.error or trace.status
@@ -303,6 +349,24 @@ class _StageSpan(StageObserver):
             _log.debug("could not record the error of a stage: %r", exc)
         finally:
             _end(span)
+
+
+def _guardrail_decisions(
+    span: otel_trace.Span, attributes: dict[str, AttributeValue], trace: ToolExecutionTrace
+) -> None:
+    """Each guardrail decision as a span event, and the names and outcomes as attributes."""
+    for record in trace.guardrails:
+        event: dict[str, AttributeValue] = {
+            "toolcycle.guardrail.name": record.name,
+            "toolcycle.guardrail.stage": record.stage,
+            "toolcycle.guardrail.outcome": record.outcome,
+        }
+        if record.message is not None:
+            event["toolcycle.guardrail.message"] = record.message
+        span.add_event("toolcycle.guardrail", event)
+    attributes["toolcycle.guardrails"] = [
+        f"{record.stage}:{record.name}:{record.outcome}" for record in trace.guardrails
+    ]
 
 
 def _tool_type(source: SourceKind) -> str:

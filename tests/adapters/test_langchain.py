@@ -29,8 +29,10 @@ from pydantic import BaseModel, Field
 
 from toolcycle import (
     ApprovalDecision,
+    Image,
     NullTracer,
     PendingApproval,
+    Text,
     ToolDefinitionError,
     ToolExecutionContext,
     ToolRuntime,
@@ -174,6 +176,30 @@ def test_a_read_only_plan_hides_a_writing_tool_and_a_call_to_it_is_a_tool_messag
     [answer] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answer.status == "error" and answer.tool_call_id == "w1"
     assert save.count("execute") == 0
+
+
+def test_a_tool_that_returns_an_image_answers_with_text_naming_it(runtime: ToolRuntime) -> None:
+    """Rich content reaches a LangChain agent as the tool message's text; the call never fails."""
+
+    @tool(writes=False)
+    def snap() -> list[Text | Image]:
+        """Take a screenshot."""
+        return [Text("the screen"), Image(b"\x89PNG", "image/png")]
+
+    runtime.register(snap)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("seen")
+        return AIMessage("", tool_calls=[_call("s1", "snap", {})])
+
+    with runtime.plan() as ctx:
+        out = _agent(ScriptedChatModel(respond=respond), langchain_tools(runtime, ctx)).invoke(
+            {"messages": [("user", "look")]}
+        )
+    [answer] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "success"
+    assert answer.content == "the screen\n[1 attachment(s) of this result: image_url]"
 
 
 def test_a_refused_call_that_reaches_the_runtime_is_an_error_message(runtime: ToolRuntime) -> None:

@@ -535,7 +535,8 @@ async def test_a_tool_driven_by_hand_runs_between_activate_and_deactivate(
     add = next(t for t in in_process().tools() if t.remote_name == "add")
     ctx = runtime.new_context()
     await add.activate(ctx)
-    assert await add.execute({"a": 1, "b": 2}, ctx) == {"sum": 3}
+    returned = await add.execute({"a": 1, "b": 2}, ctx)
+    assert returned.value == {"sum": 3}  # with the content blocks as parts beside it
     await add.deactivate(ctx)
     assert wait_for(lambda: sessions["opened"] == sessions["closed"] == 2)
 

@@ -9,12 +9,24 @@ from collections.abc import Callable
 from typing import Any, assert_type
 
 from toolcycle import (
+    CachePolicy,
+    CallStream,
     CancellationToken,
     Change,
+    ContentPart,
     FunctionTool,
+    Guardrail,
+    GuardrailCall,
+    GuardrailDecision,
+    GuardrailRecord,
+    GuardrailTripped,
+    Image,
     ModelRetry,
+    ProgressEvent,
+    ResultCache,
     RetryAttempt,
     RetryPolicy,
+    Text,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
@@ -23,10 +35,13 @@ from toolcycle import (
     ToolFailed,
     ToolInstance,
     ToolResult,
+    ToolReturn,
     ToolRuntime,
+    ToolSearchMode,
     Validation,
     tool,
 )
+from toolcycle.guardrails import allow, reject, stop
 
 
 class Echo:
@@ -70,6 +85,9 @@ def sync_usage() -> None:
             assert_type(result.trace, ToolExecutionTrace | None)
             assert_type(result.validation, Validation | None)
             assert_type(result.changes, tuple[Change, ...])
+            assert_type(result.content, tuple[ContentPart, ...])
+            assert_type(result.metadata, dict[str, Any] | None)
+            assert_type(result.to_messages("anthropic"), list[dict[str, Any]])
             token = ctx.cancellation_token
             assert_type(token, CancellationToken)
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
@@ -103,12 +121,94 @@ def retries_usage() -> None:
             assert_type(ModelRetry("x").message, str)
 
 
+def result_cache_usage() -> None:
+    @tool(writes=False, cache=CachePolicy(ttl=60, key=lambda data: data["city"]))
+    def weather(city: str) -> str:
+        """Look the weather up."""
+        return city
+
+    store = ResultCache(max_entries=100, max_bytes=1_000_000)
+    with ToolRuntime(result_cache=store) as runtime:
+        runtime.register(weather, cache=CachePolicy(ttl=5, scope="runtime"))
+        assert_type(runtime.result_cache, ResultCache)
+        with runtime.plan() as ctx:
+            trace = runtime.execute("weather", {"city": "Oslo"}, ctx).trace
+            assert trace is not None
+            assert_type(trace.cache_hit, bool)
+    assert_type(len(store), int)
+    assert_type(store.bytes_used, int)
+
+
+def guardrails_usage() -> None:
+    def no_root(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        assert_type(call.arguments["path"], Any)
+        return reject("not the root") if call.arguments["path"] == "/" else allow()
+
+    async def no_secrets(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        return stop("a secret") if "secret" in str(call.output) else allow()
+
+    guards: list[Guardrail] = [no_root, no_secrets]
+
+    @tool(writes=False, input_guardrails=[no_root], output_guardrails=[no_secrets])
+    def read(path: str) -> str:
+        """Read a file."""
+        return path
+
+    with ToolRuntime(input_guardrails=guards, guardrails_after_approval=True) as runtime:
+        runtime.register(read, output_guardrails=[no_secrets])
+        with runtime.plan() as ctx:
+            try:
+                result = runtime.execute("read", {"path": "/"}, ctx)
+            except GuardrailTripped as error:
+                assert_type(error.guardrail, str)
+            else:
+                assert result.trace is not None
+                assert_type(result.trace.guardrails, tuple[GuardrailRecord, ...])
+
+
+def tool_search_usage() -> None:
+    @tool(writes=False, defer_loading=True)
+    def find_invoice(number: str) -> str:
+        """Find an invoice by its number."""
+        return number
+
+    mode: ToolSearchMode = "local"
+    with ToolRuntime() as runtime:
+        assert_type(runtime.register(find_invoice, defer_loading=True), ToolDescriptor)
+        assert_type(runtime.descriptor("find_invoice").defer_loading, bool)
+        with runtime.plan() as ctx:
+            definitions = runtime.tool_definitions(ctx, format="anthropic", search="bm25")
+            assert_type(definitions, list[dict[str, Any]])
+            runtime.tool_definitions(ctx, search=mode)
+            ctx.reveal_tools(["find_invoice"])
+            assert_type(ctx.revealed_tools, frozenset[str])
+            found = runtime.call({"name": "search_tools", "arguments": {"query": "invoice"}}, ctx)
+            assert found.trace is not None
+            assert_type(found.trace.revealed_tools, tuple[str, ...])
+
+
+def rich_returns() -> None:
+    returned = ToolReturn(value={"rows": 3}, content=[Text("a chart"), Image(b"...", "image/png")])
+    assert_type(returned, ToolReturn[dict[str, int]])
+    assert_type(returned.content, tuple[ContentPart, ...])
+    assert_type(Image.from_base64("AAE=", "image/png"), Image)
+    assert_type(ToolReturn(content=Text("only text")).metadata, dict[str, Any])
+
+
 async def async_usage() -> None:
     with ToolRuntime() as runtime:
         async with runtime.aplan() as ctx:
             result = await runtime.aexecute("aecho", {}, ctx)
             assert_type(result, ToolResult)
             await runtime.aactivate("aecho", ctx)
+            stream = runtime.astream("aecho", {}, ctx, idle_timeout=5.0, max_buffered=10)
+            assert_type(stream, CallStream)
+            async for item in stream:
+                assert_type(item, ProgressEvent | ToolResult)
+            assert_type(stream.dropped, int)
+            async with runtime.astream_call({"name": "aecho", "arguments": {}}, ctx) as answer:
+                async for item in answer:
+                    assert_type(item, ProgressEvent | ToolResult)
         assert_type(await runtime.aend_plan(ctx), list[ToolDeactivationError])
 
 

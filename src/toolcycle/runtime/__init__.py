@@ -10,11 +10,16 @@ reaches ``execute`` yields exactly one trace, delivered before it returns or
 raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
 plans), ``_pipeline`` with ``_steps`` (the seven steps, sync and async),
 ``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
-tool calls); ``_shared`` holds what they share, and ``_retries`` the model's
-retries per plan and the attempts of a ``RetryPolicy``. They never import one another:
+tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
+holds what they share; ``_retries`` counts the model's retries per plan and runs
+the attempts of a ``RetryPolicy``; ``_caching`` holds a cached tool's keys and hits (a cached
+tool validates and looks its call up before activating, so a hit activates
+nothing); ``_guards`` runs a call's guardrails; ``_stream`` turns one call into an
+async stream of its progress and result (`CallStream`). They never import one another:
 ``_facade`` builds them and hands each the others it needs.
 """
 
 from toolcycle.runtime._facade import ToolRuntime
+from toolcycle.runtime._stream import CallStream
 
-__all__ = ["ToolRuntime"]
+__all__ = ["CallStream", "ToolRuntime"]

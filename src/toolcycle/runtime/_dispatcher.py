@@ -13,20 +13,19 @@ from toolcycle._construct import trusted
 from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
-from toolcycle.agent._definitions import definition
 from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import FORMATS, resolve
 from toolcycle.agent._schemas import drop_absent_nulls
-from toolcycle.capabilities import is_allowed
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
 from toolcycle.models import ToolCall, ToolResult
+from toolcycle.runtime._search import SEARCH_TOOL, ToolSearch
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.models import ProviderFormat, TraceStatus
+    from toolcycle.models import ProgressEvent, ProviderFormat, ToolSearchMode, TraceStatus
     from toolcycle.runtime._shared import Catalog, Runner, Settings
     from toolcycle.runtime._steps import CallSteps
     from toolcycle.validation import ValidationLimits
@@ -63,18 +62,20 @@ class Dispatcher:
         self._invoker = invoker
         self._settings = settings
         self._limits = limits
+        self._search = ToolSearch(catalog, steps)
 
     def tool_definitions(
-        self, ctx: ToolExecutionContext, *, format: ProviderFormat, strict: bool
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        format: ProviderFormat,
+        strict: bool,
+        search: ToolSearchMode = "auto",
     ) -> list[dict[str, Any]]:
         """The definitions of the tools the plan may run (see `ToolRuntime.tool_definitions`)."""
         if format not in FORMATS:
             raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
-        return [
-            definition(descriptor, format, strict=strict)
-            for descriptor in self._catalog.descriptors()
-            if is_allowed(descriptor, ctx)
-        ]
+        return self._search.definitions(ctx, format, strict=strict, search=search)
 
     def call(
         self,
@@ -99,12 +100,13 @@ class Dispatcher:
         ctx: ToolExecutionContext,
         timeout: float | None,
         idle_timeout: float | None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
-        """Async twin of `call`."""
+        """Async twin of `call`; ``progress`` hears the call's progress reports."""
         prepared = self._prepare(tool_call, ctx)
         if isinstance(prepared, ToolResult):
             return prepared
-        return await self._arun(prepared, ctx, timeout, idle_timeout)
+        return await self._arun(prepared, ctx, timeout, idle_timeout, progress)
 
     def call_many(
         self,
@@ -149,10 +151,19 @@ class Dispatcher:
         ctx: ToolExecutionContext,
         timeout: float | None,
         idle_timeout: float | None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
         call, name, arguments = prepared
         result = await self._runner.aexecute(
-            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
+            name,
+            arguments,
+            ctx,
+            timeout,
+            idle_timeout,
+            call.id,
+            refuse=True,
+            answers=call,
+            progress=progress,
         )
         return result if result.call is call else _answering(result, call)
 
@@ -173,6 +184,8 @@ class Dispatcher:
         assert call is not None
         name: str | None = call.name
         if name not in self._catalog.entries:
+            if name == SEARCH_TOOL:  # before resolve, which tries every registered name
+                return self._search.answer(call, ctx)
             name = resolve(call.name, call.format, self._catalog.names())
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
@@ -180,11 +193,15 @@ class Dispatcher:
                 self._masked(call, call.name), ctx, message, "ToolNotFoundError", "error"
             )
         arguments = call.arguments
-        if call.format in {"openai", "openai-responses"}:
-            # Strict mode sends null for an optional property that was left out.
-            schema = self._catalog.entry(name).descriptor.input_schema
-            depth = self._limits.max_instance_depth
-            arguments = drop_absent_nulls(arguments, schema, max_depth=depth)
+        entry = self._catalog.entries.get(name)
+        if entry is not None:  # else unregistered meanwhile: the pipeline refuses it
+            descriptor = entry.descriptor
+            if descriptor.defer_loading and isinstance(ctx, ToolExecutionContext):
+                ctx.reveal_tools((name,))  # the model knew it: show it in full from now on
+            if call.format in {"openai", "openai-responses"}:
+                # Strict mode sends null for an optional property that was left out.
+                depth = self._limits.max_instance_depth
+                arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
         return self._masked(call, name), name, arguments
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:

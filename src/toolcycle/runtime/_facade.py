@@ -12,7 +12,9 @@ from toolcycle.cache import ToolLifecycleCache
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.redaction import RedactionPolicy
+from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals, Resumer
+from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
@@ -20,6 +22,7 @@ from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
+from toolcycle.runtime._stream import CallStream
 from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger
     from toolcycle.context import ToolExecutionContext
     from toolcycle.errors import ToolDeactivationError
+    from toolcycle.guardrails import Guardrail
     from toolcycle.instrumentation import Instrumentation
     from toolcycle.models import (
         PendingApproval,
@@ -36,8 +40,10 @@ if TYPE_CHECKING:
         ToolDescriptor,
         ToolExecutionTrace,
         ToolResult,
+        ToolSearchMode,
     )
     from toolcycle.protocols import ToolInstance, ToolSource
+    from toolcycle.result_cache import CachePolicy
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
@@ -73,7 +79,14 @@ class ToolRuntime:
         max_retries: model-fixable failures in a row a tool allows per plan (1; see
             `ModelRetry`), for tools that give none.
         retry: the `RetryPolicy` of idempotent tools that give none (None: no retries).
+        result_cache: where cached tools' results are kept, and its bounds (a
+            default `ResultCache` if None).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
+        input_guardrails: guardrails for the arguments of every call (see
+            `toolcycle.guardrails`); they run before a source's and a tool's own.
+        output_guardrails: guardrails for the output of every call.
+        guardrails_after_approval: run input guardrails after the approval step
+            (by default they run after input validation, before approval).
         clock: wall-clock seconds since the epoch, for trace timestamps.
         timer: monotonic seconds, for trace durations.
 
@@ -101,7 +114,11 @@ class ToolRuntime:
         approval_ledger: ApprovalLedger | None = None,
         max_retries: int = 1,
         retry: RetryPolicy | None = None,
+        result_cache: ResultCache | None = None,
         max_workers: int = 8,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        guardrails_after_approval: bool = False,
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
@@ -112,6 +129,11 @@ class ToolRuntime:
             auto_activate,
             check_max_retries(max_retries, "max_retries"),
             default_policy(retry),
+        )
+        settings.guardrails = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+            guardrails_after_approval,
         )
         # The validation engine's modules load with the first runtime, not the package.
         from toolcycle.validation._compiler import SchemaCompiler
@@ -124,12 +146,14 @@ class ToolRuntime:
         self._activator = Activator(
             cache, invoker, deactivate_timeout, activate_timeout, instrumentation
         )
-        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings)
+        self._results = results = result_cache if result_cache is not None else ResultCache()
+        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings, results)
         self._plans = PlanRegistry(
             cache,
             self._activator,
             settings,
             before_plan=self._tools.refresh_stale_sources,
+            after_plan=results.drop_plan,
             drain_timeout=drain_timeout,
             abandon_timeout=abandon_timeout,
         )
@@ -170,6 +194,11 @@ class ToolRuntime:
         return self._cache
 
     @property
+    def result_cache(self) -> ResultCache:
+        """Where cached tools' results are kept (see `CachePolicy`)."""
+        return self._results
+
+    @property
     def validator(self) -> str:
         """The JSON Schema engine in use: ``"jsonschema"`` or ``"jsonschema-rs"``."""
         return self._compiler.backend
@@ -199,20 +228,40 @@ class ToolRuntime:
         timeout: float | None = None,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
+        cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
         ``max_retries`` and ``retry`` override the tool's own and the runtime's
         (see the retries page); ``retry`` needs an idempotent tool.
+        ``cache`` caches its results (only for a tool with ``writes=False``),
+        in place of the tool's own ``cache_policy``.
+        ``input_guardrails`` and ``output_guardrails`` run after the tool's own
+        (see `toolcycle.guardrails`).
+        ``defer_loading`` overrides the descriptor's (None keeps it); see docs/tool-search.md.
 
         Raises:
             TypeError: not a `ToolInstance` and not callable.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
-                the tool cannot be described, or its name is taken, or a schema is unusable.
+                the tool cannot be described, or its name is taken, or a schema is unusable,
+                or it is cached and writes, or it has a retry policy and is not idempotent.
             ValueError: ``timeout`` is not positive, or ``max_retries`` is negative.
+            TypeError: a guardrail is not callable.
         """
-        return self._tools.register(instance, timeout=timeout, max_retries=max_retries, retry=retry)
+        return self._tools.register(
+            instance,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry=retry,
+            cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
+        )
 
     def register_source(
         self,
@@ -220,16 +269,32 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source.
 
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
-        Raises as `register`, after unregistering what it registered.
+        ``cache`` caches the results of the source's tools that do not write (and
+        have no policy of their own); its tools that write stay uncached.
+        ``input_guardrails`` and ``output_guardrails`` guard every tool of the source
+        (one set for a whole MCP server), after the runtime's and before each tool's.
+        ``defer_loading`` sets every tool's (None: deferred if the source's own
+        ``defer_loading`` is true, else each tool's). Raises as `register`, after
+        unregistering what it registered.
         """
         return self._tools.register_source(
-            source, skip_invalid_schemas=skip_invalid_schemas, timeout=timeout
+            source,
+            skip_invalid_schemas=skip_invalid_schemas,
+            timeout=timeout,
+            cache=cache,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+            defer_loading=defer_loading,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -346,6 +411,28 @@ class ToolRuntime:
         """Async twin of `execute` (raises and returns as it); sync tools run on the thread pool."""
         return await self._pipeline.aexecute(name, params, ctx, timeout, idle_timeout)
 
+    def astream(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`aexecute` as an async stream: each `ProgressEvent` as reported, then the result.
+
+        Leaving the loop early cancels the call; at most ``max_buffered`` events
+        wait for a slow consumer, the oldest dropped first. See docs/concepts/progress.md.
+        Raises as `aexecute`, from the iteration; a bad ``max_buffered`` raises at once.
+        """
+        run = self._pipeline.aexecute
+        return CallStream(
+            lambda listen: run(name, params, ctx, timeout, idle_timeout, progress=listen),
+            max_buffered,
+        )
+
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate a tool ahead of its first call, after `execute`'s checks; raises as it."""
         self._pipeline.activate(name, ctx)
@@ -357,14 +444,25 @@ class ToolRuntime:
     # -- the agent loop ---------------------------------------------------------------
 
     def tool_definitions(
-        self, ctx: ToolExecutionContext, *, format: ProviderFormat = "openai", strict: bool = False
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        format: ProviderFormat = "openai",
+        strict: bool = False,
+        search: ToolSearchMode = "auto",
     ) -> list[dict[str, Any]]:
         """The definitions, for a model, of the tools the plan of ``ctx`` may run.
 
         ``format`` is ``"openai"``, ``"openai-responses"``, ``"anthropic"``,
         ``"gemini"`` or ``"mcp"``; ``strict`` offers OpenAI's strict mode.
+        ``search`` says how deferred tools not yet revealed are offered (see
+        `ToolSearchMode` and docs/tool-search.md).
+
+        Raises:
+            ValueError: an unknown ``format``, or a ``search`` the format does not have.
+            ImportError: local search is needed and ``bm25s`` (extra ``search``) is missing.
         """
-        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict)
+        return self._dispatcher.tool_definitions(ctx, format=format, strict=strict, search=search)
 
     def call(
         self,
@@ -398,6 +496,24 @@ class ToolRuntime:
     ) -> ToolResult:
         """Async twin of `call`: raises only as it does, and answers everything else."""
         return await self._dispatcher.acall(tool_call, ctx, timeout, idle_timeout)
+
+    def astream_call(
+        self,
+        tool_call: Any,
+        ctx: ToolExecutionContext,
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        max_buffered: int = 100,
+    ) -> CallStream:
+        """`acall` as an async stream: each `ProgressEvent`, then what `acall` returns.
+
+        As `astream` for a model's tool call; raises only as `acall` does.
+        """
+        run = self._dispatcher.acall
+        return CallStream(
+            lambda listen: run(tool_call, ctx, timeout, idle_timeout, listen), max_buffered
+        )
 
     def call_many(
         self,

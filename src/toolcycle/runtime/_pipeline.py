@@ -18,18 +18,19 @@ from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
+from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._retries import arun_attempts, run_attempts
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Mapping
+    from collections.abc import Callable, Coroutine, Mapping
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord, Change, ToolCall
+    from toolcycle.models import ApprovalRecord, Change, ProgressEvent, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -61,6 +62,7 @@ class CallPipeline:
         self._activator = activator
         self._invoker = invoker
         self._settings = settings
+        self._guards = GuardStep(steps, approvals, invoker, settings)
 
     def execute(
         self,
@@ -111,16 +113,20 @@ class CallPipeline:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> Coroutine[Any, Any, ToolResult]:
         """Async twin of `execute`: the coroutine to await for the result.
 
         A plain function that hands back the driver's coroutine, so an awaited
         call goes through one coroutine level less. Every caller awaits it at once.
+        ``progress`` hears the call's progress reports (a stream of the call).
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
+        if progress is not None:
+            call.record.listen(progress)
         if call.observer is None and not refuse:
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
@@ -165,16 +171,32 @@ class CallPipeline:
         steps = self._steps
         entry = steps.check(call)
         flight = steps.admit(call, threading.get_ident())
+        cache, key = entry.cache, None
         try:
-            if self._approvals.needed(call, entry):
-                # Validate and ask first, so that a denied or deferred call starts nothing.
+            if entry.guards is not None or self._approvals.needed(call, entry):
+                # Validate, guard and ask first, so that a call turned away starts nothing.
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = self._approvals.ask(call, entry, data)
+                verdict = self._guards.screen(call, entry, data)
                 if verdict is not None:
                     return verdict
+                if cache is not None:
+                    key, kept = cache.look_up(call.ctx, data)
+                    if kept is not None:
+                        return self._guards.hit(call, entry, data, kept)
                 # The call's time starts once it may run, not while a person decides.
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = self._ensure_active(call, entry, before)
+            elif cache is not None:
+                # Validate and look up before activating: a hit must not activate the tool.
+                data = steps.validate_input(call, entry, params)
+                if type(data) is ToolResult:
+                    return data
+                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return steps.cache_hit(call, kept)
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = self._ensure_active(call, entry, before)
             else:
@@ -191,9 +213,12 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return self._invoke(call, entry, data, limit, call.scope.changes)
+                result = self._invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
+            if key is not None and cache is not None:
+                cache.keep(key, call.ctx, result)
+            return result
         finally:
             flight.group.release(flight)
 
@@ -204,14 +229,29 @@ class CallPipeline:
         entry = steps.check(call)
         task = asyncio.current_task()
         flight = steps.admit(call, task)
+        cache, key = entry.cache, None
         try:
-            if self._approvals.needed(call, entry):
+            if entry.guards is not None or self._approvals.needed(call, entry):
                 data = steps.validate_input(call, entry, params)
                 if type(data) is ToolResult:
                     return data
-                verdict = await self._approvals.aask(call, entry, data)
+                verdict = await self._guards.ascreen(call, entry, data)
                 if verdict is not None:
                     return verdict
+                if cache is not None:
+                    key, kept = cache.look_up(call.ctx, data)
+                    if kept is not None:
+                        return await self._guards.ahit(call, entry, data, kept)
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                late = await self._aensure_active(call, entry, before)
+            elif cache is not None:
+                data = steps.validate_input(call, entry, params)
+                if type(data) is ToolResult:
+                    return data
+                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return steps.cache_hit(call, kept)
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 late = await self._aensure_active(call, entry, before)
             else:
@@ -228,9 +268,12 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+                result = await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
             finally:
                 _stop_collecting(call.scope, collecting)
+            if key is not None and cache is not None:
+                cache.keep(key, call.ctx, result)
+            return result
         finally:
             flight.group.release(flight)
 
@@ -329,6 +372,8 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return self._guards.returned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)
 
@@ -381,5 +426,7 @@ class CallPipeline:
             self._steps.emit(call, "cancelled", error=exc)
             raise
         else:
+            if entry.guards is not None:
+                return await self._guards.areturned(call, entry, data, output, changes)
             return self._steps.returned(call, entry, output, changes)
         return self._steps.failed(call, outcome, changes)

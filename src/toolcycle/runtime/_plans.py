@@ -35,6 +35,8 @@ class PlanRegistry:
         settings: the runtime's shared settings (whether it is closed).
         before_plan: called before each new plan (the registry refreshes stale
             sources there).
+        after_plan: called with a plan's id once it has ended (the result cache
+            drops the plan's entries there).
         drain_timeout: see `ToolRuntime`.
         abandon_timeout: see `ToolRuntime`.
     """
@@ -46,6 +48,7 @@ class PlanRegistry:
         settings: Settings,
         *,
         before_plan: Callable[[], None],
+        after_plan: Callable[[str], object],
         drain_timeout: float | None,
         abandon_timeout: float | None,
     ) -> None:
@@ -57,6 +60,7 @@ class PlanRegistry:
         self._activator = activator
         self._settings = settings
         self._before_plan = before_plan
+        self._after_plan = after_plan
         self._drain_timeout = drain_timeout
         self._abandon_timeout = abandon_timeout
 
@@ -112,10 +116,10 @@ class PlanRegistry:
     async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         return self._ended(ctx, await self._cache.aend_plan(ctx, self._activator.ateardown))
 
-    @staticmethod
     def _ended(
-        ctx: ToolExecutionContext, errors: list[ToolDeactivationError]
+        self, ctx: ToolExecutionContext, errors: list[ToolDeactivationError]
     ) -> list[ToolDeactivationError]:
+        self._after_plan(ctx.plan_id)
         for error in errors:
             _log.warning(
                 "tool.deactivate_failed",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import RetryAttempt, TraceStatus
+    from toolcycle.models import GuardrailRecord, ProgressEvent, RetryAttempt, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -43,9 +43,15 @@ class CallRecord:
         "active_at",
         "approval",
         "attempts",
+        "cache_hit",
+        "guardrails",
+        "plan_id",
         "plan_id",
         "progress",
+        "progress",
+        "progress_sinks",
         "retry",
+        "revealed",
         "scrub",
         "started",
         "t0",
@@ -75,11 +81,23 @@ class CallRecord:
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
         self.retry = 0  # which model retry the call is (see runtime._retries)
         self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
+        self.cache_hit = False  # answered from the result cache
+        self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
+
+    # Who else hears the call's progress reports (its span, a stream), besides the
+    # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
+    # read it with getattr(record, "progress_sinks", ()).
+    progress_sinks: tuple[Callable[[ProgressEvent], object], ...]
 
     @property
     def call_id(self) -> str:
         """The call's id: unique within its recorder (see `TraceRecorder`)."""
         return _call_id(self._prefix, self._number)
+
+    def listen(self, sink: Callable[[ProgressEvent], object]) -> None:
+        """Pass each later progress report of this call to ``sink`` too."""
+        self.progress_sinks = (*getattr(self, "progress_sinks", ()), sink)
 
 
 def _call_id(prefix: str, number: int) -> str:
@@ -107,6 +125,10 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         approval,
         retry,
         attempts,
+        cache_hit,
+        guardrails,
+        revealed,
+        content,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -134,6 +156,11 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "approval": approval,
             "retry": retry,
             "attempts": tuple(attempts),
+            "cache_hit": cache_hit,
+            "guardrails": guardrails,
+            "revealed_tools": revealed,
+            "content_kinds": content[0] if content is not None else (),
+            "content_bytes": content[1] if content is not None else 0,
         },
         None,
     )
@@ -248,13 +275,15 @@ class TraceRecorder:
         original_size: int | None = None,
         output_valid: bool | None = None,
         abandoned: bool = False,
+        content: tuple[tuple[str, ...], int] | None = None,
     ) -> ToolExecutionTrace | LazyTrace:
         """Record the end of a call; its trace, or its values when nothing wants it yet.
 
         The trace is delivered (and so built) when a listener, the kept traces or
         the tracer want it; otherwise a `LazyTrace` comes back, for the result to
         build on first reading. Either way the trace says the same, and its
-        ``error`` is already redacted.
+        ``error`` is already redacted. ``content`` is the kinds and the bytes of
+        the result's content parts, for a result that has some.
         """
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
@@ -287,6 +316,10 @@ class TraceRecorder:
                 approval,
                 record.retry,
                 record.attempts,
+                record.cache_hit,
+                record.guardrails,
+                record.revealed,
+                content,
             ),
             error_message,
             _trace_model,

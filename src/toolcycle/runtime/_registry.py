@@ -18,14 +18,18 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
+from toolcycle.runtime._caching import bind
+from toolcycle.runtime._guardset import Guards, chain, guards_of
 from toolcycle.runtime._retries import resolve
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
+    from toolcycle.guardrails import Guardrail
     from toolcycle.protocols import ToolSource
+    from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
@@ -38,15 +42,25 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("names", "skip", "source", "timeout")
+    __slots__ = ("cache", "defer", "guards", "names", "skip", "source", "timeout")
 
     def __init__(
-        self, source: ToolSource, names: list[str], skip: bool, timeout: float | None
+        self,
+        source: ToolSource,
+        names: list[str],
+        skip: bool,
+        timeout: float | None,
+        cache: CachePolicy | None = None,
+        guards: Guards | None = None,
+        defer: bool | None = None,
     ) -> None:
         self.source = source
         self.names = names
         self.skip = skip
         self.timeout = timeout
+        self.cache = cache
+        self.guards = guards  # the source's guardrails, for every tool it yields
+        self.defer = defer
 
 
 class ToolRegistry:
@@ -56,12 +70,19 @@ class ToolRegistry:
     changes, and listings, take the registry's lock.
     """
 
-    def __init__(self, compiler: SchemaCompiler, settings: Settings) -> None:
+    def __init__(self, compiler: SchemaCompiler, settings: Settings, results: ResultCache) -> None:
         self._compiler = compiler
         self._settings = settings
+        self._results = results
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever a tool is registered or unregistered."""
+        return self._generation
 
     @property
     def entries(self) -> Mapping[str, Entry]:
@@ -96,9 +117,21 @@ class ToolRegistry:
         timeout: float | None = None,
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
+        cache: CachePolicy | None = None,
+        source_cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        source_guards: Guards | None = None,
+        defer_loading: bool | None = None,
     ) -> ToolDescriptor:
-        """Discover the tool once, compile both of its schemas and keep it (see the façade)."""
+        """Discover the tool once, compile both of its schemas and keep it (see the façade).
+
+        ``source_cache`` is its source's policy: it applies only if the tool does not
+        write and has no policy of its own.
+        """
         self._settings.check_open()
+        given_input = guards_of(input_guardrails, "input_guardrails")
+        given_output = guards_of(output_guardrails, "output_guardrails")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if not isinstance(instance, ToolInstance) and callable(instance):
@@ -124,10 +157,20 @@ class ToolRegistry:
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
         settings = self._settings
-        limit, policy = resolve(
+        limit, retry_policy = resolve(
             instance, descriptor, max_retries, retry, settings.max_retries, settings.retry
         )
+        guards = chain(
+            self._settings.guardrails, source_guards, instance, name, given_input, given_output
+        )
         descriptor = detached(descriptor)  # later edits by the tool change nothing
+        # register(cache=...) wins over the tool's own policy (@tool(cache=...)).
+        policy = cache if cache is not None else getattr(instance, "cache_policy", None)
+        if policy is None and not descriptor.capability.writes:
+            policy = source_cache
+        binding = bind(descriptor, policy, self._results)
+        if defer_loading is not None and defer_loading != descriptor.defer_loading:
+            descriptor = descriptor.model_copy(update={"defer_loading": defer_loading})
         with self._lock:
             if name in self._tools:
                 raise ToolRegistrationError(
@@ -136,15 +179,37 @@ class ToolRegistry:
                     tool_name=name,
                 )
             self._tools[name] = Entry(
-                descriptor, instance, compiled_input, compiled_output, loop, timeout, limit, policy
+                descriptor,
+                instance,
+                compiled_input,
+                compiled_output,
+                loop,
+                timeout,
+                binding,
+                guards,
+                max_retries=limit,
+                retry=retry_policy,
             )
+            self._generation += 1
         return descriptor
 
     def register_source(
-        self, source: ToolSource, *, skip_invalid_schemas: bool | None, timeout: float | None
+        self,
+        source: ToolSource,
+        *,
+        skip_invalid_schemas: bool | None,
+        timeout: float | None,
+        cache: CachePolicy | None = None,
+        input_guardrails: Iterable[Guardrail] | None = None,
+        output_guardrails: Iterable[Guardrail] | None = None,
+        defer_loading: bool | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
+        guards = Guards(
+            guards_of(input_guardrails, "input_guardrails"),
+            guards_of(output_guardrails, "output_guardrails"),
+        )
         skip = (
             bool(getattr(source, "skip_invalid_schemas", False))
             if skip_invalid_schemas is None
@@ -152,16 +217,23 @@ class ToolRegistry:
         )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        registered = self._register_all(source, skip, _warn_skipped, timeout)
+        if defer_loading is None and getattr(source, "defer_loading", False) is True:
+            defer_loading = True  # the source defers all its tools; else each tool decides
+        registered = self._register_all(
+            source, skip, _warn_skipped, timeout, cache, guards, defer_loading
+        )
         with self._lock:
             names = [d.name for d in registered]
-            self._sources.append(_SourceEntry(source, names, skip, timeout))
+            self._sources.append(
+                _SourceEntry(source, names, skip, timeout, cache, guards, defer_loading)
+            )
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
         """Remove a tool (see the façade)."""
         with self._lock:
             entry = self._tools.pop(name, None)
+            self._generation += 1
         if entry is None:
             raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
         return entry.descriptor
@@ -175,9 +247,16 @@ class ToolRegistry:
             for entry in stale:
                 for name in entry.names:
                     self._tools.pop(name, None)
+                self._generation += 1
                 try:
                     registered = self._register_all(
-                        entry.source, entry.skip, _log_skipped, entry.timeout
+                        entry.source,
+                        entry.skip,
+                        _log_skipped,
+                        entry.timeout,
+                        entry.cache,
+                        entry.guards,
+                        entry.defer,
                     )
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
@@ -205,12 +284,23 @@ class ToolRegistry:
         skip: bool,
         on_skip: Callable[[str], None],
         timeout: float | None = None,
+        cache: CachePolicy | None = None,
+        guards: Guards | None = None,
+        defer: bool | None = None,
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
             for instance in source.tools():
                 try:
-                    registered.append(self.register(instance, timeout=timeout))
+                    registered.append(
+                        self.register(
+                            instance,
+                            timeout=timeout,
+                            source_cache=cache,
+                            source_guards=guards,
+                            defer_loading=defer,
+                        )
+                    )
                 except ToolSchemaValidationError as error:
                     if not skip:
                         raise

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from toolcycle._construct import trusted
 from toolcycle.errors import ToolOutputError, error_text
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
+from toolcycle.runtime._rich import RICH_TYPES, Rich, cap_parts, read_rich
 from toolcycle.tracing import get_logger
 from toolcycle.validation._json import encode, encode_text
 
@@ -37,6 +38,7 @@ _log = get_logger("toolcycle.runtime")
 # Outputs that are certainly not a ToolResult: checked by type before isinstance,
 # which a pydantic model class answers slowly.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+_PARTS = RICH_TYPES
 
 
 class Outcome:
@@ -211,11 +213,24 @@ def output_result(
     """
     name = record.tool_name
     success, error_message, error_type = True, None, None
-    if type(output) not in _PLAIN and isinstance(output, ToolResult):
-        for change in output.changes:
-            ctx.record_change(change)
-        success, error_message, error_type = output.success, output.error, output.error_type
-        output = output.output
+    rich: Rich | None = None
+    kind = type(output)
+    if kind not in _PLAIN:
+        if kind in _PARTS:  # one part or a ToolReturn: always readable
+            rich = read_rich(output, name, record.plan_id)
+            output = rich.value
+        elif isinstance(output, ToolResult):
+            for change in output.changes:
+                ctx.record_change(change)
+            success, error_message, error_type = output.success, output.error, output.error_type
+            if output.content:
+                rich = Rich(None, output.content, output.metadata, True)
+            output = output.output
+    elif kind is list and output and type(output[0]) in _PARTS:
+        read = _rich(output, record)
+        if isinstance(read, ToolOutputError):
+            return _failed(traces, record, read, changes)
+        rich, output = read, read.value
     try:
         data = normaliser.normalize(output)
         text = encode_text(data)
@@ -229,7 +244,7 @@ def output_result(
         )
         return _failed(traces, record, error, changes)
     output_valid: bool | None = None
-    if output_schema is not None and success:
+    if output_schema is not None and success and (rich is None or rich.has_value):
         verdict = output_schema.check_normalized(data)
         output_valid = verdict.valid
         if not verdict.valid:
@@ -249,10 +264,25 @@ def output_result(
     if truncated:
         data, size = cut_output(text.encode(), max_result_bytes or 0)
     status: TraceStatus = "ok" if success else "error"
-    # Plain values unless something wants the trace now: the result builds it when read.
-    finished = traces.end(
-        record, status, error_message, error_type, size, original_size, output_valid
-    )
+    if rich is not None:
+        budget = None if max_result_bytes is None else max(0, max_result_bytes - size)
+        parts, content_size, cut = cap_parts(rich.parts, budget, max_result_bytes, record.scrub)
+        truncated = truncated or cut
+        finished = traces.end(
+            record,
+            status,
+            error_message,
+            error_type,
+            size,
+            original_size,
+            output_valid,
+            content=(tuple(part.type for part in parts), content_size),
+        )
+    else:
+        # Plain values unless something wants the trace now: the result builds it when read.
+        finished = traces.end(
+            record, status, error_message, error_type, size, original_size, output_valid
+        )
     # Built from checked parts, so not validated again; a copy of the template keeps
     # the fields in declaration order and costs half as much as a literal, and only
     # the fields that differ from a plain success are written.
@@ -269,6 +299,9 @@ def output_result(
         values["truncated"] = True
     if answers is not None:
         values["call"] = answers
+    if rich is not None:
+        values["content"] = parts
+        values["metadata"] = rich.metadata
     return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
 
 
@@ -287,7 +320,17 @@ _RETURNED: dict[str, Any] = {
     "pending": None,
     "retryable": False,
     "retries_left": None,
+    "content": (),
+    "metadata": None,
 }
+
+
+def _rich(output: Any, record: CallRecord) -> Rich | ToolOutputError:
+    """Read a rich return apart, or the error saying why it cannot be."""
+    try:
+        return read_rich(output, record.tool_name, record.plan_id)
+    except ToolOutputError as error:
+        return error
 
 
 def cut_output(payload: bytes, limit: int) -> tuple[str, int]:

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.retries import RetryPolicy
+    from toolcycle.runtime._caching import CacheBinding
+    from toolcycle.runtime._guardset import Guards
     from toolcycle.runtime._recorder import CallRecord
     from toolcycle.validation import CompiledSchema
 
@@ -85,6 +87,7 @@ class Settings:
     __slots__ = (
         "auto_activate",
         "closed",
+        "guardrails",
         "lock",
         "max_result_bytes",
         "max_retries",
@@ -111,6 +114,7 @@ class Settings:
         self.retry = retry
         self.closed = False
         self.lock = threading.Lock()
+        self.guardrails: Guards | None = None  # the runtime's own; set by the façade
 
     def check_open(self) -> None:
         """Raise `ToolRuntimeError` once the runtime is closed."""
@@ -156,13 +160,17 @@ class Entry:
         loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
+        cache: where its results are cached, when it has a `CachePolicy`.
+        guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
         max_retries: how many model-fixable failures in a row a plan allows it.
         retry: its policy for transient faults (idempotent tools only), or None.
     """
 
     __slots__ = (
+        "cache",
         "coroutine",
         "descriptor",
+        "guards",
         "input",
         "instance",
         "loop",
@@ -180,10 +188,15 @@ class Entry:
         output: CompiledSchema | None,
         loop: asyncio.AbstractEventLoop | None = None,
         registered_timeout: float | None = None,
+        cache: CacheBinding | None = None,
+        guards: Guards | None = None,
+        *,
         max_retries: int = 1,
         retry: RetryPolicy | None = None,
     ) -> None:
         self.descriptor = descriptor
+        self.cache = cache
+        self.guards = guards
         self.max_retries = max_retries
         self.retry = retry
         self.instance = instance
@@ -271,6 +284,11 @@ class Catalog(Protocol):
         """Every registered tool's descriptor, in order of registration."""
         ...
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever a tool is registered or unregistered (for caches of the list)."""
+        ...
+
 
 class ApprovalStep(Protocol):
     """The pipeline's approval step (the approvals part provides it)."""
@@ -322,8 +340,9 @@ class Runner(Protocol):
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
+        progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
-        """Async twin of `execute`."""
+        """Async twin of `execute`; ``progress`` hears the call's progress reports."""
         ...
 
 

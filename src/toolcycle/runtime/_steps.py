@@ -22,6 +22,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
 )
 from toolcycle.models import ToolResult, Validation
+from toolcycle.runtime._caching import hit_result
 from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
 from toolcycle.runtime._retries import ModelRetries
 from toolcycle.runtime._shared import Call
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._invoke import InvokeTimeoutError
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
+    from toolcycle.runtime._caching import Kept
     from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.runtime._shared import Catalog, Entry, Settings
 
@@ -177,6 +179,10 @@ class CallSteps:
             call.answers,
         )
 
+    def cache_hit(self, call: Call, kept: Kept) -> ToolResult:
+        """The result of a call answered from the result cache, and its trace."""
+        return hit_result(self._traces, call.record, kept, call.answers)
+
     def emit(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace | None:
         """Finish the call's trace, unless the call is an explicit activation."""
         if not call.traced:
@@ -276,7 +282,7 @@ class CallSteps:
         assert self._instrumentation is not None
         entry = self._catalog.entries.get(call.name)
         try:
-            return self._instrumentation.call_started(
+            observer = self._instrumentation.call_started(
                 tool_name=call.name,
                 descriptor=entry.descriptor if entry is not None else None,
                 ctx=call.ctx,
@@ -286,3 +292,7 @@ class CallSteps:
         except Exception as exc:
             _log.warning("instrumentation.failed", hook="call_started", error=repr(exc))
             return None
+        hook = getattr(observer, "progress", None)  # optional: older observers lack it
+        if callable(hook):
+            call.record.listen(hook)
+        return observer

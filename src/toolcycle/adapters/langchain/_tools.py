@@ -115,7 +115,8 @@ class _RuntimeTool(BaseTool):
         return self._answer(result, tool_call_id)
 
     def _answer(self, result: ToolResult, tool_call_id: str | None) -> Any:
-        text = result.to_message("openai")["content"]
+        # The tool message alone: its text names any attachment a tool message cannot hold.
+        text = result.to_messages("openai")[0]["content"]
         if result.success:
             return self._reply(tool_call_id, text=text, output=result.output)
         return self._reply(tool_call_id, error=text, artifact=result.pending)

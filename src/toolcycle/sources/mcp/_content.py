@@ -15,10 +15,17 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from toolcycle import (
+    Audio,
+    ContentPart,
+    File,
+    Image,
+    ResourceLink,
+    Text,
     ToolCapability,
     ToolDescriptor,
     ToolExecutionError,
     ToolResult,
+    ToolReturn,
     ToolRuntimeError,
 )
 
@@ -30,6 +37,8 @@ __all__ = [
     "McpServerError",
     "McpToolError",
     "call_output",
+    "content_json",
+    "content_parts",
     "descriptor_of",
     "map_error",
 ]
@@ -126,6 +135,39 @@ def descriptor_of(
     )
 
 
+def content_parts(blocks: list[mcp_types.ContentBlock]) -> tuple[ContentPart, ...]:
+    """Content blocks as toolcycle's content parts, base64 data decoded once.
+
+    A block whose data cannot be read (not base64, or an image whose MIME type
+    is not ``image/...``) becomes a `File` of its bytes or, failing that, a
+    `Text` saying what was wrong, so the model still learns of it.
+    """
+    return tuple(_part(block) for block in blocks)
+
+
+def _part(block: mcp_types.ContentBlock) -> ContentPart:
+    if isinstance(block, mcp_types.TextContent):
+        return Text(block.text)
+    if isinstance(block, mcp_types.ResourceLink):
+        return ResourceLink(block.uri, block.name, block.mime_type, block.description)
+    try:
+        if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+            kind = Image if isinstance(block, mcp_types.ImageContent) else Audio
+            try:
+                return kind.from_base64(block.data, block.mime_type)
+            except ValueError:
+                if block.mime_type.startswith(("image/", "audio/")):
+                    raise  # the data, not the MIME type, is bad
+                return File.from_base64(block.data, block.mime_type or "application/octet-stream")
+        resource = block.resource
+        mime = resource.mime_type
+        if isinstance(resource, mcp_types.TextResourceContents):
+            return File(resource.text.encode(), mime or "text/plain", uri=resource.uri)
+        return File.from_base64(resource.blob, mime or "application/octet-stream", uri=resource.uri)
+    except ValueError as exc:
+        return Text(f"[{block.type} content from the server could not be read: {exc}]")
+
+
 def content_json(blocks: list[mcp_types.ContentBlock]) -> list[dict[str, Any]]:
     """Content blocks as MCP's own JSON form (base64 data with ``mimeType``, and so on)."""
     return [
@@ -135,10 +177,12 @@ def content_json(blocks: list[mcp_types.ContentBlock]) -> list[dict[str, Any]]:
 
 
 def call_output(result: mcp_types.CallToolResult) -> Any:
-    """The output of a call: ``structuredContent`` if present, else the content blocks.
+    """The output of a call, as a `ToolReturn` whose content is the result's blocks as parts.
 
-    A result with ``isError: true`` becomes a failed `ToolResult` whose error is
-    the server's text.
+    Its value is ``structuredContent`` if present, else the content blocks as
+    MCP JSON (as before content parts existed, so hosts reading ``output``
+    see the same). A result with ``isError: true`` becomes a failed
+    `ToolResult` whose error is the server's text.
     """
     if result.is_error:
         texts = [b.text for b in result.content if isinstance(b, mcp_types.TextContent)]
@@ -150,8 +194,10 @@ def call_output(result: mcp_types.CallToolResult) -> Any:
             error_type=McpToolError.__name__,
         )
     if result.structured_content is not None:
-        return result.structured_content
-    return content_json(result.content)
+        value = result.structured_content
+    else:
+        value = content_json(result.content)
+    return ToolReturn(value=value, content=content_parts(result.content))
 
 
 def map_error(exc: BaseException, *, server: str, fault: str | None) -> Exception | None:

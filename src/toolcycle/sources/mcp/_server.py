@@ -138,6 +138,8 @@ class McpServer:
         scope: ``"plan"`` (one connection per plan, closed at plan end) or
             ``"runtime"`` (one connection for every plan, closed by ``close()``,
             which ``runtime.close()`` calls).
+        defer_loading: keep every tool of the server out of a model's
+            definitions until a tool search finds it (see docs/tool-search.md).
     """
 
     skip_invalid_schemas = True
@@ -153,6 +155,7 @@ class McpServer:
         startup_timeout: float = 30.0,
         capabilities: Mapping[str, ToolCapability | Mapping[str, Any]] | None = None,
         scope: Scope = "plan",
+        defer_loading: bool = False,
     ) -> None:
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
@@ -173,6 +176,7 @@ class McpServer:
         self.startup_timeout = startup_timeout
         self.capabilities = dict(capabilities or {})
         self.scope: Scope = scope
+        self.defer_loading = defer_loading
         self._same_loop = same_loop
         self._shares: dict[str, _Share] = {}
         self._stale = False
@@ -590,7 +594,7 @@ class McpTool:
             ) from error
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        """Send ``tools/call`` and return the structured content or the content blocks."""
+        """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
         report = ctx.progress_reporter()
         server = self.server
         connection = server._here(ctx)

@@ -156,12 +156,14 @@ class SkillDirectory:
         scripts: offer each skill's ``run_script`` tool (see `Skill`).
         env: variables added to the environment scripts run with.
         limits: the caps; `SkillLimits` defaults if None.
+        defer_loading: keep every skill's tools out of a model's definitions
+            until a tool search finds them (see docs/tool-search.md).
 
     Raises:
         NotADirectoryError: ``path`` is not a folder.
     """
 
-    __slots__ = ("_options", "_skills", "path", "recursive", "reports", "strict")
+    __slots__ = ("_options", "_skills", "defer_loading", "path", "recursive", "reports", "strict")
 
     reports: tuple[SkillReport, ...]
     """Everything the last scan found wrong, errors and warnings, in folder order."""
@@ -175,12 +177,14 @@ class SkillDirectory:
         scripts: bool = False,
         env: Mapping[str, str] | None = None,
         limits: SkillLimits | None = None,
+        defer_loading: bool = False,
     ) -> None:
         self.path = Path(path)
         if not self.path.is_dir():
             raise NotADirectoryError(f"the skills folder {str(self.path)!r} is not a directory")
         self.recursive = recursive
         self.strict = strict
+        self.defer_loading = defer_loading
         self._options: dict[str, Any] = {"scripts": scripts, "env": env, "limits": limits}
         self._skills: list[Skill] | None = None
         self.reports = ()

@@ -1,0 +1,206 @@
+"""A cached tool's side of result caching: its keys, what is kept, and a hit's result.
+
+The registry binds each cached tool's `CachePolicy` to the runtime's
+`ResultCache` (a `CacheBinding` on the tool's entry). The pipeline asks the
+binding before it activates the tool, and hands it the result after a miss;
+a hit becomes a result here, traced with ``cache_hit``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from typing import TYPE_CHECKING, Any
+
+from toolcycle._construct import trusted
+from toolcycle.errors import ToolRegistrationError
+from toolcycle.models import ToolResult
+from toolcycle.result_cache import CachePolicy
+from toolcycle.tracing import get_logger
+
+if TYPE_CHECKING:
+    from toolcycle.content import ContentPart
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import ToolCall, ToolDescriptor
+    from toolcycle.result_cache import ResultCache
+    from toolcycle.runtime._recorder import CallRecord, TraceRecorder
+
+__all__ = ["CacheBinding", "Kept", "bind", "hit_result"]
+
+_log = get_logger("toolcycle.runtime")
+
+# Each registration gets its own number in its keys: a tool registered again under
+# the same name (or a source's tool refreshed) never sees the old one's results.
+_serials = itertools.count(1)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class Kept:
+    """A successful result as kept: its output, the output's JSON text and its size in bytes.
+
+    A rich result's content parts (immutable) and a copy of its metadata are kept too,
+    so that a hit shows the model what the first call showed it.
+    """
+
+    __slots__ = ("content", "content_bytes", "metadata", "output", "output_valid", "size", "text")
+
+    def __init__(
+        self,
+        output: Any,
+        text: str,
+        size: int,
+        output_valid: bool | None,
+        content: tuple[ContentPart, ...] = (),
+        content_bytes: int = 0,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.output = output
+        self.text = text
+        self.size = size
+        self.output_valid = output_valid
+        self.content = content
+        self.content_bytes = content_bytes
+        self.metadata = metadata
+
+
+class CacheBinding:
+    """One registered tool's policy over the runtime's store.
+
+    Args:
+        name: the tool's name (for log lines).
+        policy: the tool's policy.
+        store: the runtime's store of results.
+    """
+
+    __slots__ = ("_serial", "name", "policy", "store")
+
+    def __init__(self, name: str, policy: CachePolicy, store: ResultCache) -> None:
+        self.name = name
+        self.policy = policy
+        self.store = store
+        self._serial = next(_serials)
+
+    def look_up(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, Kept | None]:
+        """The call's key (None: not cacheable) and what is kept under it, if anything."""
+        key = self._key(ctx, data)
+        if key is None:
+            return None, None
+        kept: Kept | None = self.store.get(key)
+        return key, kept
+
+    def keep(self, key: Any, ctx: ToolExecutionContext, result: ToolResult) -> None:
+        """Keep a successful result; failures, cut outputs and changes are never kept."""
+        if not result.success or result.truncated or result.changes or result.pending is not None:
+            return
+        if ctx.ended:  # its plan ended while the call ran: nothing would drop the entry
+            return
+        trace = result.trace
+        assert trace is not None  # every result the pipeline returns has one
+        output = result.output
+        text = result._text
+        if text is None:  # a string output keeps no text of its own
+            text = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+        size = trace.result_size_bytes
+        kept = Kept(output, text, size, trace.output_valid)
+        if result.content:
+            kept.content, kept.content_bytes = result.content, trace.content_bytes
+        if result.metadata is not None:
+            kept.metadata = copy.deepcopy(result.metadata)
+        policy = self.policy
+        plan_id = ctx.plan_id if policy.scope == "plan" else None
+        # Counted against the store's bytes: the output's text, its parts' and the key's.
+        weight = size + kept.content_bytes + len(key[2].encode())
+        self.store.put(key, kept, weight, policy.ttl, plan_id)
+
+    def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
+        policy = self.policy
+        try:
+            part = data if policy.key is None else policy.key(data)
+            text = json.dumps(
+                part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
+        except Exception as exc:  # the key function is the host's code: skip, do not fail
+            _log.warning("result_cache.key_failed", tool=self.name, error=repr(exc))
+            return None
+        scope = ("plan", ctx.plan_id) if policy.scope == "plan" else ("runtime",)
+        return (self._serial, scope, text)
+
+
+def bind(descriptor: ToolDescriptor, policy: object, store: ResultCache) -> CacheBinding | None:
+    """The binding of a tool's policy, or None when it has none.
+
+    Raises:
+        ToolRegistrationError: the policy is not a `CachePolicy`, or the tool writes.
+    """
+    if policy is None:
+        return None
+    name = descriptor.name
+    if not isinstance(policy, CachePolicy):
+        raise ToolRegistrationError(
+            f"cache= of tool {name!r} must be a toolcycle.CachePolicy, got {type(policy).__name__}",
+            tool_name=name,
+        )
+    if descriptor.capability.writes:
+        raise ToolRegistrationError(
+            f"tool {name!r} writes (its capability has writes=True), so its results cannot "
+            "be cached: a cached call would skip a change the caller expects. Declare "
+            "writes=False if the tool only reads, or register it without cache=",
+            tool_name=name,
+        )
+    return CacheBinding(name, policy, store)
+
+
+def hit_result(
+    traces: TraceRecorder, record: CallRecord, kept: Kept, answers: ToolCall | None
+) -> ToolResult:
+    """The result of a call answered from the cache, its trace marked ``cache_hit``."""
+    record.cache_hit = True
+    size = kept.size
+    if kept.content:
+        kinds = tuple(part.type for part in kept.content)
+        finished = traces.end(
+            record,
+            "ok",
+            None,
+            None,
+            size,
+            size,
+            kept.output_valid,
+            content=(kinds, kept.content_bytes),
+        )
+    else:
+        finished = traces.end(record, "ok", None, None, size, size, kept.output_valid)
+    output = kept.output
+    if type(output) not in _SCALARS:
+        output = json.loads(kept.text)  # a fresh copy: the host may change what it gets
+    values = _HIT.copy()
+    values["output"] = output
+    values["trace"] = finished
+    if answers is not None:
+        values["call"] = answers
+    if kept.content:
+        values["content"] = kept.content
+    if kept.metadata is not None:
+        values["metadata"] = copy.deepcopy(kept.metadata)
+    return trusted(ToolResult, values, {"_text": None if type(output) is str else kept.text})
+
+
+# Every field of a ToolResult in declaration order (as `trusted` needs them).
+_HIT: dict[str, Any] = {
+    "success": True,
+    "output": None,
+    "error": None,
+    "error_type": None,
+    "validation": None,
+    "trace": None,
+    "changes": (),
+    "truncated": False,
+    "exception": None,
+    "call": None,
+    "pending": None,
+    "retryable": False,
+    "retries_left": None,
+    "content": (),
+    "metadata": None,
+}

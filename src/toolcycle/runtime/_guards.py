@@ -1,0 +1,346 @@
+"""The guardrail step: input guardrails around the approval step, output ones after the run.
+
+The pipeline calls in here only for a tool whose `Entry` has guardrails (see
+``_guardset``). Each guardrail's decision is added to the call's record, so its
+trace lists them; the first decision that is not ``allow`` ends the stage:
+
+- ``reject``: the call's trace ends as ``"rejected"`` and its failed result
+  carries the guardrail's message, for the model to read;
+- ``stop``, or a guardrail that raises or answers something else: the trace
+  ends as ``"stopped"`` and the call raises `GuardrailTripped` for the host.
+  A broken guardrail stops rather than allows: a check that could not run must
+  not let the call through, and the host should hear of it.
+
+A sync guardrail runs inline in the caller's thread (from async code too: keep
+it quick, or make it a coroutine); an async one from sync code runs on the
+runtime's loop thread, as an async approver does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import types
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from toolcycle.content import PART_TYPES
+from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
+from toolcycle.execution._activation import caller_cancelled
+from toolcycle.guardrails import GuardrailCall, GuardrailDecision
+from toolcycle.models import GuardrailRecord, ToolResult
+from toolcycle.runtime._rich import RICH_TYPES, read_rich
+
+if TYPE_CHECKING:
+    from toolcycle.content import ContentPart
+    from toolcycle.execution._invoke import Invoker
+    from toolcycle.guardrails import GuardrailStage
+    from toolcycle.models import Change
+    from toolcycle.runtime._caching import Kept
+    from toolcycle.runtime._guardset import Guard
+    from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
+    from toolcycle.runtime._steps import CallSteps
+
+__all__ = ["REJECTED", "GuardStep"]
+
+REJECTED = "GuardrailRejected"
+"""The ``error_type`` of a result a guardrail rejected."""
+
+# Outputs that are certainly not a ToolResult (as in ``_results``).
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+class GuardStep:
+    """Runs a tool's guardrails, and its approval step among them.
+
+    Args:
+        steps: traces the calls guardrails turn away.
+        approvals: the approval step, which input guardrails run before (or after).
+        invoker: runs an async guardrail from sync code.
+        settings: the runtime's shared settings (``strict_output``).
+    """
+
+    def __init__(
+        self, steps: CallSteps, approvals: ApprovalStep, invoker: Invoker, settings: Settings
+    ) -> None:
+        self._steps = steps
+        self._approvals = approvals
+        self._invoker = invoker
+        self._settings = settings
+
+    # -- input: guardrails and approval, in the configured order -------------------------
+
+    def screen(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Input guardrails and the approval step from sync code; None means run the call."""
+        guards = entry.guards
+        early = guards is not None and guards.input and not guards.after_approval
+        if early and (verdict := self._stage(call, entry, data, "input")) is not None:
+            return verdict
+        if self._approvals.needed(call, entry):
+            verdict = self._approvals.ask(call, entry, data)
+            if verdict is not None:
+                return verdict
+        if guards is not None and guards.input and guards.after_approval:
+            return self._stage(call, entry, data, "input")
+        return None
+
+    async def ascreen(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+        """Async twin of `screen`."""
+        guards = entry.guards
+        early = guards is not None and guards.input and not guards.after_approval
+        if early and (verdict := await self._astage(call, entry, data, "input")) is not None:
+            return verdict
+        if self._approvals.needed(call, entry):
+            verdict = await self._approvals.aask(call, entry, data)
+            if verdict is not None:
+                return verdict
+        if guards is not None and guards.input and guards.after_approval:
+            return await self._astage(call, entry, data, "input")
+        return None
+
+    # -- output: after output validation, before the result is made ----------------------
+
+    def returned(
+        self, call: Call, entry: Entry, data: dict[str, Any], output: Any, changes: list[Change]
+    ) -> ToolResult:
+        """Output guardrails from sync code, then the result of what the tool returned."""
+        seen = self._seen(entry, output)
+        if seen is not None:
+            verdict = self._stage(call, entry, data, "output", *seen, changes)
+            if verdict is not None:
+                return verdict
+        return self._steps.returned(call, entry, output, changes)
+
+    async def areturned(
+        self, call: Call, entry: Entry, data: dict[str, Any], output: Any, changes: list[Change]
+    ) -> ToolResult:
+        """Async twin of `returned`."""
+        seen = self._seen(entry, output)
+        if seen is not None:
+            verdict = await self._astage(call, entry, data, "output", *seen, changes)
+            if verdict is not None:
+                return verdict
+        return self._steps.returned(call, entry, output, changes)
+
+    def hit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
+        """A cache hit's result, after its output guardrails: a hit skips only the body."""
+        if entry.guards is not None and entry.guards.output:
+            verdict = self._stage(call, entry, data, "output", kept.output, kept.content, [])
+            if verdict is not None:
+                return verdict
+        return self._steps.cache_hit(call, kept)
+
+    async def ahit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
+        """Async twin of `hit`."""
+        if entry.guards is not None and entry.guards.output:
+            verdict = await self._astage(call, entry, data, "output", kept.output, kept.content, [])
+            if verdict is not None:
+                return verdict
+        return self._steps.cache_hit(call, kept)
+
+    def _seen(self, entry: Entry, output: Any) -> tuple[Any, tuple[ContentPart, ...]] | None:
+        """The output and content parts as output guardrails see them.
+
+        The output is JSON data that passed validation; the parts are those the model
+        will be shown (a rich return's). None when there is nothing for them to check: a tool that reported its
+        own failure, output that is not JSON or (with ``strict_output``) misses its
+        schema. The result step fails such a call anyway, as it would unguarded.
+        """
+        assert entry.guards is not None
+        if not entry.guards.output:
+            return None
+        content: tuple[ContentPart, ...] = ()
+        kind = type(output)
+        if kind in RICH_TYPES or (kind is list and output and type(output[0]) in PART_TYPES):
+            try:
+                rich = read_rich(output, entry.descriptor.name, "")
+            except ToolOutputError:
+                return None  # the result step fails the call, naming what is wrong
+            output, content = rich.value, rich.parts
+        elif kind not in _PLAIN and isinstance(output, ToolResult):
+            if not output.success:
+                return None
+            output, content = output.output, output.content
+        try:
+            value = entry.input.normalize(output)
+        except Exception:
+            return None
+        schema = entry.output
+        if (
+            schema is not None
+            and self._settings.strict_output
+            and not schema.check_normalized(value).valid
+        ):
+            return None
+        return value, content
+
+    # -- one stage ------------------------------------------------------------------------
+
+    def _stage(
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        stage: GuardrailStage,
+        output: Any = None,
+        content: tuple[ContentPart, ...] = (),
+        changes: list[Change] | None = None,
+    ) -> ToolResult | None:
+        assert entry.guards is not None
+        guards = entry.guards.input if stage == "input" else entry.guards.output
+        seen = _call_of(call, entry, data, stage, output, content)
+        token = call.flight or call.ctx.cancellation_token
+        for guard in guards:
+            try:
+                answer = self._invoker.call(
+                    guard.fn, seen, call.ctx, token=token, coroutine=guard.coroutine
+                )
+            except (ToolCancelledError, asyncio.CancelledError) as exc:
+                self._steps.raise_cancelled(call, exc)
+            except Exception as exc:
+                self._failed(call, guard, stage, exc)
+            verdict = self._decided(call, guard, stage, answer, changes)
+            if verdict is not None:
+                return verdict
+        return None
+
+    async def _astage(
+        self,
+        call: Call,
+        entry: Entry,
+        data: dict[str, Any],
+        stage: GuardrailStage,
+        output: Any = None,
+        content: tuple[ContentPart, ...] = (),
+        changes: list[Change] | None = None,
+    ) -> ToolResult | None:
+        assert entry.guards is not None
+        guards = entry.guards.input if stage == "input" else entry.guards.output
+        seen = _call_of(call, entry, data, stage, output, content)
+        token = call.flight or call.ctx.cancellation_token
+        for guard in guards:
+            try:
+                if guard.coroutine:
+                    answer = await self._invoker.acall(
+                        guard.fn, seen, call.ctx, token=token, coroutine=True
+                    )
+                else:
+                    answer = guard.fn(seen, call.ctx)
+                    if inspect.isawaitable(answer):
+                        answer = await answer
+            except ToolCancelledError as exc:
+                self._steps.raise_cancelled(call, exc)
+            except asyncio.CancelledError as exc:
+                if caller_cancelled():
+                    self._steps.emit(call, "cancelled", error=exc)
+                    raise
+                self._steps.raise_cancelled(call, exc)
+            except Exception as exc:
+                self._failed(call, guard, stage, exc)
+            verdict = self._decided(call, guard, stage, answer, changes)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def _decided(
+        self,
+        call: Call,
+        guard: Guard,
+        stage: GuardrailStage,
+        answer: Any,
+        changes: list[Change] | None,
+    ) -> ToolResult | None:
+        """Record one decision; the failed result of a rejection, or raise for a stop."""
+        if type(answer) is not GuardrailDecision:
+            self._trip(
+                call,
+                guard,
+                stage,
+                f"guardrail {guard.name!r} returned {type(answer).__name__}, not a "
+                "GuardrailDecision; return allow(), reject(message) or stop(message)",
+            )
+        outcome = answer.outcome
+        message = answer.message
+        if outcome == "allow":
+            _note(call, guard, stage, "allow", None)
+            return None
+        if outcome == "reject":
+            text = message or f"guardrail {guard.name!r} rejected the call of {call.name!r}"
+            _note(call, guard, stage, "reject", text)
+            trace = self._steps.emit(call, "rejected", error_message=text, error_type=REJECTED)
+            error = trace.error if trace is not None else text  # redacted by the trace
+            return ToolResult(
+                success=False,
+                error=error,
+                error_type=REJECTED,
+                trace=trace,
+                changes=tuple(changes or ()),
+            )
+        self._trip(
+            call,
+            guard,
+            stage,
+            f"guardrail {guard.name!r} stopped the call of {call.name!r} at its {stage}"
+            + (f": {message}" if message else ""),
+        )
+
+    def _failed(self, call: Call, guard: Guard, stage: GuardrailStage, exc: Exception) -> NoReturn:
+        """A guardrail that raised stops the call, its exception chained."""
+        self._trip(
+            call,
+            guard,
+            stage,
+            f"guardrail {guard.name!r} raised {type(exc).__name__}: {error_text(exc)}; "
+            f"the call of {call.name!r} was stopped (fix the guardrail)",
+            exc,
+        )
+
+    def _trip(
+        self,
+        call: Call,
+        guard: Guard,
+        stage: GuardrailStage,
+        message: str,
+        cause: Exception | None = None,
+    ) -> NoReturn:
+        _note(call, guard, stage, "stop", message)
+        error = GuardrailTripped(
+            message,
+            guardrail=guard.name,
+            stage=stage,
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+        )
+        self._steps.emit(call, "stopped", error=error)
+        raise error from cause
+
+
+def _call_of(
+    call: Call,
+    entry: Entry,
+    data: dict[str, Any],
+    stage: GuardrailStage,
+    output: Any,
+    content: tuple[ContentPart, ...] = (),
+) -> GuardrailCall:
+    return GuardrailCall(
+        tool_name=call.name,
+        arguments=types.MappingProxyType(data),
+        stage=stage,
+        descriptor=entry.descriptor,
+        call_id=call.record.call_id,
+        tool_call_id=call.tool_call_id,
+        output=output,
+        content=content,
+    )
+
+
+def _note(
+    call: Call, guard: Guard, stage: GuardrailStage, outcome: Any, message: str | None
+) -> None:
+    """Add one decision to the call's record, its message redacted like the trace's error."""
+    record = call.record
+    if message is not None and record.scrub is not None:
+        message = record.scrub(message)
+    record.guardrails += (
+        GuardrailRecord(name=guard.name, stage=stage, outcome=outcome, message=message),
+    )

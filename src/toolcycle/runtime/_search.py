@@ -1,0 +1,159 @@
+"""Tool search for the dispatcher: deferred definitions out, ``search_tools`` calls answered.
+
+The index of deferred tools is built on the first search and again only after
+the registry changed (a registration, an unregistration, a source refreshed).
+A search reads descriptors only: it never activates or runs a tool.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.agent._deferred import DEFAULT_LIMIT, SEARCH_TOOL, deferred_definitions, search_plan
+from toolcycle.agent._dispatch import refusal
+from toolcycle.agent._names import provider_name
+from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
+from toolcycle.capabilities import is_allowed
+from toolcycle.models import ToolResult
+
+if TYPE_CHECKING:
+    from toolcycle.context import ToolExecutionContext
+    from toolcycle.models import ToolCall, ToolDescriptor
+    from toolcycle.runtime._shared import Catalog
+    from toolcycle.runtime._steps import CallSteps
+
+__all__ = ["SEARCH_TOOL", "ToolSearch"]
+
+_DESCRIPTION_CHARS = 200
+
+
+class ToolSearch:
+    """Offers deferred tools to a model and answers its searches.
+
+    Args:
+        catalog: the registered tools.
+        steps: traces each search call.
+    """
+
+    def __init__(self, catalog: Catalog, steps: CallSteps) -> None:
+        self._catalog = catalog
+        self._steps = steps
+        self._lock = threading.Lock()
+        self._index: SearchIndex | None = None
+        self._generation = -1
+
+    def definitions(
+        self, ctx: ToolExecutionContext, format: str, *, strict: bool, search: str
+    ) -> list[dict[str, Any]]:
+        """The definitions of the tools the plan may run, deferred ones as ``search`` says.
+
+        Raises:
+            ValueError: ``search`` does not fit ``format``, or local search is
+                needed while a registered tool is itself named ``search_tools``.
+            ImportError: local search is needed and ``bm25s`` is not installed.
+        """
+        plan = search_plan(format, search)
+        allowed = [d for d in self._catalog.descriptors() if is_allowed(d, ctx)]
+        revealed = ctx.revealed_tools
+        if plan == "local" and any(d.defer_loading and d.name not in revealed for d in allowed):
+            if SEARCH_TOOL in self._catalog.entries:
+                raise ValueError(
+                    f"a registered tool is named {SEARCH_TOOL!r}, the name of the tool "
+                    "search meta-tool; register it under another name, or use a "
+                    "provider's native search (search='native')"
+                )
+            require_bm25s()
+        return deferred_definitions(allowed, format, strict=strict, plan=plan, revealed=revealed)
+
+    def answer(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+        """Run a model's ``search_tools`` call: rank, reveal what it found, trace it."""
+        steps = self._steps
+        record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
+        problem, query, limit = _read(call.arguments)
+        if problem is not None:
+            error_type = "ToolSchemaValidationError"
+            trace = steps.emit(
+                record, "invalid_input", error_message=problem, error_type=error_type
+            )
+            result = refusal(call, problem, error_type, trace)
+        else:
+            hits = self._current().search(query, limit, lambda d: is_allowed(d, ctx))
+            names = tuple(descriptor.name for descriptor in hits.tools)
+            ctx.reveal_tools(names)
+            output = _output(hits.tools, hits.too_common, call.format)
+            record.record.revealed = names
+            size = len(json.dumps(output, separators=(",", ":")).encode())
+            trace = steps.emit(record, "ok", size=size)
+            # The call is kept as sent: the meta-tool's two arguments hold no secret.
+            result = ToolResult(success=True, output=output, call=call, trace=trace)
+        if record.observer is not None:
+            steps.observed(record)
+        return result
+
+    def _current(self) -> SearchIndex:
+        """The index of the deferred tools as registered now, built if it is out of date."""
+        generation = self._catalog.generation
+        index = self._index
+        if index is not None and self._generation == generation:
+            return index
+        with self._lock:
+            if self._index is None or self._generation != generation:
+                deferred = [d for d in self._catalog.descriptors() if d.defer_loading]
+                self._index = SearchIndex(deferred)
+                self._generation = generation
+            return self._index
+
+
+def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
+    """The problem with a search's arguments (None if they are fine), the query and limit."""
+    query = arguments.get("query")
+    limit = arguments.get("limit")
+    if limit is None:  # left out, or null as OpenAI's strict mode sends it
+        limit = DEFAULT_LIMIT
+    unknown = sorted(set(arguments) - {"query", "limit"})
+    if unknown:
+        return f"{SEARCH_TOOL} takes only 'query' and 'limit', not {unknown[0]!r}", "", 0
+    if not isinstance(query, str) or not query.strip():
+        return (
+            f"{SEARCH_TOOL} needs a 'query': a few words saying what you want to do",
+            "",
+            0,
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        return f"'limit' must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}", "", 0
+    return None, query, limit
+
+
+def _output(found: list[ToolDescriptor], too_common: list[str], format: str) -> dict[str, Any]:
+    """What the model reads: each tool found (name as it must call it, one-line description)."""
+    tools = [
+        {
+            "name": descriptor.name
+            if format == "plain"
+            else provider_name(descriptor.name, format),
+            "description": _one_line(descriptor.description),
+        }
+        for descriptor in found
+    ]
+    output: dict[str, Any] = {"tools": tools}
+    notes: list[str] = []
+    if too_common:
+        notes.append(
+            "ignored "
+            + ", ".join(repr(word) for word in too_common)
+            + ": in too many tools to tell them apart"
+        )
+    if not tools:
+        notes.append("no tool matched; try other words for what you want to do")
+    if notes:
+        output["note"] = "; ".join(notes)
+    return output
+
+
+def _one_line(description: str) -> str:
+    line = description.strip().split("\n", 1)[0].strip()
+    if len(line) > _DESCRIPTION_CHARS:
+        return line[: _DESCRIPTION_CHARS - 3].rstrip() + "..."
+    return line
