@@ -41,11 +41,14 @@ EXPECTED = {
     "GuardrailRecord",
     "GuardrailTripped",
     "Instrumentation",
+    "ModelRetry",
     "NullTracer",
     "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",
+    "RetryAttempt",
+    "RetryPolicy",
     "ResultCache",
     "RollbackConflictError",
     "RollbackReport",
@@ -66,6 +69,7 @@ EXPECTED = {
     "ToolExecutionContext",
     "ToolExecutionError",
     "ToolExecutionTrace",
+    "ToolFailed",
     "ToolInstance",
     "ToolLifecycleCache",
     "ToolNotActivatedError",
@@ -126,6 +130,7 @@ ALLOWED = {
         "context",
         "errors",
         "models",
+        "retries",
         "result_cache",  # for annotations only, under TYPE_CHECKING
     },
     "result_cache": {"_types"},  # for annotations only, under TYPE_CHECKING
@@ -139,6 +144,7 @@ ALLOWED = {
         "runtime._recorder",
         "tracing",
     },
+    "retries": set(),
     "_validation_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
     "models": {
@@ -227,6 +233,18 @@ ALLOWED = {
         "runtime._recorder",
         "_construct",
     },
+    "runtime._retries": {
+        "errors",
+        "execution._invoke",
+        "execution._portal",
+        "models",
+        "retries",
+        "runtime._results",
+        "cancellation",  # for annotations only
+        "context",  # for annotations only
+        "runtime._recorder",  # for annotations only
+        "runtime._shared",  # for annotations only
+    },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
     "runtime._shared": {
@@ -241,6 +259,7 @@ ALLOWED = {
         "models",
         "protocols",
         "redaction",
+        "retries",
         "tracing",
         "validation",
         "runtime._recorder",
@@ -256,6 +275,8 @@ ALLOWED = {
         "errors",
         "models",
         "protocols",
+        "retries",
+        "runtime._retries",
         "runtime._shared",
         "tracing",
         "validation",
@@ -276,6 +297,7 @@ ALLOWED = {
         "execution._inflight",
         "execution._invoke",
         "runtime._results",
+        "runtime._retries",
         "cache",
         "capabilities",
         "context",
@@ -306,6 +328,7 @@ ALLOWED = {
         "execution._invoke",
         "execution._portal",
         "runtime._results",
+        "runtime._retries",
         "context",
         "errors",
         "models",
@@ -361,8 +384,10 @@ ALLOWED = {
         "runtime._pipeline",
         "runtime._plans",
         "runtime._registry",
+        "runtime._retries",
         "runtime._shared",
         "runtime._steps",
+        "retries",
         "runtime._stream",
         "tracing",
         "validation",
@@ -387,6 +412,7 @@ ALLOWED = {
         "instrumentation",
         "cache",
         "redaction",
+        "retries",
         "result_cache",
         "callables",
         "rollback",

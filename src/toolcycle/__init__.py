@@ -17,6 +17,7 @@ from toolcycle.content import Audio, ContentPart, File, Image, ResourceLink, Tex
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
     GuardrailTripped,
+    ModelRetry,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolApprovalError,
@@ -26,6 +27,7 @@ from toolcycle.errors import (
     ToolDefinitionError,
     ToolDefinitionWarning,
     ToolExecutionError,
+    ToolFailed,
     ToolNotActivatedError,
     ToolNotFoundError,
     ToolOutputError,
@@ -44,6 +46,7 @@ from toolcycle.models import (
     PendingApproval,
     ProgressEvent,
     ProviderFormat,
+    RetryAttempt,
     SourceKind,
     Tool,
     ToolCall,
@@ -59,6 +62,7 @@ from toolcycle.models import (
 from toolcycle.protocols import ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import CachePolicy, ResultCache
+from toolcycle.retries import RetryPolicy
 from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import CallStream, ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
@@ -86,6 +90,7 @@ __all__ = [
     "GuardrailTripped",
     "Image",
     "Instrumentation",
+    "ModelRetry",
     "NullTracer",
     "PendingApproval",
     "ProgressEvent",
@@ -93,6 +98,8 @@ __all__ = [
     "RedactionPolicy",
     "ResourceLink",
     "ResultCache",
+    "RetryAttempt",
+    "RetryPolicy",
     "RollbackConflictError",
     "RollbackReport",
     "SourceKind",
@@ -113,6 +120,7 @@ __all__ = [
     "ToolExecutionContext",
     "ToolExecutionError",
     "ToolExecutionTrace",
+    "ToolFailed",
     "ToolInstance",
     "ToolLifecycleCache",
     "ToolNotActivatedError",

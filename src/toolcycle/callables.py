@@ -36,6 +36,7 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
 from toolcycle.models import ToolCapability, ToolDescriptor
+from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 
 if TYPE_CHECKING:
     from toolcycle.guardrails import Guardrail
@@ -61,6 +62,9 @@ class FunctionTool:
         sequential: bool = False,
         requires_approval: bool | None = None,
         tags: Iterable[str] = (),
+        idempotent: bool = False,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] = (),
         output_guardrails: Iterable[Guardrail] = (),
@@ -94,6 +98,7 @@ class FunctionTool:
                     checkpointable=checkpointable,
                     sequential=sequential,
                     requires_approval=requires_approval,
+                    idempotent=idempotent,
                 ),
                 source="wrapped",
                 tags=frozenset(tags),
@@ -102,6 +107,10 @@ class FunctionTool:
         except pydantic.ValidationError as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: {exc}", tool_name=tool_name) from exc
         self._descriptor = descriptor
+        # Read by the runtime at registration (see ToolRuntime.register).
+        self.max_retries: int | None
+        self.retry_policy: RetryPolicy | None
+        self.max_retries, self.retry_policy = _retries(tool_name, idempotent, max_retries, retry)
         if cache is not None and writes:
             raise ToolDefinitionError(
                 f"tool {tool_name!r} writes (writes=True is the default), so its results "
@@ -198,6 +207,9 @@ def wrap(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
@@ -208,6 +220,10 @@ def wrap(
     The capability defaults are the core's safe ones: a tool writes and cannot
     be rolled back unless you say otherwise. ``sequential=True`` makes it run
     alone in a batch of calls (see ``runtime.call_many``); ``requires_approval``
+    sets `ToolCapability.requires_approval`. ``max_retries`` bounds the model's
+    retries after failures it can fix (None: the runtime's default);
+    ``retry`` (a `RetryPolicy`) retries transient faults within a call and
+    needs ``idempotent=True``.
     sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
     (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
     ``input_guardrails`` and ``output_guardrails`` are the tool's own guardrails
@@ -227,6 +243,9 @@ def wrap(
         sequential=sequential,
         requires_approval=requires_approval,
         tags=tags,
+        idempotent=idempotent,
+        max_retries=max_retries,
+        retry=retry,
         cache=cache,
         input_guardrails=input_guardrails,
         output_guardrails=output_guardrails,
@@ -248,6 +267,9 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
@@ -266,6 +288,9 @@ def tool(
     sequential: bool = False,
     requires_approval: bool | None = None,
     tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
     input_guardrails: Iterable[Guardrail] = (),
     output_guardrails: Iterable[Guardrail] = (),
@@ -287,6 +312,9 @@ def tool(
             sequential=sequential,
             requires_approval=requires_approval,
             tags=tags,
+            idempotent=idempotent,
+            max_retries=max_retries,
+            retry=retry,
             cache=cache,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
@@ -294,6 +322,28 @@ def tool(
         )
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _retries(
+    name: str, idempotent: bool, max_retries: int | None, retry: RetryPolicy | None
+) -> tuple[int | None, RetryPolicy | None]:
+    """The tool's own retry limit and policy, refused here when they cannot work."""
+    if max_retries is not None and (
+        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+    ):
+        raise ToolDefinitionError(
+            f"tool {name!r}: max_retries must be a whole number, 0 or more, got {max_retries!r}",
+            tool_name=name,
+        )
+    if retry is not None:
+        if not isinstance(retry, RetryPolicy):
+            raise ToolDefinitionError(
+                f"tool {name!r}: retry must be a toolcycle.RetryPolicy, got {retry!r}",
+                tool_name=name,
+            )
+        if not idempotent:
+            raise ToolDefinitionError(_NOT_IDEMPOTENT.format(name=name), tool_name=name)
+    return max_retries, retry
 
 
 def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:

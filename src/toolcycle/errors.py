@@ -19,12 +19,17 @@ The tree::
     ToolCancelledError                the plan was cancelled; a signal, not a failure
     ToolSchemaValidationError         a schema or a value does not satisfy JSON Schema
 
+    ModelRetry                        raised by a tool: the model should fix its call and retry
+    ToolFailed                        raised by a tool: a failure to report, never retried
+
     ToolSkippedWarning (UserWarning)  a source's tool was skipped at registration
     ToolDefinitionWarning (UserWarning)  a function became a tool the model will understand less
 
 `ToolCancelledError` and `ToolSchemaValidationError` stand apart on purpose: code
 that catches `ToolRuntimeError` to report a failed call must not swallow a
 cancellation, and a schema problem is a property of data, not of a run.
+`ModelRetry` and `ToolFailed` are signals a tool's own code raises; the runtime
+turns each into a failed result and never lets it out of a call.
 
 Every error carries the tool name and plan id it concerns as keyword-only
 attributes (``None`` when it concerns no tool or plan).
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GuardrailTripped",
+    "ModelRetry",
     "ToolAccessDeniedError",
     "ToolActivationError",
     "ToolApprovalError",
@@ -51,6 +57,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolDefinitionWarning",
     "ToolExecutionError",
+    "ToolFailed",
     "ToolNotActivatedError",
     "ToolNotFoundError",
     "ToolOutputError",
@@ -189,6 +196,37 @@ class ToolSchemaValidationError(_ContextMixin, Exception):
         self.validation = validation
         self.schema_kind = schema_kind
         self._set_context(tool_name, plan_id)
+
+
+class ModelRetry(Exception):
+    """A tool asks the model to fix its call and try again; the message says what to fix.
+
+    The call's result is a failure whose message goes to the model, and the
+    failure counts against the tool's ``max_retries`` within the plan (see
+    `toolcycle.RetryPolicy` for retrying transient faults instead).
+
+    Attributes:
+        message: what the model should change, in words it can act on.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ToolFailed(Exception):
+    """A tool reports a failure on purpose: recorded as it is, never retried.
+
+    Unlike any other exception, it is never retried by a `toolcycle.RetryPolicy`,
+    and unlike `ModelRetry` it does not ask the model to try again.
+
+    Attributes:
+        message: what failed, as the result's ``error`` says it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class ToolDefinitionError(ToolRegistrationError):

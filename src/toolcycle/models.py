@@ -27,6 +27,7 @@ __all__ = [
     "PendingApproval",
     "ProgressEvent",
     "ProviderFormat",
+    "RetryAttempt",
     "SourceKind",
     "Tool",
     "ToolCall",
@@ -92,6 +93,9 @@ class ToolCapability(BaseModel):
     """True: a call needs the plan's approver's yes, whatever the plan's rule (and a
     plan without an approver refuses it). False: the default rule (tools that write)
     does not ask for this tool. None: the plan's rule decides."""
+    idempotent: bool = False
+    """Running the tool twice with the same input has the effect of running it once, so
+    a transient fault may be retried within one call (see `toolcycle.RetryPolicy`)."""
 
 
 class Tool(BaseModel):
@@ -181,6 +185,16 @@ class ApprovalRecord(BaseModel):
     """The decision was given to ``runtime.resume``, after the call was deferred."""
 
 
+class RetryAttempt(BaseModel):
+    """One attempt of a call that a `toolcycle.RetryPolicy` may run again."""
+
+    model_config = _FROZEN
+
+    error_type: str | None = None
+    """The class name of what the attempt raised; None for the attempt that returned."""
+    duration_ms: float
+
+
 class GuardrailRecord(BaseModel):
     """One guardrail's decision about a call, as its trace records it."""
 
@@ -230,6 +244,11 @@ class ToolExecutionTrace(BaseModel):
     its plan ended and stopped waiting for it (``drain_timeout``)."""
     approval: ApprovalRecord | None = None
     """How the call's approval was decided; None for a call that needed none."""
+    retry: int = 0
+    """Which model retry this call is: how many model-fixable failures of the tool
+    (an invalid input, `toolcycle.ModelRetry`) came just before it in the plan."""
+    attempts: tuple[RetryAttempt, ...] = ()
+    """Each attempt of a tool with a `toolcycle.RetryPolicy`, in order; empty otherwise."""
     cache_hit: bool = False
     """The result came from the result cache: the tool was neither activated nor run."""
     guardrails: tuple[GuardrailRecord, ...] = ()
@@ -332,6 +351,12 @@ class ToolResult(BaseModel):
     """The model's tool call this result answers, when it came from ``runtime.call``."""
     pending: PendingApproval | None = None
     """Set when the call waits for approval: pass it to ``runtime.resume`` later."""
+    retryable: bool = False
+    """The model may fix its call and try again: an invalid input or `toolcycle.ModelRetry`
+    with retries left (see ``retries_left``)."""
+    retries_left: int | None = None
+    """For a model-fixable failure, how many more such failures the tool allows in the
+    plan (0: the limit is reached); None for every other result."""
     content: tuple[ContentPart, ...] = ()
     """What the model sees instead of ``output`` when the tool returned content parts
     (see `toolcycle.content`); empty for a plain output."""

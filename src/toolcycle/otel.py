@@ -287,6 +287,10 @@ class _CallSpan(CallObserver):
         }
         if trace.abandoned:
             attributes["toolcycle.abandoned"] = True
+        if trace.retry:
+            attributes["toolcycle.retry"] = trace.retry
+        if trace.attempts:
+            attributes["toolcycle.attempts"] = len(trace.attempts)
         if trace.cache_hit:
             attributes["toolcycle.cache_hit"] = True
         if trace.revealed_tools:

@@ -14,20 +14,25 @@ from toolcycle import (
     CancellationToken,
     Change,
     ContentPart,
+    FunctionTool,
     Guardrail,
     GuardrailCall,
     GuardrailDecision,
     GuardrailRecord,
     GuardrailTripped,
     Image,
+    ModelRetry,
     ProgressEvent,
     ResultCache,
+    RetryAttempt,
+    RetryPolicy,
     Text,
     ToolCapability,
     ToolDeactivationError,
     ToolDescriptor,
     ToolExecutionContext,
     ToolExecutionTrace,
+    ToolFailed,
     ToolInstance,
     ToolResult,
     ToolReturn,
@@ -88,6 +93,32 @@ def sync_usage() -> None:
             assert_type(token.on_cancel(lambda: None), Callable[[], None])
         errors = runtime.end_plan(ctx)
         assert_type(errors, list[ToolDeactivationError])
+
+
+def retries_usage() -> None:
+    policy = RetryPolicy(attempts=3, backoff=0.1, retry_on=(ConnectionError,))
+    assert_type(policy.retry_on, tuple[type[Exception], ...])
+
+    @tool(writes=False, idempotent=True, max_retries=2, retry=policy)
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        if not url:
+            raise ModelRetry("give a URL")
+        raise ToolFailed("offline")
+
+    assert_type(fetch, FunctionTool)
+    assert_type(fetch.max_retries, int | None)
+    assert_type(fetch.retry_policy, RetryPolicy | None)
+    with ToolRuntime(max_retries=1, retry=policy) as runtime:
+        runtime.register(Echo(), max_retries=0, retry=None)
+        with runtime.plan() as ctx:
+            result = runtime.execute("echo", {}, ctx)
+            assert_type(result.retryable, bool)
+            assert_type(result.retries_left, int | None)
+            assert result.trace is not None
+            assert_type(result.trace.retry, int)
+            assert_type(result.trace.attempts, tuple[RetryAttempt, ...])
+            assert_type(ModelRetry("x").message, str)
 
 
 def result_cache_usage() -> None:

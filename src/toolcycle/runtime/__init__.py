@@ -11,7 +11,8 @@ raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
 plans), ``_pipeline`` with ``_steps`` (the seven steps, sync and async),
 ``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
 tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
-holds what they share; ``_caching`` holds a cached tool's keys and hits (a cached
+holds what they share; ``_retries`` counts the model's retries per plan and runs
+the attempts of a ``RetryPolicy``; ``_caching`` holds a cached tool's keys and hits (a cached
 tool validates and looks its call up before activating, so a hit activates
 nothing); ``_guards`` runs a call's guardrails; ``_stream`` turns one call into an
 async stream of its progress and result (`CallStream`). They never import one another:

@@ -199,6 +199,8 @@ _HIT: dict[str, Any] = {
     "exception": None,
     "call": None,
     "pending": None,
+    "retryable": False,
+    "retries_left": None,
     "content": (),
     "metadata": None,
 }

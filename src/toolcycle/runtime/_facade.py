@@ -19,6 +19,7 @@ from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
+from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.runtime._stream import CallStream
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance, ToolSource
     from toolcycle.result_cache import CachePolicy
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
     from toolcycle.tracing import TraceListener, Tracer
@@ -74,6 +76,9 @@ class ToolRuntime:
         instrumentation: told of every call and (de)activation (see `toolcycle.otel`).
         approval_ledger: where ``resume`` claims deferred calls (a `FileApprovalLedger`
             across processes; in memory by default).
+        max_retries: model-fixable failures in a row a tool allows per plan (1; see
+            `ModelRetry`), for tools that give none.
+        retry: the `RetryPolicy` of idempotent tools that give none (None: no retries).
         result_cache: where cached tools' results are kept, and its bounds (a
             default `ResultCache` if None).
         max_workers: size of the thread pool that runs sync tools for ``aexecute``.
@@ -107,6 +112,8 @@ class ToolRuntime:
         redaction: RedactionPolicy | None = _DEFAULT_REDACTION,
         instrumentation: Instrumentation | None = None,
         approval_ledger: ApprovalLedger | None = None,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
         result_cache: ResultCache | None = None,
         max_workers: int = 8,
         input_guardrails: Iterable[Guardrail] | None = None,
@@ -116,7 +123,12 @@ class ToolRuntime:
         timer: Clock = time.perf_counter,
     ) -> None:
         self._settings = settings = Settings(
-            strict_output, max_result_bytes, redaction, auto_activate
+            strict_output,
+            max_result_bytes,
+            redaction,
+            auto_activate,
+            check_max_retries(max_retries, "max_retries"),
+            default_policy(retry),
         )
         settings.guardrails = Guards(
             guards_of(input_guardrails, "input_guardrails"),
@@ -214,6 +226,8 @@ class ToolRuntime:
         instance: ToolInstance | Callable[..., Any],
         *,
         timeout: float | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
@@ -222,6 +236,8 @@ class ToolRuntime:
         """Register a tool (or a callable, through `wrap`): discover it, compile its schemas.
 
         ``timeout`` bounds every call of the tool, besides the descriptor's own.
+        ``max_retries`` and ``retry`` override the tool's own and the runtime's
+        (see the retries page); ``retry`` needs an idempotent tool.
         ``cache`` caches its results (only for a tool with ``writes=False``),
         in place of the tool's own ``cache_policy``.
         ``input_guardrails`` and ``output_guardrails`` run after the tool's own
@@ -232,13 +248,15 @@ class ToolRuntime:
             TypeError: not a `ToolInstance` and not callable.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
                 the tool cannot be described, or its name is taken, or a schema is unusable,
-                or it is cached and writes.
-            ValueError: ``timeout`` is not positive.
+                or it is cached and writes, or it has a retry policy and is not idempotent.
+            ValueError: ``timeout`` is not positive, or ``max_retries`` is negative.
             TypeError: a guardrail is not callable.
         """
         return self._tools.register(
             instance,
             timeout=timeout,
+            max_retries=max_retries,
+            retry=retry,
             cache=cache,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,

@@ -20,6 +20,7 @@ from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._results import Outcome
+from toolcycle.runtime._retries import arun_attempts, run_attempts
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
@@ -349,15 +350,18 @@ class CallPipeline:
         """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
         ctx = call.ctx
         try:
-            output = self._invoker.call(
-                entry.instance.execute,
-                data,
-                ctx,
-                token=call.flight or ctx.cancellation_token,
-                timeout=timeout,
-                loop=entry.loop,
-                coroutine=entry.coroutine,
-            )
+            if entry.retry is not None:  # an idempotent tool that retries transient faults
+                output = run_attempts(self._invoker, call, entry, data, timeout)
+            else:
+                output = self._invoker.call(
+                    entry.instance.execute,
+                    data,
+                    ctx,
+                    token=call.flight or ctx.cancellation_token,
+                    timeout=timeout,
+                    loop=entry.loop,
+                    coroutine=entry.coroutine,
+                )
         except InvokeTimeoutError as exc:
             outcome = self._steps.timed_out(call, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
@@ -386,7 +390,9 @@ class CallPipeline:
         ctx = call.ctx
         token = call.flight or ctx.cancellation_token
         try:
-            if entry.coroutine and timeout is None and task is not None:
+            if entry.retry is not None:  # an idempotent tool that retries transient faults
+                output = await arun_attempts(self._invoker, call, entry, data, timeout, task)
+            elif entry.coroutine and timeout is None and task is not None:
                 # Invoker.acall's commonest case, here: one coroutine level less costs
                 # as much as the rest of it.
                 coro = entry.instance.execute(data, ctx)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle._types import Clock
-    from toolcycle.models import GuardrailRecord, ProgressEvent, TraceStatus
+    from toolcycle.models import GuardrailRecord, ProgressEvent, RetryAttempt, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
 __all__ = ["CallRecord", "TraceRecorder"]
@@ -42,11 +42,15 @@ class CallRecord:
         "abandoned",
         "active_at",
         "approval",
+        "attempts",
         "cache_hit",
         "guardrails",
         "plan_id",
+        "plan_id",
+        "progress",
         "progress",
         "progress_sinks",
+        "retry",
         "revealed",
         "scrub",
         "started",
@@ -75,6 +79,8 @@ class CallRecord:
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
+        self.retry = 0  # which model retry the call is (see runtime._retries)
+        self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
         self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
@@ -117,6 +123,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
+        retry,
+        attempts,
         cache_hit,
         guardrails,
         revealed,
@@ -146,6 +154,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "progress_count": progress,
             "abandoned": abandoned,
             "approval": approval,
+            "retry": retry,
+            "attempts": tuple(attempts),
             "cache_hit": cache_hit,
             "guardrails": guardrails,
             "revealed_tools": revealed,
@@ -304,6 +314,8 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
+                record.retry,
+                record.attempts,
                 record.cache_hit,
                 record.guardrails,
                 record.revealed,

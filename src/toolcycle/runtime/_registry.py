@@ -20,6 +20,7 @@ from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._caching import bind
 from toolcycle.runtime._guardset import Guards, chain, guards_of
+from toolcycle.runtime._retries import resolve
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from toolcycle.guardrails import Guardrail
     from toolcycle.protocols import ToolSource
     from toolcycle.result_cache import CachePolicy, ResultCache
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._shared import Settings
     from toolcycle.validation import SchemaCompiler
 
@@ -113,6 +115,8 @@ class ToolRegistry:
         instance: ToolInstance | Callable[..., Any],
         *,
         timeout: float | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
         cache: CachePolicy | None = None,
         source_cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
@@ -152,6 +156,10 @@ class ToolRegistry:
         compiled_output = (
             None if output is None else compile_(output, kind="output", tool_name=name)
         )
+        settings = self._settings
+        limit, retry_policy = resolve(
+            instance, descriptor, max_retries, retry, settings.max_retries, settings.retry
+        )
         guards = chain(
             self._settings.guardrails, source_guards, instance, name, given_input, given_output
         )
@@ -179,6 +187,8 @@ class ToolRegistry:
                 timeout,
                 binding,
                 guards,
+                max_retries=limit,
+                retry=retry_policy,
             )
             self._generation += 1
         return descriptor

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from toolcycle.runtime._recorder import CallRecord, TraceRecorder
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Outcome", "check_input", "cut_output", "failed_result", "output_result"]
+__all__ = [
+    "Outcome",
+    "check_input",
+    "cut_output",
+    "failed_result",
+    "invalid_result",
+    "output_result",
+]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -60,10 +67,12 @@ def check_input(
     params: Any,
     redaction: RedactionPolicy | None = None,
 ) -> Any:
-    """Step 4: return the normalised input, or a failed result explaining why not.
+    """Step 4: return the normalised input, or the `Validation` that refused it.
 
     With a ``redaction`` policy, the call's record learns the secrets of the
-    arguments first, so that every message exported for the call hides them.
+    arguments first, so that every message exported for the call hides them
+    (the refusal's issues are scrubbed already). `invalid_result` makes a
+    refusal the call's result.
     """
     mapping = type(params) is dict or isinstance(params, Mapping)
     if redaction is not None and mapping:
@@ -74,18 +83,34 @@ def check_input(
             return data
         if record.scrub is not None:
             validation = _scrubbed(validation, record.scrub)
-    else:
-        issue = ValidationIssue(
-            pointer="",
-            keyword="type",
-            message=f"the arguments must be a JSON object, got {type(params).__name__}",
-        )
-        validation = Validation(valid=False, issues=(issue,))
-    message = "the arguments do not match the input schema:\n" + validation.summary()
+        return validation
+    issue = ValidationIssue(
+        pointer="",
+        keyword="type",
+        message=f"the arguments must be a JSON object, got {type(params).__name__}",
+    )
+    return Validation(valid=False, issues=(issue,))
+
+
+def invalid_result(
+    traces: TraceRecorder,
+    record: CallRecord,
+    validation: Validation,
+    hint: str = "",
+    retries_left: int | None = None,
+) -> ToolResult:
+    """The result of a refused input; ``hint`` (after the issues) says whether to retry."""
+    message = "the arguments do not match the input schema:\n" + validation.summary() + hint
     kind = "ToolSchemaValidationError"
     trace = traces.finish(record, "invalid_input", error_message=message, error_type=kind)
     return ToolResult(
-        success=False, error=trace.error, error_type=kind, validation=validation, trace=trace
+        success=False,
+        error=trace.error,
+        error_type=kind,
+        validation=validation,
+        trace=trace,
+        retryable=bool(retries_left),
+        retries_left=retries_left,
     )
 
 
@@ -134,9 +159,18 @@ def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation
 
 
 def failed_result(
-    traces: TraceRecorder, record: CallRecord, outcome: Outcome, changes: list[Change]
+    traces: TraceRecorder,
+    record: CallRecord,
+    outcome: Outcome,
+    changes: list[Change],
+    hint: str = "",
+    retries_left: int | None = None,
 ) -> ToolResult:
-    """The result of a run that raised or timed out (a returned output: `output_result`)."""
+    """The result of a run that raised or timed out (a returned output: `output_result`).
+
+    ``hint`` follows the error's message, and ``retries_left`` is set for a
+    failure the model may fix (`toolcycle.ModelRetry`).
+    """
     if outcome.timed_out:
         message = f"tool {record.tool_name!r} {outcome.reason}"
         if outcome.abandoned:
@@ -156,7 +190,7 @@ def failed_result(
             changes=tuple(changes),
         )
     assert outcome.error is not None
-    return _failed(traces, record, outcome.error, changes)
+    return _failed(traces, record, outcome.error, changes, hint=hint, retries_left=retries_left)
 
 
 def output_result(
@@ -284,6 +318,8 @@ _RETURNED: dict[str, Any] = {
     "exception": None,
     "call": None,
     "pending": None,
+    "retryable": False,
+    "retries_left": None,
     "content": (),
     "metadata": None,
 }
@@ -321,11 +357,13 @@ def _failed(
     changes: list[Change],
     *,
     error_type: str | None = None,
+    hint: str = "",
+    retries_left: int | None = None,
 ) -> ToolResult:
     # The one format of a failed result: the message alone; the class is error_type.
     kind = error_type or type(exc).__name__
     message = error_text(exc) or f"tool {record.tool_name!r} raised {kind} without a message"
-    trace = traces.finish(record, "error", error_message=message, error_type=kind)
+    trace = traces.finish(record, "error", error_message=message + hint, error_type=kind)
     return ToolResult(
         success=False,
         error=trace.error,
@@ -333,4 +371,6 @@ def _failed(
         trace=trace,
         changes=tuple(changes),
         exception=exc,
+        retryable=bool(retries_left),
+        retries_left=retries_left,
     )

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from toolcycle.protocols import ToolInstance
     from toolcycle.redaction import RedactionPolicy
+    from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._caching import CacheBinding
     from toolcycle.runtime._guardset import Guards
     from toolcycle.runtime._recorder import CallRecord
@@ -89,7 +90,9 @@ class Settings:
         "guardrails",
         "lock",
         "max_result_bytes",
+        "max_retries",
         "redaction",
+        "retry",
         "strict_output",
     )
 
@@ -99,11 +102,16 @@ class Settings:
         max_result_bytes: int | None,
         redaction: RedactionPolicy | None,
         auto_activate: bool,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.strict_output = strict_output
         self.max_result_bytes = max_result_bytes
         self.redaction = redaction
         self.auto_activate = auto_activate
+        # Defaults for tools registered later (see runtime._retries.resolve).
+        self.max_retries = max_retries
+        self.retry = retry
         self.closed = False
         self.lock = threading.Lock()
         self.guardrails: Guards | None = None  # the runtime's own; set by the façade
@@ -154,6 +162,8 @@ class Entry:
         coroutine: whether the tool's ``execute`` is an ``async def``.
         cache: where its results are cached, when it has a `CachePolicy`.
         guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
+        max_retries: how many model-fixable failures in a row a plan allows it.
+        retry: its policy for transient faults (idempotent tools only), or None.
     """
 
     __slots__ = (
@@ -164,7 +174,9 @@ class Entry:
         "input",
         "instance",
         "loop",
+        "max_retries",
         "output",
+        "retry",
         "timeout",
     )
 
@@ -178,10 +190,15 @@ class Entry:
         registered_timeout: float | None = None,
         cache: CacheBinding | None = None,
         guards: Guards | None = None,
+        *,
+        max_retries: int = 1,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.descriptor = descriptor
         self.cache = cache
         self.guards = guards
+        self.max_retries = max_retries
+        self.retry = retry
         self.instance = instance
         self.input = input
         self.output = output

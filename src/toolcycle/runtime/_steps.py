@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
+    ModelRetry,
     ToolAccessDeniedError,
     ToolCancelledError,
     ToolCheckpointRequiredError,
     ToolNotFoundError,
     ToolRuntimeError,
 )
-from toolcycle.models import ToolResult
+from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._caching import hit_result
 from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
+from toolcycle.runtime._retries import ModelRetries
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
@@ -67,6 +69,7 @@ class CallSteps:
         self._traces = traces
         self._cache = cache
         self._instrumentation = instrumentation
+        self._retries = ModelRetries()
 
     def start(
         self,
@@ -144,16 +147,24 @@ class CallSteps:
     def validate_input(self, call: Call, entry: Entry, params: Any) -> Any:
         """Step 4: return the normalised input, or a failed result explaining why not."""
         data = check_input(self._traces, call.record, entry.input, params, self._settings.redaction)
-        if call.observer is not None and type(data) is not ToolResult:
+        if type(data) is Validation:  # refused: a failure the model may fix
+            return self._retries.invalid(self._traces, call, entry.max_retries, data)
+        if call.observer is not None:
             call.arguments = data
         return data
 
     def failed(self, call: Call, outcome: Outcome, changes: list[Change]) -> ToolResult:
         """The result and trace of a call that raised or timed out."""
+        if isinstance(outcome.error, ModelRetry):
+            entry = self._entries.get(call.name)
+            limit = entry.max_retries if entry is not None else self._settings.max_retries
+            return self._retries.asked(self._traces, call, limit, outcome, changes)
         return failed_result(self._traces, call.record, outcome, changes)
 
     def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
         """Steps 6 and 7 on what the tool returned, and the trace."""
+        if self._retries.failing:  # some call failed in a way the model may fix
+            self._retries.returned(call)
         settings = self._settings
         return output_result(
             self._traces,
