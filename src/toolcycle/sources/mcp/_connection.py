@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types
@@ -163,8 +163,9 @@ class Connection:
         name: str,
         arguments: dict[str, Any],
         on_progress: Callable[[float, float | None, str | None], None],
+        meta: dict[str, Any] | None = None,
     ) -> mcp_types.CallToolResult:
-        """Send one ``tools/call``; cancelling the caller cancels it on the server.
+        """Send one ``tools/call`` with ``meta`` as its ``_meta``; cancelling the caller cancels it.
 
         Raises:
             McpServerError: the connection is lost (it is then marked broken).
@@ -178,7 +179,12 @@ class Connection:
         # send_request rather than call_tool: call_tool re-lists the tools to check
         # the output itself, a round trip per new tool, while the runtime checks it.
         request = mcp_types.CallToolRequest(
-            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+            params=mcp_types.CallToolRequestParams(
+                name=name,
+                arguments=arguments,
+                # An open map in the SDK's types; the keys are checked in _meta.
+                _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+            )
         )
         try:
             return await session.send_request(
