@@ -23,6 +23,7 @@ from mcp.client import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
+from toolcycle.sources.mcp._direct import InProcess
 from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 
 if TYPE_CHECKING:
@@ -108,13 +109,19 @@ class Connection:
     async def _own(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                transport, self._process = self._endpoint.streams(self._mark_lost)
-                read, write = await stack.enter_async_context(transport)
-                session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
-                )
-                await stack.enter_async_context(session)
-                await session.initialize()
+                endpoint = self._endpoint
+                if isinstance(endpoint, InProcess) and endpoint.direct:
+                    session = await endpoint.open_session(
+                        stack, self._on_message, _CLIENT_INFO, self._on_list_changed
+                    )
+                else:
+                    transport, self._process = endpoint.streams(self._mark_lost)
+                    read, write = await stack.enter_async_context(transport)
+                    session = ClientSession(
+                        read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                    )
+                    await stack.enter_async_context(session)
+                    await session.initialize()
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()

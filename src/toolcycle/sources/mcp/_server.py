@@ -25,7 +25,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.client._memory import InMemoryTransport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -34,6 +33,7 @@ from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._direct import InProcess, Mode
 from toolcycle.sources.mcp._meta import call_meta
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
@@ -88,17 +88,6 @@ class _Http:
             yield await stack.enter_async_context(
                 streamable_http_client(self.url, http_client=client)
             )
-
-
-@dataclass(frozen=True, slots=True)
-class _InProcess:
-    server: Any
-    same_loop: bool = False
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        return InMemoryTransport(self.server), None
 
 
 # -- sharing connections among a server's tools -----------------------------------------------
@@ -219,9 +208,20 @@ class McpServer:
 
     @classmethod
     def in_process(
-        cls, server: Server[Any] | MCPServer, *, same_loop: bool = False, **options: Any
+        cls,
+        server: Server[Any] | MCPServer,
+        *,
+        same_loop: bool = False,
+        mode: Mode = "auto",
+        **options: Any,
     ) -> McpServer:
         """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process.
+
+        With ``mode="auto"`` (the default) it is driven as the SDK's own
+        ``Client(server)`` drives it: through the direct dispatcher on the
+        2026-07-28 protocol, the server's handler awaited in the calling task.
+        ``mode="legacy"`` serves it over the in-memory JSON-RPC transport with
+        the ``initialize`` handshake instead (see ``_direct``).
 
         With ``same_loop=True``, a plan's connection (and so the server's own
         code) runs on the event loop of the async caller whose activation opens
@@ -231,7 +231,9 @@ class McpServer:
         thread. Needs ``scope="plan"``.
         """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
-        return cls(_InProcess(server, same_loop), **options)
+        if mode not in ("auto", "legacy"):
+            raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        return cls(InProcess(server, same_loop, mode), **options)
 
     def __repr__(self) -> str:
         return f"McpServer(name={self.name!r}, scope={self.scope!r})"
