@@ -64,8 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
-from mcp import Client
-from mcp.client import ClientSession
+from mcp.client import Client, ClientSession
 from mcp.client._memory import InMemoryTransport
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
