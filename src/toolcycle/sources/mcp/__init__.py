@@ -26,6 +26,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
+from toolcycle.sources.mcp._meta import McpCallInfo
 from toolcycle.sources.mcp._server import McpServer, McpTool
 
-__all__ = ["McpCallError", "McpServer", "McpServerError", "McpTool", "McpToolError"]
+__all__ = [
+    "McpCallError",
+    "McpCallInfo",
+    "McpServer",
+    "McpServerError",
+    "McpTool",
+    "McpToolError",
+]

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types
@@ -23,6 +23,7 @@ from mcp.client import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
+from toolcycle.sources.mcp._direct import InProcess
 from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 
 if TYPE_CHECKING:
@@ -108,13 +109,19 @@ class Connection:
     async def _own(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                transport, self._process = self._endpoint.streams(self._mark_lost)
-                read, write = await stack.enter_async_context(transport)
-                session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
-                )
-                await stack.enter_async_context(session)
-                await session.initialize()
+                endpoint = self._endpoint
+                if isinstance(endpoint, InProcess) and endpoint.direct:
+                    session = await endpoint.open_session(
+                        stack, self._on_message, _CLIENT_INFO, self._on_list_changed
+                    )
+                else:
+                    transport, self._process = endpoint.streams(self._mark_lost)
+                    read, write = await stack.enter_async_context(transport)
+                    session = ClientSession(
+                        read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                    )
+                    await stack.enter_async_context(session)
+                    await session.initialize()
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -163,8 +170,9 @@ class Connection:
         name: str,
         arguments: dict[str, Any],
         on_progress: Callable[[float, float | None, str | None], None],
+        meta: dict[str, Any] | None = None,
     ) -> mcp_types.CallToolResult:
-        """Send one ``tools/call``; cancelling the caller cancels it on the server.
+        """Send one ``tools/call`` with ``meta`` as its ``_meta``; cancelling the caller cancels it.
 
         Raises:
             McpServerError: the connection is lost (it is then marked broken).
@@ -178,7 +186,12 @@ class Connection:
         # send_request rather than call_tool: call_tool re-lists the tools to check
         # the output itself, a round trip per new tool, while the runtime checks it.
         request = mcp_types.CallToolRequest(
-            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+            params=mcp_types.CallToolRequestParams(
+                name=name,
+                arguments=arguments,
+                # An open map in the SDK's types; the keys are checked in _meta.
+                _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+            )
         )
         try:
             return await session.send_request(

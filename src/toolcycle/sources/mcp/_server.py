@@ -25,7 +25,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.client._memory import InMemoryTransport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -34,6 +33,8 @@ from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._direct import InProcess, Mode
+from toolcycle.sources.mcp._meta import call_meta
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+    from toolcycle.sources.mcp._meta import MetaResolver
 
 __all__ = ["McpServer", "McpTool"]
 
@@ -88,17 +90,6 @@ class _Http:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class _InProcess:
-    server: Any
-    same_loop: bool = False
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        return InMemoryTransport(self.server), None
-
-
 # -- sharing connections among a server's tools -----------------------------------------------
 
 
@@ -140,6 +131,9 @@ class McpServer:
             which ``runtime.close()`` calls).
         defer_loading: keep every tool of the server out of a model's
             definitions until a tool search finds it (see docs/tool-search.md).
+        meta: called with an `McpCallInfo` before each call; the mapping it
+            returns goes into the request's ``_meta`` beside the caller's trace
+            context (see ``_meta``).
     """
 
     skip_invalid_schemas = True
@@ -156,6 +150,7 @@ class McpServer:
         capabilities: Mapping[str, ToolCapability | Mapping[str, Any]] | None = None,
         scope: Scope = "plan",
         defer_loading: bool = False,
+        meta: MetaResolver | None = None,
     ) -> None:
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
@@ -177,6 +172,9 @@ class McpServer:
         self.capabilities = dict(capabilities or {})
         self.scope: Scope = scope
         self.defer_loading = defer_loading
+        if meta is not None and not callable(meta):
+            raise TypeError(f"meta must be a callable or None, got {meta!r}")
+        self.meta = meta
         self._same_loop = same_loop
         self._shares: dict[str, _Share] = {}
         self._stale = False
@@ -210,9 +208,20 @@ class McpServer:
 
     @classmethod
     def in_process(
-        cls, server: Server[Any] | MCPServer, *, same_loop: bool = False, **options: Any
+        cls,
+        server: Server[Any] | MCPServer,
+        *,
+        same_loop: bool = False,
+        mode: Mode = "auto",
+        **options: Any,
     ) -> McpServer:
         """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process.
+
+        With ``mode="auto"`` (the default) it is driven as the SDK's own
+        ``Client(server)`` drives it: through the direct dispatcher on the
+        2026-07-28 protocol, the server's handler awaited in the calling task.
+        ``mode="legacy"`` serves it over the in-memory JSON-RPC transport with
+        the ``initialize`` handshake instead (see ``_direct``).
 
         With ``same_loop=True``, a plan's connection (and so the server's own
         code) runs on the event loop of the async caller whose activation opens
@@ -222,7 +231,9 @@ class McpServer:
         thread. Needs ``scope="plan"``.
         """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
-        return cls(_InProcess(server, same_loop), **options)
+        if mode not in ("auto", "legacy"):
+            raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        return cls(InProcess(server, same_loop, mode), **options)
 
     def __repr__(self) -> str:
         return f"McpServer(name={self.name!r}, scope={self.scope!r})"
@@ -453,6 +464,7 @@ class McpServer:
         arguments: dict[str, Any],
         report: Callable[[float, float | None, str | None], None],
         caller: asyncio.AbstractEventLoop | None,
+        meta: dict[str, Any] | None = None,
     ) -> Any:
         """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
 
@@ -482,7 +494,8 @@ class McpServer:
                 share.retired[ctx.plan_id] = error
             raise
         # On a caller's loop, that caller is awaiting this, so its loop is free.
-        return await _loop.hop(connection.call(remote, arguments, report), connection.loop)
+        call = connection.call(remote, arguments, report, meta)
+        return await _loop.hop(call, connection.loop)
 
     def _elsewhere(self, plan_id: str) -> McpServerError:
         return McpServerError(
@@ -597,11 +610,14 @@ class McpTool:
         """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
         report = ctx.progress_reporter()
         server = self.server
+        # Here, in the caller's task, where its current span and context are.
+        meta = call_meta(server.meta, server.name, self.remote_name, ctx)
         connection = server._here(ctx)
         if connection is not None:  # same_loop, and this is its loop: no thread to cross
-            result = await connection.call(self.remote_name, params, report)
+            result = await connection.call(self.remote_name, params, report, meta)
         else:
-            call = server._call(ctx, self.remote_name, params, report, server._caller_home())
+            home = server._caller_home()
+            call = server._call(ctx, self.remote_name, params, report, home, meta)
             result = await _loop.hop(call)
         return call_output(result)
 
