@@ -112,10 +112,12 @@ class HttpEndpoint:
         got = self.credentials(self.ctx)
         if inspect.isawaitable(got):
             got = await got
+        # The plan's credentials replace the fixed auth even when they bring none:
+        # a service's auth would otherwise sign over the plan's own headers.
         if isinstance(got, HttpCredentials):
-            return got if got.auth is not None else replace(got, auth=self.auth)
+            return got
         if isinstance(got, Mapping):
-            return HttpCredentials(headers=dict(got), auth=self.auth)
+            return HttpCredentials(headers=dict(got))
         raise TypeError(
             f"the credentials resolver of MCP server {self.name!r} returned "
             f"{type(got).__name__}; return HttpCredentials or a mapping of headers"

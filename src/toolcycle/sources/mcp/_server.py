@@ -202,8 +202,9 @@ class McpServer:
         as the SDK's OAuth providers) signs them; both serve discovery too.
         ``credentials``, called with each plan's context when its connection
         opens, gives that plan's own `HttpCredentials` (or a mapping of
-        headers): its headers go over ``headers``, its auth replaces ``auth``,
-        and it is asked once more when the server answers 401. It needs
+        headers): its headers go over ``headers`` and it replaces ``auth``
+        (which then serves discovery only); it is asked once more when the
+        server answers 401. It needs
         ``scope="plan"``, so that no two plans share a connection.
 
         Raises:
