@@ -118,7 +118,3 @@ def _load(model: Any, data: Any) -> Any:
     except ValueError:
         return None
 
-
-def _check() -> None:  # pragma: no cover - never run: mypy checks both satisfy the protocol
-    _memory: TokenStorage = MemoryTokenStorage()
-    _file: TokenStorage = FileTokenStorage("tokens.json")
