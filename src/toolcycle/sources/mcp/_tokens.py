@@ -117,4 +117,3 @@ def _load(model: Any, data: Any) -> Any:
         return model.model_validate(data)
     except ValueError:
         return None
-
