@@ -264,3 +264,26 @@ async def openai_agents_approval_usage() -> None:
             for item in first.interruptions:
                 assert_type(item, ToolApprovalItem)
                 assert_type(await reject(runtime, ctx, state, item, "not now"), ToolResult)
+
+
+async def mcp_credentials_usage() -> None:
+    from toolcycle.sources.mcp import (
+        FileTokenStorage,
+        HttpCredentials,
+        McpAuthError,
+        McpServer,
+        MemoryTokenStorage,
+        TokenStorage,
+    )
+
+    def per_user(ctx: ToolExecutionContext) -> HttpCredentials:
+        return HttpCredentials(headers={"Authorization": f"Bearer {ctx.metadata['token']}"})
+
+    async def per_user_async(ctx: ToolExecutionContext) -> dict[str, str]:
+        return {"Authorization": "Bearer x"}
+
+    assert_type(McpServer.http("http://127.0.0.1/mcp", credentials=per_user), McpServer)
+    assert_type(McpServer.http("http://127.0.0.1/mcp", credentials=per_user_async), McpServer)
+    stores: list[TokenStorage] = [MemoryTokenStorage(), FileTokenStorage("tokens.json")]
+    assert_type(await stores[0].get_tokens() is None, bool)
+    assert_type(McpAuthError("refused", server="s").status, int)

@@ -25,15 +25,23 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)"
     ) from exc
 
+from toolcycle.sources.mcp._auth import CredentialsResolver, HttpCredentials, McpAuthError
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
 from toolcycle.sources.mcp._meta import McpCallInfo
 from toolcycle.sources.mcp._server import McpServer, McpTool
+from toolcycle.sources.mcp._tokens import FileTokenStorage, MemoryTokenStorage, TokenStorage
 
 __all__ = [
+    "CredentialsResolver",
+    "FileTokenStorage",
+    "HttpCredentials",
+    "McpAuthError",
     "McpCallError",
     "McpCallInfo",
     "McpServer",
     "McpServerError",
     "McpTool",
     "McpToolError",
+    "MemoryTokenStorage",
+    "TokenStorage",
 ]

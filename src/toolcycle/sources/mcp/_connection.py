@@ -70,6 +70,8 @@ class Connection:
         self._stop = asyncio.Event()
         self._lost = asyncio.Event()
         self._failure: BaseException | None = None
+        self._vet: Callable[[Exception], Exception] | None = None
+        """The transport's last word on each error raised (HTTP: credentials, see ``_auth``)."""
         self.broken = False
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop it lives on, set by `open`."""
@@ -104,7 +106,9 @@ class Connection:
         if self._session is None:
             await self.close()
             failure = _leaf(self._failure)
-            raise self._error(f"failed to start: {_describe(failure)}") from failure
+            error = self._error(f"failed to start: {_describe(failure)}")
+            error.__cause__ = failure
+            raise self._vetted(error)
 
     async def _own(self) -> None:
         try:
@@ -116,6 +120,7 @@ class Connection:
                     )
                 else:
                     transport, self._process = endpoint.streams(self._mark_lost)
+                    self._vet = getattr(transport, "vet", None)
                     read, write = await stack.enter_async_context(transport)
                     session = ClientSession(
                         read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
@@ -156,7 +161,7 @@ class Connection:
             try:
                 page = await session.list_tools(params=params)
             except Exception as exc:
-                raise await self._translate(exc) from exc
+                raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -198,7 +203,7 @@ class Connection:
                 request, mcp_types.CallToolResult, progress_callback=forward
             )
         except Exception as exc:
-            raise await self._translate(exc) from exc
+            raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
     async def _translate(self, exc: Exception) -> Exception:
         lost = self.broken or (
@@ -211,12 +216,16 @@ class Connection:
         fault = (self.diagnostics() or "") if (lost or self.broken) else None
         mapped = map_error(exc, server=self.name, fault=fault)
         if mapped is None:
-            return exc
+            return self._vetted(exc)
         if isinstance(mapped, McpServerError):
             self._mark_lost()
             mapped.exit_code = self._process.exit_code if self._process is not None else None
             mapped.stderr_tail = tuple(self._process.stderr_tail) if self._process else ()
-        return mapped
+        mapped.__cause__ = exc
+        return self._vetted(mapped)
+
+    def _vetted(self, error: Exception) -> Exception:
+        return error if self._vet is None else self._vet(error)
 
     def _live_session(self) -> ClientSession:
         if self._session is None or self.broken:

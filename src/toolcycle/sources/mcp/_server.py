@@ -21,16 +21,14 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from toolcycle import ToolActivationError
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
+from toolcycle.sources.mcp._auth import HttpEndpoint
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
 from toolcycle.sources.mcp._direct import InProcess, Mode
@@ -38,13 +36,16 @@ from toolcycle.sources.mcp._meta import call_meta
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
+    import httpx2
     from mcp.client._transport import TransportStreams
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
     from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+    from toolcycle.sources.mcp._auth import CredentialsResolver
+    from toolcycle.sources.mcp._connection import Endpoint
     from toolcycle.sources.mcp._meta import MetaResolver
 
 __all__ = ["McpServer", "McpTool"]
@@ -70,35 +71,17 @@ class _Stdio:
         return process.connect(), process
 
 
-@dataclass(frozen=True, slots=True)
-class _Http:
-    url: str
-    headers: Mapping[str, str] | None
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        return self._connect(), None
-
-    @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[TransportStreams]:
-        async with AsyncExitStack() as stack:
-            client = create_mcp_http_client(headers=dict(self.headers or {}))
-            await stack.enter_async_context(client)
-            yield await stack.enter_async_context(
-                streamable_http_client(self.url, http_client=client)
-            )
-
-
 # -- sharing connections among a server's tools -----------------------------------------------
 
 
 class _Share:
     """The connection one plan (or the whole runtime) uses for one server."""
 
-    __slots__ = ("connection", "home", "opening", "retired", "users")
+    __slots__ = ("connection", "endpoint", "home", "opening", "retired", "users")
 
-    def __init__(self, home: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        """Where its connections go, with the plan's own credentials (see `HttpEndpoint.bind`)."""
         self.connection: Connection | None = None
         self.opening: asyncio.Task[Connection] | None = None
         self.users = 0
@@ -201,10 +184,36 @@ class McpServer:
         return cls(_Stdio(spec, options["name"]), **options)
 
     @classmethod
-    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> McpServer:
-        """A server reached over streamable HTTP at ``url``, sending ``headers`` with each request."""
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        auth: httpx2.Auth | None = None,
+        credentials: CredentialsResolver | None = None,
+        **options: Any,
+    ) -> McpServer:
+        """A server reached over streamable HTTP at ``url``.
+
+        ``headers`` go with every request and ``auth`` (an ``httpx2.Auth``, such
+        as the SDK's OAuth providers) signs them; both serve discovery too.
+        ``credentials``, called with each plan's context when its connection
+        opens, gives that plan's own `HttpCredentials` (or a mapping of
+        headers): its headers go over ``headers`` and it replaces ``auth``
+        (which then serves discovery only); it is asked once more when the
+        server answers 401. It needs
+        ``scope="plan"``, so that no two plans share a connection.
+
+        Raises:
+            ValueError: ``credentials`` with ``scope="runtime"``.
+        """
         options.setdefault("name", url)
-        return cls(_Http(url, None if headers is None else dict(headers)), **options)
+        if credentials is not None and options.get("scope", "plan") != "plan":
+            raise ValueError(
+                "credentials= gives each plan its own connection; it needs scope='plan'"
+            )
+        headers = None if headers is None else dict(headers)
+        return cls(HttpEndpoint(url, options["name"], headers, auth, credentials), **options)
 
     @classmethod
     def in_process(
@@ -366,7 +375,12 @@ class McpServer:
         self, ctx: ToolExecutionContext, home: asyncio.AbstractEventLoop | None
     ) -> None:
         self._check_open()
-        share = self._shares.setdefault(self._key(ctx), _Share(home))
+        key = self._key(ctx)
+        share = self._shares.get(key)
+        if share is None:
+            endpoint = self._endpoint
+            bind = getattr(endpoint, "bind", None)  # per-plan credentials
+            share = self._shares[key] = _Share(home, endpoint if bind is None else bind(ctx))
         share.users += 1
         try:
             await self._connected(share, home, ctx.plan_id)
@@ -422,7 +436,9 @@ class McpServer:
             if share.opening is None:
                 share.home = caller
         if share.opening is None:
-            share.opening = asyncio.get_running_loop().create_task(self._open(share.home))
+            share.opening = asyncio.get_running_loop().create_task(
+                self._open(share.home, share.endpoint)
+            )
         opening = share.opening
         try:
             connection = await asyncio.shield(opening)
@@ -437,8 +453,8 @@ class McpServer:
         share.connection = connection
         return connection
 
-    async def _open(self, home: asyncio.AbstractEventLoop | None) -> Connection:
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+    async def _open(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> Connection:
+        connection = Connection(endpoint, self.name, self._stale_marker())
         # The caller that asked for it awaits this, so its loop is free to run the open.
         await _loop.hop(connection.open(self.startup_timeout), home)
         return connection
