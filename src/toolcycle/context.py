@@ -223,6 +223,14 @@ class ToolExecutionContext:
         return scope.token()
 
     @property
+    def call_id(self) -> str | None:
+        """The runtime's id of this plan's call running in this thread or task; None outside one."""
+        scope = _call_scope.get()
+        if scope is None or scope.record is None or scope.plan_token is not self.cancellation_token:
+            return None
+        return scope.record.call_id
+
+    @property
     def revealed_tools(self) -> frozenset[str]:
         """The deferred tools revealed in this plan: found by a search, or called by name.
 

@@ -25,7 +25,43 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)"
     ) from exc
 
+from toolcycle.sources.mcp._answering import ELICITATION_PENDING
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
+from toolcycle.sources.mcp._requests import (
+    DEFAULT_MAX_ROUNDS,
+    ElicitAnswer,
+    Elicitation,
+    ElicitHandler,
+    LogHandler,
+    LogMessage,
+    McpRequests,
+    RequestContext,
+    Root,
+    RootsSource,
+    SampleHandler,
+    SamplingAnswer,
+    SamplingRequest,
+)
 from toolcycle.sources.mcp._server import McpServer, McpTool
 
-__all__ = ["McpCallError", "McpServer", "McpServerError", "McpTool", "McpToolError"]
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "ELICITATION_PENDING",
+    "ElicitAnswer",
+    "ElicitHandler",
+    "Elicitation",
+    "LogHandler",
+    "LogMessage",
+    "McpCallError",
+    "McpRequests",
+    "McpServer",
+    "McpServerError",
+    "McpTool",
+    "McpToolError",
+    "RequestContext",
+    "Root",
+    "RootsSource",
+    "SampleHandler",
+    "SamplingAnswer",
+    "SamplingRequest",
+]

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import mcp_types
 from mcp.client import ClientSession
+from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from mcp.client import IncomingMessage
     from mcp.client._transport import TransportStreams
 
+    from toolcycle.sources.mcp._answering import Answerer
     from toolcycle.sources.mcp._stdio import StdioProcess
 
 __all__ = ["Connection", "Endpoint"]
@@ -43,6 +46,9 @@ SHUTDOWN_DEADLINE = STDIN_GRACE + TERM_GRACE + KILL_GRACE + 2.0
 # How long a failed call waits for the transport to say why the server went away.
 _FAULT_WAIT = 1.5
 _CLIENT_INFO = mcp_types.Implementation(name="toolcycle", version="0")
+_CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
+    mcp_types.CallToolResult | mcp_types.InputRequiredResult
+)
 
 
 class Endpoint(Protocol):
@@ -58,8 +64,17 @@ class Endpoint(Protocol):
 class Connection:
     """A live session with one server; all methods run on the loop that opened it."""
 
-    def __init__(self, endpoint: Endpoint, name: str, on_list_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        on_list_changed: Callable[[], None],
+        answerer: Answerer | None = None,
+        protocol: str = "legacy",
+    ) -> None:
         self.name = name
+        self._answerer = answerer
+        self._protocol = protocol
         self._endpoint = endpoint
         self._on_list_changed = on_list_changed
         self._session: ClientSession | None = None
@@ -110,11 +125,19 @@ class Connection:
             async with AsyncExitStack() as stack:
                 transport, self._process = self._endpoint.streams(self._mark_lost)
                 read, write = await stack.enter_async_context(transport)
+                options = self._answerer.session_options() if self._answerer else {}
                 session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    client_info=_CLIENT_INFO,
+                    **options,
                 )
                 await stack.enter_async_context(session)
-                await session.initialize()
+                if self._protocol == "legacy":
+                    await session.initialize()
+                else:  # the 2026-07-28 era if the server speaks it, else the handshake
+                    await negotiate_auto(session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -163,8 +186,13 @@ class Connection:
         name: str,
         arguments: dict[str, Any],
         on_progress: Callable[[float, float | None, str | None], None],
-    ) -> mcp_types.CallToolResult:
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         """Send one ``tools/call``; cancelling the caller cancels it on the server.
+
+        ``input_responses`` and ``request_state`` retry a call that came back
+        asking for input (2026-07-28 era), which is then what it may return.
 
         Raises:
             McpServerError: the connection is lost (it is then marked broken).
@@ -178,12 +206,17 @@ class Connection:
         # send_request rather than call_tool: call_tool re-lists the tools to check
         # the output itself, a round trip per new tool, while the runtime checks it.
         request = mcp_types.CallToolRequest(
-            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+            params=mcp_types.CallToolRequestParams(
+                name=name,
+                arguments=arguments,
+                input_responses=input_responses,
+                request_state=request_state,
+            )
         )
         try:
-            return await session.send_request(
-                request, mcp_types.CallToolResult, progress_callback=forward
-            )
+            # Only the 2026-07-28 era can answer with InputRequiredResult.
+            kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
+            return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
             raise await self._translate(exc) from exc
 

@@ -29,11 +29,13 @@ from mcp.client._memory import InMemoryTransport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from toolcycle import ToolActivationError
+from toolcycle import ToolActivationError, ToolResult
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
+from toolcycle.sources.mcp._answering import Answerer
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._requests import McpRequests
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
 if TYPE_CHECKING:
@@ -44,6 +46,12 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+    from toolcycle.sources.mcp._requests import (
+        ElicitHandler,
+        LogHandler,
+        RootsSource,
+        SampleHandler,
+    )
 
 __all__ = ["McpServer", "McpTool"]
 
@@ -140,6 +148,12 @@ class McpServer:
             which ``runtime.close()`` calls).
         defer_loading: keep every tool of the server out of a model's
             definitions until a tool search finds it (see docs/tool-search.md).
+        protocol: ``"legacy"`` (the initialize handshake) or ``"auto"`` (the
+            2026-07-28 era when the server speaks it, else the handshake).
+        requests: handlers for what servers ask during a call, shared by
+            several servers (`McpRequests`); the next four win over it.
+        on_elicit, on_sample, roots, on_log: see `McpRequests` and
+            docs/sources/mcp.md.
     """
 
     skip_invalid_schemas = True
@@ -156,7 +170,20 @@ class McpServer:
         capabilities: Mapping[str, ToolCapability | Mapping[str, Any]] | None = None,
         scope: Scope = "plan",
         defer_loading: bool = False,
+        protocol: Literal["legacy", "auto"] = "legacy",
+        requests: McpRequests | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        roots: RootsSource | None = None,
+        on_log: LogHandler | None = None,
     ) -> None:
+        if protocol not in ("legacy", "auto"):
+            raise ValueError(f"protocol must be 'legacy' or 'auto', got {protocol!r}")
+        handlers = (requests or McpRequests()).with_overrides(
+            on_elicit=on_elicit, on_sample=on_sample, roots=roots, on_log=on_log
+        )
+        self._answerer = Answerer(name, handlers)
+        self.protocol = protocol
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
         if timeout is not None and timeout <= 0:
@@ -286,12 +313,17 @@ class McpServer:
         )
         if live is not None:
             return await live.list_tools()
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        connection = self._connection()
         try:
             await connection.open(None)
             return await connection.list_tools()
         finally:
             await asyncio.shield(connection.close())
+
+    def _connection(self) -> Connection:
+        return Connection(
+            self._endpoint, self.name, self._stale_marker(), self._answerer, self.protocol
+        )
 
     def _stale_marker(self) -> Callable[[], None]:
         # Weak, so that a live connection does not keep its server alive: an
@@ -427,7 +459,7 @@ class McpServer:
         return connection
 
     async def _open(self, home: asyncio.AbstractEventLoop | None) -> Connection:
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        connection = self._connection()
         # The caller that asked for it awaits this, so its loop is free to run the open.
         await _loop.hop(connection.open(self.startup_timeout), home)
         return connection
@@ -453,6 +485,7 @@ class McpServer:
         arguments: dict[str, Any],
         report: Callable[[float, float | None, str | None], None],
         caller: asyncio.AbstractEventLoop | None,
+        *answers: Any,
     ) -> Any:
         """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
 
@@ -482,7 +515,8 @@ class McpServer:
                 share.retired[ctx.plan_id] = error
             raise
         # On a caller's loop, that caller is awaiting this, so its loop is free.
-        return await _loop.hop(connection.call(remote, arguments, report), connection.loop)
+        call = connection.call(remote, arguments, report, *answers)
+        return await _loop.hop(call, connection.loop)
 
     def _elsewhere(self, plan_id: str) -> McpServerError:
         return McpServerError(
@@ -597,13 +631,19 @@ class McpTool:
         """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
         report = ctx.progress_reporter()
         server = self.server
-        connection = server._here(ctx)
-        if connection is not None:  # same_loop, and this is its loop: no thread to cross
-            result = await connection.call(self.remote_name, params, report)
-        else:
-            call = server._call(ctx, self.remote_name, params, report, server._caller_home())
-            result = await _loop.hop(call)
-        return call_output(result)
+
+        async def send(answers: dict[str, Any] | None, state: str | None) -> Any:
+            connection = server._here(ctx)
+            if connection is not None:  # same_loop, and this is its loop: no thread to cross
+                return await connection.call(self.remote_name, params, report, answers, state)
+            home = server._caller_home()
+            return await _loop.hop(
+                server._call(ctx, self.remote_name, params, report, home, answers, state)
+            )
+
+        name = self._descriptor.name
+        result = await server._answerer.run(name, self.remote_name, params, ctx, send)
+        return result if isinstance(result, ToolResult) else call_output(result)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         """Leave the plan's connection; the last tool to leave closes it."""
