@@ -89,10 +89,12 @@ class Answerer:
     Args:
         server: the server's name.
         requests: the handlers.
+        protocol: the server's ``protocol`` option.
     """
 
-    def __init__(self, server: str, requests: McpRequests) -> None:
+    def __init__(self, server: str, requests: McpRequests, protocol: str = "legacy") -> None:
         self.server = server
+        self.protocol = protocol
         self.requests = requests
         self.logger = logging.getLogger(f"toolcycle.mcp.{server}")
         self.watching = any(
@@ -104,9 +106,15 @@ class Answerer:
     # -- the session's callbacks (legacy era; logging in both) --------------------------------
 
     def session_options(self) -> dict[str, Any]:
-        """The ClientSession callbacks: only those with a handler, so capabilities are honest."""
+        """The ClientSession callbacks: only those with a handler, so capabilities are honest.
+
+        Elicitation is declared in the 2026-07-28 era even without a handler:
+        there a question nobody answers now defers the call, which is an answer.
+        """
         options: dict[str, Any] = {"logging_callback": self._on_log}
-        if self.requests.on_elicit is not None:
+        if self.protocol != "legacy":
+            options["log_level"] = "info"  # the new era sends logs only to a client that asks
+        if self.requests.on_elicit is not None or self.protocol != "legacy":
             options["elicitation_callback"] = self._legacy_elicit
         if self.requests.on_sample is not None:
             options["sampling_callback"] = self._legacy_sample

@@ -182,7 +182,7 @@ class McpServer:
         handlers = (requests or McpRequests()).with_overrides(
             on_elicit=on_elicit, on_sample=on_sample, roots=roots, on_log=on_log
         )
-        self._answerer = Answerer(name, handlers)
+        self._answerer = Answerer(name, handlers, protocol)
         self.protocol = protocol
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
