@@ -215,7 +215,7 @@ def test_a_legacy_handler_that_defers_cancels_the_question_with_a_warning(caplog
 
 def test_a_server_that_keeps_asking_fails_the_call_after_max_rounds() -> None:
     """The retry loop is bounded: past max_rounds the call fails, naming the server."""
-    answer = lambda question, call: ElicitAnswer.accept()  # noqa: E731
+    answer = lambda question, call: ElicitAnswer.accept()
     with _runtime() as runtime:
         handlers = McpRequests(on_elicit=answer, max_rounds=3)
         runtime.register_source(McpServer.in_process(build(), protocol="auto", requests=handlers))
@@ -353,3 +353,34 @@ def test_a_deferred_question_is_answered_and_resumed_in_another_process() -> Non
         with runtime.plan() as ctx:
             result = runtime.resume(pending, ElicitAnswer.accept(PERSON).decision(), ctx)
     assert result.output == {"result": "hello Ann, 37"}
+
+
+def test_a_handler_answer_that_breaks_the_schema_fails_the_call() -> None:
+    """A handler's accepted content is checked like a person's; a bad one fails the call."""
+    bad = lambda question, call: _later(ElicitAnswer.accept({"name": 1}))
+    with _runtime() as runtime:
+        runtime.register_source(McpServer.in_process(build(), protocol="auto", on_elicit=bad))
+        with runtime.plan() as ctx:
+            result = runtime.execute("greet", {}, ctx)
+    assert not result.success and "on_elicit answer to MCP server 'asking' was refused" in (
+        result.error or ""
+    )
+
+
+async def _later(answer: ElicitAnswer) -> ElicitAnswer:
+    return answer
+
+
+def test_a_resume_whose_reply_is_not_an_answer_asks_again() -> None:
+    """A reply that is neither accept, decline nor cancel leaves the call pending."""
+    with _runtime() as runtime:
+        runtime.register_source(McpServer.in_process(build(), protocol="auto"))
+        with runtime.plan() as ctx:
+            pending = runtime.execute("greet", {}, ctx).pending
+            assert pending is not None
+            again = runtime.resume(
+                pending, ApprovalDecision.approve(reply={"action": "maybe"}), ctx
+            )
+    assert again.error_type == ELICITATION_PENDING and "'maybe' is not an answer" in (
+        again.error or ""
+    )

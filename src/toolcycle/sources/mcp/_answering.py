@@ -23,7 +23,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolcycle import PendingApproval, ToolResult, current_resumption
 from toolcycle.approvals import fingerprint
@@ -343,11 +342,6 @@ class Answerer:
             if isinstance(root, Root)
         ]
         return mcp_types.ListRootsResult(roots=roots)
-
-
-def is_modern(version: str | None) -> bool:
-    """Whether a negotiated protocol version is of the 2026-07-28 era."""
-    return version in MODERN_PROTOCOL_VERSIONS
 
 
 async def _invoke(handler: Callable[..., Any], *args: Any) -> Any:
