@@ -38,7 +38,8 @@ from toolcycle.sources.mcp import (
     SamplingAnswer,
     SamplingRequest,
 )
-from toolcycle.sources.mcp._answering import Answerer, _elicit_result, _sampling
+from toolcycle.sources.mcp._answering import Answerer
+from toolcycle.sources.mcp._translate import elicit_result, sampling_of
 
 from .asking_server import build
 
@@ -286,12 +287,12 @@ def test_translations_keep_every_sampling_field_and_drop_content_outside_form_mo
         stop_sequences=["."],
         model_preferences=types.ModelPreferences(speed_priority=1.0),
     )
-    request = _sampling(params)
+    request = sampling_of(params)
     assert request.messages[0] == {"role": "user", "text": "hi"}
     assert request.messages[1]["content"]["mimeType"] == "image/png"
     assert request.stop_sequences == (".",) and request.model_preferences == {"speedPriority": 1.0}
     url = Elicitation("go", mode="url", url="https://x.invalid")
-    assert _elicit_result(ElicitAnswer.accept({"a": 1}), url).content is None
+    assert elicit_result(ElicitAnswer.accept({"a": 1}), url).content is None
     answerer = Answerer("s", McpRequests(on_elicit=_answer))
     assert answerer._latest() == RequestContext("s")
 

@@ -34,7 +34,12 @@ from toolcycle.sources.mcp._requests import (
     RequestContext,
     Root,
     SamplingAnswer,
-    SamplingRequest,
+)
+from toolcycle.sources.mcp._translate import (
+    elicit_result,
+    elicitation_of,
+    question_json,
+    sampling_of,
 )
 from toolcycle.validation import SchemaCompiler
 
@@ -141,7 +146,7 @@ class Answerer:
     async def _legacy_elicit(
         self, _: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
-        question = _elicitation(params)
+        question = elicitation_of(params)
         answer = await self._ask(question, self._latest())
         if answer.action == "defer":
             # The legacy session cannot outlive the call: the server hears a cancel.
@@ -151,7 +156,7 @@ class Answerer:
                 question.message,
             )
             return mcp_types.ElicitResult(action="cancel")
-        return _elicit_result(answer, question)
+        return elicit_result(answer, question)
 
     async def _legacy_sample(
         self, _: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
@@ -177,9 +182,13 @@ class Answerer:
             McpCallError: the server asked for input past ``max_rounds``, or for
                 something no handler answers.
         """
-        call = RequestContext(
-            self.server, tool_name, ctx.call_id, ctx, ctx.call_token, era="2026-07-28"
-        )
+        if not self.watching and current_resumption() is None:
+            # Nothing to answer for yet: no context made (and no call token) unless asked.
+            first = await send(None, None)
+            if not isinstance(first, mcp_types.InputRequiredResult):
+                return first
+            return await self._run(self._context(tool_name, ctx), remote, params, send, first)
+        call = self._context(tool_name, ctx)
         if self.watching:
             self.active.append(call)
         try:
@@ -188,9 +197,22 @@ class Answerer:
             if self.watching:
                 self.active.remove(call)
 
+    def _context(self, tool_name: str, ctx: ToolExecutionContext) -> RequestContext:
+        return RequestContext(
+            self.server, tool_name, ctx.call_id, ctx, ctx.call_token, era="2026-07-28"
+        )
+
     async def _run(
-        self, call: RequestContext, remote: str, params: dict[str, Any], send: Send
+        self,
+        call: RequestContext,
+        remote: str,
+        params: dict[str, Any],
+        send: Send,
+        first: mcp_types.InputRequiredResult | None = None,
     ) -> mcp_types.CallToolResult | ToolResult:
+        """The call's rounds, from ``first`` if it was sent already."""
+        if first is not None:
+            return await self._rounds(call, remote, params, send, first)
         answered: dict[str, Any] = {}
         state: str | None = None
         resumed = current_resumption()
@@ -204,11 +226,20 @@ class Answerer:
                 # The person may answer again: a new pending call with the same question.
                 return self._pending(call, remote, params, request, problem)
             answered = dict(request["answered"])
-            answered[request["key"]] = _elicit_result(answer, question).model_dump(
+            answered[request["key"]] = elicit_result(answer, question).model_dump(
                 mode="json", by_alias=True, exclude_none=True
             )
             state = request["state"]
-        result = await send(answered or None, state)
+        return await self._rounds(call, remote, params, send, await send(answered or None, state))
+
+    async def _rounds(
+        self,
+        call: RequestContext,
+        remote: str,
+        params: dict[str, Any],
+        send: Send,
+        result: mcp_types.CallToolResult | mcp_types.InputRequiredResult,
+    ) -> mcp_types.CallToolResult | ToolResult:
         rounds = 0
         while isinstance(result, mcp_types.InputRequiredResult):
             rounds += 1
@@ -229,7 +260,7 @@ class Answerer:
                     "server": self.server,
                     "tool": remote,
                     "key": deferred.key,
-                    "question": _question_json(deferred.question),
+                    "question": question_json(deferred.question),
                     "answered": deferred.answered,
                     "state": result.request_state,
                 }
@@ -244,7 +275,7 @@ class Answerer:
         answered: dict[str, Any] = {}
         for key, request in asked.items():
             if isinstance(request, mcp_types.ElicitRequest):
-                question = _elicitation(request.params)
+                question = elicitation_of(request.params)
                 answer = await self._ask(question, call)
                 if answer.action == "defer":
                     raise _Deferred(key, question, answer.reason, answered)
@@ -255,7 +286,7 @@ class Answerer:
                         f"{problem}",
                         code=mcp_types.INVALID_PARAMS,
                     )
-                response: Any = _elicit_result(answer, question)
+                response: Any = elicit_result(answer, question)
             elif isinstance(request, mcp_types.CreateMessageRequest):
                 response = await self._sample(request.params, call)
             else:
@@ -319,7 +350,7 @@ class Answerer:
                 message=f"sampling was declined: the client of MCP server {self.server!r} has "
                 "no model for it (the host gave no on_sample handler)",
             )
-        answer = await _invoke(handler, _sampling(params), call)
+        answer = await _invoke(handler, sampling_of(params), call)
         if not isinstance(answer, SamplingAnswer):
             return mcp_types.ErrorData(
                 code=mcp_types.INTERNAL_ERROR,
@@ -362,22 +393,6 @@ def _report(call: RequestContext, round_: int, asked: dict[str, mcp_types.InputR
     call.plan.progress_reporter()(round_, None, f"input round {round_}: {kinds}")
 
 
-def _elicitation(params: mcp_types.ElicitRequestParams) -> Elicitation:
-    if isinstance(params, mcp_types.ElicitRequestURLParams):
-        return Elicitation(params.message, None, "url", params.url, params.elicitation_id)
-    return Elicitation(params.message, dict(params.requested_schema), "form")
-
-
-def _question_json(question: Elicitation) -> dict[str, Any]:
-    return {
-        "message": question.message,
-        "schema": question.schema,
-        "mode": question.mode,
-        "url": question.url,
-        "elicitation_id": question.elicitation_id,
-    }
-
-
 def _problem(answer: ElicitAnswer, question: Elicitation) -> str | None:
     """What is wrong with an answer, or None: accepted content must satisfy the schema."""
     if answer.action not in ("accept", "decline", "cancel"):
@@ -388,31 +403,3 @@ def _problem(answer: ElicitAnswer, question: Elicitation) -> str | None:
     if verdict.valid:
         return None
     return "the answer does not match the requested schema:\n" + verdict.summary()
-
-
-def _elicit_result(answer: ElicitAnswer, question: Elicitation) -> mcp_types.ElicitResult:
-    content = answer.content if answer.action == "accept" and question.mode == "form" else None
-    return mcp_types.ElicitResult(action=answer.action, content=content)  # type: ignore[arg-type]
-
-
-def _sampling(params: mcp_types.CreateMessageRequestParams) -> SamplingRequest:
-    messages: list[dict[str, Any]] = []
-    for message in params.messages:
-        blocks = message.content if isinstance(message.content, list) else [message.content]
-        for block in blocks:
-            if isinstance(block, mcp_types.TextContent):
-                messages.append({"role": message.role, "text": block.text})
-            else:
-                dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
-                messages.append({"role": message.role, "content": dumped})
-    preferences = params.model_preferences
-    return SamplingRequest(
-        messages=tuple(messages),
-        max_tokens=params.max_tokens,
-        system_prompt=params.system_prompt,
-        temperature=params.temperature,
-        stop_sequences=tuple(params.stop_sequences or ()),
-        model_preferences=None
-        if preferences is None
-        else preferences.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
