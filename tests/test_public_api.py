@@ -27,6 +27,7 @@ EXPECTED = {
     "ToolReturn",
     "ApprovalRecord",
     "ApprovalRequest",
+    "Resumption",
     "AsyncFunctionTool",
     "BoundResource",
     "CachePolicy",
@@ -91,6 +92,7 @@ EXPECTED = {
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "current_resumption",
     "tool",
     "wrap",
 }

@@ -9,7 +9,7 @@ and tracing every call.
 from __future__ import annotations
 
 from toolcycle._version import __version__
-from toolcycle.approvals import ApprovalDecision, ApprovalRequest
+from toolcycle.approvals import ApprovalDecision, ApprovalRequest, Resumption, current_resumption
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
@@ -98,6 +98,7 @@ __all__ = [
     "RedactionPolicy",
     "ResourceLink",
     "ResultCache",
+    "Resumption",
     "RetryAttempt",
     "RetryPolicy",
     "RollbackConflictError",
@@ -143,6 +144,7 @@ __all__ = [
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "current_resumption",
     "tool",
     "wrap",
 ]

@@ -224,7 +224,7 @@ class ToolExecutionContext:
 
     @property
     def call_id(self) -> str | None:
-        """The id of this plan's call running in this thread or task; None outside one."""
+        """The runtime's id of this plan's call running in this thread or task; None outside one."""
         scope = _call_scope.get()
         if scope is None or scope.record is None or scope.plan_token is not self.cancellation_token:
             return None

@@ -315,6 +315,10 @@ class PendingApproval(BaseModel):
     call: ToolCall | None = None
     """The model's tool call, when it came through ``runtime.call`` (secrets masked),
     so that the resumed result can answer it."""
+    request: dict[str, Any] | None = None
+    """Set when the tool itself deferred the call to ask a question (an MCP server's
+    elicitation, say): the question, as plain JSON. Resume with the answer in
+    ``ApprovalDecision.approve(reply=...)``."""
 
 
 class ToolResult(BaseModel):

@@ -287,3 +287,34 @@ async def mcp_credentials_usage() -> None:
     stores: list[TokenStorage] = [MemoryTokenStorage(), FileTokenStorage("tokens.json")]
     assert_type(await stores[0].get_tokens() is None, bool)
     assert_type(McpAuthError("refused", server="s").status, int)
+
+
+def mcp_requests_usage() -> None:
+    from toolcycle import Resumption, current_resumption
+    from toolcycle.sources.mcp import (
+        ElicitAnswer,
+        Elicitation,
+        McpRequests,
+        McpServer,
+        RequestContext,
+        Root,
+        SamplingAnswer,
+        SamplingRequest,
+    )
+
+    def ask(question: Elicitation, call: RequestContext) -> ElicitAnswer:
+        return ElicitAnswer.defer() if question.mode == "url" else ElicitAnswer.accept({})
+
+    async def sample(request: SamplingRequest, call: RequestContext) -> SamplingAnswer:
+        return SamplingAnswer(text=str(request.max_tokens), model="m")
+
+    shared = McpRequests(on_elicit=ask, on_sample=sample, roots=[Root("file:///tmp")])
+    server = McpServer.stdio("server", protocol="auto", requests=shared)
+    assert_type(server, McpServer)
+    assert_type(current_resumption(), Resumption | None)
+    with ToolRuntime() as runtime, runtime.plan() as ctx:
+        result = runtime.execute("greet", {}, ctx)
+        if result.pending is not None:
+            assert_type(result.pending.request, dict[str, Any] | None)
+            runtime.resume(result.pending, ElicitAnswer.cancel().decision(), ctx)
+        assert_type(ctx.call_id, str | None)

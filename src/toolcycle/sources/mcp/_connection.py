@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import anyio
 import mcp_types
 from mcp.client import ClientSession
+from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._direct import InProcess
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from mcp.client import IncomingMessage
     from mcp.client._transport import TransportStreams
 
+    from toolcycle.sources.mcp._answering import Answerer
     from toolcycle.sources.mcp._stdio import StdioProcess
 
 __all__ = ["Connection", "Endpoint"]
@@ -44,6 +47,9 @@ SHUTDOWN_DEADLINE = STDIN_GRACE + TERM_GRACE + KILL_GRACE + 2.0
 # How long a failed call waits for the transport to say why the server went away.
 _FAULT_WAIT = 1.5
 _CLIENT_INFO = mcp_types.Implementation(name="toolcycle", version="0")
+_CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
+    mcp_types.CallToolResult | mcp_types.InputRequiredResult
+)
 
 
 class Endpoint(Protocol):
@@ -59,8 +65,17 @@ class Endpoint(Protocol):
 class Connection:
     """A live session with one server; all methods run on the loop that opened it."""
 
-    def __init__(self, endpoint: Endpoint, name: str, on_list_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        on_list_changed: Callable[[], None],
+        answerer: Answerer | None = None,
+        protocol: str = "legacy",
+    ) -> None:
         self.name = name
+        self._answerer = answerer
+        self._protocol = protocol
         self._endpoint = endpoint
         self._on_list_changed = on_list_changed
         self._session: ClientSession | None = None
@@ -114,19 +129,27 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 endpoint = self._endpoint
+                options = self._answerer.session_options() if self._answerer else {}
                 if isinstance(endpoint, InProcess) and endpoint.direct:
                     session = await endpoint.open_session(
-                        stack, self._on_message, _CLIENT_INFO, self._on_list_changed
+                        stack, self._on_message, _CLIENT_INFO, self._on_list_changed, options
                     )
                 else:
                     transport, self._process = endpoint.streams(self._mark_lost)
                     self._vet = getattr(transport, "vet", None)
                     read, write = await stack.enter_async_context(transport)
                     session = ClientSession(
-                        read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        client_info=_CLIENT_INFO,
+                        **options,
                     )
                     await stack.enter_async_context(session)
-                    await session.initialize()
+                    if self._protocol == "legacy":
+                        await session.initialize()
+                    else:  # the 2026-07-28 era if the server speaks it, else the handshake
+                        await negotiate_auto(session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -176,8 +199,13 @@ class Connection:
         arguments: dict[str, Any],
         on_progress: Callable[[float, float | None, str | None], None],
         meta: dict[str, Any] | None = None,
-    ) -> mcp_types.CallToolResult:
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         """Send one ``tools/call`` with ``meta`` as its ``_meta``; cancelling the caller cancels it.
+
+        ``input_responses`` and ``request_state`` retry a call that came back
+        asking for input (2026-07-28 era), which is then what it may return.
 
         Raises:
             McpServerError: the connection is lost (it is then marked broken).
@@ -196,12 +224,14 @@ class Connection:
                 arguments=arguments,
                 # An open map in the SDK's types; the keys are checked in _meta.
                 _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+                input_responses=input_responses,
+                request_state=request_state,
             )
         )
         try:
-            return await session.send_request(
-                request, mcp_types.CallToolResult, progress_callback=forward
-            )
+            # Only the 2026-07-28 era can answer with InputRequiredResult.
+            kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
+            return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
             raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 

@@ -73,8 +73,12 @@ class InProcess:
         on_message: MessageHandlerFnT,
         client_info: mcp_types.Implementation,
         on_list_changed: Callable[[], None],
+        options: Mapping[str, Any] | None = None,
     ) -> ClientSession:
         """Serve the server on a direct dispatcher pair and return a negotiated session.
+
+        ``options`` are more keyword arguments of the `ClientSession` (the callbacks
+        that answer the server's requests).
 
         Everything entered is left by ``stack``, in the task that entered it.
         """
@@ -87,7 +91,10 @@ class InProcess:
         stack.callback(server_side.close)
         await group.start(server_side.run, modern_on_request(server, lifespan_state), _no_notify)
         session = ClientSession(
-            dispatcher=client_side, message_handler=on_message, client_info=client_info
+            dispatcher=client_side,
+            message_handler=on_message,
+            client_info=client_info,
+            **(options or {}),
         )
         await stack.enter_async_context(session)
         await negotiate_auto(session)

@@ -25,14 +25,16 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolcycle import ToolActivationError
+from toolcycle import ToolActivationError, ToolResult
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
+from toolcycle.sources.mcp._answering import Answerer
 from toolcycle.sources.mcp._auth import HttpEndpoint
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
 from toolcycle.sources.mcp._direct import InProcess, Mode
 from toolcycle.sources.mcp._meta import call_meta
+from toolcycle.sources.mcp._requests import McpRequests
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
 if TYPE_CHECKING:
@@ -47,6 +49,12 @@ if TYPE_CHECKING:
     from toolcycle.sources.mcp._auth import CredentialsResolver
     from toolcycle.sources.mcp._connection import Endpoint
     from toolcycle.sources.mcp._meta import MetaResolver
+    from toolcycle.sources.mcp._requests import (
+        ElicitHandler,
+        LogHandler,
+        RootsSource,
+        SampleHandler,
+    )
 
 __all__ = ["McpServer", "McpTool"]
 
@@ -117,6 +125,14 @@ class McpServer:
         meta: called with an `McpCallInfo` before each call; the mapping it
             returns goes into the request's ``_meta`` beside the caller's trace
             context (see ``_meta``).
+        protocol: ``"legacy"`` (the initialize handshake) or ``"auto"`` (the
+            2026-07-28 era when the server speaks it, else the handshake). None:
+            ``"legacy"`` over stdio and HTTP; an in-process server in
+            ``mode="auto"`` always speaks its own era, as with the SDK's ``Client``.
+        requests: handlers for what servers ask during a call, shared by
+            several servers (`McpRequests`); the next four win over it.
+        on_elicit, on_sample, roots, on_log: see `McpRequests` and
+            docs/sources/mcp.md.
     """
 
     skip_invalid_schemas = True
@@ -134,7 +150,29 @@ class McpServer:
         scope: Scope = "plan",
         defer_loading: bool = False,
         meta: MetaResolver | None = None,
+        protocol: Literal["legacy", "auto"] | None = None,
+        requests: McpRequests | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        roots: RootsSource | None = None,
+        on_log: LogHandler | None = None,
     ) -> None:
+        if protocol not in (None, "legacy", "auto"):
+            raise ValueError(f"protocol must be 'legacy' or 'auto', got {protocol!r}")
+        handlers = (requests or McpRequests()).with_overrides(
+            on_elicit=on_elicit, on_sample=on_sample, roots=roots, on_log=on_log
+        )
+        if getattr(endpoint, "direct", False):
+            if protocol == "legacy":
+                raise ValueError(
+                    "protocol='legacy' needs the initialize handshake, which an in-process "
+                    "server in mode='auto' does not do: pass mode='legacy' too, or drop protocol"
+                )
+            protocol = "auto"  # driven as the SDK's Client: the server's own era, always
+        elif protocol is None:
+            protocol = "legacy"  # stdio and HTTP: the handshake unless asked otherwise
+        self._answerer = Answerer(name, handlers, protocol)
+        self.protocol = protocol
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
         if timeout is not None and timeout <= 0:
@@ -221,7 +259,7 @@ class McpServer:
         server: Server[Any] | MCPServer,
         *,
         same_loop: bool = False,
-        mode: Mode = "auto",
+        mode: Mode | None = None,
         **options: Any,
     ) -> McpServer:
         """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process.
@@ -230,7 +268,9 @@ class McpServer:
         ``Client(server)`` drives it: through the direct dispatcher on the
         2026-07-28 protocol, the server's handler awaited in the calling task.
         ``mode="legacy"`` serves it over the in-memory JSON-RPC transport with
-        the ``initialize`` handshake instead (see ``_direct``).
+        the ``initialize`` handshake instead (see ``_direct``). Without ``mode``,
+        ``protocol="legacy"`` (the handshake era) picks ``"legacy"``, anything
+        else ``"auto"``.
 
         With ``same_loop=True``, a plan's connection (and so the server's own
         code) runs on the event loop of the async caller whose activation opens
@@ -240,6 +280,8 @@ class McpServer:
         thread. Needs ``scope="plan"``.
         """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
+        if mode is None:
+            mode = "legacy" if options.get("protocol") == "legacy" else "auto"
         if mode not in ("auto", "legacy"):
             raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
         return cls(InProcess(server, same_loop, mode), **options)
@@ -306,12 +348,15 @@ class McpServer:
         )
         if live is not None:
             return await live.list_tools()
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        connection = self._connection(self._endpoint)
         try:
             await connection.open(None)
             return await connection.list_tools()
         finally:
             await asyncio.shield(connection.close())
+
+    def _connection(self, endpoint: Endpoint) -> Connection:
+        return Connection(endpoint, self.name, self._stale_marker(), self._answerer, self.protocol)
 
     def _stale_marker(self) -> Callable[[], None]:
         # Weak, so that a live connection does not keep its server alive: an
@@ -454,7 +499,7 @@ class McpServer:
         return connection
 
     async def _open(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> Connection:
-        connection = Connection(endpoint, self.name, self._stale_marker())
+        connection = self._connection(endpoint)
         # The caller that asked for it awaits this, so its loop is free to run the open.
         await _loop.hop(connection.open(self.startup_timeout), home)
         return connection
@@ -481,6 +526,7 @@ class McpServer:
         report: Callable[[float, float | None, str | None], None],
         caller: asyncio.AbstractEventLoop | None,
         meta: dict[str, Any] | None = None,
+        *answers: Any,
     ) -> Any:
         """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
 
@@ -510,7 +556,7 @@ class McpServer:
                 share.retired[ctx.plan_id] = error
             raise
         # On a caller's loop, that caller is awaiting this, so its loop is free.
-        call = connection.call(remote, arguments, report, meta)
+        call = connection.call(remote, arguments, report, meta, *answers)
         return await _loop.hop(call, connection.loop)
 
     def _elsewhere(self, plan_id: str) -> McpServerError:
@@ -628,14 +674,19 @@ class McpTool:
         server = self.server
         # Here, in the caller's task, where its current span and context are.
         meta = call_meta(server.meta, server.name, self.remote_name, ctx)
-        connection = server._here(ctx)
-        if connection is not None:  # same_loop, and this is its loop: no thread to cross
-            result = await connection.call(self.remote_name, params, report, meta)
-        else:
+
+        async def send(answers: dict[str, Any] | None, state: str | None) -> Any:
+            connection = server._here(ctx)
+            if connection is not None:  # same_loop, and this is its loop: no thread to cross
+                return await connection.call(self.remote_name, params, report, meta, answers, state)
             home = server._caller_home()
-            call = server._call(ctx, self.remote_name, params, report, home, meta)
-            result = await _loop.hop(call)
-        return call_output(result)
+            return await _loop.hop(
+                server._call(ctx, self.remote_name, params, report, home, meta, answers, state)
+            )
+
+        name = self._descriptor.name
+        result = await server._answerer.run(name, self.remote_name, params, ctx, send)
+        return result if isinstance(result, ToolResult) else call_output(result)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         """Leave the plan's connection; the last tool to leave closes it."""
