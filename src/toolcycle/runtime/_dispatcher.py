@@ -14,7 +14,7 @@ from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
 from toolcycle.agent._dispatch import refusal
-from toolcycle.agent._names import FORMATS, resolve
+from toolcycle.agent._names import FORMATS, ProviderNames
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
@@ -63,6 +63,7 @@ class Dispatcher:
         self._settings = settings
         self._limits = limits
         self._search = ToolSearch(catalog, steps)
+        self._names = ProviderNames()  # an unknown name's way back, per format
 
     def tool_definitions(
         self,
@@ -186,7 +187,8 @@ class Dispatcher:
         if name not in self._catalog.entries:
             if name == SEARCH_TOOL:  # before resolve, which tries every registered name
                 return self._search.answer(call, ctx)
-            name = resolve(call.name, call.format, self._catalog.names())
+            catalog = self._catalog
+            name = self._names.resolve(call.name, call.format, catalog.generation, catalog.names)
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
