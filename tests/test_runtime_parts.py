@@ -30,7 +30,6 @@ class RecordingRunner:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> ToolResult:
         assert answers is not None and answers.id == tool_call_id
         self.calls.append((name, dict(params), tool_call_id, refuse))
@@ -49,7 +48,6 @@ class RecordingRunner:
         refuse: bool = False,
         answers: ToolCall | None = None,
         progress: Callable[[ProgressEvent], object] | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> ToolResult:
         return self.execute(
             name, params, ctx, timeout, idle_timeout, tool_call_id, refuse=refuse, answers=answers

@@ -91,15 +91,7 @@ class Dispatcher:
             return prepared
         call, name, arguments = prepared
         result = self._runner.execute(
-            name,
-            arguments,
-            ctx,
-            timeout,
-            idle_timeout,
-            call.id,
-            refuse=True,
-            answers=call,
-            revealed=self._revealing(name, ctx),
+            name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
         )
         return result if result.call is call else _answering(result, call)
 
@@ -173,7 +165,6 @@ class Dispatcher:
             refuse=True,
             answers=call,
             progress=progress,
-            revealed=self._revealing(name, ctx),
         )
         return result if result.call is call else _answering(result, call)
 
@@ -212,20 +203,6 @@ class Dispatcher:
                 depth = self._limits.max_instance_depth
                 arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
         return self._masked(call, name), name, arguments
-
-    def _revealing(self, name: str, ctx: ToolExecutionContext) -> tuple[str, ...]:
-        """Reveal a deferred tool the model called by name; the call's trace records it.
-
-        The model knew the tool, so the plan shows it in full from now on. Only the
-        call that revealed it records it, as a search records what it found.
-        """
-        entry = self._catalog.entries.get(name)
-        if entry is None or not entry.descriptor.defer_loading:
-            return ()
-        if not isinstance(ctx, ToolExecutionContext) or name in ctx.revealed_tools:
-            return ()
-        ctx.reveal_tools((name,))
-        return (name,)
 
     def _masked(self, call: ToolCall, name: str) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced.

@@ -76,20 +76,16 @@ class CallPipeline:
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> ToolResult:
         """Run one call; with ``refuse``, a refusal (`REFUSED`) becomes a failed result.
 
         That result carries the refusal's trace: ``call`` answers the model with it.
         A successful run's result carries ``answers``, the model's call it answers.
-        ``revealed`` is what the call revealed, for its trace.
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
-        if revealed:
-            call.record.revealed = revealed
         if call.observer is None and not refuse:
             return self._run(call, params, timeout, idle_timeout)
         try:
@@ -118,7 +114,6 @@ class CallPipeline:
         refuse: bool = False,
         answers: ToolCall | None = None,
         progress: Callable[[ProgressEvent], object] | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> Coroutine[Any, Any, ToolResult]:
         """Async twin of `execute`: the coroutine to await for the result.
 
@@ -130,8 +125,6 @@ class CallPipeline:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
-        if revealed:
-            call.record.revealed = revealed
         if progress is not None:
             call.record.listen(progress)
         if call.observer is None and not refuse:

@@ -321,12 +321,10 @@ class Runner(Protocol):
         *,
         refuse: bool = False,
         answers: ToolCall | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> ToolResult:
         """Run the call; with ``refuse``, a refusal comes back as a failed result.
 
         A result that answers ``answers`` may carry it already (see `Dispatcher`).
-        ``revealed`` names the deferred tool the call revealed, for its trace.
         """
         ...
 
@@ -343,7 +341,6 @@ class Runner(Protocol):
         refuse: bool = False,
         answers: ToolCall | None = None,
         progress: Callable[[ProgressEvent], object] | None = None,
-        revealed: tuple[str, ...] = (),
     ) -> ToolResult:
         """Async twin of `execute`; ``progress`` hears the call's progress reports."""
         ...
