@@ -1,8 +1,8 @@
 """Instructions per warm call, counted by valgrind: is an unused feature free?
 
 Timings on a shared machine move by several percent from run to run; the number of
-instructions a call executes does not (with a fixed ``PYTHONHASHSEED``, it moves by a
-fraction of a percent). This script counts them with valgrind's callgrind tool for:
+instructions a call executes hardly does (with a fixed ``PYTHONHASHSEED``, by up to
+about half a percent). This script counts them with valgrind's callgrind tool for:
 
 - a warm ``execute`` of a plain sync tool, ``aexecute`` and ``acall`` (an OpenAI
   tool call) of a plain async tool, with no cache, guardrail, retry policy, search
