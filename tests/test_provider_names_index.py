@@ -68,3 +68,8 @@ def test_a_tool_registered_after_an_unknown_name_is_found_by_its_provider_name()
         assert runtime.call(call, ctx).output == "notes"
         runtime.unregister("notes.read")
         assert runtime.call(call, ctx).error_type == "ToolNotFoundError"
+
+
+def test_resolve_takes_a_registered_name_as_it_is() -> None:
+    """A name that is registered resolves to itself, in any format."""
+    assert resolve("notes.save", "openai", ["notes.save"]) == "notes.save"
