@@ -254,7 +254,8 @@ class ToolExecutionTrace(BaseModel):
     guardrails: tuple[GuardrailRecord, ...] = ()
     """Each guardrail's decision, in the order they ran; empty when none ran."""
     revealed_tools: tuple[str, ...] = ()
-    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan."""
+    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan;
+    for a model's call of a deferred tool not yet revealed, that tool."""
     content_kinds: tuple[str, ...] = ()
     """The kind of each content part the result shows the model, in order
     (``"text"``, ``"image"``, ``"audio"``, ``"file"``, ``"resource_link"``)."""

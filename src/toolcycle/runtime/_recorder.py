@@ -83,7 +83,7 @@ class CallRecord:
         self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
-        self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
