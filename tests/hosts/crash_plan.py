@@ -11,6 +11,7 @@ name to FOLDER/runs, so the test counts what ran.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,9 @@ version = "v1" if MODE == "start" else sys.argv[3]
 DBOS(
     config=DBOSConfig(
         name="crash-plan",
-        system_database_url=f"sqlite:///{FOLDER}/system.sqlite",
+        # SQLite in FOLDER unless the test gives a PostgreSQL server.
+        system_database_url=os.environ.get("CRASH_PLAN_DATABASE_URL")
+        or f"sqlite:///{FOLDER}/system.sqlite",
         application_version=version,
     )
 )

@@ -205,9 +205,7 @@ def test_completed_calls_return_their_recorded_results_without_running_again() -
     assert second[-1] == {"plan_changes": ["card:5"]}
 
 
-def test_a_call_that_was_running_is_reported_interrupted_when_its_tool_is_not_idempotent() -> (
-    None
-):
+def test_a_call_that_was_running_is_reported_interrupted_when_its_tool_is_not_idempotent() -> None:
     """Marker recorded, result not: the resumed call fails with ToolInterruptedError, unrun."""
     _run("wf-cut", ["add", "charge"])
     forked = DBOS.fork_workflow("wf-cut", _step("wf-cut", "toolcycle:charge"))
@@ -216,7 +214,9 @@ def test_a_call_that_was_running_is_reported_interrupted_when_its_tool_is_not_id
     assert out[1]["error_type"] == "ToolInterruptedError" and out[1]["status"] == "error"
     assert out[-1] == {"plan_changes": []}
     # The interrupted result is recorded in turn: a second resume gives it back.
-    again = DBOS.fork_workflow(forked.workflow_id, _step(forked.workflow_id, "toolcycle:charge") + 1)
+    again = DBOS.fork_workflow(
+        forked.workflow_id, _step(forked.workflow_id, "toolcycle:charge") + 1
+    )
     assert again.get_result()[1]["error_type"] == "ToolInterruptedError"
     assert RUNS["charge"] == 1
 
@@ -255,7 +255,7 @@ def test_the_live_result_keeps_its_exception_and_the_recorded_one_drops_it() -> 
 
 
 def test_an_async_plan_records_and_replays_its_calls() -> None:
-    """aplan and aexecute go through the same steps, awaited on the caller's loop."""
+    """An async plan (aplan, aexecute) goes through the same steps, awaited on the caller's loop."""
 
     async def main() -> tuple[list[Any], list[Any]]:
         with SetWorkflowID("wf-async"):

@@ -182,5 +182,3 @@ def _replayed(ctx: ToolExecutionContext, recorded: ToolResult) -> ToolResult:
     for change in recorded.changes:
         ctx.record_change(change)
     return recorded
-
-

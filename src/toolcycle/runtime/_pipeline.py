@@ -94,7 +94,10 @@ class CallPipeline:
                 result = self._run(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
                 result = run_durably(
-                    self._steps, ctx.durable, call, lambda: self._run(call, params, timeout, idle_timeout)
+                    self._steps,
+                    ctx.durable,
+                    call,
+                    lambda: self._run(call, params, timeout, idle_timeout),
                 )
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
@@ -152,7 +155,10 @@ class CallPipeline:
                 result = await self._arun(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
                 result = await arun_durably(
-                    self._steps, engine, call, lambda: self._arun(call, params, timeout, idle_timeout)
+                    self._steps,
+                    engine,
+                    call,
+                    lambda: self._arun(call, params, timeout, idle_timeout),
                 )
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
