@@ -264,3 +264,24 @@ async def openai_agents_approval_usage() -> None:
             for item in first.interruptions:
                 assert_type(item, ToolApprovalItem)
                 assert_type(await reject(runtime, ctx, state, item, "not now"), ToolResult)
+
+
+def durable_plan_usage() -> None:
+    from dbos import DBOS
+
+    from toolcycle import ToolInterruptedError
+    from toolcycle.durable import DurablePlan
+    from toolcycle.hosts import DBOSPlan
+
+    engine: DurablePlan = DBOSPlan(prefix="orders")
+
+    @DBOS.workflow()
+    def order() -> str:
+        with ToolRuntime() as runtime, runtime.plan(durable=engine) as ctx:
+            assert_type(ctx.durable, DurablePlan | None)
+            result = runtime.execute("echo", {}, ctx)
+            assert_type(result.error_type, str | None)
+            return ctx.plan_id
+
+    assert_type(order(), str)
+    assert_type(ToolInterruptedError("x").tool_name, str | None)
