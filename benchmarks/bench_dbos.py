@@ -27,13 +27,16 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from toolcycle import NullTracer, ToolRuntime, tool
 from toolcycle.hosts import DBOSPlan
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CALLS = 50
 """Calls per workflow."""
