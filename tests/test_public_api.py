@@ -71,6 +71,7 @@ EXPECTED = {
     "ToolExecutionError",
     "ToolExecutionTrace",
     "ToolFailed",
+    "ToolInterruptedError",
     "ToolInstance",
     "ToolLifecycleCache",
     "ToolNotActivatedError",
@@ -173,7 +174,8 @@ ALLOWED = {
     "cancellation": {"errors"},
     "_confined": set(),
     "rollback": {"_confined", "models"},
-    "context": {"approvals", "cancellation", "models", "rollback"},
+    "context": {"approvals", "cancellation", "durable", "models", "rollback"},
+    "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
     "agent._approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
@@ -249,7 +251,18 @@ ALLOWED = {
     },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
+    "runtime._durable": {
+        "durable",
+        "errors",
+        "models",
+        "runtime._results",
+        "runtime._shared",
+        "runtime._steps",
+    },
+    "hosts": {"hosts._dbos"},
+    "hosts._dbos": {"context", "errors", "models"},
     "runtime._shared": {
+        "durable",
         "runtime._guardset",
         "execution._inflight",
         "execution._portal",
@@ -324,6 +337,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._pipeline": {
+        "runtime._durable",
         "runtime._guards",
         "execution._activation",
         "agent._dispatch",

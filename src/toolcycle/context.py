@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from toolcycle.approvals import ApprovalRule, Approver
+    from toolcycle.durable import DurablePlan
 
     ProgressReporter = Callable[[float, float | None, str | None], None]
 
@@ -158,6 +159,9 @@ class ToolExecutionContext:
             ``"all"``, ``"flagged"`` or a function of the descriptor; see
             `toolcycle.approvals.needs_approval`. Anything but ``"writes"``
             needs an approver.
+        durable: records each call of the plan so that a resumed plan gets
+            completed calls' results back without running them again (see
+            `toolcycle.durable`); None for a plan that is not durable.
     """
 
     plan_id: str
@@ -173,6 +177,7 @@ class ToolExecutionContext:
     idle_timeout: float | None = field(default=None, kw_only=True)
     approver: Approver | None = field(default=None, kw_only=True, repr=False)
     approval: ApprovalRule = field(default="writes", kw_only=True)
+    durable: DurablePlan | None = field(default=None, kw_only=True, repr=False)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)

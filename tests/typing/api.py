@@ -318,3 +318,24 @@ def mcp_requests_usage() -> None:
             assert_type(result.pending.request, dict[str, Any] | None)
             runtime.resume(result.pending, ElicitAnswer.cancel().decision(), ctx)
         assert_type(ctx.call_id, str | None)
+
+
+def durable_plan_usage() -> None:
+    from dbos import DBOS
+
+    from toolcycle import ToolInterruptedError
+    from toolcycle.durable import DurablePlan
+    from toolcycle.hosts import DBOSPlan
+
+    engine: DurablePlan = DBOSPlan(prefix="orders")
+
+    @DBOS.workflow()
+    def order() -> str:
+        with ToolRuntime() as runtime, runtime.plan(durable=engine) as ctx:
+            assert_type(ctx.durable, DurablePlan | None)
+            result = runtime.execute("echo", {}, ctx)
+            assert_type(result.error_type, str | None)
+            return ctx.plan_id
+
+    assert_type(order(), str)
+    assert_type(ToolInterruptedError("x").tool_name, str | None)

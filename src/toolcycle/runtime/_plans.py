@@ -69,6 +69,9 @@ class PlanRegistry:
         self._settings.check_open()
         self._before_plan()
         token = options.pop("cancellation_token", None)
+        durable = options.get("durable")
+        if durable is not None:  # the engine may name the plan after its workflow
+            plan_id = durable.open(plan_id)
         ctx = ToolExecutionContext(
             plan_id or f"plan-{uuid.uuid4().hex[:12]}",
             resources=tuple(options.pop("resources", ())),

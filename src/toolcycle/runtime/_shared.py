@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
     from toolcycle.context import ToolExecutionContext, _CallScope
+    from toolcycle.durable import DurablePlan
     from toolcycle.execution._inflight import Flight
     from toolcycle.instrumentation import CallObserver
     from toolcycle.models import (
@@ -74,6 +75,7 @@ class PlanOptions(TypedDict, total=False):
     idle_timeout: float | None
     approver: Approver | None
     approval: ApprovalRule
+    durable: DurablePlan | None
 
 
 # Plain slotted classes rather than dataclasses: these three are built at import
