@@ -93,12 +93,7 @@ class CallPipeline:
             if ctx.durable is None:
                 result = self._run(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
-                result = run_durably(
-                    self._steps,
-                    ctx.durable,
-                    call,
-                    lambda: self._run(call, params, timeout, idle_timeout),
-                )
+                result = self._durably(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -139,6 +134,21 @@ class CallPipeline:
         if call.observer is None and not refuse and ctx.durable is None:
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
+
+    def _durably(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        """`_run` under the plan's durable engine, which records the call or replays it."""
+        # Its own method: a closure in `execute` would make a cell of each of its
+        # variables on every call, durable or not.
+        engine = call.ctx.durable
+        assert engine is not None  # the caller checked
+        return run_durably(
+            self._steps,
+            engine,
+            call,
+            lambda: self._run(call, params, timeout, idle_timeout),
+        )
 
     async def _awatched(
         self,

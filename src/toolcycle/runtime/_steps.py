@@ -132,7 +132,7 @@ class CallSteps:
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
             self.emit(call, "denied", error=denial)
             raise
-        if descriptor.defer_loading and call.answers is not None:
+        if call.answers is not None and descriptor.defer_loading:  # a model's call only
             _reveal(call, name, ctx)
         return entry
 
