@@ -340,6 +340,7 @@ ALLOWED = {
         "runtime._durable",
         "runtime._guards",
         "execution._activation",
+        "execution._inflight",
         "agent._dispatch",
         "execution._invoke",
         "execution._portal",

@@ -234,8 +234,9 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
 _PLAIN_MORE: tuple[Any, ...] = (0, (), False, (), (), None)
 
 
-def _more(extras: Extras | None, content: tuple[tuple[str, ...], int] | None) -> tuple[Any, ...]:
+def _more(record: CallRecord, content: tuple[tuple[str, ...], int] | None) -> tuple[Any, ...]:
     """The trace values of the agent-loop features, taken when the call ends."""
+    extras = record.extras
     if extras is None:
         return (*_PLAIN_MORE[:5], content)
     return (
@@ -375,7 +376,6 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
-        extras = record.extras
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
         finished = LazyTrace(
@@ -398,7 +398,7 @@ class TraceRecorder:
                 abandoned or record.abandoned,
                 approval,
                 # One value for what only the agent-loop features set (see `Extras`).
-                None if extras is None and content is None else _more(extras, content),
+                None if record.extras is None and content is None else _more(record, content),
             ),
             error_message,
             _trace_model,
