@@ -161,16 +161,10 @@ class CallPipeline:
     ) -> ToolResult:
         """`_arun` for an observed or durable call, or one whose refusal becomes a failed result."""
         try:
-            engine = call.ctx.durable
-            if engine is None:
+            if call.ctx.durable is None:
                 result = await self._arun(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
-                result = await arun_durably(
-                    self._steps,
-                    engine,
-                    call,
-                    lambda: self._arun(call, params, timeout, idle_timeout),
-                )
+                result = await self._adurably(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -181,6 +175,19 @@ class CallPipeline:
         finally:
             if call.observer is not None:
                 self._steps.observed(call)
+
+    async def _adurably(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        """Async twin of `_durably`."""
+        engine = call.ctx.durable
+        assert engine is not None  # the caller checked
+        return await arun_durably(
+            self._steps,
+            engine,
+            call,
+            lambda: self._arun(call, params, timeout, idle_timeout),
+        )
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate ahead of the first call, after the same checks; no trace."""

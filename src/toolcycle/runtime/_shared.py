@@ -168,11 +168,13 @@ class Entry:
         retry: its policy for transient faults (idempotent tools only), or None.
         plain: neither guardrails nor a result cache: the pipeline's short path
             (a tool that needs approval leaves it too, decided per call).
+        deferred: the descriptor's ``defer_loading``, read here once.
     """
 
     __slots__ = (
         "cache",
         "coroutine",
+        "deferred",
         "descriptor",
         "guards",
         "input",
@@ -206,6 +208,7 @@ class Entry:
         self.retry = retry
         # One check on every call instead of one per feature (see runtime._pipeline).
         self.plain = cache is None and guards is None
+        self.deferred = descriptor.defer_loading
         self.instance = instance
         self.input = input
         self.output = output

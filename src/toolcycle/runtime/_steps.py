@@ -131,7 +131,7 @@ class CallSteps:
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
             self.emit(call, "denied", error=denial)
             raise
-        if call.answers is not None and entry.descriptor.defer_loading:  # a model's call only
+        if entry.deferred and call.answers is not None:  # a model's call of a deferred tool
             _reveal(call, name, ctx)
         return entry
 
