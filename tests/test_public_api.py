@@ -17,6 +17,7 @@ import toolcycle
 SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
+    "PlanHost",
     "ApprovalDecision",
     "Audio",
     "ContentPart",
@@ -283,6 +284,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
+        "protocols",
         "execution._activation",
         "execution._inflight",
         "cache",
@@ -321,8 +323,10 @@ ALLOWED = {
         "runtime._steps",
         "tracing",
     },
+    "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
         "runtime._guards",
+        "runtime._hosting",
         "execution._activation",
         "agent._dispatch",
         "execution._invoke",
@@ -398,6 +402,13 @@ ALLOWED = {
     "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
+    # Plan hosts: the public API only, and one another.
+    "hosts": {""},
+    "hosts._child": {""},
+    "hosts._process": {""},
+    "hosts._proxy": {""},
+    "hosts._tools": {""},
+    "hosts._worker": {""},
     "cli": {""},
     "_cli_tools": {""},
     "_cli_sources": {""},

@@ -45,6 +45,7 @@ class CallRecord:
         "attempts",
         "cache_hit",
         "guardrails",
+        "host",
         "plan_id",
         "plan_id",
         "progress",
@@ -89,6 +90,9 @@ class CallRecord:
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
     # read it with getattr(record, "progress_sinks", ()).
     progress_sinks: tuple[Callable[[ProgressEvent], object], ...]
+    # For a call of a plan with a host: the host's name and where it ran, read at the
+    # call's end. Unset otherwise, like progress_sinks.
+    host: Callable[[], tuple[str, str | None]]
 
     @property
     def call_id(self) -> str:
@@ -129,6 +133,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         guardrails,
         revealed,
         content,
+        placed,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -161,6 +166,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "revealed_tools": revealed,
             "content_kinds": content[0] if content is not None else (),
             "content_bytes": content[1] if content is not None else 0,
+            "host": placed[0] if placed is not None else None,
+            "host_id": placed[1] if placed is not None else None,
         },
         None,
     )
@@ -293,6 +300,7 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
+        placed = getattr(record, "host", None)
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
         finished = LazyTrace(
@@ -320,6 +328,7 @@ class TraceRecorder:
                 record.guardrails,
                 record.revealed,
                 content,
+                placed if placed is None else placed(),
             ),
             error_message,
             _trace_model,

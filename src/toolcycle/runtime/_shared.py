@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         ToolExecutionTrace,
         ToolResult,
     )
-    from toolcycle.protocols import ToolInstance
+    from toolcycle.protocols import PlanHost, ToolInstance
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._caching import CacheBinding
@@ -74,6 +74,7 @@ class PlanOptions(TypedDict, total=False):
     idle_timeout: float | None
     approver: Approver | None
     approval: ApprovalRule
+    host: PlanHost | None
 
 
 # Plain slotted classes rather than dataclasses: these three are built at import
