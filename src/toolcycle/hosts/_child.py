@@ -129,7 +129,7 @@ class Child:
             if pending is None:  # pragma: no cover - every outcome has its stage
                 continue
             try:
-                ok, value, changes = pickle.loads(rest[0])  # noqa: S301 - from our worker
+                ok, value, changes = pickle.loads(rest[0])
             except Exception as exc:
                 ok, value, changes = False, _unreadable(pending.label, exc), []
             with contextlib.suppress(concurrent.futures.InvalidStateError):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from toolcycle import ToolExecutionContext, ToolInstance
-    from toolcycle.hosts._proxy import Listener
+    from toolcycle.hosts._child import Listener
 
 __all__ = ["ProcessHost"]
 

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from toolcycle import ToolDescriptor, ToolExecutionContext, ToolInstance
-
     from toolcycle.hosts._child import Listener
 
 __all__ = ["AsyncHostedTool", "HostedTool", "Placement"]
@@ -104,7 +103,7 @@ class AsyncHostedTool(HostedTool):
         """Build the tool in the worker and activate it there."""
         await self._arun("activate", None, ctx)
 
-    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Run the call in the worker and return its output."""
         return await self._arun("execute", params, ctx)
 

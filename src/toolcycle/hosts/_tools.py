@@ -28,9 +28,9 @@ class ToolImport:
 
     Use it for a tool that does not pickle (it holds a client, a lock, a file) or
     that should be built where it runs. ``path`` is ``"package.module:attribute"``
-    (dots after the colon reach nested attributes). A callable attribute given
-    ``args`` or ``kwargs`` is called with them inside the worker; otherwise the
-    attribute itself is the tool.
+    (dots after the colon reach nested attributes). A class or a function found
+    there is called with ``args`` and ``kwargs`` inside the worker to make the
+    tool; anything else found there (a ``@tool`` function, an instance) is the tool.
 
     Args:
         path: where the tool or its factory is, ``"module:attribute"``.

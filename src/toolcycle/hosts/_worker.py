@@ -44,16 +44,16 @@ def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
     """
     kind = payload[0]
     if kind == "pickle":
-        tool: ToolInstance = pickle.loads(payload[1])  # noqa: S301 - sent by our own caller
+        tool: ToolInstance = pickle.loads(payload[1])
         return tool
     module_name, _, attribute = payload[1].partition(":")
     found: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         found = getattr(found, part)
-    if kind == "import":
-        args, kwargs = payload[2], payload[3]
-        return found(*args, **kwargs) if callable(found) and (args or kwargs) else found
-    return found  # "ref": the module's own object, by name
+    if kind == "import" and (isinstance(found, type) or inspect.isfunction(found)):
+        found = found(*payload[2], **payload[3])  # a class or a factory function
+    built: ToolInstance = found  # "ref": the module's own object, by name
+    return built
 
 
 class _Worker:
@@ -67,6 +67,7 @@ class _Worker:
         self.tokens: dict[int, CancellationToken] = {}
         self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcycle-host")
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.running: set[concurrent.futures.Future[Any]] = set()
 
     def send(self, message: tuple[Any, ...]) -> None:
         with self.send_lock:
@@ -104,7 +105,11 @@ class _Worker:
         if inspect.iscoroutinefunction(stage):
             self.on_loop(number, stage(*args), ctx, kind, name)
         else:
-            self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name)
+            self.track(self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name))
+
+    def track(self, future: concurrent.futures.Future[Any]) -> None:
+        self.running.add(future)
+        future.add_done_callback(self.running.discard)
 
     def run_sync(
         self, number: int, stage: Any, args: tuple[Any, ...], ctx: ToolExecutionContext, *rest: str
@@ -124,6 +129,7 @@ class _Worker:
             self.loop = asyncio.new_event_loop()
             threading.Thread(target=self.loop.run_forever, name="toolcycle-host-loop").start()
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self.track(future)
         ctx.cancellation_token.on_cancel(future.cancel)
 
         def ended(done: concurrent.futures.Future[Any]) -> None:
@@ -152,7 +158,11 @@ class _Worker:
         if token is not None:
             token.cancel(reason)
 
-    def close(self) -> None:
+    def close(self, grace: float = 5.0) -> None:
+        """Cancel the stages still running and give them ``grace`` seconds to end."""
+        for token in list(self.tokens.values()):
+            token.cancel("the plan ended")
+        concurrent.futures.wait(list(self.running), timeout=grace)
         self.pool.shutdown(wait=False, cancel_futures=True)
         loop = self.loop
         if loop is not None:
@@ -169,7 +179,7 @@ def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
     try:
         blob = pickle.dumps((ok, value, changes))
         if not ok:
-            pickle.loads(blob)  # noqa: S301 - our own bytes: an exception may not rebuild
+            pickle.loads(blob)
     except Exception as exc:
         what = "output" if ok else f"error ({type(value).__name__}: {value})"
         problem = RuntimeError(

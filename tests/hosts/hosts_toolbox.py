@@ -1,0 +1,137 @@
+"""Tools for the plan host tests; imported by name inside the worker processes.
+
+Each writes what happened to it, with its process id, to a journal file named in
+the plan's metadata, so a test reads back which stages ran where and in which order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from toolcycle import Change, ToolDescriptor, ToolExecutionContext, tool
+
+WAIT = 10.0  # every wait inside a worker is bounded
+
+
+def note(ctx: ToolExecutionContext, line: str) -> None:
+    """Append one line to the plan's journal, if it names one."""
+    journal = ctx.metadata.get("journal")
+    if journal:
+        with Path(journal).open("a", encoding="utf-8") as handle:
+            handle.write(f"{line} {os.getpid()}\n")
+
+
+class Recorder:
+    """A tool that writes each of its stages to the journal."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name=self.name,
+            description="Record the stages.",
+            input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        note(ctx, f"activate {self.name}")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        note(ctx, f"execute {self.name}")
+        return {"pid": os.getpid(), "x": params.get("x")}
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        note(ctx, f"deactivate {self.name}")
+
+
+class AsyncRecorder(Recorder):
+    """The same, with coroutine stages."""
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        note(ctx, f"activate {self.name}")
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        note(ctx, f"execute {self.name}")
+        return {"pid": os.getpid(), "x": params.get("x")}
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        note(ctx, f"deactivate {self.name}")
+
+
+class Locked(Recorder):
+    """A tool that holds a lock, so it does not pickle."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.lock = threading.Lock()
+
+
+def make_recorder(name: str) -> Recorder:
+    """A factory the worker imports (ToolImport)."""
+    return Recorder(name)
+
+
+@tool(writes=False)
+def where() -> int:
+    """The worker's process id."""
+    return os.getpid()
+
+
+@tool
+def wait_for_cancel(ctx: ToolExecutionContext) -> str:
+    """Report that it started, then wait for its call token; note the cancellation."""
+    token = ctx.call_token
+    cancelled = threading.Event()
+    token.on_cancel(cancelled.set)
+    ctx.report_progress(0, message="started")
+    cancelled.wait(WAIT)
+    note(ctx, "cancelled" if token.is_cancelled else "not-cancelled")
+    token.check()
+    return "finished"
+
+
+@tool
+async def await_cancel(ctx: ToolExecutionContext) -> str:
+    """Report that it started, then wait until its task is cancelled."""
+    ctx.report_progress(0, message="started")
+    try:
+        await asyncio.sleep(WAIT)  # a bounded wait that cancellation cuts short
+    except asyncio.CancelledError:
+        note(ctx, "cancelled")
+        raise
+    return "finished"
+
+
+@tool
+def change_something(ctx: ToolExecutionContext, target: str) -> str:
+    """Record a change and report progress twice."""
+    ctx.report_progress(1, 2, "half")
+    ctx.record_change(Change(kind="note", target=target))
+    ctx.report_progress(2, 2, "done")
+    return target
+
+
+class Unpicklable(Exception):
+    """An error that does not pickle back (its constructor needs two arguments)."""
+
+    def __init__(self, a: str, b: str) -> None:
+        super().__init__(f"{a} {b}")
+
+
+@tool
+def fail(kind: str) -> str:
+    """Raise an error of the given kind."""
+    if kind == "value":
+        raise ValueError("bad value")
+    raise Unpicklable("no", "pickle")
+
+
+@tool
+def unsendable() -> Any:
+    """Return something that cannot travel back."""
+    return threading.Lock()
