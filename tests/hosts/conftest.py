@@ -11,10 +11,10 @@ import pytest
 # The workers import the test tools by module name, as they would a user's.
 sys.path.insert(0, str(Path(__file__).parent))
 
-import hosts_toolbox as box  # noqa: E402
+import hosts_toolbox as box
 
-from toolcycle import ToolRuntime  # noqa: E402
-from toolcycle.hosts import ProcessHost  # noqa: E402
+from toolcycle import ToolRuntime
+from toolcycle.hosts import ProcessHost
 
 
 @pytest.fixture
@@ -36,6 +36,9 @@ def runtime() -> Iterator[ToolRuntime]:
             made.register(fn)
         made.register(box.fail)
         made.register(box.unsendable)
+        made.register(box.exit_now)
+        made.register(box.unreadable)
+        made.register(box.Deferred("deferred"))
         yield made
 
 
@@ -43,8 +46,3 @@ def runtime() -> Iterator[ToolRuntime]:
 def journal(tmp_path: Path) -> Path:
     """The file the tools write their stages to."""
     return tmp_path / "journal.txt"
-
-
-def lines(journal: Path) -> list[list[str]]:
-    """The journal's lines, split into words."""
-    return [line.split() for line in journal.read_text().splitlines()] if journal.exists() else []

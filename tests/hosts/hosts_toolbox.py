@@ -135,3 +135,41 @@ def fail(kind: str) -> str:
 def unsendable() -> Any:
     """Return something that cannot travel back."""
     return threading.Lock()
+
+
+def lines(journal: Path) -> list[list[str]]:
+    """The journal's lines, split into words."""
+    return [line.split() for line in journal.read_text().splitlines()] if journal.exists() else []
+
+
+@tool
+def exit_now(code: int) -> None:
+    """End the worker process at once with this exit code."""
+    os._exit(code)
+
+
+def _explode() -> None:
+    raise RuntimeError("this object cannot be rebuilt here")
+
+
+class Unreadable:
+    """An object that pickles but cannot be unpickled."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_explode, ())
+
+
+@tool
+def unreadable() -> Any:
+    """Return something the caller cannot read back."""
+    return Unreadable()
+
+
+class Deferred(Recorder):
+    """A sync execute that hands back a coroutine."""
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        async def later() -> str:
+            return "later"
+
+        return later()

@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import lines
+from hosts_toolbox import lines
 
-from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
+from toolcycle import ToolCancelledError, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError
 
 WAIT = 10.0
@@ -138,7 +138,7 @@ def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
 async def test_async_plans_run_every_stage_in_the_worker(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:
-    """aexecute and aend_plan drive the same lifecycle, sync and coroutine tools alike."""
+    """Async calls and aend_plan drive the same lifecycle, sync and coroutine tools alike."""
     async with runtime.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
         coro = await runtime.aexecute("coro", {"x": 3}, ctx)
         plain = await runtime.aexecute("first", {}, ctx)

@@ -67,6 +67,7 @@ class _Worker:
         self.tokens: dict[int, CancellationToken] = {}
         self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcycle-host")
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: threading.Thread | None = None
         self.running: set[concurrent.futures.Future[Any]] = set()
 
     def send(self, message: tuple[Any, ...]) -> None:
@@ -127,7 +128,10 @@ class _Worker:
     def on_loop(self, number: int, coro: Any, ctx: ToolExecutionContext, *rest: str) -> None:
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
-            threading.Thread(target=self.loop.run_forever, name="toolcycle-host-loop").start()
+            self.loop_thread = threading.Thread(
+                target=self.loop.run_forever, name="toolcycle-host-loop"
+            )
+            self.loop_thread.start()
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         self.track(future)
         ctx.cancellation_token.on_cancel(future.cancel)
@@ -164,9 +168,13 @@ class _Worker:
             token.cancel("the plan ended")
         concurrent.futures.wait(list(self.running), timeout=grace)
         self.pool.shutdown(wait=False, cancel_futures=True)
-        loop = self.loop
-        if loop is not None:
+        loop, thread = self.loop, self.loop_thread
+        if loop is not None and thread is not None:
+            # A cancelled coroutine stage finishes its cleanup before the loop stops.
+            asyncio.run_coroutine_threadsafe(_settle(grace), loop).result()
             loop.call_soon_threadsafe(loop.stop)
+            thread.join(grace)
+            loop.close()
 
 
 def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
@@ -197,6 +205,13 @@ def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
     )
 
 
+async def _settle(grace: float) -> None:
+    """Let the loop's other tasks end (they were cancelled), for ``grace`` seconds at most."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        await asyncio.wait(others, timeout=grace)
+
+
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
@@ -223,3 +238,4 @@ def serve(conn: Connection) -> None:
                 return
     finally:
         worker.close()
+        conn.close()
