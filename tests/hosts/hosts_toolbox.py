@@ -39,6 +39,7 @@ class Recorder:
         )
 
     def activate(self, ctx: ToolExecutionContext) -> None:
+        ctx.report_progress(0, message="activating")
         note(ctx, f"activate {self.name}")
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
@@ -173,3 +174,29 @@ class Deferred(Recorder):
             return "later"
 
         return later()
+
+
+class OnceOnly(Recorder):
+    """A tool whose activate fails once the journal shows it ran before."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        journal = Path(ctx.metadata["journal"])
+        if journal.exists() and f"activate {self.name}" in journal.read_text():
+            raise RuntimeError("activated before")
+        note(ctx, f"activate {self.name}")
+
+
+@tool
+async def afail() -> None:
+    """Fail from a coroutine."""
+    raise ValueError("async failure")
+
+
+class DiesAgain(Recorder):
+    """A tool whose worker exits when it is activated a second time."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        journal = Path(ctx.metadata["journal"])
+        if journal.exists() and f"activate {self.name}" in journal.read_text():
+            os._exit(7)
+        note(ctx, f"activate {self.name}")

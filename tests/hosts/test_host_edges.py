@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from toolcycle import PlanHost, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
 from toolcycle.hosts._tools import _by_name, pack
-from toolcycle.hosts._worker import load_tool, serve
+from toolcycle.hosts._worker import _packed, load_tool, serve
 from toolcycle.otel import OpenTelemetry
 
 WAIT = 10.0
@@ -69,7 +69,7 @@ def test_a_tool_import_builds_the_tool_inside_the_worker(journal: Path) -> None:
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
             result = runtime.execute("locked", {"x": 5}, ctx)
     assert result.output["x"] == 5
-    assert [words[:2] for words in lines(journal)][0] == ["activate", "locked"]
+    assert lines(journal)[0][:2] == ["activate", "locked"]
 
 
 def test_a_tool_import_of_a_tool_object_uses_it_as_it_is() -> None:
@@ -144,6 +144,7 @@ def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:
         plan.close(WAIT)
         with pytest.raises(ToolHostError, match="has ended"):
             stand_in.activate(ctx)
+        plan.cancel(1, "nothing runs")
         runtime.end_plan(ctx)
 
 
@@ -221,6 +222,15 @@ def test_the_worker_serves_stages_over_its_pipe() -> None:
     assert (number, ok, type(error).__name__) == (5, False, "KeyError")
     mine.send(("deactivate", 6, "waits"))
     assert outcome() == (6, True, None, [])
+    mine.send(("activate", 8, "deferred", ("pickle", pickle.dumps(box.Deferred("deferred")))))
+    assert outcome() == (8, True, None, [])
+    mine.send(("execute", 9, "deferred", {}))
+    assert outcome() == (9, True, "later", [])
+    mine.send(("activate", 10, "afail", ("ref", "hosts_toolbox:afail")))
+    assert outcome() == (10, True, None, [])
+    mine.send(("execute", 11, "afail", {}))
+    number, ok, error, _ = outcome()
+    assert (number, ok, str(error)) == (11, False, "async failure")
     mine.send(("execute", 7, "coro", {}))  # still running when the worker is told to stop
     assert outcome()[0] == "progress"
     mine.send(("stop",))
@@ -250,3 +260,22 @@ async def test_an_async_call_after_a_death_starts_the_fresh_worker_off_the_loop(
     assert not died.success and "exit code 4" in (died.error or "")
     assert again.success and failed.trace.error_type == "ValueError"
     await asyncio.sleep(0)
+
+
+async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Changes recorded in the worker reach an async caller's result; discover stays local."""
+    async with runtime.aplan(host=host) as ctx:
+        result = await runtime.aexecute("change_something", {"target": "b.txt"}, ctx)
+        stand_in = host.tool("where", box.where, ctx, asynchronous=True)
+    assert [change.target for change in result.changes] == ["b.txt"]
+    assert stand_in.discover().name == "where"
+
+
+def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:
+    """An output that does not pickle, an error that does not pickle back: plain errors."""
+    for ok, value in ((True, threading.Lock()), (False, box.Unpicklable("a", "b"))):
+        sent_ok, error, changes = pickle.loads(_packed(ok, value, []))
+        assert not sent_ok and changes == []
+        assert "could not be sent back from the host" in str(error)

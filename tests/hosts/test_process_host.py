@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hosts_toolbox import lines
 
-from toolcycle import ToolCancelledError, ToolRuntime
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError
 
 WAIT = 10.0
@@ -216,3 +216,71 @@ def test_a_tool_that_does_not_pickle_fails_its_activation_saying_what_to_do(
         with runtime.plan(host=host) as ctx, pytest.raises(ToolHostError) as caught:
             runtime.execute("locked", {}, ctx)
     assert "'locked'" in str(caught.value) and "ToolImport" in str(caught.value)
+
+
+def test_a_fresh_worker_activates_each_tool_again_when_it_is_next_called(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """Tools active before the death come back one by one, in the order they are used."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        runtime.execute("first", {}, ctx)
+        runtime.execute("second", {}, ctx)
+        died = runtime.execute("exit_now", {"code": 1}, ctx)
+        runtime.execute("second", {}, ctx)
+        runtime.execute("first", {}, ctx)
+    assert not died.success
+    assert [words[:2] for words in lines(journal)][4:] == [
+        ["activate", "second"],
+        ["execute", "second"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "second"],  # the plan's order of activation, reversed
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_tool_that_fails_to_activate_again_fails_its_call_clearly(
+    host: ProcessHost, journal: Path
+) -> None:
+    """The call after a death fails naming the tool when its second activate raises."""
+    import hosts_toolbox as box
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        runtime.register(box.exit_now)
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            runtime.execute("once", {}, ctx)
+            runtime.execute("exit_now", {"code": 1}, ctx)
+            result = runtime.execute("once", {}, ctx)
+    assert result.trace.error_type == "ToolHostError"
+    assert "'once' could not be activated again" in (result.error or "")
+
+
+def test_a_worker_that_dies_while_activating_again_fails_the_call_naming_the_host(
+    host: ProcessHost, journal: Path
+) -> None:
+    """A death during the re-activation is the call's failure, and the plan's last worker."""
+    import hosts_toolbox as box
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.DiesAgain("again"))
+        runtime.register(box.exit_now)
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            runtime.execute("again", {}, ctx)
+            runtime.execute("exit_now", {"code": 1}, ctx)
+            result = runtime.execute("again", {}, ctx)
+    assert "died (exit code 7)" in (result.error or "")
+
+
+def test_an_activation_that_fails_in_the_worker_is_an_activation_error(
+    host: ProcessHost, journal: Path
+) -> None:
+    """The tool's own activate raising in the worker fails the call as it would here."""
+    import hosts_toolbox as box
+
+    journal.write_text("activate once 0\n")
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            with pytest.raises(ToolActivationError, match="activated before"):
+                runtime.execute("once", {}, ctx)

@@ -81,7 +81,7 @@ class Child:
                 self._pending[number] = pending
                 try:
                     self._conn.send((kind, number, name, argument))
-                except (OSError, ValueError):
+                except (OSError, ValueError):  # pragma: no cover - it broke since the check
                     self._pending.pop(number, None)
                     pending.future.set_exception(self._died(pending.label))
                 return number, pending
@@ -145,17 +145,15 @@ class Child:
                 pending.future.set_exception(self._died(pending.label))
 
     def _died(self, label: str) -> ToolHostError:
-        if self._stopping:
+        if self._stopping:  # pragma: no cover - a stage still running past the grace
             how = "was stopped: the plan ended"
         else:
             self.process.join(1.0)
             code = self.process.exitcode
-            how = "died"
+            how = "died" if code is None else f"died (exit code {code})"
             if code is not None and code < 0:
                 with contextlib.suppress(ValueError):
                     how = f"died ({signal.Signals(-code).name})"
-            elif code is not None:
-                how = f"died (exit code {code})"
         return ToolHostError(
             f"the worker process (pid {self.pid}) of host {self.host!r} {how} during the "
             f"{label} in plan {self.plan_id!r}",

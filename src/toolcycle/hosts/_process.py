@@ -87,12 +87,10 @@ class ProcessHost:
         self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
     ) -> ToolInstance:
         """The stand-in that runs ``tool``'s stages in the plan's worker."""
-        plan = self._plans.get(ctx.plan_id)
-        if plan is None:
-            with self._lock:
-                plan = self._plans.get(ctx.plan_id)
-                if plan is None:
-                    plan = self._plans[ctx.plan_id] = _Plan(self, ctx)
+        with self._lock:
+            plan = self._plans.get(ctx.plan_id)
+            if plan is None:
+                plan = self._plans[ctx.plan_id] = _Plan(self, ctx)
         return plan.stand_in(name, tool, asynchronous)
 
     def placement(self, ctx: ToolExecutionContext) -> str | None:
@@ -127,7 +125,7 @@ class _Plan:
     def __init__(self, host: ProcessHost, ctx: ToolExecutionContext) -> None:
         self.host = host
         self.plan_id = ctx.plan_id
-        self.info = _plan_info(ctx)
+        self.ctx = ctx  # what each stage's context in the worker carries, read at its start
         self.child: Child | None = None
         self.starts = 0
         self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
@@ -187,7 +185,7 @@ class _Plan:
             )
         self.starts += 1
         self.live = set()
-        self.child = Child(self.host._context, self.host.name, self.info)
+        self.child = Child(self.host._context, self.host.name, _plan_info(self.ctx))
         return self.child
 
     def send(

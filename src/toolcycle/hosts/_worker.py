@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib
 import inspect
 import pickle
@@ -208,8 +209,8 @@ def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
 async def _settle(grace: float) -> None:
     """Let the loop's other tasks end (they were cancelled), for ``grace`` seconds at most."""
     others = asyncio.all_tasks() - {asyncio.current_task()}
-    if others:
-        await asyncio.wait(others, timeout=grace)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), grace)
 
 
 async def _awaited(awaitable: Any) -> Any:
