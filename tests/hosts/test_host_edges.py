@@ -223,6 +223,7 @@ def test_the_worker_serves_stages_over_its_pipe() -> None:
     mine.send(("deactivate", 6, "waits"))
     assert outcome() == (6, True, None, [])
     mine.send(("activate", 8, "deferred", ("pickle", pickle.dumps(box.Deferred("deferred")))))
+    assert outcome()[0] == "progress"  # "activating"
     assert outcome() == (8, True, None, [])
     mine.send(("execute", 9, "deferred", {}))
     assert outcome() == (9, True, "later", [])
