@@ -85,14 +85,13 @@ class CallRecord:
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
         self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
+        # A hosted call's host name and where it ran, read at the call's end.
+        self.host: Callable[[], tuple[str, str | None]] | None = None
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
     # read it with getattr(record, "progress_sinks", ()).
     progress_sinks: tuple[Callable[[ProgressEvent], object], ...]
-    # For a call of a plan with a host: the host's name and where it ran, read at the
-    # call's end. Unset otherwise, like progress_sinks.
-    host: Callable[[], tuple[str, str | None]]
 
     @property
     def call_id(self) -> str:
@@ -300,7 +299,7 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
-        placed = getattr(record, "host", None)
+        placed = record.host
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
         finished = LazyTrace(
