@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import multiprocessing
 import statistics
 import time
@@ -62,7 +63,7 @@ def _round(call: Callable[[], object]) -> float:
 def main() -> None:
     """Measure and print the medians and the ratios."""
     # By module name, so that the worker imports the tool rather than __main__'s copy.
-    from benchmarks import bench_hosts as here
+    here = importlib.import_module("benchmarks.bench_hosts")
 
     context = multiprocessing.get_context("forkserver")
     loop = asyncio.new_event_loop()
