@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
-from mcp.client import ClientSession
+from mcp.client import Client, ClientSession
 from mcp.client._memory import InMemoryTransport
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -228,6 +228,50 @@ class _SyncDirect:
             self._loop.close()
 
 
+class _SdkClient:
+    """The SDK's own ``Client(server)`` of an in-process server, held open by one owner task.
+
+    This is what an SDK user gets for an in-process server: the direct dispatcher on
+    the 2026-07-28 protocol, and ``call_tool`` as the SDK's documented call.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: Any) -> None:
+        self._loop = loop
+        self._server = server
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.client: Client | None = None
+
+    async def _own(self) -> None:
+        try:
+            async with Client(self._server) as client:
+                self.client = client
+                self._ready.set()
+                await self._stop.wait()
+        finally:
+            self.client = None
+            self._ready.set()
+
+    def open(self) -> None:
+        async def start() -> None:
+            self._task = asyncio.get_running_loop().create_task(self._own())
+            await self._ready.wait()
+
+        self._loop.run_until_complete(start())
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._loop.run_until_complete(self._task)
+
+    async def batch(self, count: int) -> None:
+        client = self.client
+        assert client is not None
+        for _ in range(count):
+            await client.call_tool("add", ARGUMENTS)
+
+
 _state: dict[str, Any] = {}
 
 
@@ -269,6 +313,10 @@ def setup() -> None:
             _state[f"sync_{key}"] = threaded
             threaded.open()
             threaded.call()
+        sdk = _SdkClient(loop, servers.build())
+        sdk.open()
+        _state["sdk_client"] = sdk
+        loop.run_until_complete(sdk.batch(1))
         for runtime, ctx, direct in (
             (local, _state["local_ctx"], _state["direct_local"]),
             (remote, _state["remote_ctx"], _state["direct_remote"]),
@@ -290,7 +338,13 @@ def teardown() -> None:
     for key in ("local", "remote", "same"):
         if key in _state:
             _state[key].close()
-    for key in ("direct_local", "direct_remote", "sync_direct_local", "sync_direct_remote"):
+    for key in (
+        "direct_local",
+        "direct_remote",
+        "sync_direct_local",
+        "sync_direct_remote",
+        "sdk_client",
+    ):
         if key in _state:
             _state[key].close()
     loop = _state["loop"]
@@ -311,6 +365,14 @@ def time_mcp_direct_inprocess() -> None:
 
 
 time_mcp_direct_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_sdk_client_inprocess() -> None:
+    """The SDK's own Client(server).call_tool of the in-process tool, batched."""
+    _state["loop"].run_until_complete(_state["sdk_client"].batch(ASYNC_BATCH))
+
+
+time_mcp_sdk_client_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 def time_mcp_direct_inprocess_progress() -> None:

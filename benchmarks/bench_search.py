@@ -12,6 +12,12 @@ parameters, opens a read-only plan and runs one search, so the index is built.
   how much of that the BM25 scoring takes.
 - ``track_search_index_build_ms``: building the index of 10,000 tools once, in
   milliseconds: what the first search after a registration pays.
+- ``time_unknown_name_call_10k``: a model's call of a tool name that is not
+  registered, through ``runtime.call``: the runtime maps provider names back with
+  a map per format it keeps until the registry changes.
+- ``time_unknown_name_uncached_10k``: the same mapping computed afresh
+  (``resolve``, what every such call cost before the map was kept): the provider
+  name of every tool in the call's format.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from typing import Any
 
 from toolcycle import NullTracer, ToolDescriptor, ToolRuntime
+from toolcycle.agent._names import resolve
 from toolcycle.agent._search import SearchIndex
 from toolcycle.capabilities import is_allowed
 
@@ -31,6 +38,13 @@ TARGET_MS = 5.0
 """One search of 10,000 tools: under this."""
 
 QUERY = "create an issue in the tracker for a repository"
+
+UNKNOWN = {
+    "id": "call_x",
+    "type": "function",
+    "function": {"name": "github__open_ticket", "arguments": "{}"},
+}
+"""A model's call of a tool that does not exist (in the OpenAI format)."""
 
 _SERVICES = ["github", "gitlab", "jira", "slack", "gmail", "calendar", "drive", "notion"]
 _VERBS = ["create", "list", "get", "update", "delete", "search", "archive", "share"]
@@ -87,7 +101,11 @@ def setup() -> None:
     ctx = runtime.new_context()
     call = {"name": "search_tools", "arguments": {"query": QUERY}}
     assert runtime.call(call, ctx).output["tools"]
-    _state.update(runtime=runtime, ctx=ctx, call=call, index=SearchIndex(descriptors()))
+    assert runtime.call(UNKNOWN, ctx).error_type == "ToolNotFoundError"  # builds the map
+    names = [d.name for d in runtime.descriptors()]
+    _state.update(
+        runtime=runtime, ctx=ctx, call=call, index=SearchIndex(descriptors()), names=names
+    )
 
 
 def teardown() -> None:
@@ -115,3 +133,13 @@ def track_search_index_build_ms() -> float:
         SearchIndex(made)
         times.append((time.perf_counter() - began) * 1000.0)
     return sorted(times)[1]
+
+
+def time_unknown_name_call_10k() -> None:
+    """A model's call of an unknown tool name through runtime.call, 10,000 tools."""
+    _state["runtime"].call(UNKNOWN, _state["ctx"])
+
+
+def time_unknown_name_uncached_10k() -> None:
+    """Mapping the unknown name back afresh, as every such call did before."""
+    resolve("github__open_ticket", "openai", _state["names"])

@@ -69,3 +69,12 @@ Feature: Retries
     And an idempotent tool that drops its connection and cancels its plan, waiting 60 seconds to retry
     When the host runs the flaky tool
     Then the call was cancelled while it waited to retry
+
+  @req-retry-source
+  Scenario: A source's retry settings reach its tools
+    Given a plan for retries
+    And a source of the flaky tool dropping its connection 2 times and a division tool, registered with 3 attempts and 2 retries
+    When the host runs the flaky tool
+    Then the result succeeds after 3 attempts
+    When the model divides 1 by 0
+    Then the answer is a retryable failure with 2 retry left

@@ -49,8 +49,11 @@ Feature: Tool search and deferred loading
     Given a plan "p1"
     When the model calls "slack_post_message" by name
     Then the call succeeded
+    And the last trace of "slack_post_message" revealed "slack_post_message"
     When I ask for the definitions in the "openai" format with search "auto"
     Then the definitions are "lookup, slack_post_message, search_tools"
+    When the model calls "slack_post_message" by name
+    Then the last trace of "slack_post_message" revealed nothing
 
   @req-search-no-activation
   Scenario: Searching never activates a tool

@@ -28,6 +28,7 @@ EXPECTED = {
     "ToolReturn",
     "ApprovalRecord",
     "ApprovalRequest",
+    "Resumption",
     "AsyncFunctionTool",
     "BoundResource",
     "CachePolicy",
@@ -71,6 +72,7 @@ EXPECTED = {
     "ToolExecutionError",
     "ToolExecutionTrace",
     "ToolFailed",
+    "ToolInterruptedError",
     "ToolInstance",
     "ToolLifecycleCache",
     "ToolNotActivatedError",
@@ -92,6 +94,7 @@ EXPECTED = {
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "current_resumption",
     "tool",
     "wrap",
 }
@@ -172,7 +175,8 @@ ALLOWED = {
     "cancellation": {"errors"},
     "_confined": set(),
     "rollback": {"_confined", "models"},
-    "context": {"approvals", "cancellation", "models", "rollback"},
+    "context": {"approvals", "cancellation", "durable", "models", "rollback"},
+    "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
     "agent._approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
@@ -248,7 +252,18 @@ ALLOWED = {
     },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
+    "runtime._durable": {
+        "durable",
+        "errors",
+        "models",
+        "runtime._results",
+        "runtime._shared",
+        "runtime._steps",
+    },
+    "hosts": {"hosts._dbos", "hosts._process", "hosts._tools"},
+    "hosts._dbos": {"context", "errors", "models"},
     "runtime._shared": {
+        "durable",
         "runtime._guardset",
         "execution._inflight",
         "execution._portal",
@@ -325,6 +340,7 @@ ALLOWED = {
     },
     "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
+        "runtime._durable",
         "runtime._guards",
         "runtime._hosting",
         "execution._activation",
@@ -402,11 +418,10 @@ ALLOWED = {
     "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
-    # Plan hosts: the public API only, and one another.
-    "hosts": {""},
-    "hosts._child": {""},
-    "hosts._process": {""},
-    "hosts._proxy": {""},
+    # Plan hosts: the public API ("") and one another.
+    "hosts._child": {"hosts._tools", "hosts._worker"},
+    "hosts._process": {"", "hosts._child", "hosts._proxy", "hosts._tools"},
+    "hosts._proxy": {"", "hosts._child"},  # for annotations only, under TYPE_CHECKING
     "hosts._tools": {""},
     "hosts._worker": {""},
     "cli": {""},

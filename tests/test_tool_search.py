@@ -589,7 +589,7 @@ def test_a_tool_gone_between_reading_and_running_the_call_is_refused(
     import toolcycle.runtime._dispatcher as dispatcher
 
     runtime.register(add)
-    monkeypatch.setattr(dispatcher, "resolve", lambda *args: "ghost")
+    monkeypatch.setattr(dispatcher.ProviderNames, "resolve", lambda *args: "ghost")
     call = {"type": "function", "function": {"name": "add_", "arguments": "{}"}}
     with runtime.plan() as ctx:
         result = runtime.call(call, ctx)

@@ -98,6 +98,34 @@ def step_flaky_cancel(context: Any, seconds: int) -> None:
     context.runtime.register(context.flaky, retry=policy)
 
 
+class _Source:
+    """A source of the given tools."""
+
+    def __init__(self, *tools: Any) -> None:
+        self._tools = list(tools)
+
+    def tools(self) -> list:
+        return list(self._tools)
+
+
+@given(
+    "a source of the flaky tool dropping its connection {failures:d} times and a division "
+    "tool, registered with {attempts:d} attempts and {limit:d} retries"
+)
+def step_source(context: Any, failures: int, attempts: int, limit: int) -> None:
+    @tool(writes=False)
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        if b == 0:
+            raise ModelRetry("b must not be 0; pick another divisor")
+        return a / b
+
+    context.flaky = _Flaky(failures)
+    policy = RetryPolicy(attempts=attempts, backoff=0, jitter=0)
+    source = _Source(context.flaky, divide)
+    context.runtime.register_source(source, retry=policy, max_retries=limit)
+
+
 def _model_call(context: Any, name: str, arguments: dict) -> Any:
     call = {
         "id": "c1",

@@ -113,6 +113,12 @@ def trace_revealed(context: Any, name: str, names: str) -> None:
     assert trace.revealed_tools == tuple(n.strip() for n in names.split(",")), trace
 
 
+@then('the last trace of "{name:Name}" revealed nothing')
+def trace_revealed_nothing(context: Any, name: str) -> None:
+    trace = [t for t in context.traces if t.tool_name == name][-1]
+    assert trace.revealed_tools == (), trace
+
+
 @then('the recording tool "{name:Name}" was only discovered')
 def only_discovered(context: Any, name: str) -> None:
     assert context.tools[name].stages() == ["discover"]

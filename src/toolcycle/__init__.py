@@ -9,7 +9,7 @@ and tracing every call.
 from __future__ import annotations
 
 from toolcycle._version import __version__
-from toolcycle.approvals import ApprovalDecision, ApprovalRequest
+from toolcycle.approvals import ApprovalDecision, ApprovalRequest, Resumption, current_resumption
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
@@ -28,6 +28,7 @@ from toolcycle.errors import (
     ToolDefinitionWarning,
     ToolExecutionError,
     ToolFailed,
+    ToolInterruptedError,
     ToolNotActivatedError,
     ToolNotFoundError,
     ToolOutputError,
@@ -99,6 +100,7 @@ __all__ = [
     "RedactionPolicy",
     "ResourceLink",
     "ResultCache",
+    "Resumption",
     "RetryAttempt",
     "RetryPolicy",
     "RollbackConflictError",
@@ -123,6 +125,7 @@ __all__ = [
     "ToolExecutionTrace",
     "ToolFailed",
     "ToolInstance",
+    "ToolInterruptedError",
     "ToolLifecycleCache",
     "ToolNotActivatedError",
     "ToolNotFoundError",
@@ -144,6 +147,7 @@ __all__ = [
     "ValidationIssue",
     "ValidationLimits",
     "__version__",
+    "current_resumption",
     "tool",
     "wrap",
 ]

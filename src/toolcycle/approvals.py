@@ -25,6 +25,7 @@ import json
 import math
 import os
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
@@ -44,6 +45,8 @@ __all__ = [
     "Approver",
     "FileApprovalLedger",
     "MemoryApprovalLedger",
+    "Resumption",
+    "current_resumption",
     "fingerprint",
     "needs_approval",
 ]
@@ -233,13 +236,16 @@ class ApprovalDecision(BaseModel):
     """Why; shown to the model for a denial and kept in the trace."""
     fingerprint: str | None = None
     """The call the decision is about, when the reviewer bound it to one."""
+    reply: Any = None
+    """For a call its own tool deferred to ask a question (``PendingApproval.request``),
+    the answer, given back to the tool when the call resumes (see `current_resumption`)."""
 
     @classmethod
     def approve(
-        cls, *, reason: str | None = None, fingerprint: str | None = None
+        cls, *, reason: str | None = None, fingerprint: str | None = None, reply: Any = None
     ) -> ApprovalDecision:
-        """Let the call run."""
-        return cls(outcome="approve", reason=reason, fingerprint=fingerprint)
+        """Let the call run; ``reply`` answers the question of a tool that deferred itself."""
+        return cls(outcome="approve", reason=reason, fingerprint=fingerprint, reply=reply)
 
     @classmethod
     def deny(cls, reason: str, *, fingerprint: str | None = None) -> ApprovalDecision:
@@ -340,3 +346,31 @@ class FileApprovalLedger:
             return False
         os.close(descriptor)
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class Resumption:
+    """A call that its tool deferred, being resumed with the answer to its question.
+
+    Attributes:
+        request: the tool's question, as it put it in ``PendingApproval.request``.
+        reply: the answer, from ``ApprovalDecision.reply``.
+        approval_id: the pending call's id.
+    """
+
+    request: dict[str, Any]
+    reply: Any
+    approval_id: str
+
+
+_resumption: ContextVar[Resumption | None] = ContextVar("toolcycle_resumption", default=None)
+
+
+def current_resumption() -> Resumption | None:
+    """The resumption of the call running now, if ``runtime.resume`` is continuing one.
+
+    A tool that deferred itself (by returning a `ToolResult` whose ``pending``
+    carries a ``request``) reads it in ``execute`` to continue where it stopped.
+    None for every other call.
+    """
+    return _resumption.get()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from toolcycle.approvals import ApprovalRule, Approver
+    from toolcycle.durable import DurablePlan
 
     ProgressReporter = Callable[[float, float | None, str | None], None]
 
@@ -160,6 +161,9 @@ class ToolExecutionContext:
             needs an approver.
         host: where the plan's tools run, a `toolcycle.PlanHost` (such as
             `toolcycle.hosts.ProcessHost`); None runs them in this process.
+        durable: records each call of the plan so that a resumed plan gets
+            completed calls' results back without running them again (see
+            `toolcycle.durable`); None for a plan that is not durable.
     """
 
     plan_id: str
@@ -177,6 +181,7 @@ class ToolExecutionContext:
     approval: ApprovalRule = field(default="writes", kw_only=True)
     # A PlanHost; typed loosely because the protocol's module builds on this one.
     host: Any = field(default=None, kw_only=True, repr=False)
+    durable: DurablePlan | None = field(default=None, kw_only=True, repr=False)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
@@ -225,6 +230,14 @@ class ToolExecutionContext:
         if scope is None or scope.plan_token is not self.cancellation_token:
             return self.cancellation_token
         return scope.token()
+
+    @property
+    def call_id(self) -> str | None:
+        """The runtime's id of this plan's call running in this thread or task; None outside one."""
+        scope = _call_scope.get()
+        if scope is None or scope.record is None or scope.plan_token is not self.cancellation_token:
+            return None
+        return scope.record.call_id
 
     @property
     def revealed_tools(self) -> frozenset[str]:

@@ -9,6 +9,7 @@ The tree::
     ├── ToolActivationError           a tool's activate() failed
     ├── ToolExecutionError            a tool's execute() failed (raised by raise_for_error)
     ├── ToolOutputError               a tool returned output that is not strict JSON
+    ├── ToolInterruptedError          a durable plan's call died with its process; not re-run
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     ├── ToolApprovalError             a deferred call cannot be resumed as asked
@@ -58,6 +59,7 @@ __all__ = [
     "ToolDefinitionWarning",
     "ToolExecutionError",
     "ToolFailed",
+    "ToolInterruptedError",
     "ToolNotActivatedError",
     "ToolNotFoundError",
     "ToolOutputError",
@@ -112,6 +114,14 @@ class ToolExecutionError(ToolRuntimeError):
 
 class ToolOutputError(ToolRuntimeError):
     """A tool returned output that is not strict JSON; the call's result is a failure."""
+
+
+class ToolInterruptedError(ToolRuntimeError):
+    """A durable plan's call was running when its process died, and its tool is not idempotent.
+
+    The resumed plan reports the call as failed with this error instead of running
+    it again (see docs/durable-plans.md).
+    """
 
 
 class ToolDeactivationError(ToolRuntimeError):

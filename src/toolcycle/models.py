@@ -254,7 +254,8 @@ class ToolExecutionTrace(BaseModel):
     guardrails: tuple[GuardrailRecord, ...] = ()
     """Each guardrail's decision, in the order they ran; empty when none ran."""
     revealed_tools: tuple[str, ...] = ()
-    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan."""
+    """The deferred tools a ``search_tools`` call found, revealed for the rest of the plan;
+    for a model's call of a deferred tool not yet revealed, that tool."""
     content_kinds: tuple[str, ...] = ()
     """The kind of each content part the result shows the model, in order
     (``"text"``, ``"image"``, ``"audio"``, ``"file"``, ``"resource_link"``)."""
@@ -321,6 +322,10 @@ class PendingApproval(BaseModel):
     call: ToolCall | None = None
     """The model's tool call, when it came through ``runtime.call`` (secrets masked),
     so that the resumed result can answer it."""
+    request: dict[str, Any] | None = None
+    """Set when the tool itself deferred the call to ask a question (an MCP server's
+    elicitation, say): the question, as plain JSON. Resume with the answer in
+    ``ApprovalDecision.approve(reply=...)``."""
 
 
 class ToolResult(BaseModel):

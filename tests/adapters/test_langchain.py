@@ -178,8 +178,8 @@ def test_a_read_only_plan_hides_a_writing_tool_and_a_call_to_it_is_a_tool_messag
     assert save.count("execute") == 0
 
 
-def test_a_tool_that_returns_an_image_answers_with_text_naming_it(runtime: ToolRuntime) -> None:
-    """Rich content reaches a LangChain agent as the tool message's text; the call never fails."""
+def test_a_tool_that_returns_an_image_answers_with_content_blocks(runtime: ToolRuntime) -> None:
+    """Rich content reaches a LangChain agent as the tool message's content blocks."""
 
     @tool(writes=False)
     def snap() -> list[Text | Image]:
@@ -199,7 +199,10 @@ def test_a_tool_that_returns_an_image_answers_with_text_naming_it(runtime: ToolR
         )
     [answer] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answer.status == "success"
-    assert answer.content == "the screen\n[1 attachment(s) of this result: image_url]"
+    assert answer.content == [
+        {"type": "text", "text": "the screen"},
+        {"type": "image", "base64": "iVBORw==", "mime_type": "image/png"},
+    ]
 
 
 def test_a_refused_call_that_reaches_the_runtime_is_an_error_message(runtime: ToolRuntime) -> None:

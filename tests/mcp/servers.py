@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n-not-really-an-image").decode()
@@ -153,6 +154,8 @@ def build(
     """
     tools = list(BASE_TOOLS)
 
+    bus = InMemorySubscriptionBus()
+
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
         if sessions is not None:
@@ -261,11 +264,20 @@ def build(
             case "add_tool":
                 if EXTRA_TOOL not in tools:
                     tools.append(EXTRA_TOOL)
+                # A handshake-era client hears the notification; a 2026-07-28 one
+                # hears the event on its subscriptions/listen stream.
                 await ctx.session.send_tool_list_changed()
+                await bus.publish(ToolsListChanged())
                 return types.CallToolResult(content=_text("added"))
         raise MCPError(-32602, f"unknown tool {params.name!r}")
 
-    server = Server(name, lifespan=lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(
+        name,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
     return server
 
 

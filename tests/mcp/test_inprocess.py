@@ -63,9 +63,9 @@ def test_discovered_tools_are_mcp_tool_instances_with_provenance(runtime, in_pro
 def test_capabilities_follow_read_only_hint_and_are_never_checkpointable(
     runtime, in_process
 ) -> None:
-    """A readOnlyHint of true means writes=False; no hint, or false, means writes=True."""
+    """A true readOnlyHint means writes=False (else True); a true idempotentHint, idempotent."""
     register(runtime, in_process())
-    assert runtime.descriptor("echo").capability == ToolCapability(writes=False)
+    assert runtime.descriptor("echo").capability == ToolCapability(writes=False, idempotent=True)
     assert runtime.descriptor("write").capability == ToolCapability(writes=True)
     assert runtime.descriptor("erase").capability == ToolCapability(writes=True)
     assert not any(d.capability.checkpointable for d in runtime.descriptors())

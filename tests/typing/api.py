@@ -281,3 +281,78 @@ async def openai_agents_approval_usage() -> None:
             for item in first.interruptions:
                 assert_type(item, ToolApprovalItem)
                 assert_type(await reject(runtime, ctx, state, item, "not now"), ToolResult)
+
+
+async def mcp_credentials_usage() -> None:
+    from toolcycle.sources.mcp import (
+        FileTokenStorage,
+        HttpCredentials,
+        McpAuthError,
+        McpServer,
+        MemoryTokenStorage,
+        TokenStorage,
+    )
+
+    def per_user(ctx: ToolExecutionContext) -> HttpCredentials:
+        return HttpCredentials(headers={"Authorization": f"Bearer {ctx.metadata['token']}"})
+
+    async def per_user_async(ctx: ToolExecutionContext) -> dict[str, str]:
+        return {"Authorization": "Bearer x"}
+
+    assert_type(McpServer.http("http://127.0.0.1/mcp", credentials=per_user), McpServer)
+    assert_type(McpServer.http("http://127.0.0.1/mcp", credentials=per_user_async), McpServer)
+    stores: list[TokenStorage] = [MemoryTokenStorage(), FileTokenStorage("tokens.json")]
+    assert_type(await stores[0].get_tokens() is None, bool)
+    assert_type(McpAuthError("refused", server="s").status, int)
+
+
+def mcp_requests_usage() -> None:
+    from toolcycle import Resumption, current_resumption
+    from toolcycle.sources.mcp import (
+        ElicitAnswer,
+        Elicitation,
+        McpRequests,
+        McpServer,
+        RequestContext,
+        Root,
+        SamplingAnswer,
+        SamplingRequest,
+    )
+
+    def ask(question: Elicitation, call: RequestContext) -> ElicitAnswer:
+        return ElicitAnswer.defer() if question.mode == "url" else ElicitAnswer.accept({})
+
+    async def sample(request: SamplingRequest, call: RequestContext) -> SamplingAnswer:
+        return SamplingAnswer(text=str(request.max_tokens), model="m")
+
+    shared = McpRequests(on_elicit=ask, on_sample=sample, roots=[Root("file:///tmp")])
+    server = McpServer.stdio("server", protocol="auto", requests=shared)
+    assert_type(server, McpServer)
+    assert_type(current_resumption(), Resumption | None)
+    with ToolRuntime() as runtime, runtime.plan() as ctx:
+        result = runtime.execute("greet", {}, ctx)
+        if result.pending is not None:
+            assert_type(result.pending.request, dict[str, Any] | None)
+            runtime.resume(result.pending, ElicitAnswer.cancel().decision(), ctx)
+        assert_type(ctx.call_id, str | None)
+
+
+def durable_plan_usage() -> None:
+    from dbos import DBOS
+
+    from toolcycle import ToolInterruptedError
+    from toolcycle.durable import DurablePlan
+    from toolcycle.hosts import DBOSPlan
+
+    engine: DurablePlan = DBOSPlan(prefix="orders")
+
+    @DBOS.workflow()
+    def order() -> str:
+        with ToolRuntime() as runtime, runtime.plan(durable=engine) as ctx:
+            assert_type(ctx.durable, DurablePlan | None)
+            result = runtime.execute("echo", {}, ctx)
+            assert_type(result.error_type, str | None)
+            return ctx.plan_id
+
+    assert_type(order(), str)
+    assert_type(ToolInterruptedError("x").tool_name, str | None)

@@ -3,9 +3,12 @@
 - `function_tools` offers the tools a plan may run as the SDK's ``FunctionTool``
   objects. Each call goes through ``runtime.acall`` with the model's raw JSON
   arguments and its ``call_id``, so the plan's capabilities, validation, timeouts,
-  redaction, traces and spans hold. Nothing raises out of a tool: the SDK fails the
-  whole run when one does, so a failed call answers the model with the runtime's
-  message saying what to do instead.
+  redaction, traces and spans hold. A failed call answers the model with the
+  runtime's message saying what to do instead; only a guardrail's stop
+  (`GuardrailTripped`) raises, which ends the SDK's run, since a stop is for the
+  host. A result with content parts answers with the SDK's structured tool outputs
+  (``ToolOutputText``, ``ToolOutputImage``, ``ToolOutputFileContent``), built from
+  the runtime's Responses API message.
 - `from_function_tool` is the other way: an SDK ``FunctionTool`` as a toolcycle
   `ToolInstance`, run under a plan's capabilities, validation and traces.
 
@@ -26,7 +29,15 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 try:
-    from agents import FunctionTool, RunState, Tool, ToolApprovalItem
+    from agents import (
+        FunctionTool,
+        RunState,
+        Tool,
+        ToolApprovalItem,
+        ToolOutputFileContent,
+        ToolOutputImage,
+        ToolOutputText,
+    )
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
     raise ImportError(
@@ -37,6 +48,7 @@ from pydantic import BaseModel
 
 from toolcycle import (
     ApprovalDecision,
+    GuardrailTripped,
     PendingApproval,
     ToolCall,
     ToolCancelledError,
@@ -212,7 +224,9 @@ class _Invoke:
         self._name = name
         self._approved_tool = approved_tool  # the runtime's name, for a tool the SDK approves
 
-    async def __call__(self, ctx: ToolContext[Any], arguments: str) -> str:
+    async def __call__(
+        self, ctx: ToolContext[Any], arguments: str
+    ) -> str | list[ToolOutputText | ToolOutputImage | ToolOutputFileContent]:
         try:
             tool = self._approved_tool
             if tool is not None and ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id):
@@ -233,9 +247,23 @@ class _Invoke:
                     "arguments": arguments,
                 }
                 result = await self._runtime.acall(call, self._plan)
+        except GuardrailTripped:
+            raise  # a stop is for the host: the SDK ends the run with it
         except (ToolRuntimeError, ToolCancelledError) as exc:
             return error_text(exc)
-        return str(result.to_message("openai-responses")["output"])
+        output = result.to_message("openai-responses")["output"]
+        if isinstance(output, str):
+            return output
+        return [_structured(item) for item in output]
+
+
+def _structured(item: dict[str, Any]) -> ToolOutputText | ToolOutputImage | ToolOutputFileContent:
+    """One item of a Responses tool output as the SDK's structured tool output."""
+    if item["type"] == "input_image":
+        return ToolOutputImage(image_url=item["image_url"])
+    if item["type"] == "input_file":
+        return ToolOutputFileContent(file_data=item["file_data"], filename=item["filename"])
+    return ToolOutputText(text=item["text"])
 
 
 def from_function_tool(

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-__all__ = ["FORMATS", "provider_name", "resolve"]
+__all__ = ["FORMATS", "ProviderNames", "provider_name", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +73,50 @@ def resolve(name: str, format: str, registered: Iterable[str]) -> str | None:
         if any(provider_name(candidate, each) == name for each in formats):
             return candidate
     return None
+
+
+class ProviderNames:
+    """`resolve` for many calls: the way back from provider names, kept per format.
+
+    Mapping a name back means computing the provider name of every registered tool,
+    which at 10,000 tools costs milliseconds; a model that keeps calling a tool it
+    made up must not pay that on every call. The map of a format is built on its
+    first lookup and kept while the registry's ``generation`` stays the same.
+
+    Safe across threads without a lock: the kept state is replaced as one object,
+    and two threads that build the same map at once build equal ones.
+    """
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: tuple[int, dict[str, dict[str, str]]] = (-1, {})
+
+    def resolve(
+        self, name: str, format: str, generation: int, registered: Callable[[], Iterable[str]]
+    ) -> str | None:
+        """The registered tool whose provider name in ``format`` is ``name``, or None.
+
+        ``registered`` lists the names of ``generation``, in order of registration;
+        it is called only when the map must be built. A name that is registered as
+        it is must be looked up before (as `resolve` does first).
+        """
+        kept_generation, maps = self._kept
+        if kept_generation != generation:
+            maps = {}
+            self._kept = (generation, maps)
+        back = maps.get(format)
+        if back is None:
+            back = maps[format] = _reverse(
+                registered(), FORMATS if format == "plain" else (format,)
+            )
+        return back.get(name)
+
+
+def _reverse(names: Iterable[str], formats: tuple[str, ...]) -> dict[str, str]:
+    """Each provider name in ``formats`` to the first registered name that maps to it."""
+    back: dict[str, str] = {}
+    for candidate in names:
+        for each in formats:
+            back.setdefault(provider_name(candidate, each), candidate)
+    return back

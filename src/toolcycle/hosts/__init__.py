@@ -1,4 +1,4 @@
-"""Plan hosts: where a plan's tools run when not in the caller's process.
+"""Where a plan's calls run and are kept, beyond the caller's process.
 
 A host takes over one part of a call, the tool's own code: ``activate``,
 ``execute`` and ``deactivate``. Everything around it (validation, capability
@@ -11,15 +11,33 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
     with runtime.plan(host=ProcessHost()) as ctx:
         runtime.execute("tool", {...}, ctx)
 
-Modules:
-    ``_process``: `ProcessHost`, a worker process per plan, and its plans' state.
-    ``_child``: the caller's side of one worker process (a pipe and a reading thread).
-    ``_worker``: the worker's side: runs the stages it is sent, sends back outcomes.
-    ``_proxy``: the stand-ins the runtime drives in place of hosted tools.
-    ``_tools``: how a tool travels (pickled, by name, `ToolImport`); `ToolHostError`.
+- `ProcessHost` (``_process``, no extra dependency): a worker process per plan.
+  ``_child`` is the caller's side of one worker process (a pipe and a reading
+  thread), ``_worker`` the worker's side (runs the stages it is sent, sends back
+  outcomes), ``_proxy`` the stand-ins the runtime drives in place of hosted tools,
+  ``_tools`` how a tool travels (pickled, by name, `ToolImport`) and `ToolHostError`.
+- `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
+  steps of the plan's workflow, so a plan resumed after a crash does not run the
+  completed calls again (see docs/durable-plans.md). An optional extra, imported
+  only when its name is first used here.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from toolcycle.hosts._process import ProcessHost
 from toolcycle.hosts._tools import ToolHostError, ToolImport
 
-__all__ = ["ProcessHost", "ToolHostError", "ToolImport"]
+if TYPE_CHECKING:
+    from toolcycle.hosts._dbos import DBOSPlan
+
+__all__ = ["DBOSPlan", "ProcessHost", "ToolHostError", "ToolImport"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DBOSPlan":
+        from toolcycle.hosts._dbos import DBOSPlan  # an optional extra: import on first use
+
+        return DBOSPlan
+    raise AttributeError(f"module 'toolcycle.hosts' has no attribute {name!r}")

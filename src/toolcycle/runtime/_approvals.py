@@ -16,7 +16,7 @@ from toolcycle.agent._approve import (
     record_of,
     request_for,
 )
-from toolcycle.approvals import ApprovalDecision, needs_approval
+from toolcycle.approvals import ApprovalDecision, Resumption, _resumption, needs_approval
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
@@ -25,6 +25,8 @@ from toolcycle.models import ToolResult
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
+    from contextvars import Token
+
     from toolcycle.approvals import ApprovalLedger, ApprovalRequest
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, PendingApproval
@@ -186,7 +188,12 @@ class Resumer:
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
-            result = self._runner.execute(*_rerun(record, ctx, timeout, idle_timeout), approval)
+            resuming = _resuming(record, chosen)
+            try:
+                result = self._runner.execute(*_rerun(record, ctx, timeout, idle_timeout), approval)
+            finally:
+                if resuming is not None:
+                    _resumption.reset(resuming)
         return _answering(result, record)
 
     async def aresume(
@@ -203,7 +210,12 @@ class Resumer:
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
             args = _rerun(record, ctx, timeout, idle_timeout)
-            result = await self._runner.aexecute(*args, approval)
+            resuming = _resuming(record, chosen)
+            try:
+                result = await self._runner.aexecute(*args, approval)
+            finally:
+                if resuming is not None:
+                    _resumption.reset(resuming)
         return _answering(result, record)
 
     def _claim(
@@ -257,6 +269,15 @@ def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
         error=scrub(error) if scrub is not None else error,
     )
     return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")
+
+
+def _resuming(
+    record: PendingApproval, decision: ApprovalDecision
+) -> Token[Resumption | None] | None:
+    """Hand the answer to a tool that deferred its own call; the token to undo it with."""
+    if record.request is None:
+        return None
+    return _resumption.set(Resumption(record.request, decision.reply, record.approval_id))
 
 
 def _rerun(

@@ -14,7 +14,7 @@ from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
 from toolcycle.agent._dispatch import refusal
-from toolcycle.agent._names import FORMATS, resolve
+from toolcycle.agent._names import FORMATS, ProviderNames
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError
@@ -63,6 +63,7 @@ class Dispatcher:
         self._settings = settings
         self._limits = limits
         self._search = ToolSearch(catalog, steps)
+        self._names = ProviderNames()  # an unknown name's way back, per format
 
     def tool_definitions(
         self,
@@ -186,7 +187,8 @@ class Dispatcher:
         if name not in self._catalog.entries:
             if name == SEARCH_TOOL:  # before resolve, which tries every registered name
                 return self._search.answer(call, ctx)
-            name = resolve(call.name, call.format, self._catalog.names())
+            catalog = self._catalog
+            name = self._names.resolve(call.name, call.format, catalog.generation, catalog.names)
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
@@ -196,8 +198,6 @@ class Dispatcher:
         entry = self._catalog.entries.get(name)
         if entry is not None:  # else unregistered meanwhile: the pipeline refuses it
             descriptor = entry.descriptor
-            if descriptor.defer_loading and isinstance(ctx, ToolExecutionContext):
-                ctx.reveal_tools((name,))  # the model knew it: show it in full from now on
             if call.format in {"openai", "openai-responses"}:
                 # Strict mode sends null for an optional property that was left out.
                 depth = self._limits.max_instance_depth

@@ -269,6 +269,8 @@ class ToolRuntime:
         *,
         skip_invalid_schemas: bool | None = None,
         timeout: float | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
         cache: CachePolicy | None = None,
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
@@ -279,6 +281,8 @@ class ToolRuntime:
         A source whose ``stale`` attribute turns true is registered afresh before the
         next plan; ``close()`` closes it. ``skip_invalid_schemas`` skips unusable
         schemas with a `ToolSkippedWarning` (None: the source's own attribute).
+        ``max_retries`` and ``retry`` take the runtime's place for the source's tools
+        that give none of their own; ``retry`` applies to its idempotent tools only.
         ``cache`` caches the results of the source's tools that do not write (and
         have no policy of their own); its tools that write stay uncached.
         ``input_guardrails`` and ``output_guardrails`` guard every tool of the source
@@ -295,6 +299,8 @@ class ToolRuntime:
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
             defer_loading=defer_loading,
+            max_retries=max_retries,
+            retry=retry,
         )
 
     def unregister(self, name: str) -> ToolDescriptor:

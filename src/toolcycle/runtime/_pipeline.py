@@ -18,6 +18,7 @@ from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult
+from toolcycle.runtime._durable import arun_durably, run_durably
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
 from toolcycle.runtime._results import Outcome
@@ -87,10 +88,18 @@ class CallPipeline:
             check_limits(timeout, idle_timeout)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
-        if call.observer is None and not refuse:
+        if call.observer is None and not refuse and ctx.durable is None:
             return self._run(call, params, timeout, idle_timeout)
         try:
-            result = self._run(call, params, timeout, idle_timeout)
+            if ctx.durable is None:
+                result = self._run(call, params, timeout, idle_timeout)
+            else:  # a durable plan's engine records the call, or replays it
+                result = run_durably(
+                    self._steps,
+                    ctx.durable,
+                    call,
+                    lambda: self._run(call, params, timeout, idle_timeout),
+                )
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -128,7 +137,7 @@ class CallPipeline:
         call.answers = answers
         if progress is not None:
             call.record.listen(progress)
-        if call.observer is None and not refuse:
+        if call.observer is None and not refuse and ctx.durable is None:
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
 
@@ -140,9 +149,18 @@ class CallPipeline:
         idle_timeout: float | None,
         refuse: bool,
     ) -> ToolResult:
-        """`_arun` for an observed call, or one whose refusal becomes a failed result."""
+        """`_arun` for an observed or durable call, or one whose refusal becomes a failed result."""
         try:
-            result = await self._arun(call, params, timeout, idle_timeout)
+            engine = call.ctx.durable
+            if engine is None:
+                result = await self._arun(call, params, timeout, idle_timeout)
+            else:  # a durable plan's engine records the call, or replays it
+                result = await arun_durably(
+                    self._steps,
+                    engine,
+                    call,
+                    lambda: self._arun(call, params, timeout, idle_timeout),
+                )
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result

@@ -75,6 +75,9 @@ class PlanRegistry:
             raise TypeError(
                 f"host must be a PlanHost (such as toolcycle.hosts.ProcessHost), got {host!r}"
             )
+        durable = options.get("durable")
+        if durable is not None:  # the engine may name the plan after its workflow
+            plan_id = durable.open(plan_id)
         ctx = ToolExecutionContext(
             plan_id or f"plan-{uuid.uuid4().hex[:12]}",
             resources=tuple(options.pop("resources", ())),

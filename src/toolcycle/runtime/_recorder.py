@@ -84,7 +84,7 @@ class CallRecord:
         self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
-        self.revealed: tuple[str, ...] = ()  # the deferred tools a tool search found
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
         # A hosted call's host name and where it ran, read at the call's end.
         self.host: Callable[[], tuple[str, str | None]] | None = None
 

@@ -20,7 +20,7 @@ from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._caching import bind
 from toolcycle.runtime._guardset import Guards, chain, guards_of
-from toolcycle.runtime._retries import resolve
+from toolcycle.runtime._retries import check_max_retries, default_policy, resolve
 from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
@@ -42,7 +42,17 @@ _log = get_logger("toolcycle.runtime")
 class _SourceEntry:
     """A registered source and the names its tools were registered under."""
 
-    __slots__ = ("cache", "defer", "guards", "names", "skip", "source", "timeout")
+    __slots__ = (
+        "cache",
+        "defer",
+        "guards",
+        "max_retries",
+        "names",
+        "retry",
+        "skip",
+        "source",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -53,6 +63,8 @@ class _SourceEntry:
         cache: CachePolicy | None = None,
         guards: Guards | None = None,
         defer: bool | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.source = source
         self.names = names
@@ -61,6 +73,8 @@ class _SourceEntry:
         self.cache = cache
         self.guards = guards  # the source's guardrails, for every tool it yields
         self.defer = defer
+        self.max_retries = max_retries  # for its tools that give none of their own
+        self.retry = retry  # for its idempotent tools that give none of their own
 
 
 class ToolRegistry:
@@ -123,11 +137,15 @@ class ToolRegistry:
         output_guardrails: Iterable[Guardrail] | None = None,
         source_guards: Guards | None = None,
         defer_loading: bool | None = None,
+        source_max_retries: int | None = None,
+        source_retry: RetryPolicy | None = None,
     ) -> ToolDescriptor:
         """Discover the tool once, compile both of its schemas and keep it (see the façade).
 
         ``source_cache`` is its source's policy: it applies only if the tool does not
-        write and has no policy of its own.
+        write and has no policy of its own. ``source_max_retries`` and ``source_retry``
+        take the runtime's place for the tools of a source (a policy, for idempotent
+        tools only).
         """
         self._settings.check_open()
         given_input = guards_of(input_guardrails, "input_guardrails")
@@ -158,7 +176,12 @@ class ToolRegistry:
         )
         settings = self._settings
         limit, retry_policy = resolve(
-            instance, descriptor, max_retries, retry, settings.max_retries, settings.retry
+            instance,
+            descriptor,
+            max_retries,
+            retry,
+            settings.max_retries if source_max_retries is None else source_max_retries,
+            settings.retry if source_retry is None else source_retry,
         )
         guards = chain(
             self._settings.guardrails, source_guards, instance, name, given_input, given_output
@@ -203,9 +226,14 @@ class ToolRegistry:
         input_guardrails: Iterable[Guardrail] | None = None,
         output_guardrails: Iterable[Guardrail] | None = None,
         defer_loading: bool | None = None,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> list[ToolDescriptor]:
         """Register every tool of a source, all or nothing, and keep the source."""
         self._settings.check_open()
+        if max_retries is not None:
+            check_max_retries(max_retries, "max_retries")
+        retry = default_policy(retry)
         guards = Guards(
             guards_of(input_guardrails, "input_guardrails"),
             guards_of(output_guardrails, "output_guardrails"),
@@ -219,14 +247,13 @@ class ToolRegistry:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if defer_loading is None and getattr(source, "defer_loading", False) is True:
             defer_loading = True  # the source defers all its tools; else each tool decides
-        registered = self._register_all(
-            source, skip, _warn_skipped, timeout, cache, guards, defer_loading
+        entry = _SourceEntry(
+            source, [], skip, timeout, cache, guards, defer_loading, max_retries, retry
         )
+        registered = self._register_all(entry, _warn_skipped)
         with self._lock:
-            names = [d.name for d in registered]
-            self._sources.append(
-                _SourceEntry(source, names, skip, timeout, cache, guards, defer_loading)
-            )
+            entry.names = [d.name for d in registered]
+            self._sources.append(entry)
         return registered
 
     def unregister(self, name: str) -> ToolDescriptor:
@@ -249,15 +276,7 @@ class ToolRegistry:
                     self._tools.pop(name, None)
                 self._generation += 1
                 try:
-                    registered = self._register_all(
-                        entry.source,
-                        entry.skip,
-                        _log_skipped,
-                        entry.timeout,
-                        entry.cache,
-                        entry.guards,
-                        entry.defer,
-                    )
+                    registered = self._register_all(entry, _log_skipped)
                 except Exception as exc:
                     # The old tools stay unknown rather than wrong; the source is
                     # asked again before the next plan.
@@ -279,30 +298,25 @@ class ToolRegistry:
                     _log.warning("source.close_failed", source=repr(entry.source), error=str(exc))
 
     def _register_all(
-        self,
-        source: ToolSource,
-        skip: bool,
-        on_skip: Callable[[str], None],
-        timeout: float | None = None,
-        cache: CachePolicy | None = None,
-        guards: Guards | None = None,
-        defer: bool | None = None,
+        self, entry: _SourceEntry, on_skip: Callable[[str], None]
     ) -> list[ToolDescriptor]:
         registered: list[ToolDescriptor] = []
         try:
-            for instance in source.tools():
+            for instance in entry.source.tools():
                 try:
                     registered.append(
                         self.register(
                             instance,
-                            timeout=timeout,
-                            source_cache=cache,
-                            source_guards=guards,
-                            defer_loading=defer,
+                            timeout=entry.timeout,
+                            source_cache=entry.cache,
+                            source_guards=entry.guards,
+                            defer_loading=entry.defer,
+                            source_max_retries=entry.max_retries,
+                            source_retry=entry.retry,
                         )
                     )
                 except ToolSchemaValidationError as error:
-                    if not skip:
+                    if not entry.skip:
                         raise
                     on_skip(f"tool {error.tool_name!r} was skipped: {error}")
         except BaseException:

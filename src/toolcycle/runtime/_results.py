@@ -214,6 +214,7 @@ def output_result(
     name = record.tool_name
     success, error_message, error_type = True, None, None
     rich: Rich | None = None
+    pending = None
     kind = type(output)
     if kind not in _PLAIN:
         if kind in _PARTS:  # one part or a ToolReturn: always readable
@@ -223,6 +224,7 @@ def output_result(
             for change in output.changes:
                 ctx.record_change(change)
             success, error_message, error_type = output.success, output.error, output.error_type
+            pending = output.pending  # a tool that deferred its own call
             if output.content:
                 rich = Rich(None, output.content, output.metadata, True)
             output = output.output
@@ -263,7 +265,7 @@ def output_result(
     truncated = max_result_bytes is not None and size > max_result_bytes
     if truncated:
         data, size = cut_output(text.encode(), max_result_bytes or 0)
-    status: TraceStatus = "ok" if success else "error"
+    status: TraceStatus = "ok" if success else "pending" if pending is not None else "error"
     if rich is not None:
         budget = None if max_result_bytes is None else max(0, max_result_bytes - size)
         parts, content_size, cut = cap_parts(rich.parts, budget, max_result_bytes, record.scrub)
@@ -299,6 +301,8 @@ def output_result(
         values["truncated"] = True
     if answers is not None:
         values["call"] = answers
+    if pending is not None:
+        values["pending"] = pending
     if rich is not None:
         values["content"] = parts
         values["metadata"] = rich.metadata

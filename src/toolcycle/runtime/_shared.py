@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
     from toolcycle.context import ToolExecutionContext, _CallScope
+    from toolcycle.durable import DurablePlan
     from toolcycle.execution._inflight import Flight
     from toolcycle.instrumentation import CallObserver
     from toolcycle.models import (
@@ -75,6 +76,7 @@ class PlanOptions(TypedDict, total=False):
     approver: Approver | None
     approval: ApprovalRule
     host: PlanHost | None
+    durable: DurablePlan | None
 
 
 # Plain slotted classes rather than dataclasses: these three are built at import

@@ -126,11 +126,14 @@ class CallSteps:
             raise error
         if ctx.cancellation_token.is_cancelled:
             self.raise_cancelled(call, None)
+        descriptor = entry.descriptor
         try:
-            check_capabilities(entry.descriptor, ctx)
+            check_capabilities(descriptor, ctx)
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
             self.emit(call, "denied", error=denial)
             raise
+        if descriptor.defer_loading and call.answers is not None:
+            _reveal(call, name, ctx)
         return entry
 
     def admit(self, call: Call, owner: object) -> Flight:
@@ -296,3 +299,14 @@ class CallSteps:
         if callable(hook):
             call.record.listen(hook)
         return observer
+
+
+def _reveal(call: Call, name: str, ctx: ToolExecutionContext) -> None:
+    """A model called a deferred tool by name: show it in full from now on in the plan.
+
+    Only the call that revealed it records it in its trace, as a search records
+    what it found.
+    """
+    if name not in ctx.revealed_tools:
+        ctx.reveal_tools((name,))
+        call.record.revealed = (name,)

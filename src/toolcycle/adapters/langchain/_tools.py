@@ -9,10 +9,11 @@ from langchain_core.tools import BaseTool
 from pydantic import PrivateAttr
 
 from toolcycle import ToolApprovalError
+from toolcycle.adapters.langchain._blocks import content_blocks
 from toolcycle.adapters.langchain._graph import GraphSteps, graph_key
 
 if TYPE_CHECKING:
-    from toolcycle import PendingApproval, ToolExecutionContext, ToolResult, ToolRuntime
+    from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
     from toolcycle.adapters.langchain._graph import Key
 
 __all__ = ["langchain_tools"]
@@ -115,8 +116,14 @@ class _RuntimeTool(BaseTool):
         return self._answer(result, tool_call_id)
 
     def _answer(self, result: ToolResult, tool_call_id: str | None) -> Any:
-        # The tool message alone: its text names any attachment a tool message cannot hold.
-        text = result.to_messages("openai")[0]["content"]
+        if result.success and result.content:
+            # The model reads the parts as blocks; the value, which it never sees, is the
+            # message's artifact, LangChain's place for what the host alone reads.
+            blocks = content_blocks(result.content)
+            return self._reply(
+                tool_call_id, text=blocks, output=result.output, artifact=result.output
+            )
+        text = result.to_message("openai")["content"]
         if result.success:
             return self._reply(tool_call_id, text=text, output=result.output)
         return self._reply(tool_call_id, error=text, artifact=result.pending)
@@ -125,10 +132,10 @@ class _RuntimeTool(BaseTool):
         self,
         tool_call_id: str | None,
         *,
-        text: str | None = None,
+        text: Any = None,
         output: Any = None,
         error: str | None = None,
-        artifact: PendingApproval | None = None,
+        artifact: Any = None,
     ) -> Any:
         if tool_call_id is None:  # invoked with plain arguments: no message to answer
             return output if error is None else error

@@ -31,6 +31,7 @@ from toolcycle import (
     ToolCancelledError,
     ToolRuntimeError,
 )
+from toolcycle.adapters.pydantic_ai._content import tool_return
 from toolcycle.approvals import fingerprint
 from toolcycle.capabilities import is_allowed
 
@@ -226,7 +227,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
 
     def _answer(self, result: ToolResult, call_id: str | None) -> Any:
         if result.success:
-            return result.output
+            return tool_return(result) if result.content else result.output
         pending = result.pending
         if pending is not None:
             self._pending[call_id or pending.approval_id] = pending

@@ -25,7 +25,53 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)"
     ) from exc
 
+from toolcycle.sources.mcp._answering import ELICITATION_PENDING
+from toolcycle.sources.mcp._auth import CredentialsResolver, HttpCredentials, McpAuthError
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
+from toolcycle.sources.mcp._meta import McpCallInfo
+from toolcycle.sources.mcp._requests import (
+    DEFAULT_MAX_ROUNDS,
+    ElicitAnswer,
+    Elicitation,
+    ElicitHandler,
+    LogHandler,
+    LogMessage,
+    McpRequests,
+    RequestContext,
+    Root,
+    RootsSource,
+    SampleHandler,
+    SamplingAnswer,
+    SamplingRequest,
+)
 from toolcycle.sources.mcp._server import McpServer, McpTool
+from toolcycle.sources.mcp._tokens import FileTokenStorage, MemoryTokenStorage, TokenStorage
 
-__all__ = ["McpCallError", "McpServer", "McpServerError", "McpTool", "McpToolError"]
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "ELICITATION_PENDING",
+    "CredentialsResolver",
+    "ElicitAnswer",
+    "ElicitHandler",
+    "Elicitation",
+    "FileTokenStorage",
+    "HttpCredentials",
+    "LogHandler",
+    "LogMessage",
+    "McpAuthError",
+    "McpCallError",
+    "McpCallInfo",
+    "McpRequests",
+    "McpServer",
+    "McpServerError",
+    "McpTool",
+    "McpToolError",
+    "MemoryTokenStorage",
+    "RequestContext",
+    "Root",
+    "RootsSource",
+    "SampleHandler",
+    "SamplingAnswer",
+    "SamplingRequest",
+    "TokenStorage",
+]

@@ -15,14 +15,17 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types
 from mcp.client import ClientSession
+from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
+from toolcycle.sources.mcp._direct import InProcess
 from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 
 if TYPE_CHECKING:
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from mcp.client import IncomingMessage
     from mcp.client._transport import TransportStreams
 
+    from toolcycle.sources.mcp._answering import Answerer
     from toolcycle.sources.mcp._stdio import StdioProcess
 
 __all__ = ["Connection", "Endpoint"]
@@ -43,6 +47,9 @@ SHUTDOWN_DEADLINE = STDIN_GRACE + TERM_GRACE + KILL_GRACE + 2.0
 # How long a failed call waits for the transport to say why the server went away.
 _FAULT_WAIT = 1.5
 _CLIENT_INFO = mcp_types.Implementation(name="toolcycle", version="0")
+_CALL_RESULT: TypeAdapter[mcp_types.CallToolResult | mcp_types.InputRequiredResult] = TypeAdapter(
+    mcp_types.CallToolResult | mcp_types.InputRequiredResult
+)
 
 
 class Endpoint(Protocol):
@@ -58,8 +65,17 @@ class Endpoint(Protocol):
 class Connection:
     """A live session with one server; all methods run on the loop that opened it."""
 
-    def __init__(self, endpoint: Endpoint, name: str, on_list_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        on_list_changed: Callable[[], None],
+        answerer: Answerer | None = None,
+        protocol: str = "legacy",
+    ) -> None:
         self.name = name
+        self._answerer = answerer
+        self._protocol = protocol
         self._endpoint = endpoint
         self._on_list_changed = on_list_changed
         self._session: ClientSession | None = None
@@ -69,6 +85,8 @@ class Connection:
         self._stop = asyncio.Event()
         self._lost = asyncio.Event()
         self._failure: BaseException | None = None
+        self._vet: Callable[[Exception], Exception] | None = None
+        """The transport's last word on each error raised (HTTP: credentials, see ``_auth``)."""
         self.broken = False
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop it lives on, set by `open`."""
@@ -103,18 +121,35 @@ class Connection:
         if self._session is None:
             await self.close()
             failure = _leaf(self._failure)
-            raise self._error(f"failed to start: {_describe(failure)}") from failure
+            error = self._error(f"failed to start: {_describe(failure)}")
+            error.__cause__ = failure
+            raise self._vetted(error)
 
     async def _own(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                transport, self._process = self._endpoint.streams(self._mark_lost)
-                read, write = await stack.enter_async_context(transport)
-                session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT_INFO
-                )
-                await stack.enter_async_context(session)
-                await session.initialize()
+                endpoint = self._endpoint
+                options = self._answerer.session_options() if self._answerer else {}
+                if isinstance(endpoint, InProcess) and endpoint.direct:
+                    session = await endpoint.open_session(
+                        stack, self._on_message, _CLIENT_INFO, self._on_list_changed, options
+                    )
+                else:
+                    transport, self._process = endpoint.streams(self._mark_lost)
+                    self._vet = getattr(transport, "vet", None)
+                    read, write = await stack.enter_async_context(transport)
+                    session = ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        client_info=_CLIENT_INFO,
+                        **options,
+                    )
+                    await stack.enter_async_context(session)
+                    if self._protocol == "legacy":
+                        await session.initialize()
+                    else:  # the 2026-07-28 era if the server speaks it, else the handshake
+                        await negotiate_auto(session)
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -149,7 +184,7 @@ class Connection:
             try:
                 page = await session.list_tools(params=params)
             except Exception as exc:
-                raise await self._translate(exc) from exc
+                raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -163,8 +198,14 @@ class Connection:
         name: str,
         arguments: dict[str, Any],
         on_progress: Callable[[float, float | None, str | None], None],
-    ) -> mcp_types.CallToolResult:
-        """Send one ``tools/call``; cancelling the caller cancels it on the server.
+        meta: dict[str, Any] | None = None,
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        """Send one ``tools/call`` with ``meta`` as its ``_meta``; cancelling the caller cancels it.
+
+        ``input_responses`` and ``request_state`` retry a call that came back
+        asking for input (2026-07-28 era), which is then what it may return.
 
         Raises:
             McpServerError: the connection is lost (it is then marked broken).
@@ -178,14 +219,21 @@ class Connection:
         # send_request rather than call_tool: call_tool re-lists the tools to check
         # the output itself, a round trip per new tool, while the runtime checks it.
         request = mcp_types.CallToolRequest(
-            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+            params=mcp_types.CallToolRequestParams(
+                name=name,
+                arguments=arguments,
+                # An open map in the SDK's types; the keys are checked in _meta.
+                _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+                input_responses=input_responses,
+                request_state=request_state,
+            )
         )
         try:
-            return await session.send_request(
-                request, mcp_types.CallToolResult, progress_callback=forward
-            )
+            # Only the 2026-07-28 era can answer with InputRequiredResult.
+            kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
+            return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
-            raise await self._translate(exc) from exc
+            raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
     async def _translate(self, exc: Exception) -> Exception:
         lost = self.broken or (
@@ -198,12 +246,16 @@ class Connection:
         fault = (self.diagnostics() or "") if (lost or self.broken) else None
         mapped = map_error(exc, server=self.name, fault=fault)
         if mapped is None:
-            return exc
+            return self._vetted(exc)
         if isinstance(mapped, McpServerError):
             self._mark_lost()
             mapped.exit_code = self._process.exit_code if self._process is not None else None
             mapped.stderr_tail = tuple(self._process.stderr_tail) if self._process else ()
-        return mapped
+        mapped.__cause__ = exc
+        return self._vetted(mapped)
+
+    def _vetted(self, error: Exception) -> Exception:
+        return error if self._vet is None else self._vet(error)
 
     def _live_session(self) -> ClientSession:
         if self._session is None or self.broken:

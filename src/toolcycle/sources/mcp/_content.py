@@ -117,7 +117,11 @@ def descriptor_of(
                 annotations[wire] = value
     # Only an explicit readOnlyHint: true makes a tool read-only; MCP's own default
     # for the hint is false, and a server's silence must not widen a plan.
-    capability = ToolCapability(writes=annotations.get("readOnlyHint") is not True)
+    # Likewise only an explicit idempotentHint: true lets a retry policy apply to it.
+    capability = ToolCapability(
+        writes=annotations.get("readOnlyHint") is not True,
+        idempotent=annotations.get("idempotentHint") is True,
+    )
     if isinstance(override, ToolCapability):
         capability = override
     elif override is not None:

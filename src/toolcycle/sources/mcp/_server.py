@@ -21,29 +21,40 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.client._memory import InMemoryTransport
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-from toolcycle import ToolActivationError
+from toolcycle import ToolActivationError, ToolResult
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
+from toolcycle.sources.mcp._answering import Answerer
+from toolcycle.sources.mcp._auth import HttpEndpoint
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._direct import InProcess, Mode
+from toolcycle.sources.mcp._meta import call_meta
+from toolcycle.sources.mcp._requests import McpRequests
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
+    import httpx2
     from mcp.client._transport import TransportStreams
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
     from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+    from toolcycle.sources.mcp._auth import CredentialsResolver
+    from toolcycle.sources.mcp._connection import Endpoint
+    from toolcycle.sources.mcp._meta import MetaResolver
+    from toolcycle.sources.mcp._requests import (
+        ElicitHandler,
+        LogHandler,
+        RootsSource,
+        SampleHandler,
+    )
 
 __all__ = ["McpServer", "McpTool"]
 
@@ -68,46 +79,17 @@ class _Stdio:
         return process.connect(), process
 
 
-@dataclass(frozen=True, slots=True)
-class _Http:
-    url: str
-    headers: Mapping[str, str] | None
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        return self._connect(), None
-
-    @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[TransportStreams]:
-        async with AsyncExitStack() as stack:
-            client = create_mcp_http_client(headers=dict(self.headers or {}))
-            await stack.enter_async_context(client)
-            yield await stack.enter_async_context(
-                streamable_http_client(self.url, http_client=client)
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class _InProcess:
-    server: Any
-    same_loop: bool = False
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        return InMemoryTransport(self.server), None
-
-
 # -- sharing connections among a server's tools -----------------------------------------------
 
 
 class _Share:
     """The connection one plan (or the whole runtime) uses for one server."""
 
-    __slots__ = ("connection", "home", "opening", "retired", "users")
+    __slots__ = ("connection", "endpoint", "home", "opening", "retired", "users")
 
-    def __init__(self, home: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        """Where its connections go, with the plan's own credentials (see `HttpEndpoint.bind`)."""
         self.connection: Connection | None = None
         self.opening: asyncio.Task[Connection] | None = None
         self.users = 0
@@ -140,6 +122,17 @@ class McpServer:
             which ``runtime.close()`` calls).
         defer_loading: keep every tool of the server out of a model's
             definitions until a tool search finds it (see docs/tool-search.md).
+        meta: called with an `McpCallInfo` before each call; the mapping it
+            returns goes into the request's ``_meta`` beside the caller's trace
+            context (see ``_meta``).
+        protocol: ``"legacy"`` (the initialize handshake) or ``"auto"`` (the
+            2026-07-28 era when the server speaks it, else the handshake). None:
+            ``"legacy"`` over stdio and HTTP; an in-process server in
+            ``mode="auto"`` always speaks its own era, as with the SDK's ``Client``.
+        requests: handlers for what servers ask during a call, shared by
+            several servers (`McpRequests`); the next four win over it.
+        on_elicit, on_sample, roots, on_log: see `McpRequests` and
+            docs/sources/mcp.md.
     """
 
     skip_invalid_schemas = True
@@ -156,7 +149,30 @@ class McpServer:
         capabilities: Mapping[str, ToolCapability | Mapping[str, Any]] | None = None,
         scope: Scope = "plan",
         defer_loading: bool = False,
+        meta: MetaResolver | None = None,
+        protocol: Literal["legacy", "auto"] | None = None,
+        requests: McpRequests | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        roots: RootsSource | None = None,
+        on_log: LogHandler | None = None,
     ) -> None:
+        if protocol not in (None, "legacy", "auto"):
+            raise ValueError(f"protocol must be 'legacy' or 'auto', got {protocol!r}")
+        handlers = (requests or McpRequests()).with_overrides(
+            on_elicit=on_elicit, on_sample=on_sample, roots=roots, on_log=on_log
+        )
+        if getattr(endpoint, "direct", False):
+            if protocol == "legacy":
+                raise ValueError(
+                    "protocol='legacy' needs the initialize handshake, which an in-process "
+                    "server in mode='auto' does not do: pass mode='legacy' too, or drop protocol"
+                )
+            protocol = "auto"  # driven as the SDK's Client: the server's own era, always
+        elif protocol is None:
+            protocol = "legacy"  # stdio and HTTP: the handshake unless asked otherwise
+        self._answerer = Answerer(name, handlers, protocol)
+        self.protocol = protocol
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
         if timeout is not None and timeout <= 0:
@@ -177,6 +193,9 @@ class McpServer:
         self.capabilities = dict(capabilities or {})
         self.scope: Scope = scope
         self.defer_loading = defer_loading
+        if meta is not None and not callable(meta):
+            raise TypeError(f"meta must be a callable or None, got {meta!r}")
+        self.meta = meta
         self._same_loop = same_loop
         self._shares: dict[str, _Share] = {}
         self._stale = False
@@ -203,16 +222,55 @@ class McpServer:
         return cls(_Stdio(spec, options["name"]), **options)
 
     @classmethod
-    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> McpServer:
-        """A server reached over streamable HTTP at ``url``, sending ``headers`` with each request."""
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        auth: httpx2.Auth | None = None,
+        credentials: CredentialsResolver | None = None,
+        **options: Any,
+    ) -> McpServer:
+        """A server reached over streamable HTTP at ``url``.
+
+        ``headers`` go with every request and ``auth`` (an ``httpx2.Auth``, such
+        as the SDK's OAuth providers) signs them; both serve discovery too.
+        ``credentials``, called with each plan's context when its connection
+        opens, gives that plan's own `HttpCredentials` (or a mapping of
+        headers): its headers go over ``headers`` and it replaces ``auth``
+        (which then serves discovery only); it is asked once more when the
+        server answers 401. It needs
+        ``scope="plan"``, so that no two plans share a connection.
+
+        Raises:
+            ValueError: ``credentials`` with ``scope="runtime"``.
+        """
         options.setdefault("name", url)
-        return cls(_Http(url, None if headers is None else dict(headers)), **options)
+        if credentials is not None and options.get("scope", "plan") != "plan":
+            raise ValueError(
+                "credentials= gives each plan its own connection; it needs scope='plan'"
+            )
+        headers = None if headers is None else dict(headers)
+        return cls(HttpEndpoint(url, options["name"], headers, auth, credentials), **options)
 
     @classmethod
     def in_process(
-        cls, server: Server[Any] | MCPServer, *, same_loop: bool = False, **options: Any
+        cls,
+        server: Server[Any] | MCPServer,
+        *,
+        same_loop: bool = False,
+        mode: Mode | None = None,
+        **options: Any,
     ) -> McpServer:
         """An SDK server object (``MCPServer`` or a low-level ``Server``) in this process.
+
+        With ``mode="auto"`` (the default) it is driven as the SDK's own
+        ``Client(server)`` drives it: through the direct dispatcher on the
+        2026-07-28 protocol, the server's handler awaited in the calling task.
+        ``mode="legacy"`` serves it over the in-memory JSON-RPC transport with
+        the ``initialize`` handshake instead (see ``_direct``). Without ``mode``,
+        ``protocol="legacy"`` (the handshake era) picks ``"legacy"``, anything
+        else ``"auto"``.
 
         With ``same_loop=True``, a plan's connection (and so the server's own
         code) runs on the event loop of the async caller whose activation opens
@@ -222,7 +280,11 @@ class McpServer:
         thread. Needs ``scope="plan"``.
         """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
-        return cls(_InProcess(server, same_loop), **options)
+        if mode is None:
+            mode = "legacy" if options.get("protocol") == "legacy" else "auto"
+        if mode not in ("auto", "legacy"):
+            raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        return cls(InProcess(server, same_loop, mode), **options)
 
     def __repr__(self) -> str:
         return f"McpServer(name={self.name!r}, scope={self.scope!r})"
@@ -286,12 +348,15 @@ class McpServer:
         )
         if live is not None:
             return await live.list_tools()
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+        connection = self._connection(self._endpoint)
         try:
             await connection.open(None)
             return await connection.list_tools()
         finally:
             await asyncio.shield(connection.close())
+
+    def _connection(self, endpoint: Endpoint) -> Connection:
+        return Connection(endpoint, self.name, self._stale_marker(), self._answerer, self.protocol)
 
     def _stale_marker(self) -> Callable[[], None]:
         # Weak, so that a live connection does not keep its server alive: an
@@ -355,7 +420,12 @@ class McpServer:
         self, ctx: ToolExecutionContext, home: asyncio.AbstractEventLoop | None
     ) -> None:
         self._check_open()
-        share = self._shares.setdefault(self._key(ctx), _Share(home))
+        key = self._key(ctx)
+        share = self._shares.get(key)
+        if share is None:
+            endpoint = self._endpoint
+            bind = getattr(endpoint, "bind", None)  # per-plan credentials
+            share = self._shares[key] = _Share(home, endpoint if bind is None else bind(ctx))
         share.users += 1
         try:
             await self._connected(share, home, ctx.plan_id)
@@ -411,7 +481,9 @@ class McpServer:
             if share.opening is None:
                 share.home = caller
         if share.opening is None:
-            share.opening = asyncio.get_running_loop().create_task(self._open(share.home))
+            share.opening = asyncio.get_running_loop().create_task(
+                self._open(share.home, share.endpoint)
+            )
         opening = share.opening
         try:
             connection = await asyncio.shield(opening)
@@ -426,8 +498,8 @@ class McpServer:
         share.connection = connection
         return connection
 
-    async def _open(self, home: asyncio.AbstractEventLoop | None) -> Connection:
-        connection = Connection(self._endpoint, self.name, self._stale_marker())
+    async def _open(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> Connection:
+        connection = self._connection(endpoint)
         # The caller that asked for it awaits this, so its loop is free to run the open.
         await _loop.hop(connection.open(self.startup_timeout), home)
         return connection
@@ -453,6 +525,8 @@ class McpServer:
         arguments: dict[str, Any],
         report: Callable[[float, float | None, str | None], None],
         caller: asyncio.AbstractEventLoop | None,
+        meta: dict[str, Any] | None = None,
+        *answers: Any,
     ) -> Any:
         """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
 
@@ -482,7 +556,8 @@ class McpServer:
                 share.retired[ctx.plan_id] = error
             raise
         # On a caller's loop, that caller is awaiting this, so its loop is free.
-        return await _loop.hop(connection.call(remote, arguments, report), connection.loop)
+        call = connection.call(remote, arguments, report, meta, *answers)
+        return await _loop.hop(call, connection.loop)
 
     def _elsewhere(self, plan_id: str) -> McpServerError:
         return McpServerError(
@@ -597,13 +672,21 @@ class McpTool:
         """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
         report = ctx.progress_reporter()
         server = self.server
-        connection = server._here(ctx)
-        if connection is not None:  # same_loop, and this is its loop: no thread to cross
-            result = await connection.call(self.remote_name, params, report)
-        else:
-            call = server._call(ctx, self.remote_name, params, report, server._caller_home())
-            result = await _loop.hop(call)
-        return call_output(result)
+        # Here, in the caller's task, where its current span and context are.
+        meta = call_meta(server.meta, server.name, self.remote_name, ctx)
+
+        async def send(answers: dict[str, Any] | None, state: str | None) -> Any:
+            connection = server._here(ctx)
+            if connection is not None:  # same_loop, and this is its loop: no thread to cross
+                return await connection.call(self.remote_name, params, report, meta, answers, state)
+            home = server._caller_home()
+            return await _loop.hop(
+                server._call(ctx, self.remote_name, params, report, home, meta, answers, state)
+            )
+
+        name = self._descriptor.name
+        result = await server._answerer.run(name, self.remote_name, params, ctx, send)
+        return result if isinstance(result, ToolResult) else call_output(result)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         """Leave the plan's connection; the last tool to leave closes it."""

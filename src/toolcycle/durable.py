@@ -1,0 +1,70 @@
+"""Durable plans: what the runtime asks of an engine that records a plan's calls.
+
+A plan opened with ``durable=`` hands each of its calls to that object, which
+records the call's result so that a plan resumed after a crash gets the recorded
+result back instead of running the tool again. `toolcycle.hosts.DBOSPlan` is the
+engine shipped with toolcycle (on DBOS); another engine implements `DurablePlan`.
+The runtime itself never imports an engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from toolcycle.models import ToolResult
+
+__all__ = ["DurablePlan"]
+
+
+class DurablePlan(Protocol):
+    """Records each call of one plan, and replays the recorded ones on resume.
+
+    ``run`` (and its async twin ``arun``) is given the whole call, from the
+    capability check to the trace: recording it records the approval decision,
+    the output and the changes together. The engine must call exactly one of
+    ``call`` (run it now) or ``interrupted`` (it was running when an earlier
+    process died), or return a result it recorded before.
+    """
+
+    def open(self, plan_id: str | None) -> str:
+        """Called as the plan opens, with the id the host gave (or None).
+
+        Returns:
+            The plan's id (an engine may use the id of its own workflow).
+        """
+        ...
+
+    def run(
+        self,
+        ctx: Any,
+        tool_name: str,
+        idempotent: bool,
+        call: Callable[[], ToolResult],
+        interrupted: Callable[[], ToolResult],
+    ) -> ToolResult:
+        """Run one call of the plan from sync code, or replay its recorded result.
+
+        Args:
+            ctx: the plan's `ToolExecutionContext`; a replayed result's changes
+                are recorded on it again.
+            tool_name: the tool called.
+            idempotent: the tool's capability says a second run is harmless.
+            call: runs the call and returns its result (or raises).
+            interrupted: the failed result for a call that an earlier process
+                started and never finished, when its tool is not idempotent.
+        """
+        ...
+
+    def arun(
+        self,
+        ctx: Any,
+        tool_name: str,
+        idempotent: bool,
+        call: Callable[[], Awaitable[ToolResult]],
+        interrupted: Callable[[], ToolResult],
+    ) -> Awaitable[ToolResult]:
+        """Async twin of `run`."""
+        ...

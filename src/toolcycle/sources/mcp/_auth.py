@@ -1,0 +1,258 @@
+"""Credentials for servers over streamable HTTP: headers, an ``httpx2.Auth``, per plan.
+
+A server made with ``McpServer.http`` presents fixed ``headers`` and ``auth``
+(any ``httpx2.Auth``, the SDK's OAuth providers included) on every
+connection, and, with a ``credentials`` resolver, the credentials that
+resolver gives for each plan. Every connection puts a `_Guard` in front of
+them: it sets the plan's headers on each request, lets the plan's auth run
+its flow, and on a final HTTP 401 asks the resolver once for fresh
+credentials and sends the request again. A request still refused makes the
+call fail with `McpAuthError`, naming the server.
+
+The connection hands every error it raises to `_Transport.vet`, which turns
+a refusal into `McpAuthError` and takes every secret it knows (header values,
+the tokens an SDK OAuth provider holds) out of the message, so that no token
+reaches a result, a trace, a log or a span.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypeAlias
+
+import httpx2
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from toolcycle import ToolExecutionContext
+from toolcycle.sources.mcp._content import McpServerError
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator
+    from types import TracebackType
+
+    from mcp.client._transport import TransportStreams
+
+    from toolcycle.sources.mcp._stdio import StdioProcess
+
+__all__ = ["CredentialsResolver", "HttpCredentials", "HttpEndpoint", "McpAuthError"]
+
+_HIDDEN = "[redacted]"
+_MIN_SECRET = 4  # shorter values are too common in text to replace safely
+
+
+@dataclass(frozen=True, slots=True)
+class HttpCredentials:
+    """What a connection presents to an HTTP server: headers, an ``httpx2.Auth``, or both.
+
+    Attributes:
+        headers: sent with every request (for example ``Authorization``).
+        auth: an ``httpx2.Auth``, such as the SDK's ``OAuthClientProvider``.
+    """
+
+    headers: Mapping[str, str] = field(default_factory=dict)
+    auth: httpx2.Auth | None = None
+
+    def __repr__(self) -> str:
+        # Names only: a repr ends up in logs and error messages.
+        return f"HttpCredentials(headers={sorted(self.headers)!r}, auth={type(self.auth).__name__})"
+
+
+CredentialsResolver: TypeAlias = Callable[
+    [ToolExecutionContext],
+    "HttpCredentials | Mapping[str, str] | Awaitable[HttpCredentials | Mapping[str, str]]",
+]
+"""A plan's credentials from its context: `HttpCredentials`, or a mapping of headers."""
+
+
+class McpAuthError(McpServerError):
+    """An MCP server refused the credentials (HTTP 401), after one try with fresh ones.
+
+    Attributes:
+        status: the HTTP status of the refusal.
+    """
+
+    def __init__(self, message: str, *, server: str, status: int = 401) -> None:
+        super().__init__(message, server=server)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class HttpEndpoint:
+    """A server over streamable HTTP and what it is shown; `bind` gives a plan's own."""
+
+    url: str
+    name: str
+    headers: Mapping[str, str] | None = None
+    auth: httpx2.Auth | None = None
+    credentials: CredentialsResolver | None = None
+    ctx: ToolExecutionContext | None = None
+
+    def bind(self, ctx: ToolExecutionContext) -> HttpEndpoint:
+        """The endpoint of one plan: with a resolver, its credentials come from ``ctx``."""
+        return self if self.credentials is None else replace(self, ctx=ctx)
+
+    def streams(self, on_lost: Callable[[], None]) -> tuple[_Transport, StdioProcess | None]:
+        """A transport for one connection (there is no process behind it)."""
+        return _Transport(self), None
+
+    async def resolve(self) -> HttpCredentials:
+        """The credentials a new connection (or a refused request) presents.
+
+        Raises:
+            TypeError: the resolver returned something other than
+                `HttpCredentials` or a mapping of headers.
+        """
+        if self.credentials is None or self.ctx is None:
+            return HttpCredentials(auth=self.auth)
+        got = self.credentials(self.ctx)
+        if inspect.isawaitable(got):
+            got = await got
+        # The plan's credentials replace the fixed auth even when they bring none:
+        # a service's auth would otherwise sign over the plan's own headers.
+        if isinstance(got, HttpCredentials):
+            return got
+        if isinstance(got, Mapping):
+            return HttpCredentials(headers=dict(got))
+        raise TypeError(
+            f"the credentials resolver of MCP server {self.name!r} returned "
+            f"{type(got).__name__}; return HttpCredentials or a mapping of headers"
+        )
+
+
+class _Guard(httpx2.Auth):
+    """Sets the plan's headers, runs its auth, and on a 401 retries once with fresh credentials."""
+
+    def __init__(
+        self,
+        credentials: HttpCredentials,
+        refresh: Callable[[], Awaitable[HttpCredentials]] | None,
+    ) -> None:
+        self.credentials = credentials
+        self.used = [credentials]
+        """Every set of credentials this connection presented, for scrubbing."""
+        self.refused = False
+        """Whether the last request that finished was refused with a 401."""
+        self._refresh = refresh
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """Send ``request`` through the current credentials; once more after a 401."""
+        retried = False
+        while True:
+            credentials = self.credentials
+            request.headers.update(credentials.headers)
+            # The plan's auth runs its own flow (an OAuth provider refreshes on a 401 here).
+            flow = (credentials.auth or _PASS).async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    try:
+                        outgoing = await flow.asend(response)
+                    except StopAsyncIteration:
+                        break
+            finally:
+                await flow.aclose()
+            if response.status_code != 401:
+                self.refused = False
+                return
+            if retried or self._refresh is None:
+                self.refused = True
+                return
+            retried = True
+            self.credentials = await self._refresh()
+            self.used.append(self.credentials)
+
+    def secrets(self) -> set[str]:
+        """The values to keep out of messages: header values and OAuth tokens."""
+        found: set[str] = set()
+        for credentials in self.used:
+            for value in credentials.headers.values():
+                found.add(value)
+                found.update(value.split())  # the token of "Bearer <token>"
+            found.update(_tokens_of(credentials.auth))
+        return {secret for secret in found if len(secret) >= _MIN_SECRET}
+
+
+_PASS = httpx2.Auth()  # sends the request as it is
+
+
+def _tokens_of(auth: httpx2.Auth | None) -> set[str]:
+    if not isinstance(auth, OAuthClientProvider):
+        return set()
+    tokens = auth.context.current_tokens
+    if tokens is None:
+        return set()
+    return {tokens.access_token, *([tokens.refresh_token] if tokens.refresh_token else [])}
+
+
+class _Transport:
+    """One connection's HTTP client and streams, entered and left by the connection's owner task."""
+
+    def __init__(self, endpoint: HttpEndpoint) -> None:
+        self._endpoint = endpoint
+        self._stack = AsyncExitStack()
+        self._guard: _Guard | None = None
+
+    async def __aenter__(self) -> TransportStreams:
+        endpoint = self._endpoint
+        refresh = endpoint.resolve if endpoint.credentials is not None else None
+        self._guard = _Guard(await endpoint.resolve(), refresh)
+        client = create_mcp_http_client(headers=dict(endpoint.headers or {}), auth=self._guard)
+        await self._stack.enter_async_context(client)
+        return await self._stack.enter_async_context(
+            streamable_http_client(endpoint.url, http_client=client)
+        )
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        return await self._stack.__aexit__(exc_type, exc, traceback)
+
+    def vet(self, error: Exception) -> Exception:
+        """The error a connection raises: `McpAuthError` after a refusal, else ``error`` scrubbed."""
+        guard = self._guard
+        name = self._endpoint.name
+        if guard is None:
+            return error
+        if guard.refused:
+            again = " and again with fresh credentials" if self._endpoint.credentials else ""
+            refusal = McpAuthError(
+                f"MCP server {name!r} refused the credentials (HTTP 401){again}; "
+                "check the token, or what the credentials resolver returns",
+                server=name,
+            )
+            refusal.__suppress_context__ = True
+            return refusal
+        return scrub(error, guard.secrets() | _static_secrets(self._endpoint))
+
+
+def _static_secrets(endpoint: HttpEndpoint) -> set[str]:
+    values = set((endpoint.headers or {}).values())
+    return {v for value in values for v in (value, *value.split()) if len(v) >= _MIN_SECRET}
+
+
+def scrub(error: Exception, secrets: set[str]) -> Exception:
+    """Replace each secret in ``error``'s message; drop its cause if the message held one.
+
+    The cause is what the SDK raised, whose own text may hold the secret too.
+    """
+    if not error.args or not isinstance(error.args[0], str):
+        return error
+    text = error.args[0]
+    for secret in sorted(secrets, key=len, reverse=True):  # longest first: whole values
+        text = text.replace(secret, _HIDDEN)
+    if text != error.args[0]:
+        error.args = (text, *error.args[1:])
+        error.__cause__ = None
+        error.__suppress_context__ = True
+    return error

@@ -1,0 +1,135 @@
+"""A loopback MCP server that requires a bearer token, built with the SDK's own auth support.
+
+Tokens live in a `Tokens` table the test changes while the server runs:
+issue one, revoke it (as when it expires mid-plan), look at which were used.
+The ``whoami`` tool answers with the identity the server's token verifier
+found for the request.
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+
+@dataclass
+class Tokens:
+    """The tokens the server accepts, by value, each naming its user."""
+
+    valid: dict[str, str] = field(default_factory=dict)
+    presented: list[str] = field(default_factory=list)
+    granted: list[str] = field(default_factory=list)
+    """Tokens the token endpoint handed out (client credentials grant), in order."""
+
+    def issue(self, token: str, user: str) -> str:
+        """Accept ``token`` as ``user`` from now on."""
+        self.valid[token] = user
+        return token
+
+    def revoke(self, token: str) -> None:
+        """Refuse ``token`` from now on (it expired)."""
+        self.valid.pop(token, None)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The SDK's TokenVerifier protocol: the identity of a known token, else None (401)."""
+        self.presented.append(token)
+        user = self.valid.get(token)
+        if user is None:
+            return None
+        return AccessToken(token=token, client_id=user, scopes=["tools"])
+
+
+def build(tokens: Tokens, port: int) -> MCPServer:
+    """The server: ``whoami`` behind bearer auth."""
+    base = f"http://127.0.0.1:{port}"
+    server = MCPServer(
+        "guarded",
+        token_verifier=tokens,
+        auth=AuthSettings(
+            issuer_url=f"{base}/issuer",  # type: ignore[arg-type]
+            resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
+            validate_token_resource=False,
+            required_scopes=["tools"],
+        ),
+    )
+
+    @server.custom_route("/.well-known/oauth-authorization-server/issuer", methods=["GET"])
+    async def metadata(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "issuer": f"{base}/issuer",
+                "authorization_endpoint": f"{base}/issuer/authorize",
+                "token_endpoint": f"{base}/issuer/token",
+                "grant_types_supported": ["client_credentials"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            }
+        )
+
+    @server.custom_route("/issuer/token", methods=["POST"])
+    async def token(request: Request) -> Response:
+        # The client credentials grant for one client, "svc" with secret "svc-secret".
+        form = await request.form()
+        basic = "Basic " + base64.b64encode(b"svc:svc-secret").decode()
+        if (
+            form.get("grant_type") != "client_credentials"
+            or request.headers.get("authorization") != basic
+        ):
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        issued = tokens.issue(f"granted-token-{len(tokens.granted) + 1}", "machine")
+        tokens.granted.append(issued)
+        body = {"access_token": issued, "token_type": "Bearer", "expires_in": 3600}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    @server.tool()
+    def whoami() -> str:
+        """The user the request's token belongs to."""
+        access = get_access_token()
+        return access.client_id if access is not None else "nobody"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say ``text`` back."""
+        return text
+
+    return server
+
+
+@contextmanager
+def serve(tokens: Tokens, wrap: Callable[[Any], Any] | None = None) -> Iterator[str]:
+    """Run the server on a free loopback port in a thread; yield its MCP URL.
+
+    ``wrap`` wraps the ASGI app (middleware a test needs).
+    """
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app: Any = build(tokens, port).streamable_http_app()
+    if wrap is not None:
+        app = wrap(app)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
