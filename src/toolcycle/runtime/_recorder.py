@@ -45,6 +45,7 @@ class CallRecord:
         "attempts",
         "cache_hit",
         "guardrails",
+        "host",
         "plan_id",
         "plan_id",
         "progress",
@@ -84,6 +85,8 @@ class CallRecord:
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
         self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
+        # A hosted call's host name and where it ran, read at the call's end.
+        self.host: Callable[[], tuple[str, str | None]] | None = None
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
@@ -129,6 +132,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         guardrails,
         revealed,
         content,
+        placed,
     ) = values
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
@@ -161,6 +165,8 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "revealed_tools": revealed,
             "content_kinds": content[0] if content is not None else (),
             "content_bytes": content[1] if content is not None else 0,
+            "host": placed[0] if placed is not None else None,
+            "host_id": placed[1] if placed is not None else None,
         },
         None,
     )
@@ -293,6 +299,7 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
+        placed = record.host
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
         finished = LazyTrace(
@@ -320,6 +327,7 @@ class TraceRecorder:
                 record.guardrails,
                 record.revealed,
                 content,
+                placed if placed is None else placed(),
             ),
             error_message,
             _trace_model,
