@@ -72,42 +72,14 @@ def test_same_loop_needs_plan_scope() -> None:
 async def test_calls_run_on_the_callers_loop_and_without_it_on_the_mcp_thread(
     runtime: ToolRuntime,
 ) -> None:
-    """same_loop and the direct dispatcher run a call on the awaiting loop; legacy mode hops."""
+    """same_loop puts the server's code on the awaiting loop; the default keeps it off it."""
     runtime.register_source(McpServer.in_process(_where(), same_loop=True, prefix="same."))
-    runtime.register_source(McpServer.in_process(_where(), prefix="direct."))
-    runtime.register_source(McpServer.in_process(_where(), mode="legacy", prefix="hop."))
+    runtime.register_source(McpServer.in_process(_where(), prefix="hop."))
     async with runtime.aplan() as ctx:
         same = await runtime.aexecute("same.thread", {}, ctx)
-        direct = await runtime.aexecute("direct.thread", {}, ctx)
         hop = await runtime.aexecute("hop.thread", {}, ctx)
-    here = {"result": threading.current_thread().name}
-    assert same.output == here
-    assert direct.output == here
+    assert same.output == {"result": threading.current_thread().name}
     assert hop.output == {"result": "toolcycle-mcp"}
-
-
-def test_a_direct_call_from_sync_code_runs_on_the_mcp_thread(runtime: ToolRuntime) -> None:
-    """Sync execute has no loop of its own, so the direct server's code runs on the MCP thread."""
-    runtime.register_source(McpServer.in_process(_where()))
-    with runtime.plan() as ctx:
-        result = runtime.execute("thread", {}, ctx)
-    assert result.output == {"result": "toolcycle-mcp"}
-
-
-async def test_a_direct_call_from_another_loop_crosses_no_thread(runtime: ToolRuntime) -> None:
-    """A connection opened from one loop serves a call awaited on another loop, in that loop."""
-    runtime.register_source(McpServer.in_process(_where()))
-    async with runtime.aplan() as ctx:
-        await runtime.aexecute("thread", {}, ctx)
-        outcome: list[Any] = []
-
-        def other() -> None:
-            outcome.append(asyncio.run(runtime.aexecute("thread", {}, ctx)))
-
-        thread = threading.Thread(target=other, name="other-loop")
-        thread.start()
-        await asyncio.to_thread(thread.join, WAIT)
-    assert outcome[0].output == {"result": "other-loop"}
 
 
 async def test_a_same_loop_plan_refuses_calls_from_sync_code_and_from_other_loops(

@@ -198,8 +198,6 @@ class McpServer:
             raise TypeError(f"meta must be a callable or None, got {meta!r}")
         self.meta = meta
         self._same_loop = same_loop
-        # Calls from any async caller's loop go straight to the server (see `_here`).
-        self._direct = bool(getattr(endpoint, "direct", False)) and not same_loop
         self._shares: dict[str, _Share] = {}
         self._header_tools: frozenset[str] = frozenset()
         self._stale = False
@@ -516,23 +514,15 @@ class McpServer:
         return connection
 
     def _here(self, ctx: ToolExecutionContext) -> Connection | None:
-        """The plan's usable connection if the running loop can drive it: no thread to cross.
-
-        That is a ``same_loop`` connection on its own loop, or any connection to
-        an in-process server in ``mode="auto"``: the SDK's direct dispatcher
-        awaits the server's handler in the calling task, as ``Client(server)``
-        does, so a call needs nothing of the loop the connection was opened on.
+        """The plan's usable connection if it lives on the running loop (``same_loop`` only).
 
         Read from the caller's thread without the MCP loop: a dict lookup and
         attribute reads, each atomic, of values only the MCP loop changes.
         """
-        direct = self._direct
-        if not direct and not self._same_loop:
+        if not self._same_loop:
             return None
-        share = self._shares.get(ctx.plan_id if self.scope == "plan" else _RUNTIME_KEY)
-        if share is None:
-            return None
-        if not direct and share.home is not asyncio.get_running_loop():
+        share = self._shares.get(self._key(ctx))
+        if share is None or share.home is not asyncio.get_running_loop():
             return None
         connection = share.connection
         return connection if connection is not None and connection.usable else None
@@ -654,8 +644,7 @@ class McpTool:
     Every stage is a coroutine whose work runs on the MCP loop. That loop is
     the tool's ``event_loop``, so the runtime's sync ``execute`` runs the call
     there directly; ``aexecute`` awaits it from the caller's loop, one hop away,
-    or with no hop at all on the loop of a ``same_loop`` connection, and from
-    any loop for an in-process server in ``mode="auto"`` (see `McpServer._here`).
+    or with no hop at all on the loop of a ``same_loop`` connection.
     """
 
     def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
@@ -697,7 +686,7 @@ class McpTool:
 
         async def send(answers: dict[str, Any] | None, state: str | None) -> Any:
             connection = server._here(ctx)
-            if connection is not None:  # this loop can drive it: no thread to cross
+            if connection is not None:  # same_loop, and this is its loop: no thread to cross
                 return await connection.call(self.remote_name, params, report, meta, answers, state)
             home = server._caller_home()
             return await _loop.hop(
