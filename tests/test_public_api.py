@@ -17,6 +17,7 @@ import toolcycle
 SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
+    "PlanHost",
     "ApprovalDecision",
     "Audio",
     "ContentPart",
@@ -259,7 +260,7 @@ ALLOWED = {
         "runtime._shared",
         "runtime._steps",
     },
-    "hosts": {"hosts._dbos"},
+    "hosts": {"hosts._dbos", "hosts._process", "hosts._tools"},
     "hosts._dbos": {"context", "errors", "models"},
     "runtime._shared": {
         "durable",
@@ -298,6 +299,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
+        "protocols",
         "execution._activation",
         "execution._inflight",
         "cache",
@@ -336,9 +338,11 @@ ALLOWED = {
         "runtime._steps",
         "tracing",
     },
+    "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
         "runtime._durable",
         "runtime._guards",
+        "runtime._hosting",
         "execution._activation",
         "execution._inflight",
         "agent._dispatch",
@@ -415,6 +419,12 @@ ALLOWED = {
     "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
+    # Plan hosts: the public API ("") and one another.
+    "hosts._child": {"hosts._tools", "hosts._worker"},
+    "hosts._process": {"", "hosts._child", "hosts._proxy", "hosts._tools"},
+    "hosts._proxy": {"", "hosts._child"},  # for annotations only, under TYPE_CHECKING
+    "hosts._tools": {""},
+    "hosts._worker": {""},
     "cli": {""},
     "_cli_tools": {""},
     "_cli_sources": {""},

@@ -60,7 +60,7 @@ from toolcycle.models import (
     Validation,
     ValidationIssue,
 )
-from toolcycle.protocols import ToolInstance, ToolSource
+from toolcycle.protocols import PlanHost, ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.retries import RetryPolicy
@@ -94,6 +94,7 @@ __all__ = [
     "ModelRetry",
     "NullTracer",
     "PendingApproval",
+    "PlanHost",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",

@@ -159,6 +159,8 @@ class ToolExecutionContext:
             ``"all"``, ``"flagged"`` or a function of the descriptor; see
             `toolcycle.approvals.needs_approval`. Anything but ``"writes"``
             needs an approver.
+        host: where the plan's tools run, a `toolcycle.PlanHost` (such as
+            `toolcycle.hosts.ProcessHost`); None runs them in this process.
         durable: records each call of the plan so that a resumed plan gets
             completed calls' results back without running them again (see
             `toolcycle.durable`); None for a plan that is not durable.
@@ -177,6 +179,8 @@ class ToolExecutionContext:
     idle_timeout: float | None = field(default=None, kw_only=True)
     approver: Approver | None = field(default=None, kw_only=True, repr=False)
     approval: ApprovalRule = field(default="writes", kw_only=True)
+    # A PlanHost; typed loosely because the protocol's module builds on this one.
+    host: Any = field(default=None, kw_only=True, repr=False)
     durable: DurablePlan | None = field(default=None, kw_only=True, repr=False)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

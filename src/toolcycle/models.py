@@ -261,6 +261,12 @@ class ToolExecutionTrace(BaseModel):
     (``"text"``, ``"image"``, ``"audio"``, ``"file"``, ``"resource_link"``)."""
     content_bytes: int = 0
     """The bytes of those parts (UTF-8 text, raw binary), after ``max_result_bytes``."""
+    host: str | None = None
+    """The name of the host the tool's body ran in (``toolcycle.hosts``); None when
+    it ran in the caller's process."""
+    host_id: str | None = None
+    """Where in that host: its worker (``"pid 1234"`` for a `ProcessHost`); None when
+    no worker had started."""
 
 
 class ProgressEvent(BaseModel):

@@ -295,6 +295,10 @@ class _CallSpan(CallObserver):
             attributes["toolcycle.cache_hit"] = True
         if trace.revealed_tools:
             attributes["toolcycle.tool_search.revealed"] = list(trace.revealed_tools)
+        if trace.host is not None:  # the body ran in a plan host
+            attributes["toolcycle.host"] = trace.host
+            if trace.host_id is not None:
+                attributes["toolcycle.host_id"] = trace.host_id
         if trace.content_kinds:  # what the model was shown, never the bytes themselves
             attributes["toolcycle.content_kinds"] = list(trace.content_kinds)
             attributes["toolcycle.content_bytes"] = trace.content_bytes

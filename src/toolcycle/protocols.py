@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolDescriptor
 
-__all__ = ["ToolInstance", "ToolSource"]
+__all__ = ["PlanHost", "ToolInstance", "ToolSource"]
 
 
 @runtime_checkable
@@ -66,4 +66,34 @@ class ToolSource(Protocol):
 
     def tools(self) -> Iterable[ToolInstance]:
         """Return the tools to register, in the order they should be listed."""
+        ...
+
+
+@runtime_checkable
+class PlanHost(Protocol):
+    """Where a plan's tools run when not in the caller's process (`toolcycle.hosts`).
+
+    A plan opened with ``host=`` runs each tool's ``activate``, ``execute`` and
+    ``deactivate`` through the stand-in the host gives for it; the runtime keeps
+    every other step of the call. Once the plan's tools are deactivated, the
+    runtime calls ``end``.
+    """
+
+    @property
+    def name(self) -> str:
+        """The host's name, as traces show it."""
+        ...
+
+    def tool(
+        self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
+    ) -> ToolInstance:
+        """The stand-in whose stages run ``tool``'s in the plan's host (async ones if asked)."""
+        ...
+
+    def placement(self, ctx: ToolExecutionContext) -> str | None:
+        """Where the plan's tools run now (a process, a node), for its traces."""
+        ...
+
+    def end(self, ctx: ToolExecutionContext) -> None:
+        """The plan ended and its tools are deactivated: release what it held."""
         ...

@@ -93,8 +93,11 @@ class RedactionPolicy:
 
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
         """The sensitive values (and keys) in ``arguments``, longest first, as text shows them."""
+        top = self._reader(schema).top()
+        if type(arguments) is dict and self._nothing_to_hide(top, arguments):
+            return ()  # the common call: one object of plain values, none secret
         found: set[str] = set()
-        _collect(self, self._reader(schema).top(), arguments, found)
+        _collect(self, top, arguments, found)
         return tuple(sorted(sorted(found), key=len, reverse=True))  # stable: alike in order
 
     def masked(self, arguments: Any, schema: Any, *, sensitive: bool = False) -> Any:

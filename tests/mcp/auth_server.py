@@ -9,6 +9,8 @@ found for the request.
 from __future__ import annotations
 
 import base64
+import hashlib
+import secrets
 import socket
 import threading
 import time
@@ -23,7 +25,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Tokens:
     presented: list[str] = field(default_factory=list)
     granted: list[str] = field(default_factory=list)
     """Tokens the token endpoint handed out (client credentials grant), in order."""
+    codes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Authorization codes not yet exchanged: the PKCE challenge and redirect URI of each."""
+    authorized: list[str] = field(default_factory=list)
+    """Tokens handed out for an authorization code whose PKCE verifier matched, in order."""
 
     def issue(self, token: str, user: str) -> str:
         """Accept ``token`` as ``user`` from now on."""
@@ -74,15 +80,30 @@ def build(tokens: Tokens, port: int) -> MCPServer:
                 "issuer": f"{base}/issuer",
                 "authorization_endpoint": f"{base}/issuer/authorize",
                 "token_endpoint": f"{base}/issuer/token",
-                "grant_types_supported": ["client_credentials"],
-                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["client_credentials", "authorization_code"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"],
             }
         )
+
+    @server.custom_route("/issuer/authorize", methods=["GET"])
+    async def authorize(request: Request) -> Response:
+        # A person who always consents: the public client "app" gets a code at once.
+        query = request.query_params
+        if query.get("client_id") != "app" or query.get("code_challenge_method") != "S256":
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        code = secrets.token_urlsafe(16)
+        tokens.codes[code] = (query["code_challenge"], query["redirect_uri"])
+        target = f"{query['redirect_uri']}?code={code}&state={query['state']}"
+        return RedirectResponse(target, status_code=302)
 
     @server.custom_route("/issuer/token", methods=["POST"])
     async def token(request: Request) -> Response:
         # The client credentials grant for one client, "svc" with secret "svc-secret".
         form = await request.form()
+        if form.get("grant_type") == "authorization_code":
+            return _exchange(tokens, form)
         basic = "Basic " + base64.b64encode(b"svc:svc-secret").decode()
         if (
             form.get("grant_type") != "client_credentials"
@@ -106,6 +127,20 @@ def build(tokens: Tokens, port: int) -> MCPServer:
         return text
 
     return server
+
+
+def _exchange(tokens: Tokens, form: Any) -> Response:
+    """The authorization code grant: a known code, its redirect URI and a matching verifier."""
+    challenge, redirect_uri = tokens.codes.pop(str(form.get("code")), ("", ""))
+    verifier = str(form.get("code_verifier", ""))
+    digest = hashlib.sha256(verifier.encode()).digest()
+    expected = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    if not challenge or expected != challenge or form.get("redirect_uri") != redirect_uri:
+        return JSONResponse({"error": "invalid_grant"}, status_code=400)
+    issued = tokens.issue(f"person-token-{len(tokens.authorized) + 1}", "person")
+    tokens.authorized.append(issued)
+    body = {"access_token": issued, "token_type": "Bearer", "expires_in": 3600}
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
 
 @contextmanager

@@ -10,10 +10,17 @@ import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -376,3 +383,65 @@ def test_scrubbing_leaves_errors_without_a_text_message_and_providers_without_to
     assert _auth.scrub(ValueError("clean"), {"secret"}).args == ("clean",)
     provider = _client_credentials("http://127.0.0.1:1/mcp", MemoryTokenStorage())
     assert _auth._tokens_of(provider) == set()
+
+
+def _authorization_code(url: str, storage: Any, seen: list[str]) -> OAuthClientProvider:
+    """The SDK's provider for a person, with a redirect handler that plays the browser.
+
+    It follows the authorization URL on loopback, as a browser would, and reads
+    the code and state from where the server redirects; nothing listens there.
+    """
+    redirect_uri = "http://127.0.0.1:9/callback"
+    landed: dict[str, str] = {}
+
+    async def redirect(authorization_url: str) -> None:
+        seen.append(authorization_url)
+        async with httpx2.AsyncClient(follow_redirects=False) as client:
+            response = await client.get(authorization_url)
+        assert response.status_code == 302, response.text
+        query = parse_qs(urlsplit(response.headers["location"]).query)
+        landed.update(code=query["code"][0], state=query["state"][0])
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=landed["code"], state=landed["state"])
+
+    metadata = OAuthClientMetadata(
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        token_endpoint_auth_method="none",
+        grant_types=["authorization_code"],
+        response_types=["code"],
+        scope="tools",
+    )
+    asyncio.run(
+        storage.set_client_info(
+            OAuthClientInformationFull(client_id="app", **metadata.model_dump(exclude_none=True))
+        )
+    )
+    return OAuthClientProvider(
+        server_url=url,
+        client_metadata=metadata,
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+
+
+def test_the_sdk_authorization_code_provider_with_pkce_signs_a_persons_calls(
+    url: str, tokens: Tokens
+) -> None:
+    """Authorization code with PKCE: the redirect handler gets a code, the token serves the plan."""
+    storage = MemoryTokenStorage()
+    seen: list[str] = []
+    source = McpServer.http(url, auth=_authorization_code(url, storage, seen), name="guarded")
+    before = len(tokens.authorized)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            assert whoami(runtime, ctx) == "person"
+            assert whoami(runtime, ctx) == "person"
+    # One person, asked once: the token is kept and reused for discovery and calls.
+    assert len(seen) == 1 and "code_challenge_method=S256" in seen[0]
+    assert len(tokens.authorized) == before + 1
+    assert tokens.authorized[-1] not in repr(source) and tokens.authorized[-1] not in repr(storage)
+    stored = asyncio.run(storage.get_tokens())
+    assert stored is not None and stored.access_token == tokens.authorized[-1]

@@ -92,3 +92,18 @@ def test_cancelling_a_call_cancels_the_servers_handler_task() -> None:
         assert events.get("cancelled") is True
 
     asyncio.run(scenario())
+
+
+async def test_a_list_change_from_an_async_call_arrives_through_the_subscription() -> None:
+    """An aexecute whose tool changes the list marks the source stale, as a sync call does.
+
+    The server's handler publishes on its subscription bus, which lives on the loop
+    the connection was opened on; a handler run on another thread's loop would
+    wake no subscriber there.
+    """
+    server = McpServer.in_process(build())
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(server)
+        async with runtime.aplan() as ctx:
+            assert (await runtime.aexecute("grow", {}, ctx)).output == {"result": "grown"}
+            assert await asyncio.to_thread(wait_for, lambda: server.stale)

@@ -22,6 +22,7 @@ from toolcycle import (
     GuardrailTripped,
     Image,
     ModelRetry,
+    PlanHost,
     ProgressEvent,
     ResultCache,
     RetryAttempt,
@@ -185,6 +186,22 @@ def tool_search_usage() -> None:
             found = runtime.call({"name": "search_tools", "arguments": {"query": "invoice"}}, ctx)
             assert found.trace is not None
             assert_type(found.trace.revealed_tools, tuple[str, ...])
+
+
+def plan_host_usage() -> None:
+    from toolcycle.hosts import ProcessHost, ToolImport
+
+    host = ProcessHost(name="local", tools={"echo": ToolImport("pkg.tools:Echo")})
+    as_protocol: PlanHost = host
+    with ToolRuntime() as runtime:
+        runtime.register(Echo())
+        with runtime.plan(host=host) as ctx:
+            result = runtime.execute("echo", {}, ctx)
+            assert_type(host.worker_pid(ctx), int | None)
+            assert_type(as_protocol.placement(ctx), str | None)
+        assert result.trace is not None
+        assert_type(result.trace.host, str | None)
+        assert_type(result.trace.host_id, str | None)
 
 
 def rich_returns() -> None:

@@ -1,21 +1,38 @@
 """Where a plan's calls run and are kept, beyond the caller's process.
 
-Each engine is an optional extra, imported only by its own module and only when
-its name is first used here, so ``import toolcycle.hosts`` costs nothing:
+A host takes over one part of a call, the tool's own code: ``activate``,
+``execute`` and ``deactivate``. Everything around it (validation, capability
+checks, approvals, guardrails, the result cache, redaction, traces and spans)
+stays in the caller's runtime, so a call looks the same wherever its body ran;
+its trace adds the host's name and where the worker is (``host``, ``host_id``).
 
+    from toolcycle.hosts import ProcessHost
+
+    with runtime.plan(host=ProcessHost()) as ctx:
+        runtime.execute("tool", {...}, ctx)
+
+- `ProcessHost` (``_process``, no extra dependency): a worker process per plan.
+  ``_child`` is the caller's side of one worker process (a pipe and a reading
+  thread), ``_worker`` the worker's side (runs the stages it is sent, sends back
+  outcomes), ``_proxy`` the stand-ins the runtime drives in place of hosted tools,
+  ``_tools`` how a tool travels (pickled, by name, `ToolImport`) and `ToolHostError`.
 - `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
   steps of the plan's workflow, so a plan resumed after a crash does not run the
-  completed calls again (see docs/durable-plans.md).
+  completed calls again (see docs/durable-plans.md). An optional extra, imported
+  only when its name is first used here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolcycle.hosts._process import ProcessHost
+from toolcycle.hosts._tools import ToolHostError, ToolImport
+
 if TYPE_CHECKING:
     from toolcycle.hosts._dbos import DBOSPlan
 
-__all__ = ["DBOSPlan"]
+__all__ = ["DBOSPlan", "ProcessHost", "ToolHostError", "ToolImport"]
 
 
 def __getattr__(name: str) -> Any:

@@ -20,6 +20,7 @@ from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._durable import arun_durably, run_durably
 from toolcycle.runtime._guards import GuardStep
+from toolcycle.runtime._hosting import hosted
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._retries import arun_attempts, run_attempts
 from toolcycle.runtime._shared import check_limits, deadlines
@@ -192,12 +193,18 @@ class CallPipeline:
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate ahead of the first call, after the same checks; no trace."""
         call = self._steps.start(name, ctx, traced=False)
-        self._ensure_active(call, self._steps.check(call), explicit=True)
+        entry = self._steps.check(call)
+        if ctx.host is not None:
+            entry = hosted(entry, call, asynchronous=False)
+        self._ensure_active(call, entry, explicit=True)
 
     async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Async twin of `activate`."""
         call = self._steps.start(name, ctx, traced=False)
-        await self._aensure_active(call, self._steps.check(call), explicit=True)
+        entry = self._steps.check(call)
+        if ctx.host is not None:
+            entry = hosted(entry, call, asynchronous=True)
+        await self._aensure_active(call, entry, explicit=True)
 
     # -- the drivers ---------------------------------------------------------------------
 
@@ -206,6 +213,8 @@ class CallPipeline:
     ) -> ToolResult:
         steps = self._steps
         entry = steps.check(call)
+        if call.ctx.host is not None:  # the tool's body runs in the plan's host
+            entry = hosted(entry, call, asynchronous=False)
         flight = steps.admit(call, threading.get_ident())
         try:
             if not entry.plain or self._approvals.needed(call, entry):
@@ -283,6 +292,8 @@ class CallPipeline:
     ) -> ToolResult:
         steps = self._steps
         entry = steps.check(call)
+        if call.ctx.host is not None:  # the tool's body runs in the plan's host
+            entry = hosted(entry, call, asynchronous=True)
         task = asyncio.current_task()
         flight = steps.admit(call, task)
         try:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.execution._inflight import wait_for
+from toolcycle.protocols import PlanHost
 from toolcycle.runtime._shared import here
 from toolcycle.tracing import get_logger, lifecycle_event
 
@@ -69,6 +70,11 @@ class PlanRegistry:
         self._settings.check_open()
         self._before_plan()
         token = options.pop("cancellation_token", None)
+        host = options.get("host")
+        if host is not None and not isinstance(host, PlanHost):
+            raise TypeError(
+                f"host must be a PlanHost (such as toolcycle.hosts.ProcessHost), got {host!r}"
+            )
         durable = options.get("durable")
         if durable is not None:  # the engine may name the plan after its workflow
             plan_id = durable.open(plan_id)
@@ -95,7 +101,10 @@ class PlanRegistry:
             return []
         if flights:
             self._drain(ctx, flights)
-        return self._ended(ctx, self._cache.end_plan(ctx, self._activator.teardown))
+        errors = self._cache.end_plan(ctx, self._activator.teardown)
+        if ctx.host is not None:  # its tools are deactivated: now the worker ends
+            ctx.host.end(ctx)
+        return self._ended(ctx, errors)
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """End the plan from async code (see `ToolRuntime.aend_plan`)."""
@@ -117,7 +126,10 @@ class PlanRegistry:
             self.end_plan(ctx)
 
     async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
-        return self._ended(ctx, await self._cache.aend_plan(ctx, self._activator.ateardown))
+        errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
+        if ctx.host is not None:
+            await asyncio.to_thread(ctx.host.end, ctx)
+        return self._ended(ctx, errors)
 
     def _ended(
         self, ctx: ToolExecutionContext, errors: list[ToolDeactivationError]

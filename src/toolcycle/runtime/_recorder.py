@@ -40,7 +40,7 @@ class Extras:
     they were before those features: a call makes one only when it sets one.
     """
 
-    __slots__ = ("attempts", "cache_hit", "guardrails", "retry", "revealed")
+    __slots__ = ("attempts", "cache_hit", "guardrails", "host", "retry", "revealed")
 
     def __init__(self) -> None:
         self.retry = 0  # which model retry the call is (see runtime._retries)
@@ -48,6 +48,8 @@ class Extras:
         self.cache_hit = False  # answered from the result cache
         self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
         self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
+        # A hosted call's host name and where it ran, read at the call's end.
+        self.host: Callable[[], tuple[str, str | None]] | None = None
 
 
 class CallRecord:
@@ -144,6 +146,16 @@ class CallRecord:
     def revealed(self, value: tuple[str, ...]) -> None:
         self._extras().revealed = value
 
+    @property
+    def host(self) -> Callable[[], tuple[str, str | None]] | None:
+        """A hosted call's host name and where it ran, read at the call's end."""
+        extras = self.extras
+        return None if extras is None else extras.host
+
+    @host.setter
+    def host(self, value: Callable[[], tuple[str, str | None]] | None) -> None:
+        self._extras().host = value
+
     def _extras(self) -> Extras:
         extras = self.extras
         if extras is None:
@@ -191,9 +203,9 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         more,
     ) = values
     if more is None:  # a plain call: none of the agent-loop features left a mark
-        retry, attempts, cache_hit, guardrails, revealed, content = _PLAIN_MORE
+        retry, attempts, cache_hit, guardrails, revealed, content, placed = _PLAIN_MORE
     else:
-        retry, attempts, cache_hit, guardrails, revealed, content = more
+        retry, attempts, cache_hit, guardrails, revealed, content, placed = more
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
     return trusted(
@@ -225,20 +237,23 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "revealed_tools": revealed,
             "content_kinds": content[0] if content is not None else (),
             "content_bytes": content[1] if content is not None else 0,
+            "host": placed[0] if placed is not None else None,
+            "host_id": placed[1] if placed is not None else None,
         },
         None,
     )
 
 
 # The trace values of the agent-loop features for a call that used none of them.
-_PLAIN_MORE: tuple[Any, ...] = (0, (), False, (), (), None)
+_PLAIN_MORE: tuple[Any, ...] = (0, (), False, (), (), None, None)
 
 
 def _more(record: CallRecord, content: tuple[tuple[str, ...], int] | None) -> tuple[Any, ...]:
     """The trace values of the agent-loop features, taken when the call ends."""
     extras = record.extras
     if extras is None:
-        return (*_PLAIN_MORE[:5], content)
+        return (*_PLAIN_MORE[:5], content, None)
+    host = extras.host
     return (
         extras.retry,
         tuple(extras.attempts),
@@ -246,6 +261,7 @@ def _more(record: CallRecord, content: tuple[tuple[str, ...], int] | None) -> tu
         extras.guardrails,
         extras.revealed,
         content,
+        None if host is None else host(),
     )
 
 

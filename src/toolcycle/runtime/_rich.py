@@ -59,6 +59,14 @@ def read_rich(output: Any, tool_name: str, plan_id: str) -> Rich:
     return Rich(None, parts, None, False)
 
 
+def _scrub_part(part: ContentPart, scrub: Callable[[str], str]) -> ContentPart:
+    """A text part with its secrets redacted; the part itself when there were none."""
+    if type(part) is not Text:
+        return part
+    text = scrub(part.text)
+    return part if text is part.text else Text(text)
+
+
 def cap_parts(
     parts: tuple[ContentPart, ...],
     budget: int | None,
@@ -73,7 +81,7 @@ def cap_parts(
     model knows. The marker's own bytes count against the budget when it fits.
     """
     if scrub is not None:
-        parts = tuple(Text(scrub(p.text)) if type(p) is Text else p for p in parts)
+        parts = tuple(_scrub_part(p, scrub) for p in parts)
     sizes = [part_size(part) for part in parts]
     total = sum(sizes)
     if budget is None or total <= budget:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         ToolExecutionTrace,
         ToolResult,
     )
-    from toolcycle.protocols import ToolInstance
+    from toolcycle.protocols import PlanHost, ToolInstance
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._caching import CacheBinding
@@ -75,6 +75,7 @@ class PlanOptions(TypedDict, total=False):
     idle_timeout: float | None
     approver: Approver | None
     approval: ApprovalRule
+    host: PlanHost | None
     durable: DurablePlan | None
 
 

@@ -22,6 +22,7 @@ import mcp_types
 from mcp.client import ClientSession
 from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from toolcycle.sources.mcp._content import McpServerError, map_error
@@ -88,6 +89,9 @@ class Connection:
         self._vet: Callable[[Exception], Exception] | None = None
         """The transport's last word on each error raised (HTTP: credentials, see ``_auth``)."""
         self.broken = False
+        self.header_tools: frozenset[str] = frozenset()
+        """Tools with ``x-mcp-header`` arguments (see ``_headers``); set by the server."""
+        self._headers_learned = False
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop it lives on, set by `open`."""
 
@@ -212,6 +216,8 @@ class Connection:
             McpCallError: the server answered with a JSON-RPC error.
         """
         session = self._live_session()
+        if self.header_tools and name in self.header_tools and not self._headers_learned:
+            await self._learn_headers(session)
 
         async def forward(progress: float, total: float | None, message: str | None) -> None:
             on_progress(progress, total, message)
@@ -234,6 +240,15 @@ class Connection:
             return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
             raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
+
+    async def _learn_headers(self, session: ClientSession) -> None:
+        """List the tools on this session once, so the SDK sends their ``Mcp-Param-*`` headers.
+
+        Only a 2026-07-28 session sends those headers; on another nothing is listed.
+        """
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self.list_tools()
+        self._headers_learned = True
 
     async def _translate(self, exc: Exception) -> Exception:
         lost = self.broken or (

@@ -33,6 +33,7 @@ from toolcycle.sources.mcp._auth import HttpEndpoint
 from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
 from toolcycle.sources.mcp._direct import InProcess, Mode
+from toolcycle.sources.mcp._headers import header_tools
 from toolcycle.sources.mcp._meta import call_meta
 from toolcycle.sources.mcp._requests import McpRequests
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
@@ -198,6 +199,7 @@ class McpServer:
         self.meta = meta
         self._same_loop = same_loop
         self._shares: dict[str, _Share] = {}
+        self._header_tools: frozenset[str] = frozenset()
         self._stale = False
         self._closed = False
 
@@ -322,6 +324,9 @@ class McpServer:
         except BaseException:
             self._stale = True
             raise
+        if self.protocol == "auto" and isinstance(self._endpoint, HttpEndpoint):
+            # Only streamable HTTP sends Mcp-Param-* headers (see _headers).
+            self._header_tools = header_tools(listed)
         return [
             McpTool(
                 self,
@@ -356,7 +361,11 @@ class McpServer:
             await asyncio.shield(connection.close())
 
     def _connection(self, endpoint: Endpoint) -> Connection:
-        return Connection(endpoint, self.name, self._stale_marker(), self._answerer, self.protocol)
+        connection = Connection(
+            endpoint, self.name, self._stale_marker(), self._answerer, self.protocol
+        )
+        connection.header_tools = self._header_tools
+        return connection
 
     def _stale_marker(self) -> Callable[[], None]:
         # Weak, so that a live connection does not keep its server alive: an

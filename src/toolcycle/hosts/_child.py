@@ -1,0 +1,168 @@
+"""The caller's side of one worker process: start it, send it stages, read what comes back.
+
+A reading thread takes every message the worker sends: a stage's outcome settles
+that stage's future, a progress report goes to the stage's listener. When the
+pipe closes without a ``stop`` (the worker was killed, or crashed), every stage
+still waiting fails with a `ToolHostError` naming the host, and the child is dead.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import pickle
+import signal
+import threading
+from typing import TYPE_CHECKING, Any
+
+from toolcycle.hosts._tools import ToolHostError
+from toolcycle.hosts._worker import serve
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from multiprocessing.context import BaseContext
+
+    Listener = Callable[[float, float | None, str | None], None]
+
+__all__ = ["Child", "Pending"]
+
+
+class Pending:
+    """One stage sent to the worker: its future and who hears its progress."""
+
+    __slots__ = ("future", "label", "listener")
+
+    def __init__(self, label: str, listener: Listener | None) -> None:
+        self.future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+        self.label = label
+        self.listener = listener
+
+
+class Child:
+    """One worker process serving one plan.
+
+    Args:
+        context: the multiprocessing context that starts it (its start method).
+        host: the host's name, for messages.
+        plan: the plan's id and what its stages' contexts carry.
+    """
+
+    def __init__(self, context: BaseContext, host: str, plan: dict[str, Any]) -> None:
+        self.host = host
+        self.plan_id: str = plan["plan_id"]
+        self.dead = False
+        self._stopping = False
+        self._numbers = itertools.count(1)
+        self._pending: dict[int, Pending] = {}
+        self._lock = threading.Lock()
+        mine, theirs = context.Pipe()
+        self._conn = mine
+        self.process = context.Process(  # type: ignore[attr-defined]
+            target=serve, args=(theirs,), name=f"toolcycle-host-{self.plan_id}", daemon=True
+        )
+        self.process.start()
+        theirs.close()
+        self.pid: int = self.process.pid
+        self._conn.send(("plan", plan))
+        self._reader = threading.Thread(
+            target=self._read, name=f"toolcycle-host-reader-{self.pid}", daemon=True
+        )
+        self._reader.start()
+
+    def send(
+        self, kind: str, name: str, argument: Any = None, listener: Listener | None = None
+    ) -> tuple[int, Pending]:
+        """Send one stage; its `Pending` settles with ``(value, changes)`` or the error."""
+        number = next(self._numbers)
+        pending = Pending(f"{kind} of tool {name!r}", listener)
+        with self._lock:
+            if not self.dead:
+                self._pending[number] = pending
+                try:
+                    self._conn.send((kind, number, name, argument))
+                except (OSError, ValueError):  # pragma: no cover - it broke since the check
+                    self._pending.pop(number, None)
+                    pending.future.set_exception(self._died(pending.label))
+                return number, pending
+        pending.future.set_exception(self._died(pending.label))
+        return number, pending
+
+    def cancel(self, number: int, reason: str | None) -> None:
+        """Ask the worker to cancel a stage it runs (its token and task)."""
+        with self._lock:
+            if self.dead or number not in self._pending:
+                return
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(("cancel", number, reason))
+
+    def stop(self, timeout: float) -> None:
+        """Let the worker end, waiting for it no longer than ``timeout``; then kill it."""
+        with self._lock:
+            self._stopping = True
+            if not self.dead:
+                with contextlib.suppress(OSError, ValueError):
+                    self._conn.send(("stop",))
+        self.process.join(timeout)
+        if self.process.is_alive():  # pragma: no cover - a worker stuck in C code
+            self.process.kill()
+            self.process.join(timeout)
+        self._reader.join(timeout)
+        self._conn.close()
+        self.process.close()
+
+    def _read(self) -> None:
+        conn = self._conn
+        while True:
+            try:
+                kind, number, *rest = conn.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "progress":
+                pending = self._pending.get(number)
+                if pending is not None and pending.listener is not None:
+                    with contextlib.suppress(Exception):  # a listener's failure is its own
+                        pending.listener(*rest)
+                continue
+            with self._lock:
+                pending = self._pending.pop(number, None)
+            if pending is None:  # pragma: no cover - every outcome has its stage
+                continue
+            try:
+                ok, value, changes = pickle.loads(rest[0])
+            except Exception as exc:
+                ok, value, changes = False, _unreadable(pending.label, exc), []
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                if ok:
+                    pending.future.set_result((value, changes))
+                else:
+                    pending.future.set_exception(value)
+        with self._lock:
+            self.dead = True
+            left, self._pending = self._pending, {}
+        for pending in left.values():
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                pending.future.set_exception(self._died(pending.label))
+
+    def _died(self, label: str) -> ToolHostError:
+        if self._stopping:  # pragma: no cover - a stage still running past the grace
+            how = "was stopped: the plan ended"
+        else:
+            self.process.join(1.0)
+            code = self.process.exitcode
+            how = "died" if code is None else f"died (exit code {code})"
+            if code is not None and code < 0:
+                with contextlib.suppress(ValueError):
+                    how = f"died ({signal.Signals(-code).name})"
+        return ToolHostError(
+            f"the worker process (pid {self.pid}) of host {self.host!r} {how} during the "
+            f"{label} in plan {self.plan_id!r}",
+            plan_id=self.plan_id,
+        )
+
+
+def _unreadable(label: str, exc: Exception) -> ToolHostError:
+    return ToolHostError(
+        f"the outcome of the {label} could not be read back from the host ({exc}); the "
+        "tool's output and errors must be importable in the caller's process too"
+    )

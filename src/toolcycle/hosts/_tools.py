@@ -1,0 +1,101 @@
+"""How a tool travels to a host: pickled, by its module's name for it, or by import path."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolcycle import ToolRuntimeError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from toolcycle import ToolInstance
+
+__all__ = ["ToolHostError", "ToolImport", "pack"]
+
+
+class ToolHostError(ToolRuntimeError):
+    """A host could not run a stage: the tool cannot travel, or the worker died."""
+
+
+@dataclass(frozen=True)
+class ToolImport:
+    """A tool the host builds itself, from an import path and arguments.
+
+    Use it for a tool that does not pickle (it holds a client, a lock, a file) or
+    that should be built where it runs. ``path`` is ``"package.module:attribute"``
+    (dots after the colon reach nested attributes). A class or a function found
+    there is called with ``args`` and ``kwargs`` inside the worker to make the
+    tool; anything else found there (a ``@tool`` function, an instance) is the tool.
+
+    Args:
+        path: where the tool or its factory is, ``"module:attribute"``.
+        args: positional arguments for the factory (must pickle).
+        kwargs: keyword arguments for the factory (must pickle).
+    """
+
+    path: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        module, colon, attribute = self.path.partition(":")
+        if not (module and colon and attribute):
+            raise ValueError(
+                f"ToolImport path must be 'package.module:attribute', got {self.path!r}"
+            )
+
+
+def pack(name: str, tool: ToolInstance, imports: Mapping[str, ToolImport]) -> tuple[Any, ...]:
+    """The payload that rebuilds ``tool`` inside a worker.
+
+    The host's ``tools`` mapping wins; then the tool is pickled; a tool that does
+    not pickle but is its module's own global (a ``@tool`` function) goes by name.
+
+    Raises:
+        ToolHostError: the tool can travel none of these ways; the message names it
+            and says what to do.
+    """
+    recipe = imports.get(name)
+    if recipe is not None:
+        return ("import", recipe.path, tuple(recipe.args), dict(recipe.kwargs))
+    try:
+        return ("pickle", pickle.dumps(tool))
+    except Exception as exc:
+        reference = _by_name(tool)
+        if reference is not None:
+            return ("ref", reference)
+        raise ToolHostError(
+            f"tool {name!r} cannot be sent to the host: it does not pickle ({exc}); make "
+            f"it picklable, or name a factory the worker imports: "
+            f"tools={{{name!r}: ToolImport('package.module:factory')}}",
+            tool_name=name,
+        ) from None
+
+
+def _by_name(tool: object) -> str | None:
+    """``"module:qualname"`` when that name finds ``tool`` itself, in an importable module."""
+    named = getattr(tool, "__wrapped__", tool)  # a @tool function: the function's name
+    module_name = getattr(named, "__module__", None)
+    qualname = getattr(named, "__qualname__", None)
+    if not isinstance(module_name, str) or not isinstance(qualname, str):
+        return None
+    module = sys.modules.get(module_name)
+    if module is None or module_name == "__main__" or "<" in qualname:
+        return None
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if found is not tool:
+        return None
+    try:  # the worker imports it by this name: so must a fresh interpreter
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    return f"{module_name}:{qualname}"

@@ -1,0 +1,242 @@
+"""The worker side of a host: one plan's tools, driven by messages from the caller.
+
+`serve` is the whole life of a worker. It reads requests from its end of a pipe
+on its main thread, and runs each stage elsewhere so that a cancellation can
+arrive while a stage runs: a sync stage on a small thread pool, a coroutine stage
+on one event loop thread the worker starts when first needed.
+
+Every stage gets a context of its own: the plan's id, flags, resources and
+metadata, and a token that mirrors the caller's call token (a ``cancel`` message
+cancels it, and also the task of a coroutine stage). What a stage records with
+``record_change`` and reports with ``report_progress`` travels back to the caller.
+
+The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
+name, payload)``, ``("execute", id, name, params)``, ``("deactivate", id, name)``,
+``("cancel", id, reason)`` and ``("stop",)``. From it: ``("done", id, outcome)``
+(the pickled ``(ok, value, changes)``) and ``("progress", id, progress, total, message)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import inspect
+import pickle
+import threading
+from typing import TYPE_CHECKING, Any
+
+from toolcycle import CancellationToken, ToolCancelledError, ToolExecutionContext
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from toolcycle import Change, ProgressEvent, ToolInstance
+
+__all__ = ["load_tool", "serve"]
+
+
+def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
+    """The tool a payload describes (see `toolcycle.hosts._tools.pack`).
+
+    Raises:
+        ImportError, AttributeError: an import path that names nothing.
+    """
+    kind = payload[0]
+    if kind == "pickle":
+        tool: ToolInstance = pickle.loads(payload[1])
+        return tool
+    module_name, _, attribute = payload[1].partition(":")
+    found: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    if kind == "import" and (isinstance(found, type) or inspect.isfunction(found)):
+        found = found(*payload[2], **payload[3])  # a class or a factory function
+    built: ToolInstance = found  # "ref": the module's own object, by name
+    return built
+
+
+class _Worker:
+    """What one worker process holds: the plan, its tools, the calls running."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.send_lock = threading.Lock()
+        self.info: dict[str, Any] = {"plan_id": "plan"}
+        self.tools: dict[str, ToolInstance] = {}
+        self.tokens: dict[int, CancellationToken] = {}
+        self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcycle-host")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: threading.Thread | None = None
+        self.running: set[concurrent.futures.Future[Any]] = set()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        with self.send_lock:
+            self.conn.send(message)
+
+    def context(self, number: int) -> ToolExecutionContext:
+        """A context for one stage, whose token the caller's cancel message cancels."""
+        token = self.tokens[number] = CancellationToken()
+        info = self.info
+
+        def progress(event: ProgressEvent) -> None:
+            self.send(("progress", number, event.progress, event.total, event.message))
+
+        return ToolExecutionContext(
+            info["plan_id"],
+            read_only=info.get("read_only", False),
+            requires_checkpoint=info.get("requires_checkpoint", False),
+            resources=info.get("resources", ()),
+            metadata=dict(info.get("metadata", {})),
+            cancellation_token=token,
+            on_progress=progress,
+        )
+
+    def start(self, kind: str, number: int, name: str, argument: Any) -> None:
+        """Run one stage off the reading thread; its outcome is sent when it ends."""
+        ctx = self.context(number)
+        try:
+            if kind == "activate":
+                self.tools[name] = load_tool(argument)
+            stage = getattr(self.tools[name], kind)
+        except Exception as exc:
+            self.finish(number, False, exc, ctx)
+            return
+        args = (argument, ctx) if kind == "execute" else (ctx,)
+        if inspect.iscoroutinefunction(stage):
+            self.on_loop(number, stage(*args), ctx, kind, name)
+        else:
+            self.track(self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name))
+
+    def track(self, future: concurrent.futures.Future[Any]) -> None:
+        self.running.add(future)
+        future.add_done_callback(self.running.discard)
+
+    def run_sync(
+        self, number: int, stage: Any, args: tuple[Any, ...], ctx: ToolExecutionContext, *rest: str
+    ) -> None:
+        try:
+            value = stage(*args)
+        except Exception as exc:
+            self.finish(number, False, exc, ctx)
+        else:
+            if inspect.isawaitable(value):  # a sync method that hands back a coroutine
+                self.on_loop(number, _awaited(value), ctx, *rest)
+            else:
+                self.done(number, value, ctx, *rest)
+
+    def on_loop(self, number: int, coro: Any, ctx: ToolExecutionContext, *rest: str) -> None:
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            self.loop_thread = threading.Thread(
+                target=self.loop.run_forever, name="toolcycle-host-loop"
+            )
+            self.loop_thread.start()
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self.track(future)
+        ctx.cancellation_token.on_cancel(future.cancel)
+
+        def ended(done: concurrent.futures.Future[Any]) -> None:
+            if done.cancelled():
+                self.finish(number, False, _cancelled(ctx), ctx)
+            elif done.exception() is not None:
+                self.finish(number, False, done.exception(), ctx)
+            else:
+                self.done(number, done.result(), ctx, *rest)
+
+        future.add_done_callback(ended)
+
+    def done(
+        self, number: int, value: Any, ctx: ToolExecutionContext, kind: str, name: str
+    ) -> None:
+        if kind == "deactivate":
+            self.tools.pop(name, None)
+        self.finish(number, True, value, ctx)
+
+    def finish(self, number: int, ok: bool, value: Any, ctx: ToolExecutionContext) -> None:
+        self.tokens.pop(number, None)
+        self.send(("done", number, _packed(ok, value, list(ctx.changes))))
+
+    def cancel(self, number: int, reason: str | None) -> None:
+        token = self.tokens.get(number)
+        if token is not None:
+            token.cancel(reason)
+
+    def close(self, grace: float = 5.0) -> None:
+        """Cancel the stages still running and give them ``grace`` seconds to end."""
+        for token in list(self.tokens.values()):
+            token.cancel("the plan ended")
+        concurrent.futures.wait(list(self.running), timeout=grace)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        loop, thread = self.loop, self.loop_thread
+        if loop is not None and thread is not None:
+            # A cancelled coroutine stage finishes its cleanup before the loop stops.
+            asyncio.run_coroutine_threadsafe(_settle(grace), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(grace)
+            loop.close()
+
+
+def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
+    """A stage's outcome as bytes the caller can always open.
+
+    The caller opens the outer message on its reading thread, which must never
+    fail; an outcome it could not open (an unpicklable output, an exception whose
+    class does not pickle back) becomes a plain error that says so.
+    """
+    try:
+        blob = pickle.dumps((ok, value, changes))
+        if not ok:
+            pickle.loads(blob)
+    except Exception as exc:
+        what = "output" if ok else f"error ({type(value).__name__}: {value})"
+        problem = RuntimeError(
+            f"the tool's {what} could not be sent back from the host ({exc}); return "
+            "JSON-compatible values and raise exceptions that pickle"
+        )
+        blob = pickle.dumps((False, problem, changes))
+    return blob
+
+
+def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
+    reason = ctx.cancellation_token.reason
+    return ToolCancelledError(
+        "the call was cancelled" + (f": {reason}" if reason else ""), reason=reason
+    )
+
+
+async def _settle(grace: float) -> None:
+    """Let the loop's other tasks end (they were cancelled), for ``grace`` seconds at most."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), grace)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def serve(conn: Connection) -> None:
+    """Serve one plan's tools until told to stop or the caller goes away."""
+    worker = _Worker(conn)
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):  # the caller went away
+                return
+            kind = message[0]
+            if kind in ("activate", "execute"):
+                worker.start(kind, message[1], message[2], message[3])
+            elif kind == "deactivate":
+                worker.start(kind, message[1], message[2], None)
+            elif kind == "cancel":
+                worker.cancel(message[1], message[2])
+            elif kind == "plan":
+                worker.info = message[1]
+            else:  # "stop"
+                return
+    finally:
+        worker.close()
+        conn.close()

@@ -1,0 +1,202 @@
+"""Tools for the plan host tests; imported by name inside the worker processes.
+
+Each writes what happened to it, with its process id, to a journal file named in
+the plan's metadata, so a test reads back which stages ran where and in which order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from toolcycle import Change, ToolDescriptor, ToolExecutionContext, tool
+
+WAIT = 10.0  # every wait inside a worker is bounded
+
+
+def note(ctx: ToolExecutionContext, line: str) -> None:
+    """Append one line to the plan's journal, if it names one."""
+    journal = ctx.metadata.get("journal")
+    if journal:
+        with Path(journal).open("a", encoding="utf-8") as handle:
+            handle.write(f"{line} {os.getpid()}\n")
+
+
+class Recorder:
+    """A tool that writes each of its stages to the journal."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name=self.name,
+            description="Record the stages.",
+            input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        ctx.report_progress(0, message="activating")
+        note(ctx, f"activate {self.name}")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        note(ctx, f"execute {self.name}")
+        return {"pid": os.getpid(), "x": params.get("x")}
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        note(ctx, f"deactivate {self.name}")
+
+
+class AsyncRecorder(Recorder):
+    """The same, with coroutine stages."""
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        note(ctx, f"activate {self.name}")
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+        note(ctx, f"execute {self.name}")
+        return {"pid": os.getpid(), "x": params.get("x")}
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        note(ctx, f"deactivate {self.name}")
+
+
+class Locked(Recorder):
+    """A tool that holds a lock, so it does not pickle."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.lock = threading.Lock()
+
+
+def make_recorder(name: str) -> Recorder:
+    """A factory the worker imports (ToolImport)."""
+    return Recorder(name)
+
+
+@tool(writes=False)
+def where() -> int:
+    """The worker's process id."""
+    return os.getpid()
+
+
+@tool
+def wait_for_cancel(ctx: ToolExecutionContext) -> str:
+    """Report that it started, then wait for its call token; note the cancellation."""
+    token = ctx.call_token
+    cancelled = threading.Event()
+    token.on_cancel(cancelled.set)
+    ctx.report_progress(0, message="started")
+    cancelled.wait(WAIT)
+    note(ctx, "cancelled" if token.is_cancelled else "not-cancelled")
+    token.check()
+    return "finished"
+
+
+@tool
+async def await_cancel(ctx: ToolExecutionContext) -> str:
+    """Report that it started, then wait until its task is cancelled."""
+    ctx.report_progress(0, message="started")
+    try:
+        await asyncio.sleep(WAIT)  # a bounded wait that cancellation cuts short
+    except asyncio.CancelledError:
+        note(ctx, "cancelled")
+        raise
+    return "finished"
+
+
+@tool
+def change_something(ctx: ToolExecutionContext, target: str) -> str:
+    """Record a change and report progress twice."""
+    ctx.report_progress(1, 2, "half")
+    ctx.record_change(Change(kind="note", target=target))
+    ctx.report_progress(2, 2, "done")
+    return target
+
+
+class Unpicklable(Exception):
+    """An error that does not pickle back (its constructor needs two arguments)."""
+
+    def __init__(self, a: str, b: str) -> None:
+        super().__init__(f"{a} {b}")
+
+
+@tool
+def fail(kind: str) -> str:
+    """Raise an error of the given kind."""
+    if kind == "value":
+        raise ValueError("bad value")
+    raise Unpicklable("no", "pickle")
+
+
+@tool
+def unsendable() -> Any:
+    """Return something that cannot travel back."""
+    return threading.Lock()
+
+
+def lines(journal: Path) -> list[list[str]]:
+    """The journal's lines, split into words."""
+    return [line.split() for line in journal.read_text().splitlines()] if journal.exists() else []
+
+
+@tool
+def exit_now(code: int) -> None:
+    """End the worker process at once with this exit code."""
+    os._exit(code)
+
+
+def _explode() -> None:
+    raise RuntimeError("this object cannot be rebuilt here")
+
+
+class Unreadable:
+    """An object that pickles but cannot be unpickled."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_explode, ())
+
+
+@tool
+def unreadable() -> Any:
+    """Return something the caller cannot read back."""
+    return Unreadable()
+
+
+class Deferred(Recorder):
+    """A sync execute that hands back a coroutine."""
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        async def later() -> str:
+            return "later"
+
+        return later()
+
+
+class OnceOnly(Recorder):
+    """A tool whose activate fails once the journal shows it ran before."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        journal = Path(ctx.metadata["journal"])
+        if journal.exists() and f"activate {self.name}" in journal.read_text():
+            raise RuntimeError("activated before")
+        note(ctx, f"activate {self.name}")
+
+
+@tool
+async def afail() -> None:
+    """Fail from a coroutine."""
+    raise ValueError("async failure")
+
+
+class DiesAgain(Recorder):
+    """A tool whose worker exits when it is activated a second time."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        journal = Path(ctx.metadata["journal"])
+        if journal.exists() and f"activate {self.name}" in journal.read_text():
+            os._exit(7)
+        note(ctx, f"activate {self.name}")

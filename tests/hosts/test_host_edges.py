@@ -1,0 +1,282 @@
+"""ProcessHost at its edges: how tools travel, errors coming back, misuse, the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import pickle
+import threading
+import types
+from pathlib import Path
+from typing import Any
+
+import hosts_toolbox as box
+import pytest
+from hosts_toolbox import lines
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from toolcycle import PlanHost, ToolRuntime
+from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
+from toolcycle.hosts._tools import _by_name, pack
+from toolcycle.hosts._worker import _packed, load_tool, serve
+from toolcycle.otel import OpenTelemetry
+
+WAIT = 10.0
+
+
+def test_a_process_host_is_a_plan_host() -> None:
+    """ProcessHost satisfies the PlanHost protocol the runtime checks for."""
+    host = ProcessHost()
+    assert isinstance(host, PlanHost)
+    assert host.name == "process"
+    assert repr(host) == "ProcessHost(name='process', plans=0)"
+
+
+def test_a_host_must_be_a_plan_host(runtime: ToolRuntime) -> None:
+    """Anything else given as host= is refused when the plan opens."""
+    with pytest.raises(TypeError, match="PlanHost"):
+        runtime.new_context(host="elsewhere")  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"name": ""}, ValueError),
+        ({"tools": {"x": "hosts_toolbox:where"}}, TypeError),
+        ({"start_method": "teleport"}, ValueError),
+    ],
+)
+def test_process_host_options_are_checked(options: dict[str, Any], error: type) -> None:
+    """A bad name, a tool not given as ToolImport, an unknown start method: refused."""
+    with pytest.raises(error):
+        ProcessHost(**options)
+
+
+def test_a_tool_import_path_needs_a_module_and_an_attribute() -> None:
+    """'module:attribute' is the only form accepted."""
+    with pytest.raises(ValueError, match="package.module:attribute"):
+        ToolImport("hosts_toolbox")
+
+
+def test_a_tool_import_builds_the_tool_inside_the_worker(journal: Path) -> None:
+    """The worker calls the factory with the arguments; the registered tool never travels."""
+    host = ProcessHost(tools={"locked": ToolImport("hosts_toolbox:make_recorder", ("locked",))})
+    with ToolRuntime() as runtime:
+        runtime.register(box.Locked("locked"))  # does not pickle: only its import travels
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            result = runtime.execute("locked", {"x": 5}, ctx)
+    assert result.output["x"] == 5
+    assert lines(journal)[0][:2] == ["activate", "locked"]
+
+
+def test_a_tool_import_of_a_tool_object_uses_it_as_it_is() -> None:
+    """An attribute that is neither a class nor a function is the tool itself."""
+    host = ProcessHost(tools={"where": ToolImport("hosts_toolbox:where")})
+    with ToolRuntime() as runtime:
+        runtime.register(box.where)
+        with runtime.plan(host=host) as ctx:
+            result = runtime.execute("where", {}, ctx)
+    assert result.output not in (None, os.getpid())
+
+
+def test_errors_of_the_body_come_back_as_failed_results(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """A picklable error keeps its type; one that does not pickle back says so."""
+    with runtime.plan(host=host) as ctx:
+        plain = runtime.execute("fail", {"kind": "value"}, ctx)
+        odd = runtime.execute("fail", {"kind": "other"}, ctx)
+        unsendable = runtime.execute("unsendable", {}, ctx)
+        unreadable = runtime.execute("unreadable", {}, ctx)
+        deferred = runtime.execute("deferred", {}, ctx)
+    assert plain.trace.error_type == "ValueError" and plain.error == "bad value"
+    assert "Unpicklable" in (odd.error or "") and "could not be sent back" in (odd.error or "")
+    assert "could not be sent back" in (unsendable.error or "")
+    assert unreadable.trace.error_type == "ToolHostError"
+    assert "could not be read back" in (unreadable.error or "")
+    assert deferred.output == "later"
+
+
+def test_a_worker_that_exits_fails_its_call_with_the_exit_code(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """A worker that ends itself is a death like any other, and the message says how."""
+    with runtime.plan(host=host) as ctx:
+        result = runtime.execute("exit_now", {"code": 3}, ctx)
+        plan = host._plans[ctx.plan_id]
+        assert plan.child is not None
+        dead = plan.child
+        _, pending = dead.send("execute", "where")  # nothing more reaches a dead worker
+        dead.cancel(99, "late")
+    assert "died (exit code 3)" in (result.error or "")
+    with pytest.raises(ToolHostError, match="died"):
+        pending.future.result(WAIT)
+
+
+def test_plan_metadata_that_does_not_pickle_is_refused(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The plan's metadata travels with each stage, so it must pickle."""
+    with runtime.plan(host=host, metadata={"lock": threading.Lock()}) as ctx:
+        with pytest.raises(ToolHostError, match="metadata do not pickle"):
+            runtime.execute("where", {}, ctx)
+
+
+def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: ProcessHost) -> None:
+    """close() ends the workers of plans still open; their later calls fail clearly."""
+    ctx = runtime.new_context(host=host)
+    runtime.execute("where", {}, ctx)
+    host.close()
+    assert host.placement(ctx) is None
+    runtime.end_plan(ctx)
+
+
+def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:
+    """A stand-in kept past its plan's end refuses to start a new worker."""
+    with ToolRuntime() as runtime:
+        runtime.register(box.where)
+        ctx = runtime.new_context(host=host)
+        stand_in = host.tool("where", box.where, ctx, asynchronous=False)
+        plan = host._plans[ctx.plan_id]
+        plan.close(WAIT)
+        with pytest.raises(ToolHostError, match="has ended"):
+            stand_in.activate(ctx)
+        plan.cancel(1, "nothing runs")
+        runtime.end_plan(ctx)
+
+
+def test_spans_carry_the_host_and_the_worker(host: ProcessHost) -> None:
+    """The OpenTelemetry span of a hosted call names the host and where it ran."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with ToolRuntime(instrumentation=OpenTelemetry(tracer_provider=provider)) as runtime:
+        runtime.register(box.where)
+        with runtime.plan(host=host) as ctx:
+            result = runtime.execute("where", {}, ctx)
+    calls = [
+        span for span in exporter.get_finished_spans() if span.attributes.get("toolcycle.host")
+    ]
+    assert calls and calls[0].attributes["toolcycle.host_id"] == f"pid {result.output}"
+
+
+def test_tools_travel_by_name_only_from_importable_modules() -> None:
+    """A tool found under its own name in a module the worker can import goes by name."""
+    assert pack("where", box.where, {}) == ("ref", "hosts_toolbox:where")
+    main = types.SimpleNamespace(__module__="__main__", __qualname__="x")
+    assert _by_name(main) is None
+    assert _by_name(object()) is None
+    assert _by_name(types.SimpleNamespace(__module__="nowhere", __qualname__="x")) is None
+    ghost = types.ModuleType("ghost_module_for_hosts")
+    ghost.thing = types.SimpleNamespace(__module__="ghost_module_for_hosts", __qualname__="thing")
+    import sys
+
+    sys.modules["ghost_module_for_hosts"] = ghost
+    try:
+        assert _by_name(ghost.thing) is None  # in sys.modules, but a fresh process has no file
+    finally:
+        del sys.modules["ghost_module_for_hosts"]
+    assert _by_name(types.SimpleNamespace(__module__="hosts_toolbox", __qualname__="where")) is None
+
+
+def test_a_payload_rebuilds_the_tool_each_way() -> None:
+    """Pickled, by name, and by import (a factory called with its arguments)."""
+    assert load_tool(("pickle", pickle.dumps(box.Recorder("p")))).name == "p"
+    assert load_tool(("ref", "hosts_toolbox:where")) is box.where
+    built = load_tool(("import", "hosts_toolbox:Recorder", ("made",), {}))
+    assert isinstance(built, box.Recorder) and built.name == "made"
+
+
+def test_the_worker_serves_stages_over_its_pipe() -> None:
+    """The worker loop in this process: stages, progress, cancellation, unknown tools, stop."""
+    mine, theirs = multiprocessing.Pipe()
+    server = threading.Thread(target=serve, args=(theirs,))
+    server.start()
+    mine.send(("plan", {"plan_id": "p"}))
+
+    def outcome() -> Any:
+        assert mine.poll(WAIT)
+        message = mine.recv()
+        return message if message[0] == "progress" else (message[1], *pickle.loads(message[2]))
+
+    mine.send(("activate", 1, "waits", ("ref", "hosts_toolbox:wait_for_cancel")))
+    assert outcome() == (1, True, None, [])
+    mine.send(("activate", 2, "coro", ("ref", "hosts_toolbox:await_cancel")))
+    assert outcome() == (2, True, None, [])
+    mine.send(("execute", 3, "waits", {}))
+    assert outcome()[0] == "progress"
+    mine.send(("cancel", 3, "enough"))
+    mine.send(("cancel", 99, "unknown"))
+    number, ok, error, _ = outcome()
+    assert (number, ok, type(error).__name__) == (3, False, "ToolCancelledError")
+    mine.send(("execute", 4, "coro", {}))
+    assert outcome()[0] == "progress"
+    mine.send(("cancel", 4, "enough"))
+    number, ok, error, _ = outcome()
+    assert (number, ok, type(error).__name__) == (4, False, "ToolCancelledError")
+    mine.send(("execute", 5, "missing", {}))
+    number, ok, error, _ = outcome()
+    assert (number, ok, type(error).__name__) == (5, False, "KeyError")
+    mine.send(("deactivate", 6, "waits"))
+    assert outcome() == (6, True, None, [])
+    mine.send(("activate", 8, "deferred", ("pickle", pickle.dumps(box.Deferred("deferred")))))
+    assert outcome()[0] == "progress"  # "activating"
+    assert outcome() == (8, True, None, [])
+    mine.send(("execute", 9, "deferred", {}))
+    assert outcome() == (9, True, "later", [])
+    mine.send(("activate", 10, "afail", ("ref", "hosts_toolbox:afail")))
+    assert outcome() == (10, True, None, [])
+    mine.send(("execute", 11, "afail", {}))
+    number, ok, error, _ = outcome()
+    assert (number, ok, str(error)) == (11, False, "async failure")
+    mine.send(("execute", 7, "coro", {}))  # still running when the worker is told to stop
+    assert outcome()[0] == "progress"
+    mine.send(("stop",))
+    server.join(WAIT)
+    assert not server.is_alive()
+    mine.close()
+
+
+def test_the_worker_ends_when_its_caller_goes_away() -> None:
+    """A closed pipe ends the worker loop as a stop would."""
+    mine, theirs = multiprocessing.Pipe()
+    server = threading.Thread(target=serve, args=(theirs,))
+    server.start()
+    mine.close()
+    server.join(WAIT)
+    assert not server.is_alive()
+
+
+async def test_an_async_call_after_a_death_starts_the_fresh_worker_off_the_loop(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The replacement worker starts on a thread, so the caller's loop never blocks on it."""
+    async with runtime.aplan(host=host) as ctx:
+        died = await runtime.aexecute("exit_now", {"code": 4}, ctx)
+        again = await runtime.aexecute("where", {}, ctx)
+        failed = await runtime.aexecute("fail", {"kind": "value"}, ctx)
+    assert not died.success and "exit code 4" in (died.error or "")
+    assert again.success and failed.trace.error_type == "ValueError"
+    await asyncio.sleep(0)
+
+
+async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Changes recorded in the worker reach an async caller's result; discover stays local."""
+    async with runtime.aplan(host=host) as ctx:
+        result = await runtime.aexecute("change_something", {"target": "b.txt"}, ctx)
+        stand_in = host.tool("where", box.where, ctx, asynchronous=True)
+    assert [change.target for change in result.changes] == ["b.txt"]
+    assert stand_in.discover().name == "where"
+
+
+def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:
+    """An output that does not pickle, an error that does not pickle back: plain errors."""
+    for ok, value in ((True, threading.Lock()), (False, box.Unpicklable("a", "b"))):
+        sent_ok, error, changes = pickle.loads(_packed(ok, value, []))
+        assert not sent_ok and changes == []
+        assert "could not be sent back from the host" in str(error)

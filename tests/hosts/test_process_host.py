@@ -1,0 +1,286 @@
+"""ProcessHost: a plan's tool stages run in the plan's own worker process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from hosts_toolbox import lines
+
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
+from toolcycle.hosts import ProcessHost, ToolHostError
+
+WAIT = 10.0
+
+
+def test_stages_run_in_the_plans_worker_in_lifecycle_order(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """Activate once per tool, execute there, deactivate in reverse order, then end the worker."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        first = runtime.execute("first", {"x": 1}, ctx)
+        runtime.execute("second", {}, ctx)
+        again = runtime.execute("first", {"x": 2}, ctx)
+        pid = host.worker_pid(ctx)
+    assert first.output["pid"] == again.output["pid"] == pid != os.getpid()
+    assert again.output["x"] == 2
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "second"],
+        ["execute", "second"],
+        ["execute", "first"],
+        ["deactivate", "second"],
+        ["deactivate", "first"],
+    ]
+    assert {words[2] for words in lines(journal)} == {str(pid)}
+    assert host.worker_pid(ctx) is None
+
+
+def test_each_plan_has_a_worker_of_its_own(runtime: ToolRuntime, host: ProcessHost) -> None:
+    """Two plans open at once on one host run in two processes."""
+    with runtime.plan(host=host) as one, runtime.plan(host=host) as two:
+        pids = {runtime.execute("where", {}, one).output, runtime.execute("where", {}, two).output}
+    assert len(pids) == 2
+
+
+def test_a_trace_names_the_host_and_the_worker(runtime: ToolRuntime, host: ProcessHost) -> None:
+    """The trace is the usual one, plus the host's name and its worker."""
+    with runtime.plan(host=host) as ctx:
+        result = runtime.execute("where", {}, ctx)
+    assert result.trace.status == "ok"
+    assert result.trace.host == "local"
+    assert result.trace.host_id == f"pid {result.output}"
+
+
+def test_a_plan_without_a_host_has_no_host_in_its_traces(runtime: ToolRuntime) -> None:
+    """Without a host, the body runs here and the trace says nothing of hosts."""
+    with runtime.plan() as ctx:
+        result = runtime.execute("where", {}, ctx)
+    assert result.output == os.getpid()
+    assert result.trace.host is None and result.trace.host_id is None
+
+
+def test_changes_and_progress_come_back_with_the_result(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """What the tool recorded and reported in the worker reaches the caller's plan."""
+    events = []
+    with runtime.plan(host=host, on_progress=events.append) as ctx:
+        result = runtime.execute("change_something", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert [change.target for change in result.changes] == ["a.txt"]
+    assert result.changes[0].tool_name == "change_something"
+    assert [event.message for event in events] == ["half", "done"]
+    assert result.trace.progress_count == 2
+
+
+def test_cancelling_the_plan_cancels_the_body_in_the_worker(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """The body's call token in the worker mirrors the caller's: it stops the body."""
+    started = threading.Event()
+    outcome: list[BaseException] = []
+    with runtime.plan(
+        host=host, metadata={"journal": str(journal)}, on_progress=lambda _: started.set()
+    ) as ctx:
+
+        def run() -> None:
+            try:
+                runtime.execute("wait_for_cancel", {}, ctx)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=run)
+        caller.start()
+        assert started.wait(WAIT)
+        ctx.cancellation_token.cancel("stop now")
+        caller.join(WAIT)
+    assert isinstance(outcome[0], ToolCancelledError)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+async def test_cancelling_an_async_call_cancels_the_coroutine_in_the_worker(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """From async code, the token cancels the awaiting task and the worker's task with it."""
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    async with runtime.aplan(
+        host=host,
+        metadata={"journal": str(journal)},
+        on_progress=lambda _: loop.call_soon_threadsafe(started.set),
+    ) as ctx:
+        call = asyncio.ensure_future(runtime.aexecute("await_cancel", {}, ctx))
+        await asyncio.wait_for(started.wait(), WAIT)
+        ctx.cancellation_token.cancel("stop now")
+        with pytest.raises(ToolCancelledError):
+            await asyncio.wait_for(call, WAIT)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """The caller stops waiting at the limit; the body's token is cancelled in the worker."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        runtime.activate("wait_for_cancel", ctx)  # starting the worker is not the call's time
+        result = runtime.execute("wait_for_cancel", {}, ctx, timeout=0.5)
+    assert result.trace.status == "timed_out"
+    assert result.trace.abandoned
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+async def test_async_plans_run_every_stage_in_the_worker(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """Async calls and aend_plan drive the same lifecycle, sync and coroutine tools alike."""
+    async with runtime.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
+        coro = await runtime.aexecute("coro", {"x": 3}, ctx)
+        plain = await runtime.aexecute("first", {}, ctx)
+        await runtime.aactivate("second", ctx)
+    assert coro.output["pid"] == plain.output["pid"] != os.getpid()
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "coro"],
+        ["execute", "coro"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "second"],
+        ["deactivate", "second"],
+        ["deactivate", "first"],
+        ["deactivate", "coro"],
+    ]
+
+
+def test_a_killed_worker_fails_its_call_and_the_plan_goes_on_in_a_fresh_one(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """The running call fails naming the host; the next call activates again in a new worker."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        runtime.execute("first", {}, ctx)
+        killed = host.worker_pid(ctx)
+        assert killed is not None
+        ctx.on_progress = lambda _: os.kill(killed, signal.SIGKILL)
+        failed = runtime.execute("wait_for_cancel", {}, ctx)
+        ctx.on_progress = None
+        again = runtime.execute("first", {}, ctx)
+    assert not failed.success
+    assert failed.trace.error_type == "ToolHostError"
+    assert "'local'" in (failed.error or "") and "SIGKILL" in (failed.error or "")
+    assert again.output["pid"] not in (killed, os.getpid())
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_second_death_fails_the_plans_later_calls(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Only one fresh worker per plan: after a second death, calls fail and say what to do."""
+    with runtime.plan(host=host) as ctx:
+        for _ in range(2):
+            runtime.execute("where", {}, ctx)
+            pid = host.worker_pid(ctx)
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            _wait_dead(host, ctx)
+        result = runtime.execute("where", {}, ctx)
+    assert not result.success
+    assert "died twice" in (result.error or "")
+
+
+def _wait_dead(host: ProcessHost, ctx: object) -> None:
+    """Wait (bounded) until the host's reader has seen its worker's pipe close."""
+    plan = host._plans[ctx.plan_id]  # type: ignore[attr-defined]
+    assert plan.child is not None
+    plan.child._reader.join(WAIT)
+    assert plan.child.dead
+
+
+def test_a_tool_that_does_not_pickle_fails_its_activation_saying_what_to_do(
+    host: ProcessHost,
+) -> None:
+    """The error names the tool and the way out (ToolImport)."""
+    import hosts_toolbox as box
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.Locked("locked"))
+        with runtime.plan(host=host) as ctx, pytest.raises(ToolHostError) as caught:
+            runtime.execute("locked", {}, ctx)
+    assert "'locked'" in str(caught.value) and "ToolImport" in str(caught.value)
+
+
+def test_a_fresh_worker_activates_each_tool_again_when_it_is_next_called(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """Tools active before the death come back one by one, in the order they are used."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        runtime.execute("first", {}, ctx)
+        runtime.execute("second", {}, ctx)
+        died = runtime.execute("exit_now", {"code": 1}, ctx)
+        runtime.execute("second", {}, ctx)
+        runtime.execute("first", {}, ctx)
+    assert not died.success
+    assert [words[:2] for words in lines(journal)][4:] == [
+        ["activate", "second"],
+        ["execute", "second"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "second"],  # the plan's order of activation, reversed
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_tool_that_fails_to_activate_again_fails_its_call_clearly(
+    host: ProcessHost, journal: Path
+) -> None:
+    """The call after a death fails naming the tool when its second activate raises."""
+    import hosts_toolbox as box
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        runtime.register(box.exit_now)
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            runtime.execute("once", {}, ctx)
+            runtime.execute("exit_now", {"code": 1}, ctx)
+            result = runtime.execute("once", {}, ctx)
+    assert result.trace.error_type == "ToolHostError"
+    assert "'once' could not be activated again" in (result.error or "")
+
+
+def test_a_worker_that_dies_while_activating_again_fails_the_call_naming_the_host(
+    host: ProcessHost, journal: Path
+) -> None:
+    """A death during the re-activation is the call's failure, and the plan's last worker."""
+    import hosts_toolbox as box
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.DiesAgain("again"))
+        runtime.register(box.exit_now)
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            runtime.execute("again", {}, ctx)
+            runtime.execute("exit_now", {"code": 1}, ctx)
+            result = runtime.execute("again", {}, ctx)
+    assert "died (exit code 7)" in (result.error or "")
+
+
+def test_an_activation_that_fails_in_the_worker_is_an_activation_error(
+    host: ProcessHost, journal: Path
+) -> None:
+    """The tool's own activate raising in the worker fails the call as it would here."""
+    import hosts_toolbox as box
+
+    journal.write_text("activate once 0\n")
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            with pytest.raises(ToolActivationError, match="activated before"):
+                runtime.execute("once", {}, ctx)
