@@ -15,9 +15,10 @@ about half a percent). This script counts them with valgrind's callgrind tool fo
 How: one interpreter per checkout runs under callgrind with
 ``--dump-before=getppid``. It builds the runtime, warms every path, then runs
 each scenario ``--calls`` times, calling ``os.getppid()`` (a libc function nothing
-else in the calls uses) before each scenario and after the last. Callgrind writes
-the counts since the previous dump at each of those calls, so each dump holds
-exactly one scenario's calls: its instruction count divided by the number of calls
+else in the calls uses) before and after each scenario. Callgrind writes the
+counts since the previous dump at each of those calls, so every second dump holds
+exactly one scenario's calls, and the ``gc.collect()`` before each scenario falls
+in the dump between: its instruction count divided by the number of calls
 is the instructions per call, loop included (the same few in every scenario).
 
 Usage, from the repository root::
@@ -118,9 +119,12 @@ def _child(calls: int) -> None:
         run(WARM_CALLS)
     for run in scenarios.values():
         gc.collect()
-        os.getppid()  # callgrind dumps here: what came before is not this scenario's
+        os.getppid()  # callgrind dumps here: what came before, the collection too
         run(calls)
-    os.getppid()  # the last scenario's dump
+        # A dump of this scenario alone: the next scenario's collection (a full one
+        # walks every object of the heap, thousands of instructions per call) and
+        # no collection at all after the last scenario made the rows unequal.
+        os.getppid()
     runtime.end_plan(ctx)
     runtime.close()
     loop.close()
@@ -147,8 +151,9 @@ def count(src: Path, calls: int, valgrind: str) -> dict[str, float]:
         if done.returncode != 0:
             raise RuntimeError(f"valgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
         names = json.loads(done.stdout.strip().splitlines()[-1])
-        # Dump 1 is everything before the first marker; dump k + 1 is scenario k.
-        totals = [_total(Path(f"{out}.{number}")) for number in range(2, len(names) + 2)]
+        # Two markers per scenario: dump 2k - 1 is what came before scenario k (its
+        # collection included), dump 2k is scenario k.
+        totals = [_total(Path(f"{out}.{2 * number}")) for number in range(1, len(names) + 1)]
     return {name: total / calls for name, total in zip(names, totals, strict=True)}
 
 

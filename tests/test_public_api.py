@@ -344,6 +344,7 @@ ALLOWED = {
         "runtime._guards",
         "runtime._hosting",
         "execution._activation",
+        "execution._inflight",
         "agent._dispatch",
         "execution._invoke",
         "execution._portal",

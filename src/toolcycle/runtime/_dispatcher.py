@@ -57,6 +57,8 @@ class Dispatcher:
         limits: ValidationLimits,
     ) -> None:
         self._catalog = catalog
+        # The registry's live mapping (changed in place, never replaced), read once.
+        self._entries = catalog.entries
         self._steps = steps
         self._runner = runner
         self._invoker = invoker
@@ -184,7 +186,8 @@ class Dispatcher:
             return self._refused(shown, ctx, problem, "ToolCallError", "invalid_input")
         assert call is not None
         name: str | None = call.name
-        if name not in self._catalog.entries:
+        entries = self._entries
+        if name not in entries:
             if name == SEARCH_TOOL:  # before resolve, which tries every registered name
                 return self._search.answer(call, ctx)
             catalog = self._catalog
@@ -195,7 +198,7 @@ class Dispatcher:
                 self._masked(call, call.name), ctx, message, "ToolNotFoundError", "error"
             )
         arguments = call.arguments
-        entry = self._catalog.entries.get(name)
+        entry = entries.get(name)
         if entry is not None:  # else unregistered meanwhile: the pipeline refuses it
             descriptor = entry.descriptor
             if call.format in {"openai", "openai-responses"}:

@@ -17,7 +17,7 @@ from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut, caller_cancelled
 from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
-from toolcycle.models import ToolResult
+from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._durable import arun_durably, run_durably
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
+    from toolcycle.execution._inflight import Flight
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
     from toolcycle.models import ApprovalRecord, Change, ProgressEvent, ToolCall
@@ -94,12 +95,7 @@ class CallPipeline:
             if ctx.durable is None:
                 result = self._run(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
-                result = run_durably(
-                    self._steps,
-                    ctx.durable,
-                    call,
-                    lambda: self._run(call, params, timeout, idle_timeout),
-                )
+                result = self._durably(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -141,6 +137,21 @@ class CallPipeline:
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
 
+    def _durably(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        """`_run` under the plan's durable engine, which records the call or replays it."""
+        # Its own method: a closure in `execute` would make a cell of each of its
+        # variables on every call, durable or not.
+        engine = call.ctx.durable
+        assert engine is not None  # the caller checked
+        return run_durably(
+            self._steps,
+            engine,
+            call,
+            lambda: self._run(call, params, timeout, idle_timeout),
+        )
+
     async def _awatched(
         self,
         call: Call,
@@ -151,16 +162,10 @@ class CallPipeline:
     ) -> ToolResult:
         """`_arun` for an observed or durable call, or one whose refusal becomes a failed result."""
         try:
-            engine = call.ctx.durable
-            if engine is None:
+            if call.ctx.durable is None:
                 result = await self._arun(call, params, timeout, idle_timeout)
             else:  # a durable plan's engine records the call, or replays it
-                result = await arun_durably(
-                    self._steps,
-                    engine,
-                    call,
-                    lambda: self._arun(call, params, timeout, idle_timeout),
-                )
+                result = await self._adurably(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -171,6 +176,19 @@ class CallPipeline:
         finally:
             if call.observer is not None:
                 self._steps.observed(call)
+
+    async def _adurably(
+        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+    ) -> ToolResult:
+        """Async twin of `_durably`."""
+        engine = call.ctx.durable
+        assert engine is not None  # the caller checked
+        return await arun_durably(
+            self._steps,
+            engine,
+            call,
+            lambda: self._arun(call, params, timeout, idle_timeout),
+        )
 
     def activate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Activate ahead of the first call, after the same checks; no trace."""
@@ -198,56 +216,76 @@ class CallPipeline:
         if call.ctx.host is not None:  # the tool's body runs in the plan's host
             entry = hosted(entry, call, asynchronous=False)
         flight = steps.admit(call, threading.get_ident())
-        cache, key = entry.cache, None
         try:
-            if entry.guards is not None or self._approvals.needed(call, entry):
-                # Validate, guard and ask first, so that a call turned away starts nothing.
-                data = steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
-                verdict = self._guards.screen(call, entry, data)
-                if verdict is not None:
-                    return verdict
-                if cache is not None:
-                    key, kept = cache.look_up(call.ctx, data)
-                    if kept is not None:
-                        return self._guards.hit(call, entry, data, kept)
-                # The call's time starts once it may run, not while a person decides.
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = self._ensure_active(call, entry, before)
-            elif cache is not None:
-                # Validate and look up before activating: a hit must not activate the tool.
-                data = steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
-                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
-                key, kept = cache.look_up(call.ctx, data)
-                if kept is not None:
-                    return steps.cache_hit(call, kept)
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = self._ensure_active(call, entry, before)
+            if not entry.plain or self._approvals.needed(call, entry):
+                return self._screened(call, entry, flight, params, timeout, idle_timeout)
+            # The plain path, kept as short as it was before guardrails and caching:
+            # each feature a tool lacks costs it nothing beyond the check above.
+            before, limit = deadlines(call, entry, timeout, idle_timeout)
+            if before is None and self._activator.settled(call.ctx, call.name):
+                late = None  # warm: nothing to wait for
             else:
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                if before is None and self._activator.settled(call.ctx, call.name):
-                    late = None  # warm: nothing to wait for
-                else:
-                    late = self._ensure_active(call, entry, before)
-                data = None if late is not None else steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
+                late = self._ensure_active(call, entry, before)
             if late is not None:
                 return steps.failed(call, late, [])
+            data = steps.validate_input(call, entry, params)
+            if type(data) is Validation:
+                return steps.invalid(call, entry, data)
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                result = self._invoke(call, entry, data, limit, call.scope.changes)
+                return self._invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
-            if key is not None and cache is not None:
-                cache.keep(key, call.ctx, result)
-            return result
         finally:
             flight.group.release(flight)
+
+    def _screened(
+        self,
+        call: Call,
+        entry: Entry,
+        flight: Flight,
+        params: Any,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """`_run` of a tool with guardrails, a result cache, or a call to approve."""
+        steps = self._steps
+        cache, key = entry.cache, None
+        data = steps.validate_input(call, entry, params)
+        if type(data) is Validation:
+            return steps.invalid(call, entry, data)
+        if entry.guards is not None or self._approvals.needed(call, entry):
+            # Validate, guard and ask first, so that a call turned away starts nothing.
+            verdict = self._guards.screen(call, entry, data)
+            if verdict is not None:
+                return verdict
+            if cache is not None:
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return self._guards.hit(call, entry, data, kept)
+        else:
+            # Cached: validate and look up before activating: a hit must not activate
+            # the tool. (A guarded tool takes the branch above: a hit passes its input
+            # guardrails.)
+            assert cache is not None
+            key, kept = cache.look_up(call.ctx, data)
+            if kept is not None:
+                return steps.cache_hit(call, kept)
+        # The call's time starts once it may run, not while a person decides.
+        before, limit = deadlines(call, entry, timeout, idle_timeout)
+        late = self._ensure_active(call, entry, before)
+        if late is not None:
+            return steps.failed(call, late, [])
+        call.scope, collecting = _start_collecting(call.ctx, call.record)
+        flight.attach(call.scope)
+        try:
+            result = self._invoke(call, entry, data, limit, call.scope.changes)
+        finally:
+            _stop_collecting(call.scope, collecting)
+        if key is not None and cache is not None:
+            cache.keep(key, call.ctx, result)
+        return result
 
     async def _arun(
         self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
@@ -258,53 +296,72 @@ class CallPipeline:
             entry = hosted(entry, call, asynchronous=True)
         task = asyncio.current_task()
         flight = steps.admit(call, task)
-        cache, key = entry.cache, None
         try:
-            if entry.guards is not None or self._approvals.needed(call, entry):
-                data = steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
-                verdict = await self._guards.ascreen(call, entry, data)
-                if verdict is not None:
-                    return verdict
-                if cache is not None:
-                    key, kept = cache.look_up(call.ctx, data)
-                    if kept is not None:
-                        return await self._guards.ahit(call, entry, data, kept)
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = await self._aensure_active(call, entry, before)
-            elif cache is not None:
-                data = steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
-                # (A guarded tool takes the branch above: a hit passes its input guardrails.)
-                key, kept = cache.look_up(call.ctx, data)
-                if kept is not None:
-                    return steps.cache_hit(call, kept)
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                late = await self._aensure_active(call, entry, before)
+            if not entry.plain or self._approvals.needed(call, entry):
+                return await self._ascreened(
+                    call, entry, flight, task, params, timeout, idle_timeout
+                )
+            before, limit = deadlines(call, entry, timeout, idle_timeout)
+            if before is None and self._activator.settled(call.ctx, call.name):
+                late = None  # warm: not even a coroutine to make and await
             else:
-                before, limit = deadlines(call, entry, timeout, idle_timeout)
-                if before is None and self._activator.settled(call.ctx, call.name):
-                    late = None  # warm: not even a coroutine to make and await
-                else:
-                    late = await self._aensure_active(call, entry, before)
-                data = None if late is not None else steps.validate_input(call, entry, params)
-                if type(data) is ToolResult:
-                    return data
+                late = await self._aensure_active(call, entry, before)
             if late is not None:
                 return steps.failed(call, late, [])
+            data = steps.validate_input(call, entry, params)
+            if type(data) is Validation:
+                return steps.invalid(call, entry, data)
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                result = await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
             finally:
                 _stop_collecting(call.scope, collecting)
-            if key is not None and cache is not None:
-                cache.keep(key, call.ctx, result)
-            return result
         finally:
             flight.group.release(flight)
+
+    async def _ascreened(
+        self,
+        call: Call,
+        entry: Entry,
+        flight: Flight,
+        task: asyncio.Task[Any] | None,
+        params: Any,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> ToolResult:
+        """Async twin of `_screened`."""
+        steps = self._steps
+        cache, key = entry.cache, None
+        data = steps.validate_input(call, entry, params)
+        if type(data) is Validation:
+            return steps.invalid(call, entry, data)
+        if entry.guards is not None or self._approvals.needed(call, entry):
+            verdict = await self._guards.ascreen(call, entry, data)
+            if verdict is not None:
+                return verdict
+            if cache is not None:
+                key, kept = cache.look_up(call.ctx, data)
+                if kept is not None:
+                    return await self._guards.ahit(call, entry, data, kept)
+        else:
+            assert cache is not None
+            key, kept = cache.look_up(call.ctx, data)
+            if kept is not None:
+                return steps.cache_hit(call, kept)
+        before, limit = deadlines(call, entry, timeout, idle_timeout)
+        late = await self._aensure_active(call, entry, before)
+        if late is not None:
+            return steps.failed(call, late, [])
+        call.scope, collecting = _start_collecting(call.ctx, call.record)
+        flight.attach(call.scope)
+        try:
+            result = await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+        finally:
+            _stop_collecting(call.scope, collecting)
+        if key is not None and cache is not None:
+            cache.keep(key, call.ctx, result)
+        return result
 
     # -- step 3: activation --------------------------------------------------------------
 

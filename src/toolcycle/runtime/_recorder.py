@@ -28,9 +28,28 @@ if TYPE_CHECKING:
     from toolcycle.models import GuardrailRecord, ProgressEvent, RetryAttempt, TraceStatus
     from toolcycle.tracing import TraceListener, Tracer
 
-__all__ = ["CallRecord", "TraceRecorder"]
+__all__ = ["CallRecord", "Extras", "TraceRecorder"]
 
 _log = get_logger("toolcycle.tracing")
+
+
+class Extras:
+    """The parts of a call's record that only the agent-loop features set.
+
+    Kept apart so that a plain call's record and trace values stay as small as
+    they were before those features: a call makes one only when it sets one.
+    """
+
+    __slots__ = ("attempts", "cache_hit", "guardrails", "host", "retry", "revealed")
+
+    def __init__(self) -> None:
+        self.retry = 0  # which model retry the call is (see runtime._retries)
+        self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
+        self.cache_hit = False  # answered from the result cache
+        self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
+        self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
+        # A hosted call's host name and where it ran, read at the call's end.
+        self.host: Callable[[], tuple[str, str | None]] | None = None
 
 
 class CallRecord:
@@ -42,17 +61,10 @@ class CallRecord:
         "abandoned",
         "active_at",
         "approval",
-        "attempts",
-        "cache_hit",
-        "guardrails",
-        "host",
+        "extras",
         "plan_id",
-        "plan_id",
-        "progress",
         "progress",
         "progress_sinks",
-        "retry",
-        "revealed",
         "scrub",
         "started",
         "t0",
@@ -80,13 +92,75 @@ class CallRecord:
         self.approval: ApprovalRecord | None = None  # how its approval was decided
         self.abandoned = False  # its plan ended and stopped waiting for it
         self.tool_call_id: str | None = None  # the model's id, for a call from the agent loop
-        self.retry = 0  # which model retry the call is (see runtime._retries)
-        self.attempts: tuple[RetryAttempt, ...] | list[RetryAttempt] = ()  # a RetryPolicy's
-        self.cache_hit = False  # answered from the result cache
-        self.guardrails: tuple[GuardrailRecord, ...] = ()  # their decisions, in order
-        self.revealed: tuple[str, ...] = ()  # the deferred tools a search or a call revealed
-        # A hosted call's host name and where it ran, read at the call's end.
-        self.host: Callable[[], tuple[str, str | None]] | None = None
+        # What only calls of the agent-loop features set (see `Extras`): one slot,
+        # None on a plain call, so such a call neither stores nor traces them.
+        self.extras: Extras | None = None
+
+    @property
+    def retry(self) -> int:
+        """Which model retry the call is (see runtime._retries)."""
+        extras = self.extras
+        return 0 if extras is None else extras.retry
+
+    @retry.setter
+    def retry(self, value: int) -> None:
+        self._extras().retry = value
+
+    @property
+    def attempts(self) -> tuple[RetryAttempt, ...] | list[RetryAttempt]:
+        """Each attempt of a tool with a `RetryPolicy`, in order."""
+        extras = self.extras
+        return () if extras is None else extras.attempts
+
+    @attempts.setter
+    def attempts(self, value: tuple[RetryAttempt, ...] | list[RetryAttempt]) -> None:
+        self._extras().attempts = value
+
+    @property
+    def cache_hit(self) -> bool:
+        """The call was answered from the result cache."""
+        extras = self.extras
+        return False if extras is None else extras.cache_hit
+
+    @cache_hit.setter
+    def cache_hit(self, value: bool) -> None:
+        self._extras().cache_hit = value
+
+    @property
+    def guardrails(self) -> tuple[GuardrailRecord, ...]:
+        """The guardrails' decisions, in order."""
+        extras = self.extras
+        return () if extras is None else extras.guardrails
+
+    @guardrails.setter
+    def guardrails(self, value: tuple[GuardrailRecord, ...]) -> None:
+        self._extras().guardrails = value
+
+    @property
+    def revealed(self) -> tuple[str, ...]:
+        """The deferred tools a search or a call revealed."""
+        extras = self.extras
+        return () if extras is None else extras.revealed
+
+    @revealed.setter
+    def revealed(self, value: tuple[str, ...]) -> None:
+        self._extras().revealed = value
+
+    @property
+    def host(self) -> Callable[[], tuple[str, str | None]] | None:
+        """A hosted call's host name and where it ran, read at the call's end."""
+        extras = self.extras
+        return None if extras is None else extras.host
+
+    @host.setter
+    def host(self, value: Callable[[], tuple[str, str | None]] | None) -> None:
+        self._extras().host = value
+
+    def _extras(self) -> Extras:
+        extras = self.extras
+        if extras is None:
+            extras = self.extras = Extras()
+        return extras
 
     # Who else hears the call's progress reports (its span, a stream), besides the
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
@@ -126,14 +200,12 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
         progress,
         abandoned,
         approval,
-        retry,
-        attempts,
-        cache_hit,
-        guardrails,
-        revealed,
-        content,
-        placed,
+        more,
     ) = values
+    if more is None:  # a plain call: none of the agent-loop features left a mark
+        retry, attempts, cache_hit, guardrails, revealed, content, placed = _PLAIN_MORE
+    else:
+        retry, attempts, cache_hit, guardrails, revealed, content, placed = more
     # Every value is built by the recorder from checked parts, so the model is not
     # validated again (the dict lists every field in declaration order, as _trusted needs).
     return trusted(
@@ -159,7 +231,7 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "abandoned": abandoned,
             "approval": approval,
             "retry": retry,
-            "attempts": tuple(attempts),
+            "attempts": attempts,
             "cache_hit": cache_hit,
             "guardrails": guardrails,
             "revealed_tools": revealed,
@@ -169,6 +241,27 @@ def _trace_model(values: tuple[Any, ...]) -> ToolExecutionTrace:
             "host_id": placed[1] if placed is not None else None,
         },
         None,
+    )
+
+
+# The trace values of the agent-loop features for a call that used none of them.
+_PLAIN_MORE: tuple[Any, ...] = (0, (), False, (), (), None, None)
+
+
+def _more(record: CallRecord, content: tuple[tuple[str, ...], int] | None) -> tuple[Any, ...]:
+    """The trace values of the agent-loop features, taken when the call ends."""
+    extras = record.extras
+    if extras is None:
+        return (*_PLAIN_MORE[:5], content, None)
+    host = extras.host
+    return (
+        extras.retry,
+        tuple(extras.attempts),
+        extras.cache_hit,
+        extras.guardrails,
+        extras.revealed,
+        content,
+        None if host is None else host(),
     )
 
 
@@ -299,7 +392,6 @@ class TraceRecorder:
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
-        placed = record.host
         ended = self._clock()
         duration = (self._timer() - record.t0) * 1000.0
         finished = LazyTrace(
@@ -321,13 +413,8 @@ class TraceRecorder:
                 record.progress,
                 abandoned or record.abandoned,
                 approval,
-                record.retry,
-                record.attempts,
-                record.cache_hit,
-                record.guardrails,
-                record.revealed,
-                content,
-                placed if placed is None else placed(),
+                # One value for what only the agent-loop features set (see `Extras`).
+                None if record.extras is None and content is None else _more(record, content),
             ),
             error_message,
             _trace_model,

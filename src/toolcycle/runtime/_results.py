@@ -35,9 +35,10 @@ __all__ = [
 
 _log = get_logger("toolcycle.runtime")
 
-# Outputs that are certainly not a ToolResult: checked by type before isinstance,
-# which a pydantic model class answers slowly.
-_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+# Outputs that are certainly neither a ToolResult nor content parts: checked by type
+# before isinstance, which a pydantic model class answers slowly. (A list may hold
+# parts, so it is looked into.)
+_PLAIN = frozenset({dict, str, int, float, bool, type(None)})
 _PARTS = RICH_TYPES
 
 
@@ -213,11 +214,20 @@ def output_result(
     """
     name = record.tool_name
     success, error_message, error_type = True, None, None
-    rich: Rich | None = None
-    pending = None
+    # Content parts and a returned ToolResult's pending approval are rare: one flag
+    # tells the common output apart, so that it pays one check for both.
+    special = False
     kind = type(output)
     if kind not in _PLAIN:
-        if kind in _PARTS:  # one part or a ToolReturn: always readable
+        rich: Rich | None = None
+        pending = None
+        if kind is list:
+            if output and type(output[0]) in _PARTS:
+                read = _rich(output, record)
+                if isinstance(read, ToolOutputError):
+                    return _failed(traces, record, read, changes)
+                rich, output = read, read.value
+        elif kind in _PARTS:  # one part or a ToolReturn: always readable
             rich = read_rich(output, name, record.plan_id)
             output = rich.value
         elif isinstance(output, ToolResult):
@@ -228,11 +238,9 @@ def output_result(
             if output.content:
                 rich = Rich(None, output.content, output.metadata, True)
             output = output.output
-    elif kind is list and output and type(output[0]) in _PARTS:
-        read = _rich(output, record)
-        if isinstance(read, ToolOutputError):
-            return _failed(traces, record, read, changes)
-        rich, output = read, read.value
+        special = rich is not None or pending is not None
+        if rich is not None and not rich.has_value:
+            output_schema = None  # parts alone: no value to check
     try:
         data = normaliser.normalize(output)
         text = encode_text(data)
@@ -246,7 +254,7 @@ def output_result(
         )
         return _failed(traces, record, error, changes)
     output_valid: bool | None = None
-    if output_schema is not None and success and (rich is None or rich.has_value):
+    if output_schema is not None and success:
         verdict = output_schema.check_normalized(data)
         output_valid = verdict.valid
         if not verdict.valid:
@@ -265,8 +273,10 @@ def output_result(
     truncated = max_result_bytes is not None and size > max_result_bytes
     if truncated:
         data, size = cut_output(text.encode(), max_result_bytes or 0)
-    status: TraceStatus = "ok" if success else "pending" if pending is not None else "error"
-    if rich is not None:
+    status: TraceStatus = (
+        "ok" if success else "pending" if special and pending is not None else "error"
+    )
+    if special and rich is not None:
         budget = None if max_result_bytes is None else max(0, max_result_bytes - size)
         parts, content_size, cut = cap_parts(rich.parts, budget, max_result_bytes, record.scrub)
         truncated = truncated or cut
@@ -301,11 +311,12 @@ def output_result(
         values["truncated"] = True
     if answers is not None:
         values["call"] = answers
-    if pending is not None:
-        values["pending"] = pending
-    if rich is not None:
-        values["content"] = parts
-        values["metadata"] = rich.metadata
+    if special:
+        if pending is not None:
+            values["pending"] = pending
+        if rich is not None:
+            values["content"] = parts
+            values["metadata"] = rich.metadata
     return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
 
 

@@ -167,11 +167,15 @@ class Entry:
         guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
         max_retries: how many model-fixable failures in a row a plan allows it.
         retry: its policy for transient faults (idempotent tools only), or None.
+        plain: neither guardrails nor a result cache: the pipeline's short path
+            (a tool that needs approval leaves it too, decided per call).
+        deferred: the descriptor's ``defer_loading``, read here once.
     """
 
     __slots__ = (
         "cache",
         "coroutine",
+        "deferred",
         "descriptor",
         "guards",
         "input",
@@ -179,6 +183,7 @@ class Entry:
         "loop",
         "max_retries",
         "output",
+        "plain",
         "retry",
         "timeout",
     )
@@ -202,6 +207,9 @@ class Entry:
         self.guards = guards
         self.max_retries = max_retries
         self.retry = retry
+        # One check on every call instead of one per feature (see runtime._pipeline).
+        self.plain = cache is None and guards is None
+        self.deferred = descriptor.defer_loading
         self.instance = instance
         self.input = input
         self.output = output

@@ -126,13 +126,12 @@ class CallSteps:
             raise error
         if ctx.cancellation_token.is_cancelled:
             self.raise_cancelled(call, None)
-        descriptor = entry.descriptor
         try:
-            check_capabilities(descriptor, ctx)
+            check_capabilities(entry.descriptor, ctx)
         except (ToolAccessDeniedError, ToolCheckpointRequiredError) as denial:
             self.emit(call, "denied", error=denial)
             raise
-        if descriptor.defer_loading and call.answers is not None:
+        if entry.deferred and call.answers is not None:  # a model's call of a deferred tool
             _reveal(call, name, ctx)
         return entry
 
@@ -148,13 +147,18 @@ class CallSteps:
         return flight
 
     def validate_input(self, call: Call, entry: Entry, params: Any) -> Any:
-        """Step 4: return the normalised input, or a failed result explaining why not."""
+        """Step 4: return the normalised input, or the `Validation` that refused it.
+
+        The caller answers a refusal with `invalid` (one type check, on its side).
+        """
         data = check_input(self._traces, call.record, entry.input, params, self._settings.redaction)
-        if type(data) is Validation:  # refused: a failure the model may fix
-            return self._retries.invalid(self._traces, call, entry.max_retries, data)
-        if call.observer is not None:
+        if call.observer is not None and type(data) is not Validation:
             call.arguments = data
         return data
+
+    def invalid(self, call: Call, entry: Entry, validation: Validation) -> ToolResult:
+        """The result of a refused input: a failure the model may fix."""
+        return self._retries.invalid(self._traces, call, entry.max_retries, validation)
 
     def failed(self, call: Call, outcome: Outcome, changes: list[Change]) -> ToolResult:
         """The result and trace of a call that raised or timed out."""
