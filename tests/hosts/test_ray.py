@@ -1,0 +1,277 @@
+"""RayHost: a plan's tool stages run in the plan's own Ray actor, on a local cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="RayHost needs Ray: pip install -e '.[ray]'")
+
+import hosts_toolbox as box  # noqa: E402 - after the skip: it needs nothing, but ray_toolbox does
+import ray_toolbox  # noqa: E402
+from hosts_toolbox import lines  # noqa: E402
+
+import toolcycle  # noqa: E402
+from toolcycle import ToolCancelledError, ToolRuntime  # noqa: E402
+from toolcycle.hosts import RayHost, ToolHostError, ToolImport  # noqa: E402
+
+WAIT = 10.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local Ray cluster for the module, kept out of the real home and /tmp/ray."""
+    saved = {key: os.environ.get(key) for key in ("HOME", "RAY_AUTH_MODE")}
+    home = tempfile.mkdtemp(prefix="tc-ray-home-")
+    scratch = tempfile.mkdtemp(prefix="tc-ray-")  # short: Ray's socket paths must fit
+    os.environ["HOME"] = home
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    # The actors import toolcycle and the test tools by name, from this checkout.
+    paths = [str(Path(__file__).parent), str(Path(toolcycle.__file__).parents[1])]
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=scratch,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture
+def host() -> Iterator[RayHost]:
+    """A Ray host, closed after the test whatever happened."""
+    made = RayHost()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def signal() -> Iterator[str]:
+    """The name of a fresh `Signal` actor the tools set when they start."""
+    name = f"signal-{uuid.uuid4().hex}"
+    actor = ray_toolbox.Signal.options(name=name).remote()
+    yield name
+    ray.kill(actor)
+
+
+@pytest.fixture
+def rt(runtime: ToolRuntime) -> ToolRuntime:
+    """The hosts runtime, plus the tools that signal their start."""
+    runtime.register(ray_toolbox.signal_then_wait)
+    runtime.register(ray_toolbox.signal_then_await)
+    return runtime
+
+
+def started(signal: str) -> None:
+    """Wait (bounded) until a tool has set the signal."""
+    assert ray.get(ray.get_actor(signal).wait.remote(), timeout=WAIT)
+
+
+def kill(actor: Any) -> None:
+    """Kill an actor and wait (bounded) until Ray reports it dead."""
+    ray.kill(actor)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.cancel.remote(0, None), timeout=WAIT)
+
+
+def test_stages_run_in_the_plans_actor_in_lifecycle_order(
+    rt: ToolRuntime, host: RayHost, journal: Path
+) -> None:
+    """Activate once per tool in the actor, execute there, deactivate in reverse, end the actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        first = rt.execute("first", {"x": 1}, ctx)
+        rt.execute("second", {}, ctx)
+        again = rt.execute("first", {"x": 2}, ctx)
+        actor = host.actor(ctx)
+    assert first.output["pid"] == again.output["pid"] != os.getpid()
+    assert again.output["x"] == 2
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "second"],
+        ["execute", "second"],
+        ["execute", "first"],
+        ["deactivate", "second"],
+        ["deactivate", "first"],
+    ]
+    assert {words[2] for words in lines(journal)} == {str(first.output["pid"])}
+    assert host.actor(ctx) is None and host.placement(ctx) is None
+    with pytest.raises(ray.exceptions.RayActorError):  # the plan ended: so did its actor
+        ray.get(actor.cancel.remote(0, None), timeout=WAIT)
+
+
+def test_a_trace_names_the_host_and_the_ray_node(rt: ToolRuntime, host: RayHost) -> None:
+    """The trace is the usual one, plus the host's name and the actor's node id."""
+    with rt.plan(host=host) as ctx:
+        result = rt.execute("where", {}, ctx)
+    assert result.trace.status == "ok"
+    assert result.trace.host == "ray"
+    assert result.trace.host_id == ray.get_runtime_context().get_node_id()
+
+
+def test_changes_and_progress_come_back_with_the_result(rt: ToolRuntime, host: RayHost) -> None:
+    """What the tool recorded and reported in the actor reaches the caller's plan."""
+    events: list[Any] = []
+    with rt.plan(host=host, on_progress=events.append) as ctx:
+        result = rt.execute("change_something", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert [change.target for change in result.changes] == ["a.txt"]
+    assert [event.message for event in events] == ["half", "done"]
+
+
+async def test_async_plans_run_every_stage_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path
+) -> None:
+    """Async calls and aend_plan drive the same lifecycle, sync and coroutine tools alike."""
+    async with rt.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
+        coro = await rt.aexecute("coro", {"x": 3}, ctx)
+        plain = await rt.aexecute("first", {}, ctx)
+        deferred = await rt.aexecute("deferred", {}, ctx)
+    assert coro.output["pid"] == plain.output["pid"] != os.getpid()
+    assert deferred.output == "later"
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "coro"],
+        ["execute", "coro"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "deferred"],
+        ["deactivate", "deferred"],
+        ["deactivate", "first"],
+        ["deactivate", "coro"],
+    ]
+
+
+def test_cancelling_the_plan_cancels_the_sync_body_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The body's call token in the actor mirrors the caller's: it stops the body."""
+    outcome: list[BaseException] = []
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+
+        def run() -> None:
+            try:
+                rt.execute("signal_then_wait", {}, ctx)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=run)
+        caller.start()
+        started(signal)
+        ctx.cancellation_token.cancel("stop now")
+        caller.join(WAIT)
+    assert isinstance(outcome[0], ToolCancelledError)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+async def test_cancelling_an_async_call_cancels_the_coroutine_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """From async code, the token cancels the awaiting task and the actor's task with it."""
+    async with rt.aplan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        call = asyncio.ensure_future(rt.aexecute("signal_then_await", {}, ctx))
+        await asyncio.to_thread(started, signal)
+        ctx.cancellation_token.cancel("stop now")
+        with pytest.raises(ToolCancelledError):
+            await asyncio.wait_for(call, WAIT)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The caller stops waiting at the limit; the body's token is cancelled in the actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        rt.activate("signal_then_wait", ctx)  # starting the actor is not the call's time
+        result = rt.execute("signal_then_wait", {}, ctx, timeout=0.5)
+        started(signal)
+    assert result.trace.status == "timed_out"
+    assert result.trace.abandoned
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+def test_a_killed_actor_fails_its_call_and_the_plan_goes_on_in_a_fresh_one(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The running call fails naming the host; the next call activates again in a new actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        before = rt.execute("first", {}, ctx)
+        killed = host.actor(ctx)
+        failed: list[Any] = []
+        caller = threading.Thread(
+            target=lambda: failed.append(rt.execute("signal_then_wait", {}, ctx))
+        )
+        caller.start()
+        started(signal)
+        ray.kill(killed)
+        caller.join(WAIT)
+        again = rt.execute("first", {}, ctx)
+    assert not failed[0].success
+    assert failed[0].trace.error_type == "ToolHostError"
+    assert "'ray' died" in (failed[0].error or "")
+    assert again.output["pid"] not in (before.output["pid"], os.getpid())
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_second_death_fails_the_plans_later_calls(rt: ToolRuntime, host: RayHost) -> None:
+    """Only one fresh actor per plan: after a second death, calls fail and say what to do."""
+    with rt.plan(host=host) as ctx:
+        for _ in range(2):
+            assert rt.execute("where", {}, ctx).success
+            kill(host.actor(ctx))
+            met = rt.execute("where", {}, ctx)  # meets the dead actor: fails, naming it
+            assert "'ray' died" in (met.error or "")
+        result = rt.execute("where", {}, ctx)
+    assert not result.success
+    assert "died twice" in (result.error or "")
+
+
+def test_tools_travel_by_import_path(journal: Path) -> None:
+    """A ToolImport is built inside the actor, with its arguments."""
+    host = RayHost(
+        name="imports", tools={"made": ToolImport("hosts_toolbox:make_recorder", ("made",))}
+    )
+    with ToolRuntime() as runtime:
+        runtime.register(box.Locked("made"))  # does not pickle: the import path is used
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            result = runtime.execute("made", {"x": 5}, ctx)
+    assert result.output["x"] == 5
+    assert [words[:2] for words in lines(journal)][0] == ["activate", "made"]
+
+
+def test_errors_and_unreadable_outputs_come_back_as_failed_results(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """A tool's error is the call's; an output that cannot travel back says so."""
+    with rt.plan(host=host) as ctx:
+        failed = rt.execute("fail", {"kind": "value"}, ctx)
+        odd = rt.execute("fail", {"kind": "other"}, ctx)
+        unreadable = rt.execute("unreadable", {}, ctx)
+    assert failed.trace.error_type == "ValueError" and "bad value" in (failed.error or "")
+    assert "could not be sent back" in (odd.error or "")
+    assert "could not be read back" in (unreadable.error or "")
