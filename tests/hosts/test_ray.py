@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -16,13 +17,14 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="RayHost needs Ray: pip install -e '.[ray]'")
 
-import hosts_toolbox as box  # noqa: E402 - after the skip: it needs nothing, but ray_toolbox does
-import ray_toolbox  # noqa: E402
-from hosts_toolbox import lines  # noqa: E402
+# After the skip: ray_toolbox needs Ray.
+import hosts_toolbox as box
+import ray_toolbox
+from hosts_toolbox import lines
 
-import toolcycle  # noqa: E402
-from toolcycle import ToolCancelledError, ToolRuntime  # noqa: E402
-from toolcycle.hosts import RayHost, ToolHostError, ToolImport  # noqa: E402
+import toolcycle
+from toolcycle import ToolCancelledError, ToolRuntime
+from toolcycle.hosts import RayHost, ToolHostError, ToolImport
 
 WAIT = 10.0
 
@@ -261,7 +263,7 @@ def test_tools_travel_by_import_path(journal: Path) -> None:
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
             result = runtime.execute("made", {"x": 5}, ctx)
     assert result.output["x"] == 5
-    assert [words[:2] for words in lines(journal)][0] == ["activate", "made"]
+    assert next(words[:2] for words in lines(journal)) == ["activate", "made"]
 
 
 def test_errors_and_unreadable_outputs_come_back_as_failed_results(
@@ -275,3 +277,152 @@ def test_errors_and_unreadable_outputs_come_back_as_failed_results(
     assert failed.trace.error_type == "ValueError" and "bad value" in (failed.error or "")
     assert "could not be sent back" in (odd.error or "")
     assert "could not be read back" in (unreadable.error or "")
+
+
+def test_a_host_checks_its_options() -> None:
+    """A bad name or a tool recipe that is not a ToolImport fails at once, saying what to pass."""
+    with pytest.raises(ValueError, match="non-empty string"):
+        RayHost(name="")
+    with pytest.raises(TypeError, match="ToolImport"):
+        RayHost(tools={"x": "pkg:x"})  # type: ignore[dict-item]
+    assert repr(RayHost(name="r")) == "RayHost(name='r', plans=0)"
+
+
+def test_a_plan_needs_ray_initialised_first(
+    rt: ToolRuntime, host: RayHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ray.init(), the activation raises and says to call it."""
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with rt.plan(host=host) as ctx, pytest.raises(ToolHostError, match=r"call ray\.init\(\)"):
+        rt.execute("where", {}, ctx)
+
+
+def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost) -> None:
+    """Closing the host kills the actors; an open plan's next call says its plan has ended."""
+    with rt.plan(host=host) as ctx:
+        assert rt.execute("where", {}, ctx).success
+        plan = host._plans[ctx.plan_id]
+        host.close()
+        assert host.actor(ctx) is None
+        plan.cancel(1, None)  # no actor: nothing to cancel
+        plan.dead = True
+        with pytest.raises(ToolHostError, match="has ended"):
+            plan.prepare("execute", "where")
+
+
+def test_an_activation_that_fails_in_the_fresh_actor_fails_the_call(journal: Path) -> None:
+    """A tool that cannot be activated again after a death fails its call naming the host."""
+    host = RayHost(name="again")
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            assert runtime.execute("once", {}, ctx).success
+            kill(host.actor(ctx))
+            assert not runtime.execute("once", {}, ctx).success  # meets the dead actor
+            result = runtime.execute("once", {}, ctx)
+    assert "could not be activated again in the fresh actor of host 'again'" in (result.error or "")
+
+
+def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) -> None:
+    """An error from Ray other than a dead actor is a ToolHostError, and the actor is kept."""
+    from toolcycle.hosts._ray import _Stage
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.where)
+        with runtime.plan(host=host) as ctx:
+            runtime.execute("where", {}, ctx)
+            plan = host._plans[ctx.plan_id]
+            stage = _Stage(plan, plan.actor, None, "execute of tool 'where'", None)
+
+            def broken() -> Any:
+                raise ray.exceptions.RaySystemError("")
+
+            stage.settle(broken)
+            stage.settle(broken)  # settled once: the second outcome is dropped
+            with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
+                stage.result()
+            assert not plan.dead
+
+
+class _Entered:
+    """An in-process tool whose execute says when it started, then waits to be cancelled."""
+
+    def __init__(self, asynchronous: bool) -> None:
+        self.entered = threading.Event()
+        self.asynchronous = asynchronous
+
+    def execute(self, params: dict[str, Any], ctx: Any) -> Any:
+        self.entered.set()
+        if self.asynchronous:
+            return asyncio.sleep(WAIT)  # awaited by the actor: a cancel cuts it short
+        cancelled = threading.Event()
+        ctx.call_token.on_cancel(cancelled.set)
+        cancelled.wait(WAIT)
+        ctx.call_token.check()
+        return "finished"
+
+
+def _actor() -> Any:
+    """The actor's class, in this process: its code runs here, under the test's eyes."""
+    from toolcycle.hosts._ray import PlanActor
+
+    info = {
+        "plan_id": "p",
+        "read_only": False,
+        "requires_checkpoint": False,
+        "resources": (),
+        "metadata": {},
+    }
+    return PlanActor(info)
+
+
+async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
+    """A cancel for a running sync stage cancels its token; the body stops and says so."""
+    actor, tool = _actor(), _Entered(asynchronous=False)
+    actor.tools["t"] = tool
+    run = asyncio.ensure_future(actor.run("execute", 1, "t", {}))
+    assert await asyncio.to_thread(tool.entered.wait, WAIT)
+    await actor.cancel(1, "stop")
+    blob, _, node = await asyncio.wait_for(run, WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, ToolCancelledError) and error.reason == "stop"
+    assert node == ray.get_runtime_context().get_node_id()
+
+
+async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
+    """A cancel for a stage that awaits a coroutine cancels its task too."""
+    actor, tool = _actor(), _Entered(asynchronous=True)
+    actor.tools["t"] = tool
+    run = asyncio.ensure_future(actor.run("execute", 1, "t", {}))
+    assert await asyncio.to_thread(tool.entered.wait, WAIT)
+    while 1 not in actor.awaiting:  # the stage's task reaches its await within a turn or two
+        await asyncio.sleep(0)
+    await actor.cancel(1, "stop")
+    blob, _, _ = await asyncio.wait_for(run, WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, ToolCancelledError)
+
+
+async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() -> None:
+    """The actor keeps a cancel for a stage it has not seen yet, and applies it."""
+    actor = _actor()
+    actor.tools["t"] = _Entered(asynchronous=False)
+    await actor.cancel(7, "early")
+    blob, _, _ = await asyncio.wait_for(actor.run("execute", 7, "t", {}), WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and error.reason == "early"
+    assert actor.early == {}
+
+
+async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool() -> None:
+    """Activate builds the tool from its payload; deactivate drops it; errors travel as values."""
+    actor = _actor()
+    payload = ("pickle", pickle.dumps(box.Recorder("r")))
+    for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
+        argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
+        blob, _, _ = await actor.run(kind, number, "r", argument)
+        assert pickle.loads(blob)[0], kind
+    assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
+    blob, _, _ = await actor.run("execute", 9, "r", {})
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, KeyError)

@@ -31,7 +31,7 @@ from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
 from toolcycle.hosts._worker import _cancelled, _packed, load_tool
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from toolcycle import ProgressEvent, ToolInstance
     from toolcycle.hosts._child import Listener
@@ -229,51 +229,21 @@ class _Plan:
 
     def _send(
         self, kind: str, name: str, argument: Any, listener: Listener | None, number: int = 0
-    ) -> concurrent.futures.Future[tuple[Any, list[Any]]]:
+    ) -> _Stage:
         actor = self.actor
-        label = f"{kind} of tool {name!r}"
-        future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
-        remote = actor.run.remote(kind, number, name, argument).future()
-        remote.add_done_callback(lambda done: self._arrived(done, future, label, listener, actor))
-        return future
+        ref = actor.run.remote(kind, number, name, argument)
+        return _Stage(self, actor, ref, f"{kind} of tool {name!r}", listener)
 
-    def _arrived(
-        self,
-        done: concurrent.futures.Future[Outcome],
-        future: concurrent.futures.Future[tuple[Any, list[Any]]],
-        label: str,
-        listener: Listener | None,
-        actor: Any,
-    ) -> None:
-        """Settle a stage's future from what its actor sent back (on a thread of Ray's)."""
-        try:
-            blob, reports, node = done.result()
-        except RayError as exc:
-            if isinstance(exc, RayActorError) and actor is self.actor:
-                self.dead = True
-            future.set_exception(self._lost(label, exc))
-            return
-        self.node = node
-        if listener is not None:
-            for report in reports:
-                with contextlib.suppress(Exception):  # a listener's failure is its own
-                    listener(*report)
-        try:
-            ok, value, changes = pickle.loads(blob)
-        except Exception as exc:
-            ok, value, changes = False, _unreadable(label, exc), []
-        if ok:
-            future.set_result((value, changes))
-        else:
-            future.set_exception(value)
-
-    def _lost(self, label: str, exc: RayError) -> ToolHostError:
+    def lost(self, actor: Any, label: str, exc: RayError) -> ToolHostError:
+        """The error for a stage Ray could not finish; a dead actor is replaced next call."""
+        died = isinstance(exc, RayActorError)
+        if died and actor is self.actor:
+            self.dead = True
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         why = lines[-1] if lines else type(exc).__name__
-        what = "died" if isinstance(exc, RayActorError) else "failed"
         return ToolHostError(
-            f"the actor of host {self.host.name!r} {what} during the {label} in plan "
-            f"{self.plan_id!r} ({type(exc).__name__}: {why})",
+            f"the actor of host {self.host.name!r} {'died' if died else 'failed'} during "
+            f"the {label} in plan {self.plan_id!r} ({type(exc).__name__}: {why})",
             plan_id=self.plan_id,
         )
 
@@ -301,6 +271,65 @@ class _Plan:
         if actor is not None:
             with contextlib.suppress(Exception):  # already dead, or Ray shut down
                 ray.kill(actor, no_restart=True)
+
+
+class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
+    """One stage sent to the plan's actor, settled from its outcome.
+
+    A sync caller's ``result()`` waits with ``ray.get`` on its own thread, the
+    quickest way to wait for Ray; an async caller's ``add_done_callback`` (from
+    ``asyncio.wrap_future``) hooks Ray's own future of the object instead.
+    """
+
+    def __init__(
+        self, plan: _Plan, actor: Any, ref: Any, label: str, listener: Listener | None
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.actor = actor
+        self.ref = ref
+        self.label = label
+        self.listener = listener
+        self.hooked = False
+
+    def result(self, timeout: float | None = None) -> tuple[Any, list[Any]]:
+        """Wait for the stage's outcome (the stand-ins never pass a timeout)."""
+        if not self.done():
+            self.settle(lambda: ray.get(self.ref))
+        return super().result(timeout)
+
+    def add_done_callback(self, fn: Any) -> None:
+        """Call ``fn`` once the stage settles, from whichever thread settles it."""
+        if not self.hooked:
+            self.hooked = True
+            remote = self.ref.future()
+            remote.add_done_callback(lambda done: self.settle(done.result))
+        super().add_done_callback(fn)
+
+    def settle(self, outcome: Callable[[], Outcome]) -> None:
+        """Open what the actor sent back and settle the future with it."""
+        try:
+            blob, reports, node = outcome()
+        except RayError as exc:
+            self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
+            return
+        self.plan.node = node
+        if self.listener is not None:
+            for report in reports:
+                with contextlib.suppress(Exception):  # a listener's failure is its own
+                    self.listener(*report)
+        try:
+            ok, value, changes = pickle.loads(blob)
+        except Exception as exc:
+            ok, value, changes = False, _unreadable(self.label, exc), []
+        self.finish(ok, value, changes)
+
+    def finish(self, ok: bool, value: Any, changes: list[Any]) -> None:
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # settled already
+            if ok:
+                self.set_result((value, changes))
+            else:
+                self.set_exception(value)
 
 
 class PlanActor:
