@@ -11,7 +11,7 @@ import asyncio
 import threading
 
 import ray
-from hosts_toolbox import WAIT, note
+from hosts_toolbox import WAIT, Recorder, note
 
 from toolcycle import ToolExecutionContext, tool
 
@@ -56,3 +56,10 @@ async def signal_then_await(ctx: ToolExecutionContext) -> str:
         note(ctx, "cancelled")
         raise
     return "finished"
+
+
+class FailsToActivate(Recorder):
+    """A tool whose activation fails."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        raise RuntimeError("cannot start")

@@ -23,7 +23,7 @@ import ray_toolbox
 from hosts_toolbox import lines
 
 import toolcycle
-from toolcycle import ToolCancelledError, ToolRuntime
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import RayHost, ToolHostError, ToolImport
 
 WAIT = 10.0
@@ -310,17 +310,24 @@ def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost)
             plan.prepare("execute", "where")
 
 
-def test_an_activation_that_fails_in_the_fresh_actor_fails_the_call(journal: Path) -> None:
-    """A tool that cannot be activated again after a death fails its call naming the host."""
+def test_activations_that_fail_in_the_fresh_actor_fail_their_calls(journal: Path) -> None:
+    """A tool that cannot be activated again after a death, or kills the fresh actor, fails."""
     host = RayHost(name="again")
     with ToolRuntime() as runtime:
         runtime.register(box.OnceOnly("once"))
+        runtime.register(box.DiesAgain("dies"))
+        runtime.register(ray_toolbox.FailsToActivate("broken"))
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            with pytest.raises(ToolActivationError, match="cannot start"):
+                runtime.execute("broken", {}, ctx)
             assert runtime.execute("once", {}, ctx).success
+            assert runtime.execute("dies", {}, ctx).success
             kill(host.actor(ctx))
             assert not runtime.execute("once", {}, ctx).success  # meets the dead actor
-            result = runtime.execute("once", {}, ctx)
-    assert "could not be activated again in the fresh actor of host 'again'" in (result.error or "")
+            once = runtime.execute("once", {}, ctx)  # a fresh actor, where it cannot start
+            dies = runtime.execute("dies", {}, ctx)  # and this one ends the fresh actor
+    assert "could not be activated again in the fresh actor of host 'again'" in (once.error or "")
+    assert "the actor of host 'again' died during the activate of tool 'dies'" in (dies.error or "")
 
 
 def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) -> None:
@@ -342,6 +349,12 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
             with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
                 stage.result()
             assert not plan.dead
+            real = plan._send("execute", "where", {}, None)
+            heard = [threading.Event(), threading.Event()]
+            for event in heard:  # Ray's own future is hooked once, for every callback
+                real.add_done_callback(lambda _, event=event: event.set())
+            assert all(event.wait(WAIT) for event in heard)
+            assert real.result()[0] == real.result()[0]
 
 
 class _Entered:
@@ -426,3 +439,9 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     blob, _, _ = await actor.run("execute", 9, "r", {})
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
+    actor.tools["d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
+    blob, _, _ = await actor.run("execute", 10, "d", {})
+    assert pickle.loads(blob)[:2] == (True, "later")
+    actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
+    blob, _, _ = await actor.run("execute", 11, "c", {"x": 2})
+    assert pickle.loads(blob)[1]["x"] == 2
