@@ -390,7 +390,7 @@ class _Entered:
 
 def _actor() -> Any:
     """The actor's class, in this process: its code runs here, under the test's eyes."""
-    from toolcycle.hosts._ray import PlanActor
+    from toolcycle.hosts._ray import _PlanActor
 
     info = {
         "plan_id": "p",
@@ -399,7 +399,7 @@ def _actor() -> Any:
         "resources": (),
         "metadata": {},
     }
-    return PlanActor(info)
+    return _PlanActor(info)
 
 
 async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:

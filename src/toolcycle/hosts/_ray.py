@@ -332,7 +332,7 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
                 self.set_exception(value)
 
 
-class PlanActor:
+class _PlanActor:
     """Inside the actor: one plan's tools and the stages that run now.
 
     Each stage gets a context of its own, whose token mirrors the caller's call
@@ -415,4 +415,4 @@ class PlanActor:
             self.tasks[number].cancel()
 
 
-_RemoteActor: Any = ray.remote(PlanActor)
+_RemoteActor: Any = ray.remote(_PlanActor)
