@@ -421,7 +421,7 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
     actor.tools["t"] = tool
     run = asyncio.ensure_future(actor.run("execute", 1, "t", {}))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
-    while 1 not in actor.awaiting:  # the stage's task reaches its await within a turn or two
+    while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
         await asyncio.sleep(0)
     await actor.cancel(1, "stop")
     blob, _, _ = await asyncio.wait_for(run, WAIT)

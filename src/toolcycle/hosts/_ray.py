@@ -344,8 +344,7 @@ class _PlanActor:
         self.node: str = ray.get_runtime_context().get_node_id()
         self.tools: dict[str, ToolInstance] = {}
         self.tokens: dict[int, CancellationToken] = {}
-        self.tasks: dict[int, asyncio.Task[Any]] = {}
-        self.awaiting: set[int] = set()  # stages that await a coroutine of the tool
+        self.tasks: dict[int, asyncio.Future[Any]] = {}  # the coroutine stages
         self.early: dict[int, str | None] = {}  # cancels that came before their stage
 
     async def run(self, kind: str, number: int, name: str, argument: Any) -> Outcome:
@@ -368,11 +367,8 @@ class _PlanActor:
         )
         if number in self.early:
             token.cancel(self.early.pop(number))
-        task = self.tasks[number] = asyncio.ensure_future(
-            self._stage(number, kind, name, argument, ctx)
-        )
         try:
-            ok, value = True, await task
+            ok, value = True, await self._stage(number, kind, name, argument, ctx)
         except asyncio.CancelledError:  # our cancel, or ray.cancel of this method
             token.cancel("the call was cancelled")
             ok, value = False, _cancelled(ctx)
@@ -398,11 +394,9 @@ class _PlanActor:
             value = await asyncio.to_thread(stage, *args)  # the loop stays free for cancels
             if not inspect.isawaitable(value):
                 return value
-        self.awaiting.add(number)  # a coroutine: a cancel cancels its task
-        try:
-            return await value
-        finally:
-            self.awaiting.discard(number)
+        # A coroutine: in a task of its own, which a cancel cancels.
+        task = self.tasks[number] = asyncio.ensure_future(value)
+        return await task
 
     async def cancel(self, number: int, reason: str | None) -> None:
         """Cancel a stage's token, and its task if it awaits (a sync body polls its token)."""
@@ -411,8 +405,9 @@ class _PlanActor:
             self.early[number] = reason
             return
         token.cancel(reason)
-        if number in self.awaiting:
-            self.tasks[number].cancel()
+        task = self.tasks.get(number)
+        if task is not None:
+            task.cancel()
 
 
 _RemoteActor: Any = ray.remote(_PlanActor)
