@@ -406,7 +406,7 @@ async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
     """A cancel for a running sync stage cancels its token; the body stops and says so."""
     actor, tool = _actor(), _Entered(asynchronous=False)
     actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run("execute", 1, "t", {}))
+    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     await actor.cancel(1, "stop")
     blob, _, node = await asyncio.wait_for(run, WAIT)
@@ -419,7 +419,7 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
     """A cancel for a stage that awaits a coroutine cancels its task too."""
     actor, tool = _actor(), _Entered(asynchronous=True)
     actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run("execute", 1, "t", {}))
+    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
         await asyncio.sleep(0)
@@ -434,7 +434,7 @@ async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() 
     actor = _actor()
     actor.tools["t"] = _Entered(asynchronous=False)
     await actor.cancel(7, "early")
-    blob, _, _ = await asyncio.wait_for(actor.run("execute", 7, "t", {}), WAIT)
+    blob, _, _ = await asyncio.wait_for(actor.run(("execute", 7, "t", {})), WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and error.reason == "early"
     assert actor.early == {}
@@ -446,15 +446,15 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
         argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
-        blob, _, _ = await actor.run(kind, number, "r", argument)
+        blob, _, _ = await actor.run((kind, number, "r", argument))
         assert pickle.loads(blob)[0], kind
     assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
-    blob, _, _ = await actor.run("execute", 9, "r", {})
+    blob, _, _ = await actor.run(("execute", 9, "r", {}))
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
     actor.tools["d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
-    blob, _, _ = await actor.run("execute", 10, "d", {})
+    blob, _, _ = await actor.run(("execute", 10, "d", {}))
     assert pickle.loads(blob)[:2] == (True, "later")
     actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
-    blob, _, _ = await actor.run("execute", 11, "c", {"x": 2})
+    blob, _, _ = await actor.run(("execute", 11, "c", {"x": 2}))
     assert pickle.loads(blob)[1]["x"] == 2

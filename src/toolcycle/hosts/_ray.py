@@ -231,7 +231,8 @@ class _Plan:
         self, kind: str, name: str, argument: Any, listener: Listener | None, number: int = 0
     ) -> _Stage:
         actor = self.actor
-        ref = actor.run.remote(kind, number, name, argument)
+        # One tuple, not four arguments: Ray serialises each argument of a call apart.
+        ref = actor.run.remote((kind, number, name, argument))
         return _Stage(self, actor, ref, f"{kind} of tool {name!r}", listener)
 
     def lost(self, actor: Any, label: str, exc: RayError) -> ToolHostError:
@@ -347,8 +348,12 @@ class _PlanActor:
         self.tasks: dict[int, asyncio.Future[Any]] = {}  # the coroutine stages
         self.early: dict[int, str | None] = {}  # cancels that came before their stage
 
-    async def run(self, kind: str, number: int, name: str, argument: Any) -> Outcome:
-        """Run one stage and return its outcome (never raises: errors travel as values)."""
+    async def run(self, stage: tuple[str, int, str, Any]) -> Outcome:
+        """Run one stage, ``(kind, number, tool name, argument)``; return its outcome.
+
+        It never raises: the stage's errors travel back as values.
+        """
+        kind, number, name, argument = stage
         token = self.tokens[number] = CancellationToken()
         reports: list[tuple[float, float | None, str | None]] = []
 
