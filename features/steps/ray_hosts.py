@@ -58,7 +58,9 @@ def _start_ray(context: Any) -> Any:
 def ray_journal_tools(context: Any, one: str, two: str, name: str) -> None:
     context.ray = _start_ray(context)
     if context.ray is None:
-        context.scenario.skip("RayHost needs Ray: pip install -e '.[ray]'")
+        context.scenario.skip(
+            "RayHost needs Ray: pip install -e '.[ray]' from a clone (toolcycle[ray] once published)"
+        )
         return
     from toolcycle.hosts import RayHost
 

@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="RayHost needs Ray: pip install -e '.[ray]'")
+ray = pytest.importorskip(
+    "ray",
+    reason="RayHost needs Ray: pip install -e '.[ray]' from a clone (toolcycle[ray] once published)",
+)
 
 # After the skip: ray_toolbox needs Ray.
 import hosts_toolbox as box
