@@ -365,7 +365,7 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
             with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
                 stage.result()
             assert not plan.dead
-            real = plan._send("execute", "where", {}, None)
+            real = plan._send("execute", "where", {}, None, 99)
             heard = [threading.Event(), threading.Event()]
             for event in heard:  # Ray's own future is hooked once, for every callback
                 real.add_done_callback(lambda _, event=event: event.set())

@@ -171,7 +171,7 @@ class _Plan:
                 if payload is None:  # pragma: no cover - the runtime activates first
                     return
                 try:
-                    self._send("activate", name, payload, None).result()
+                    self._send("activate", name, payload, None, next(self.numbers)).result()
                 except ToolHostError:
                     raise
                 except Exception as exc:
@@ -228,7 +228,7 @@ class _Plan:
         return number, future
 
     def _send(
-        self, kind: str, name: str, argument: Any, listener: Listener | None, number: int = 0
+        self, kind: str, name: str, argument: Any, listener: Listener | None, number: int
     ) -> _Stage:
         actor = self.actor
         # One tuple, not four arguments: Ray serialises each argument of a call apart.
