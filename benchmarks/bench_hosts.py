@@ -133,6 +133,7 @@ def ray_main() -> None:
     """Measure RayHost against a plain actor method call, on a local cluster."""
     import os
     import pathlib
+    import shutil
     import sys
     import tempfile
 
@@ -148,7 +149,7 @@ def ray_main() -> None:
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
-        _temp_dir=tempfile.mkdtemp(prefix="tc-ray-"),
+        _temp_dir=(scratch := tempfile.mkdtemp(prefix="tc-ray-")),
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
     )
     loop = asyncio.new_event_loop()
@@ -182,6 +183,7 @@ def ray_main() -> None:
     finally:
         loop.close()
         ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
     medians = {name: statistics.median(values) for name, values in rounds.items()}
     print(f"RayHost execute            {medians['host']:8.1f} us/call")
     print(f"RayHost aexecute           {medians['async']:8.1f} us/call")
