@@ -1,6 +1,7 @@
-"""Per-call overhead of a `ProcessHost` against the plainest way to run in a process.
+"""Per-call overhead of the plan hosts against the plainest way to run there.
 
-Run it with ``python -m benchmarks.bench_hosts`` from the repository root. Both
+Run it with ``python -m benchmarks.bench_hosts`` from the repository root (add
+``ray`` to measure `RayHost` too, with ``toolcycle[ray]`` installed). Both
 sides call the same function, warm, in one worker process:
 
 - ``ProcessHost``: ``runtime.execute`` of a ``@tool`` in a plan with
@@ -8,6 +9,13 @@ sides call the same function, warm, in one worker process:
   caller's process, and the body in the plan's worker.
 - ``ProcessPoolExecutor``: ``pool.submit(fn, x).result()`` on a one-worker pool.
 - ``ProcessHost, async``: ``await runtime.aexecute`` of the same call.
+
+With ``ray``, on a local Ray cluster this script starts:
+
+- ``RayHost``: ``runtime.execute`` of the same ``@tool`` in a plan with
+  ``host=RayHost()`` (and ``await runtime.aexecute``).
+- a plain Ray actor: ``ray.get(actor.double.remote(x))`` on an async actor, the
+  kind `RayHost` uses, and on a sync one, for reference.
 
 Rounds are interleaved (one round of each in turn, `ROUNDS` times), so a slow spell
 of the machine falls on every side alike; the figures are the medians of the
@@ -38,7 +46,10 @@ CALLS = 300
 """Calls per round."""
 
 TARGET = 1.2
-"""ProcessHost's sync call against ProcessPoolExecutor.submit: at most this."""
+"""A host's sync call against the plain call of its engine: at most this."""
+
+RAY_CALLS = 100
+"""Calls per round on Ray (each takes about a millisecond)."""
 
 
 def double(x: int) -> int:
@@ -104,5 +115,89 @@ def main() -> None:
     print(f"ratio (median of rounds)   {ratio:8.2f}x  (target <= {TARGET}x)")
 
 
+class _Doubler:
+    """The plain Ray actor: the same function as an actor method."""
+
+    async def double(self, x: int) -> int:
+        return double(x)
+
+
+class _SyncDoubler:
+    """The same, as a sync actor."""
+
+    def double(self, x: int) -> int:
+        return double(x)
+
+
+def ray_main() -> None:
+    """Measure RayHost against a plain actor method call, on a local cluster."""
+    import os
+    import pathlib
+    import shutil
+    import sys
+    import tempfile
+
+    import ray
+
+    from toolcycle.hosts import RayHost
+
+    here = importlib.import_module("benchmarks.bench_hosts")
+    root = str(pathlib.Path(here.__file__).parents[1])
+    paths = [root, *(path for path in sys.path if path)]
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=(scratch := tempfile.mkdtemp(prefix="tc-ray-")),
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
+    loop = asyncio.new_event_loop()
+    try:
+        plain = ray.remote(here._Doubler).remote()
+        plain_sync = ray.remote(here._SyncDoubler).remote()
+        with ToolRuntime(tracer=NullTracer()) as runtime:
+            runtime.register(here.doubled)
+            with runtime.plan(host=RayHost(), read_only=True) as ctx:
+                runtime.execute("doubled", {"x": 1}, ctx)  # start the actor, activate
+                ray.get([plain.double.remote(1), plain_sync.double.remote(1)])
+
+                def timed(call: Callable[[], object]) -> float:
+                    start = time.perf_counter()
+                    for _ in range(RAY_CALLS):
+                        call()
+                    return (time.perf_counter() - start) / RAY_CALLS * 1e6
+
+                async def async_round() -> float:
+                    start = time.perf_counter()
+                    for _ in range(RAY_CALLS):
+                        await runtime.aexecute("doubled", {"x": 1}, ctx)
+                    return (time.perf_counter() - start) / RAY_CALLS * 1e6
+
+                rounds: dict[str, list[float]] = {"host": [], "async": [], "actor": [], "sync": []}
+                for _ in range(ROUNDS):
+                    rounds["host"].append(timed(lambda: runtime.execute("doubled", {"x": 1}, ctx)))
+                    rounds["actor"].append(timed(lambda: ray.get(plain.double.remote(1))))
+                    rounds["async"].append(loop.run_until_complete(async_round()))
+                    rounds["sync"].append(timed(lambda: ray.get(plain_sync.double.remote(1))))
+    finally:
+        loop.close()
+        ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+    medians = {name: statistics.median(values) for name, values in rounds.items()}
+    print(f"RayHost execute            {medians['host']:8.1f} us/call")
+    print(f"RayHost aexecute           {medians['async']:8.1f} us/call")
+    print(f"async actor method call    {medians['actor']:8.1f} us/call")
+    print(f"sync actor method call     {medians['sync']:8.1f} us/call")
+    for label, base in (("async actor", "actor"), ("sync actor", "sync")):
+        ratios = [h / b for h, b in zip(rounds["host"], rounds[base], strict=True)]
+        ratio = statistics.median(ratios)
+        print(f"ratio to {label:<12}      {ratio:8.2f}x  (target <= {TARGET}x)")
+
+
 if __name__ == "__main__":
+    import sys
+
     main()
+    if "ray" in sys.argv[1:]:
+        ray_main()

@@ -31,3 +31,18 @@ Feature: Plan hosts: a plan's tools run in a worker process of their own
     When a plan with the host kills its worker while a call runs, then runs "first"
     Then the call that was running failed naming the host "local"
     And "first" ran in a second worker, activated there again
+
+  @req-host-lifecycle
+  Scenario: On Ray, a plan's tool stages run in its actor, and traces name its node
+    Given the journal tools "first" and "second" in a Ray host named "cluster"
+    When a plan with the host runs "first", "first" and "second"
+    Then the stages ran in one other process in this order:
+      | stage      | tool   |
+      | activate   | first  |
+      | execute    | first  |
+      | execute    | first  |
+      | activate   | second |
+      | execute    | second |
+      | deactivate | second |
+      | deactivate | first  |
+    And every trace names the host "cluster" and the Ray node of its actor

@@ -260,7 +260,7 @@ ALLOWED = {
         "runtime._shared",
         "runtime._steps",
     },
-    "hosts": {"hosts._dbos", "hosts._process", "hosts._tools"},
+    "hosts": {"hosts._dbos", "hosts._process", "hosts._ray", "hosts._tools"},
     "hosts._dbos": {"context", "errors", "models"},
     "runtime._shared": {
         "durable",
@@ -423,6 +423,14 @@ ALLOWED = {
     "hosts._child": {"hosts._tools", "hosts._worker"},
     "hosts._process": {"", "hosts._child", "hosts._proxy", "hosts._tools"},
     "hosts._proxy": {"", "hosts._child"},  # for annotations only, under TYPE_CHECKING
+    "hosts._ray": {
+        "",
+        "hosts._child",
+        "hosts._process",
+        "hosts._proxy",
+        "hosts._tools",
+        "hosts._worker",
+    },
     "hosts._tools": {""},
     "hosts._worker": {""},
     "cli": {""},

@@ -204,6 +204,21 @@ def plan_host_usage() -> None:
         assert_type(result.trace.host_id, str | None)
 
 
+def ray_host_usage() -> None:
+    from toolcycle.hosts import RayHost, ToolImport
+
+    host = RayHost(
+        name="cluster",
+        tools={"echo": ToolImport("pkg.tools:Echo")},
+        actor_options={"num_cpus": 0.5},
+    )
+    as_protocol: PlanHost = host
+    with ToolRuntime() as runtime, runtime.plan(host=host) as ctx:
+        assert_type(as_protocol.placement(ctx), str | None)
+        assert_type(host.placement(ctx), str | None)
+        host.close()
+
+
 def rich_returns() -> None:
     returned = ToolReturn(value={"rows": 3}, content=[Text("a chart"), Image(b"...", "image/png")])
     assert_type(returned, ToolReturn[dict[str, int]])

@@ -16,6 +16,8 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   thread), ``_worker`` the worker's side (runs the stages it is sent, sends back
   outcomes), ``_proxy`` the stand-ins the runtime drives in place of hosted tools,
   ``_tools`` how a tool travels (pickled, by name, `ToolImport`) and `ToolHostError`.
+- `RayHost` (``_ray``, ``toolcycle[ray]``): an async Ray actor per plan, on any node
+  of a Ray cluster, driving the same stand-ins as `ProcessHost`.
 - `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
   steps of the plan's workflow, so a plan resumed after a crash does not run the
   completed calls again (see docs/durable-plans.md). An optional extra, imported
@@ -31,8 +33,9 @@ from toolcycle.hosts._tools import ToolHostError, ToolImport
 
 if TYPE_CHECKING:
     from toolcycle.hosts._dbos import DBOSPlan
+    from toolcycle.hosts._ray import RayHost
 
-__all__ = ["DBOSPlan", "ProcessHost", "ToolHostError", "ToolImport"]
+__all__ = ["DBOSPlan", "ProcessHost", "RayHost", "ToolHostError", "ToolImport"]
 
 
 def __getattr__(name: str) -> Any:
@@ -40,4 +43,8 @@ def __getattr__(name: str) -> Any:
         from toolcycle.hosts._dbos import DBOSPlan  # an optional extra: import on first use
 
         return DBOSPlan
+    if name == "RayHost":
+        from toolcycle.hosts._ray import RayHost  # an optional extra: import on first use
+
+        return RayHost
     raise AttributeError(f"module 'toolcycle.hosts' has no attribute {name!r}")

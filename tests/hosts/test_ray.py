@@ -1,0 +1,463 @@
+"""RayHost: a plan's tool stages run in the plan's own Ray actor, on a local cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip(
+    "ray",
+    reason="RayHost needs Ray: pip install -e '.[ray]' from a clone (toolcycle[ray] once published)",
+)
+
+# After the skip: ray_toolbox needs Ray.
+import hosts_toolbox as box
+import ray_toolbox
+from hosts_toolbox import lines
+
+import toolcycle
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
+from toolcycle.hosts import RayHost, ToolHostError, ToolImport
+
+WAIT = 10.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local Ray cluster for the module, kept out of the real home and /tmp/ray."""
+    saved = {key: os.environ.get(key) for key in ("HOME", "RAY_AUTH_MODE")}
+    home = tempfile.mkdtemp(prefix="tc-ray-home-")
+    scratch = tempfile.mkdtemp(prefix="tc-ray-")  # short: Ray's socket paths must fit
+    os.environ["HOME"] = home
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    # The actors import toolcycle and the test tools by name, from this checkout.
+    paths = [str(Path(__file__).parent), str(Path(toolcycle.__file__).parents[1])]
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=scratch,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture
+def host() -> Iterator[RayHost]:
+    """A Ray host, closed after the test whatever happened."""
+    made = RayHost()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def signal() -> Iterator[str]:
+    """The name of a fresh `Signal` actor the tools set when they start."""
+    name = f"signal-{uuid.uuid4().hex}"
+    actor = ray_toolbox.Signal.options(name=name).remote()
+    yield name
+    ray.kill(actor)
+
+
+@pytest.fixture
+def rt(runtime: ToolRuntime) -> ToolRuntime:
+    """The hosts runtime, plus the tools that signal their start."""
+    runtime.register(ray_toolbox.signal_then_wait)
+    runtime.register(ray_toolbox.signal_then_await)
+    return runtime
+
+
+def started(signal: str) -> None:
+    """Wait (bounded) until a tool has set the signal."""
+    assert ray.get(ray.get_actor(signal).wait.remote(), timeout=WAIT)
+
+
+def kill(actor: Any) -> None:
+    """Kill an actor and wait (bounded) until Ray reports it dead.
+
+    ``ray.kill`` returns before the actor is gone; a call that Ray fails is the sign.
+    """
+    ray.kill(actor)
+    assert gone(actor)
+
+
+def gone(actor: Any) -> bool:
+    """Whether Ray fails a call to the actor within WAIT seconds (it is dead, or dying)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.cancel.remote(0, None), timeout=WAIT)
+        except ray.exceptions.RayActorError:
+            return True
+    return False
+
+
+def test_stages_run_in_the_plans_actor_in_lifecycle_order(
+    rt: ToolRuntime, host: RayHost, journal: Path
+) -> None:
+    """Activate once per tool in the actor, execute there, deactivate in reverse, end the actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        first = rt.execute("first", {"x": 1}, ctx)
+        rt.execute("second", {}, ctx)
+        again = rt.execute("first", {"x": 2}, ctx)
+        actor = host.actor(ctx)
+    assert first.output["pid"] == again.output["pid"] != os.getpid()
+    assert again.output["x"] == 2
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "second"],
+        ["execute", "second"],
+        ["execute", "first"],
+        ["deactivate", "second"],
+        ["deactivate", "first"],
+    ]
+    assert {words[2] for words in lines(journal)} == {str(first.output["pid"])}
+    assert host.actor(ctx) is None and host.placement(ctx) is None
+    assert gone(actor)  # the plan ended: so did its actor
+
+
+def test_a_trace_names_the_host_and_the_ray_node(rt: ToolRuntime, host: RayHost) -> None:
+    """The trace is the usual one, plus the host's name and the actor's node id."""
+    with rt.plan(host=host) as ctx:
+        result = rt.execute("where", {}, ctx)
+    assert result.trace.status == "ok"
+    assert result.trace.host == "ray"
+    assert result.trace.host_id == ray.get_runtime_context().get_node_id()
+
+
+def test_changes_and_progress_come_back_with_the_result(rt: ToolRuntime, host: RayHost) -> None:
+    """What the tool recorded and reported in the actor reaches the caller's plan."""
+    events: list[Any] = []
+    with rt.plan(host=host, on_progress=events.append) as ctx:
+        result = rt.execute("change_something", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert [change.target for change in result.changes] == ["a.txt"]
+    assert [event.message for event in events] == ["half", "done"]
+
+
+async def test_async_plans_run_every_stage_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path
+) -> None:
+    """Async calls and aend_plan drive the same lifecycle, sync and coroutine tools alike."""
+    async with rt.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
+        coro = await rt.aexecute("coro", {"x": 3}, ctx)
+        plain = await rt.aexecute("first", {}, ctx)
+        deferred = await rt.aexecute("deferred", {}, ctx)
+    assert coro.output["pid"] == plain.output["pid"] != os.getpid()
+    assert deferred.output == "later"
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "coro"],
+        ["execute", "coro"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "deferred"],
+        ["deactivate", "deferred"],
+        ["deactivate", "first"],
+        ["deactivate", "coro"],
+    ]
+
+
+def test_cancelling_the_plan_cancels_the_sync_body_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The body's call token in the actor mirrors the caller's: it stops the body."""
+    outcome: list[BaseException] = []
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+
+        def run() -> None:
+            try:
+                rt.execute("signal_then_wait", {}, ctx)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=run)
+        caller.start()
+        started(signal)
+        ctx.cancellation_token.cancel("stop now")
+        caller.join(WAIT)
+    assert isinstance(outcome[0], ToolCancelledError)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+async def test_cancelling_an_async_call_cancels_the_coroutine_in_the_actor(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """From async code, the token cancels the awaiting task and the actor's task with it."""
+    async with rt.aplan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        call = asyncio.ensure_future(rt.aexecute("signal_then_await", {}, ctx))
+        await asyncio.to_thread(started, signal)
+        ctx.cancellation_token.cancel("stop now")
+        with pytest.raises(ToolCancelledError):
+            await asyncio.wait_for(call, WAIT)
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The caller stops waiting at the limit; the body's token is cancelled in the actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        rt.activate("signal_then_wait", ctx)  # starting the actor is not the call's time
+        result = rt.execute("signal_then_wait", {}, ctx, timeout=0.5)
+        started(signal)
+    assert result.trace.status == "timed_out"
+    assert result.trace.abandoned
+    assert [words[0] for words in lines(journal)] == ["cancelled"]
+
+
+def test_a_killed_actor_fails_its_call_and_the_plan_goes_on_in_a_fresh_one(
+    rt: ToolRuntime, host: RayHost, journal: Path, signal: str
+) -> None:
+    """The running call fails naming the host; the next call activates again in a new actor."""
+    with rt.plan(host=host, metadata={"journal": str(journal), "signal": signal}) as ctx:
+        before = rt.execute("first", {}, ctx)
+        killed = host.actor(ctx)
+        failed: list[Any] = []
+        caller = threading.Thread(
+            target=lambda: failed.append(rt.execute("signal_then_wait", {}, ctx))
+        )
+        caller.start()
+        started(signal)
+        ray.kill(killed)
+        caller.join(WAIT)
+        again = rt.execute("first", {}, ctx)
+    assert not failed[0].success
+    assert failed[0].trace.error_type == "ToolHostError"
+    assert "'ray' died" in (failed[0].error or "")
+    assert again.output["pid"] not in (before.output["pid"], os.getpid())
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_second_death_fails_the_plans_later_calls(rt: ToolRuntime, host: RayHost) -> None:
+    """Only one fresh actor per plan: after a second death, calls fail and say what to do."""
+    with rt.plan(host=host) as ctx:
+        for _ in range(2):
+            assert rt.execute("where", {}, ctx).success
+            kill(host.actor(ctx))
+            met = rt.execute("where", {}, ctx)  # meets the dead actor: fails, naming it
+            assert "'ray' died" in (met.error or "")
+        result = rt.execute("where", {}, ctx)
+    assert not result.success
+    assert "died twice" in (result.error or "")
+
+
+def test_tools_travel_by_import_path(journal: Path) -> None:
+    """A ToolImport is built inside the actor, with its arguments."""
+    host = RayHost(
+        name="imports", tools={"made": ToolImport("hosts_toolbox:make_recorder", ("made",))}
+    )
+    with ToolRuntime() as runtime:
+        runtime.register(box.Locked("made"))  # does not pickle: the import path is used
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            result = runtime.execute("made", {"x": 5}, ctx)
+    assert result.output["x"] == 5
+    assert next(words[:2] for words in lines(journal)) == ["activate", "made"]
+
+
+def test_errors_and_unreadable_outputs_come_back_as_failed_results(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """A tool's error is the call's; an output that cannot travel back says so."""
+    with rt.plan(host=host) as ctx:
+        failed = rt.execute("fail", {"kind": "value"}, ctx)
+        odd = rt.execute("fail", {"kind": "other"}, ctx)
+        unreadable = rt.execute("unreadable", {}, ctx)
+    assert failed.trace.error_type == "ValueError" and "bad value" in (failed.error or "")
+    assert "could not be sent back" in (odd.error or "")
+    assert "could not be read back" in (unreadable.error or "")
+
+
+def test_a_host_checks_its_options() -> None:
+    """A bad name or a tool recipe that is not a ToolImport fails at once, saying what to pass."""
+    with pytest.raises(ValueError, match="non-empty string"):
+        RayHost(name="")
+    with pytest.raises(TypeError, match="ToolImport"):
+        RayHost(tools={"x": "pkg:x"})  # type: ignore[dict-item]
+    assert repr(RayHost(name="r")) == "RayHost(name='r', plans=0)"
+
+
+def test_a_plan_needs_ray_initialised_first(
+    rt: ToolRuntime, host: RayHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ray.init(), the activation raises and says to call it."""
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with rt.plan(host=host) as ctx, pytest.raises(ToolHostError, match=r"call ray\.init\(\)"):
+        rt.execute("where", {}, ctx)
+
+
+def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost) -> None:
+    """Closing the host kills the actors; an open plan's next call says its plan has ended."""
+    with rt.plan(host=host) as ctx:
+        assert rt.execute("where", {}, ctx).success
+        plan = host._plans[ctx.plan_id]
+        host.close()
+        assert host.actor(ctx) is None
+        plan.cancel(1, None)  # no actor: nothing to cancel
+        plan.dead = True
+        with pytest.raises(ToolHostError, match="has ended"):
+            plan.prepare("execute", "where")
+
+
+def test_activations_that_fail_in_the_fresh_actor_fail_their_calls(journal: Path) -> None:
+    """A tool that cannot be activated again after a death, or kills the fresh actor, fails."""
+    host = RayHost(name="again")
+    with ToolRuntime() as runtime:
+        runtime.register(box.OnceOnly("once"))
+        runtime.register(box.DiesAgain("dies"))
+        runtime.register(ray_toolbox.FailsToActivate("broken"))
+        with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            with pytest.raises(ToolActivationError, match="cannot start"):
+                runtime.execute("broken", {}, ctx)
+            assert runtime.execute("once", {}, ctx).success
+            assert runtime.execute("dies", {}, ctx).success
+            kill(host.actor(ctx))
+            assert not runtime.execute("once", {}, ctx).success  # meets the dead actor
+            once = runtime.execute("once", {}, ctx)  # a fresh actor, where it cannot start
+            dies = runtime.execute("dies", {}, ctx)  # and this one ends the fresh actor
+    assert "could not be activated again in the fresh actor of host 'again'" in (once.error or "")
+    assert "the actor of host 'again' died during the activate of tool 'dies'" in (dies.error or "")
+
+
+def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) -> None:
+    """An error from Ray other than a dead actor is a ToolHostError, and the actor is kept."""
+    from toolcycle.hosts._ray import _Stage
+
+    with ToolRuntime() as runtime:
+        runtime.register(box.where)
+        with runtime.plan(host=host) as ctx:
+            runtime.execute("where", {}, ctx)
+            plan = host._plans[ctx.plan_id]
+            stage = _Stage(plan, plan.actor, None, "execute of tool 'where'", None)
+
+            def broken() -> Any:
+                raise ray.exceptions.RaySystemError("")
+
+            stage.settle(broken)
+            stage.settle(broken)  # settled once: the second outcome is dropped
+            with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
+                stage.result()
+            assert not plan.dead
+            real = plan._send("execute", "where", {}, None, 99)
+            heard = [threading.Event(), threading.Event()]
+            for event in heard:  # Ray's own future is hooked once, for every callback
+                real.add_done_callback(lambda _, event=event: event.set())
+            assert all(event.wait(WAIT) for event in heard)
+            assert real.result()[0] == real.result()[0]
+
+
+class _Entered:
+    """An in-process tool whose execute says when it started, then waits to be cancelled."""
+
+    def __init__(self, asynchronous: bool) -> None:
+        self.entered = threading.Event()
+        self.asynchronous = asynchronous
+
+    def execute(self, params: dict[str, Any], ctx: Any) -> Any:
+        self.entered.set()
+        if self.asynchronous:
+            return asyncio.sleep(WAIT)  # awaited by the actor: a cancel cuts it short
+        cancelled = threading.Event()
+        ctx.call_token.on_cancel(cancelled.set)
+        cancelled.wait(WAIT)
+        ctx.call_token.check()
+        return "finished"
+
+
+def _actor() -> Any:
+    """The actor's class, in this process: its code runs here, under the test's eyes."""
+    from toolcycle.hosts._ray import _PlanActor
+
+    info = {
+        "plan_id": "p",
+        "read_only": False,
+        "requires_checkpoint": False,
+        "resources": (),
+        "metadata": {},
+    }
+    return _PlanActor(info)
+
+
+async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
+    """A cancel for a running sync stage cancels its token; the body stops and says so."""
+    actor, tool = _actor(), _Entered(asynchronous=False)
+    actor.tools["t"] = tool
+    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    assert await asyncio.to_thread(tool.entered.wait, WAIT)
+    await actor.cancel(1, "stop")
+    blob, _, node = await asyncio.wait_for(run, WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, ToolCancelledError) and error.reason == "stop"
+    assert node == ray.get_runtime_context().get_node_id()
+
+
+async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
+    """A cancel for a stage that awaits a coroutine cancels its task too."""
+    actor, tool = _actor(), _Entered(asynchronous=True)
+    actor.tools["t"] = tool
+    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    assert await asyncio.to_thread(tool.entered.wait, WAIT)
+    while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
+        await asyncio.sleep(0)
+    await actor.cancel(1, "stop")
+    blob, _, _ = await asyncio.wait_for(run, WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, ToolCancelledError)
+
+
+async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() -> None:
+    """The actor keeps a cancel for a stage it has not seen yet, and applies it."""
+    actor = _actor()
+    actor.tools["t"] = _Entered(asynchronous=False)
+    await actor.cancel(7, "early")
+    blob, _, _ = await asyncio.wait_for(actor.run(("execute", 7, "t", {})), WAIT)
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and error.reason == "early"
+    assert actor.early == {}
+
+
+async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool() -> None:
+    """Activate builds the tool from its payload; deactivate drops it; errors travel as values."""
+    actor = _actor()
+    payload = ("pickle", pickle.dumps(box.Recorder("r")))
+    for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
+        argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
+        blob, _, _ = await actor.run((kind, number, "r", argument))
+        assert pickle.loads(blob)[0], kind
+    assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
+    blob, _, _ = await actor.run(("execute", 9, "r", {}))
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and isinstance(error, KeyError)
+    actor.tools["d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
+    blob, _, _ = await actor.run(("execute", 10, "d", {}))
+    assert pickle.loads(blob)[:2] == (True, "later")
+    actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
+    blob, _, _ = await actor.run(("execute", 11, "c", {"x": 2}))
+    assert pickle.loads(blob)[1]["x"] == 2
