@@ -19,6 +19,7 @@ from toolcycle import (
     FunctionTool,
     ToolDefinitionError,
     ToolExecutionContext,
+    ToolResult,
     ToolRuntime,
     tool,
     wrap,
@@ -541,3 +542,30 @@ def test_a_signature_schema_or_name_that_cannot_be_used_fails_at_decoration() ->
         wrap(unreadable)
     with pytest.raises(ToolDefinitionError, match="no surrounding whitespace"):
         wrap(lambda_free, name=" spaced ")
+
+
+def test_a_function_annotated_to_return_a_tool_result_reports_its_own_failure() -> None:
+    """``-> ToolResult`` (alone or in a union) passes the result on; it is not made JSON."""
+
+    @tool(writes=False)
+    def refuse() -> ToolResult:
+        """Refuse on purpose."""
+        return ToolResult(success=False, error="not today")
+
+    @tool(writes=False)
+    def maybe(n: int) -> int | ToolResult:
+        """Double a number, or refuse a negative one."""
+        return ToolResult(success=False, error="negative") if n < 0 else n * 2
+
+    assert refuse.discover().output_schema is None
+    assert maybe.discover().output_schema == {"type": "integer"}
+    with ToolRuntime() as runtime:
+        runtime.register(refuse)
+        runtime.register(maybe)
+        with runtime.plan() as ctx:
+            refused = runtime.execute("refuse", {}, ctx)
+            doubled = runtime.execute("maybe", {"n": 2}, ctx)
+            negative = runtime.execute("maybe", {"n": -1}, ctx)
+    assert not refused.success and refused.error == "not today"
+    assert doubled.success and doubled.output == 4
+    assert not negative.success and negative.error == "negative"

@@ -124,7 +124,7 @@ ALLOWED = {
         "runtime._shared",
         "runtime._steps",
     },
-    "_signatures": {"cancellation", "content", "context", "errors"},
+    "_signatures": {"cancellation", "content", "context", "errors", "models"},
     "callables": {
         "_docstrings",
         "guardrails",

@@ -12,7 +12,9 @@ repeats its class's name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import operator
 import types
 import typing
 import warnings
@@ -26,6 +28,7 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.content import PART_TYPES, ToolReturn
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError
+from toolcycle.models import ToolResult
 
 if typing.TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,6 +186,9 @@ def return_adapter(
     annotation = hints["return"]
     if inspect.iscoroutinefunction(fn) and typing.get_origin(annotation) is typing.Coroutine:
         annotation = typing.get_args(annotation)[-1]  # pragma: no cover - unusual spelling
+    annotation = _without_results(annotation)
+    if annotation is None:
+        return None, None  # the function reports its own ToolResult: passed on as it is
     if _rich(annotation):
         # Content parts are passed on as they are; a ToolReturn[T]'s value is checked as T.
         if typing.get_origin(annotation) is not ToolReturn or not typing.get_args(annotation):
@@ -211,6 +217,20 @@ def _adapter_of(
     if schema.get("title") == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to
     return adapter, schema
+
+
+def _without_results(annotation: Any) -> Any:
+    """The return annotation without `ToolResult`, which a tool returns to report itself.
+
+    None when nothing is left (``-> ToolResult``); ``int | ToolResult`` gives ``int``.
+    """
+    if annotation is ToolResult:
+        return None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        rest = [arg for arg in typing.get_args(annotation) if arg is not ToolResult]
+        if len(rest) < len(typing.get_args(annotation)):
+            return None if not rest else functools.reduce(operator.or_, rest)
+    return annotation
 
 
 def _rich(annotation: Any) -> bool:

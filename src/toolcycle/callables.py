@@ -35,7 +35,7 @@ from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
-from toolcycle.models import ToolCapability, ToolDescriptor
+from toolcycle.models import ToolCapability, ToolDescriptor, ToolResult
 from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class FunctionTool:
         return kwargs
 
     def _serialise(self, result: Any) -> Any:
-        if self._returns is None:
+        if self._returns is None or type(result) is ToolResult:  # a result of its own: as is
             return result
         return self._returns.dump_python(result, mode="json")
 
