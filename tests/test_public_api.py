@@ -146,6 +146,7 @@ ALLOWED = {
         "models",
         "result_cache",
         "runtime._recorder",
+        "runtime._results",
         "tracing",
     },
     "retries": set(),

@@ -17,6 +17,7 @@ from toolcycle._construct import trusted
 from toolcycle.errors import ToolRegistrationError
 from toolcycle.models import ToolResult
 from toolcycle.result_cache import CachePolicy
+from toolcycle.runtime._results import RETURNED
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ def hit_result(
     output = kept.output
     if type(output) not in _SCALARS:
         output = json.loads(kept.text)  # a fresh copy: the host may change what it gets
-    values = _HIT.copy()
+    values = RETURNED.copy()
     values["output"] = output
     values["trace"] = finished
     if answers is not None:
@@ -184,23 +185,3 @@ def hit_result(
     if kept.metadata is not None:
         values["metadata"] = copy.deepcopy(kept.metadata)
     return trusted(ToolResult, values, {"_text": None if type(output) is str else kept.text})
-
-
-# Every field of a ToolResult in declaration order (as `trusted` needs them).
-_HIT: dict[str, Any] = {
-    "success": True,
-    "output": None,
-    "error": None,
-    "error_type": None,
-    "validation": None,
-    "trace": None,
-    "changes": (),
-    "truncated": False,
-    "exception": None,
-    "call": None,
-    "pending": None,
-    "retryable": False,
-    "retries_left": None,
-    "content": (),
-    "metadata": None,
-}

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from toolcycle.validation import CompiledSchema
 
 __all__ = [
+    "RETURNED",
     "Outcome",
     "check_input",
     "cut_output",
@@ -298,7 +299,7 @@ def output_result(
     # Built from checked parts, so not validated again; a copy of the template keeps
     # the fields in declaration order and costs half as much as a literal, and only
     # the fields that differ from a plain success are written.
-    values = _RETURNED.copy()
+    values = RETURNED.copy()
     values["output"] = data
     values["trace"] = finished
     if not success or error_type is not None or finished.error is not None:
@@ -320,8 +321,9 @@ def output_result(
     return trusted(ToolResult, values, {"_text": None if truncated or type(data) is str else text})
 
 
-# Every field of a ToolResult in declaration order, as `output_result` fills them.
-_RETURNED: dict[str, Any] = {
+# Every field of a ToolResult in declaration order, as a plain success has them:
+# `output_result` and the result cache's hits start from a copy (`trusted` needs all).
+RETURNED: dict[str, Any] = {
     "success": True,
     "output": None,
     "error": None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, Self
 
@@ -54,10 +55,8 @@ class _Channel:
         if threading.get_ident() == self.thread:
             self._buffer(event)
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to read it
             self.loop.call_soon_threadsafe(self._buffer, event)
-        except RuntimeError:  # the loop has closed: nobody is left to read it
-            pass
 
     def _buffer(self, event: ProgressEvent) -> None:
         if self.closed:
@@ -168,10 +167,8 @@ class CallStream:
     def __del__(self) -> None:
         task = self._task
         if task is not None and not task.done():
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop ended the task with it
                 task.get_loop().call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop has closed, and the task with it
-                pass
 
     def _begin(self) -> tuple[_Channel, asyncio.Task[ToolResult]]:
         """Start the call in its own task, listening to its progress."""
