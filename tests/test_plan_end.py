@@ -234,6 +234,54 @@ def test_a_call_still_running_after_drain_timeout_is_abandoned_and_traced_so(
     assert trace.abandoned and outcome[0].trace.abandoned
 
 
+@pytest.mark.parametrize("timeout", [None, 60.0], ids=["no-limit", "limit"])
+def test_a_call_whose_event_loop_closed_does_not_hold_up_the_plan_end(
+    caplog: pytest.LogCaptureFixture, timeout: float | None
+) -> None:
+    """A call left on a loop that closed is abandoned at once; its tool is still deactivated."""
+    stages: list[str] = []
+    started = threading.Event()
+
+    class Waits:
+        def discover(self) -> ToolDescriptor:
+            return ToolDescriptor(name="waits", capability={"writes": False})
+
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            stages.append("activate")
+
+        async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+            started.set()
+            await asyncio.Event().wait()  # only a cancellation ends it, and none can reach it
+            return "never"
+
+        def deactivate(self, ctx: ToolExecutionContext) -> None:
+            stages.append("deactivate")
+
+    tool = Waits()
+    # No drain limit: a plan end that waited for the orphaned call would never return.
+    runtime = ToolRuntime(tracer=NullTracer(), drain_timeout=None)
+    runtime.register(tool)
+    ctx = runtime.new_context("orphan")
+    loop = asyncio.new_event_loop()
+
+    async def start() -> asyncio.Future[Any]:
+        running = asyncio.ensure_future(runtime.aexecute("waits", {}, ctx, timeout=timeout))
+        while not started.is_set():
+            await asyncio.sleep(0)
+        return running
+
+    call = loop.run_until_complete(start())
+    loop.close()
+    with caplog.at_level(logging.WARNING, logger="toolcycle.runtime"):
+        ender, errors = _in_thread(lambda: runtime.end_plan(ctx))
+        ender.join(WAIT)
+    assert not ender.is_alive() and errors == [[]]
+    assert "plan.calls_orphaned" in caplog.text
+    assert stages == ["activate", "deactivate"]
+    call.get_coro().close()  # what the garbage collector would do: it unwinds quietly
+    runtime.close()
+
+
 def test_drain_timeout_must_be_seconds() -> None:
     """A negative or NaN drain_timeout is refused when the runtime is built."""
     for bad in (-1.0, float("nan")):

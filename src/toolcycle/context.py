@@ -402,5 +402,8 @@ def _start_collecting(
 
 def _stop_collecting(scope: _CallScope, token: Token[_CallScope | None]) -> None:
     """Stop the collection started by `_start_collecting`."""
-    _call_scope.reset(token)
+    try:
+        _call_scope.reset(token)
+    except ValueError:  # a coroutine closed outside its task's context (its loop is gone)
+        pass
     scope.close()

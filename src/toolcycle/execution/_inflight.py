@@ -13,6 +13,7 @@ plan no longer holds.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -134,7 +135,13 @@ class Flight:
         if scope is not None:
             scope.cancel(reason)
         if hook is not None:
-            hook()
+            _run_callback(hook)  # a stage that cannot be reached must not stop the plan's end
+
+    @property
+    def orphaned(self) -> bool:
+        """The call's task belongs to an event loop that has closed: it can never finish."""
+        owner = self.owner
+        return isinstance(owner, asyncio.Task) and owner.get_loop().is_closed()
 
     def leave(self, finished: threading.Event, when_done: Callable[..., object]) -> None:
         """The caller gives up on a sync thread that runs on: stay until it ends.

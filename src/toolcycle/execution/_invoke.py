@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import threading
@@ -274,7 +275,7 @@ async def _cancellable(coro: Any, token: Cancels | None, timeout: float | Deadli
     unregister = None
     if token is not None:
         loop = asyncio.get_running_loop()
-        unregister = token.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+        unregister = token.on_cancel(lambda: _cancel_soon(loop, task))
     deadline = as_deadline(timeout)
     try:
         if deadline is None:
@@ -294,6 +295,12 @@ async def _cancellable(coro: Any, token: Cancels | None, timeout: float | Deadli
     finally:
         if unregister is not None:
             unregister()
+
+
+def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` on its ``loop`` from any thread; nothing if that loop has closed."""
+    with contextlib.suppress(RuntimeError):  # a closed loop: the task will never run again
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -327,7 +334,8 @@ class TaskWatch:
 
     def request(self) -> None:
         """The token was cancelled (on any thread): cancel the task on its loop."""
-        self.task.get_loop().call_soon_threadsafe(self._fire)
+        with contextlib.suppress(RuntimeError):  # its loop closed: the task will never run again
+            self.task.get_loop().call_soon_threadsafe(self._fire)
 
     def _fire(self) -> None:  # runs on the loop, so it never interleaves with the await
         if self.inside:

@@ -159,6 +159,19 @@ class PlanRegistry:
         lifecycle_event("plan.draining", plan_id=ctx.plan_id, calls=len(waiting))
         for flight in waiting:
             flight.cancel(reason)
+        # A call whose event loop has closed can never finish: waiting for it
+        # would only spend the drain limit.
+        orphans = [flight for flight in waiting if flight.orphaned]
+        for flight in orphans:
+            flight.record.abandoned = True
+            flight.group.drop(flight)
+        if orphans:
+            _log.warning(
+                "plan.calls_orphaned",
+                plan_id=ctx.plan_id,
+                count=len(orphans),
+                tools=sorted({flight.record.tool_name for flight in orphans}),
+            )
         running = wait_for(waiting, self._drain_timeout, live=True)
         for flight in running:
             flight.record.abandoned = True
