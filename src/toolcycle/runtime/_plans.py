@@ -163,27 +163,24 @@ class PlanRegistry:
         # would only spend the drain limit.
         orphans = [flight for flight in waiting if flight.orphaned]
         for flight in orphans:
-            flight.record.abandoned = True
             flight.group.drop(flight)
-        if orphans:
-            _log.warning(
-                "plan.calls_orphaned",
-                plan_id=ctx.plan_id,
-                count=len(orphans),
-                tools=sorted({flight.record.tool_name for flight in orphans}),
-            )
-        running = wait_for(waiting, self._drain_timeout, live=True)
-        for flight in running:
-            flight.record.abandoned = True
-        if running:
-            _log.warning(
-                "plan.calls_abandoned",
-                plan_id=ctx.plan_id,
-                count=len(running),
-                tools=sorted({flight.record.tool_name for flight in running}),
-            )
+        _abandon(ctx, orphans, "plan.calls_orphaned")
+        _abandon(ctx, wait_for(waiting, self._drain_timeout, live=True), "plan.calls_abandoned")
         # Sync calls given up on at their own timeout whose threads run on.
         left = [flight for flight in waiting if flight.left is not None]
         stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
         if stuck:
             _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
+
+
+def _abandon(ctx: ToolExecutionContext, flights: list[Flight], event: str) -> None:
+    """Mark the calls the plan's end stops waiting for, and log them under ``event``."""
+    for flight in flights:
+        flight.record.abandoned = True
+    if flights:
+        _log.warning(
+            event,
+            plan_id=ctx.plan_id,
+            count=len(flights),
+            tools=sorted({flight.record.tool_name for flight in flights}),
+        )
