@@ -314,6 +314,10 @@ def output_result(
         values["call"] = answers
     if special:
         if pending is not None:
+            if answers is not None and pending.call is None:
+                # The tool deferred its own call without knowing the model's: the
+                # resumed call must answer (and trace) the same tool call id.
+                pending = pending.model_copy(update={"call": answers})
             values["pending"] = pending
         if rich is not None:
             values["content"] = parts
