@@ -8,7 +8,7 @@ denies it too.
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle.approvals import ApprovalDecision, ApprovalRequest, fingerprint
@@ -131,7 +131,7 @@ def denial(tool_name: str, decision: ApprovalDecision) -> str:
 def pending_for(request: ApprovalRequest, decision: ApprovalDecision) -> PendingApproval:
     """The pending record of a deferred call."""
     return PendingApproval(
-        approval_id=uuid.uuid4().hex,
+        approval_id=os.urandom(16).hex(),
         tool_name=request.tool_name,
         arguments=request.arguments,
         fingerprint=request.fingerprint,

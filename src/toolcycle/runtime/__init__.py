@@ -8,7 +8,8 @@ run the tool, timed and traced; normalise, measure and validate the output;
 record the changes the tool made into the plan's context. Every call that
 reaches ``execute`` yields exactly one trace, delivered before it returns or
 raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
-plans), ``_pipeline`` with ``_steps`` (the seven steps, sync and async),
+plans), ``_pipeline`` with ``_steps`` and ``_running`` (the seven steps, sync and
+async; ``_running`` holds the two that wait, activation and the run itself),
 ``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
 tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
 holds what they share; ``_retries`` counts the model's retries per plan and runs

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.agent._dispatch import REFUSED, refusal
 from toolcycle.context import _start_collecting, _stop_collecting
-from toolcycle.errors import ToolCancelledError
-from toolcycle.execution._activation import CallTimedOut, caller_cancelled
-from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._durable import arun_durably, run_durably
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
-from toolcycle.runtime._results import Outcome
-from toolcycle.runtime._retries import arun_attempts, run_attempts
+from toolcycle.runtime._running import ToolStages
 from toolcycle.runtime._shared import check_limits, deadlines
 
 if TYPE_CHECKING:
@@ -32,8 +27,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._activation import Activator
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.execution._portal import Deadline
-    from toolcycle.models import ApprovalRecord, Change, ProgressEvent, ToolCall
+    from toolcycle.models import ApprovalRecord, ProgressEvent, ToolCall
     from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -65,7 +59,8 @@ class CallPipeline:
         self._activator = activator
         self._invoker = invoker
         self._settings = settings
-        self._guards = GuardStep(steps, approvals, invoker, settings)
+        self._guards = guards = GuardStep(steps, approvals, invoker, settings)
+        self._stages = ToolStages(steps, activator, invoker, settings, guards)
 
     def execute(
         self,
@@ -196,7 +191,7 @@ class CallPipeline:
         entry = self._steps.check(call)
         if ctx.host is not None:
             entry = hosted(entry, call, asynchronous=False)
-        self._ensure_active(call, entry, explicit=True)
+        self._stages.ensure_active(call, entry, explicit=True)
 
     async def aactivate(self, name: str, ctx: ToolExecutionContext) -> None:
         """Async twin of `activate`."""
@@ -204,7 +199,7 @@ class CallPipeline:
         entry = self._steps.check(call)
         if ctx.host is not None:
             entry = hosted(entry, call, asynchronous=True)
-        await self._aensure_active(call, entry, explicit=True)
+        await self._stages.aensure_active(call, entry, explicit=True)
 
     # -- the drivers ---------------------------------------------------------------------
 
@@ -225,7 +220,7 @@ class CallPipeline:
             if before is None and self._activator.settled(call.ctx, call.name):
                 late = None  # warm: nothing to wait for
             else:
-                late = self._ensure_active(call, entry, before)
+                late = self._stages.ensure_active(call, entry, before)
             if late is not None:
                 return steps.failed(call, late, [])
             data = steps.validate_input(call, entry, params)
@@ -234,7 +229,7 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return self._invoke(call, entry, data, limit, call.scope.changes)
+                return self._stages.invoke(call, entry, data, limit, call.scope.changes)
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -274,13 +269,13 @@ class CallPipeline:
                 return steps.cache_hit(call, kept)
         # The call's time starts once it may run, not while a person decides.
         before, limit = deadlines(call, entry, timeout, idle_timeout)
-        late = self._ensure_active(call, entry, before)
+        late = self._stages.ensure_active(call, entry, before)
         if late is not None:
             return steps.failed(call, late, [])
         call.scope, collecting = _start_collecting(call.ctx, call.record)
         flight.attach(call.scope)
         try:
-            result = self._invoke(call, entry, data, limit, call.scope.changes)
+            result = self._stages.invoke(call, entry, data, limit, call.scope.changes)
         finally:
             _stop_collecting(call.scope, collecting)
         if key is not None and cache is not None:
@@ -305,7 +300,7 @@ class CallPipeline:
             if before is None and self._activator.settled(call.ctx, call.name):
                 late = None  # warm: not even a coroutine to make and await
             else:
-                late = await self._aensure_active(call, entry, before)
+                late = await self._stages.aensure_active(call, entry, before)
             if late is not None:
                 return steps.failed(call, late, [])
             data = steps.validate_input(call, entry, params)
@@ -314,7 +309,9 @@ class CallPipeline:
             call.scope, collecting = _start_collecting(call.ctx, call.record)
             flight.attach(call.scope)
             try:
-                return await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+                return await self._stages.ainvoke(
+                    call, entry, data, limit, call.scope.changes, task
+                )
             finally:
                 _stop_collecting(call.scope, collecting)
         finally:
@@ -350,169 +347,15 @@ class CallPipeline:
             if kept is not None:
                 return steps.cache_hit(call, kept)
         before, limit = deadlines(call, entry, timeout, idle_timeout)
-        late = await self._aensure_active(call, entry, before)
+        late = await self._stages.aensure_active(call, entry, before)
         if late is not None:
             return steps.failed(call, late, [])
         call.scope, collecting = _start_collecting(call.ctx, call.record)
         flight.attach(call.scope)
         try:
-            result = await self._ainvoke(call, entry, data, limit, call.scope.changes, task)
+            result = await self._stages.ainvoke(call, entry, data, limit, call.scope.changes, task)
         finally:
             _stop_collecting(call.scope, collecting)
         if key is not None and cache is not None:
             cache.keep(key, call.ctx, result)
         return result
-
-    # -- step 3: activation --------------------------------------------------------------
-
-    def _ensure_active(
-        self, call: Call, entry: Entry, deadline: Deadline | None = None, *, explicit: bool = False
-    ) -> Outcome | None:
-        """Step 3 from sync code; a failure is traced, then raised.
-
-        Returns:
-            A timed-out outcome when the call's own limit passed while the tool
-            was activating; None when the tool is active.
-        """
-        if deadline is None and self._activator.settled(call.ctx, call.name):
-            return None  # warm: nothing to wait for
-        try:
-            self._activator.ensure(
-                call.ctx,
-                call.name,
-                entry.instance,
-                on_demand=explicit or self._settings.auto_activate,
-                token=call.flight,
-                deadline=deadline,
-            )
-        except CallTimedOut as exc:
-            return Outcome(timed_out=True, reason=str(exc))
-        except BaseException as exc:
-            self._steps.activation_failed(call, exc)
-            raise
-        if deadline is not None:
-            call.record.active_at = time.monotonic()  # an idle limit counts from the run
-        return None
-
-    async def _aensure_active(
-        self, call: Call, entry: Entry, deadline: Deadline | None = None, *, explicit: bool = False
-    ) -> Outcome | None:
-        """Step 3 from async code; a failure is traced, then raised (see `_ensure_active`)."""
-        if deadline is None and self._activator.settled(call.ctx, call.name):
-            return None  # warm: no coroutine to make and await
-        try:
-            await self._activator.aensure(
-                call.ctx,
-                call.name,
-                entry.instance,
-                on_demand=explicit or self._settings.auto_activate,
-                token=call.flight,
-                deadline=deadline,
-            )
-        except CallTimedOut as exc:
-            return Outcome(timed_out=True, reason=str(exc))
-        except asyncio.CancelledError as exc:
-            if caller_cancelled():
-                self._steps.emit(call, "cancelled", error=exc)
-                raise
-            self._steps.raise_cancelled(call, exc)
-        except BaseException as exc:
-            self._steps.activation_failed(call, exc)
-            raise
-        if deadline is not None:
-            call.record.active_at = time.monotonic()
-        return None
-
-    # -- step 5: running the tool ----------------------------------------------------------
-
-    def _invoke(
-        self,
-        call: Call,
-        entry: Entry,
-        data: dict[str, Any],
-        timeout: float | Deadline | None,
-        changes: list[Change],
-    ) -> ToolResult:
-        """Step 5, then 6 and 7 on what it produced, with the ``changes`` it recorded."""
-        ctx = call.ctx
-        try:
-            if entry.retry is not None:  # an idempotent tool that retries transient faults
-                output = run_attempts(self._invoker, call, entry, data, timeout)
-            else:
-                output = self._invoker.call(
-                    entry.instance.execute,
-                    data,
-                    ctx,
-                    token=call.flight or ctx.cancellation_token,
-                    timeout=timeout,
-                    loop=entry.loop,
-                    coroutine=entry.coroutine,
-                )
-        except InvokeTimeoutError as exc:
-            outcome = self._steps.timed_out(call, exc)
-        except (ToolCancelledError, asyncio.CancelledError) as exc:
-            self._steps.raise_cancelled(call, exc)
-        except Exception as exc:
-            outcome = Outcome(error=exc)
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
-            self._steps.emit(call, "cancelled", error=exc)
-            raise
-        else:
-            if entry.guards is not None:
-                return self._guards.returned(call, entry, data, output, changes)
-            return self._steps.returned(call, entry, output, changes)
-        return self._steps.failed(call, outcome, changes)
-
-    async def _ainvoke(
-        self,
-        call: Call,
-        entry: Entry,
-        data: dict[str, Any],
-        timeout: float | Deadline | None,
-        changes: list[Change],
-        task: asyncio.Task[Any] | None,
-    ) -> ToolResult:
-        """Async twin of `_invoke`."""
-        ctx = call.ctx
-        token = call.flight or ctx.cancellation_token
-        try:
-            if entry.retry is not None:  # an idempotent tool that retries transient faults
-                output = await arun_attempts(self._invoker, call, entry, data, timeout, task)
-            elif entry.coroutine and timeout is None and task is not None:
-                # Invoker.acall's commonest case, here: one coroutine level less costs
-                # as much as the rest of it.
-                coro = entry.instance.execute(data, ctx)
-                watch = TaskWatch(task, token)
-                try:
-                    output = await coro
-                finally:
-                    watch.release()
-            else:
-                output = await self._invoker.acall(
-                    entry.instance.execute,
-                    data,
-                    ctx,
-                    token=token,
-                    timeout=timeout,
-                    coroutine=entry.coroutine,
-                    task=task,
-                )
-        except InvokeTimeoutError as exc:
-            outcome = self._steps.timed_out(call, exc)
-        except ToolCancelledError as exc:
-            self._steps.raise_cancelled(call, exc)
-        except asyncio.CancelledError as exc:
-            if caller_cancelled():
-                self._steps.emit(call, "cancelled", error=exc)
-                raise
-            self._steps.raise_cancelled(call, exc)
-        except Exception as exc:
-            outcome = Outcome(error=exc)
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
-            self._steps.emit(call, "cancelled", error=exc)
-            raise
-        else:
-            if entry.guards is not None:
-                return await self._guards.areturned(call, entry, data, output, changes)
-            return self._steps.returned(call, entry, output, changes)
-        return self._steps.failed(call, outcome, changes)

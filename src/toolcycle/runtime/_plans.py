@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import CancellationToken
@@ -79,7 +79,7 @@ class PlanRegistry:
         if durable is not None:  # the engine may name the plan after its workflow
             plan_id = durable.open(plan_id)
         ctx = ToolExecutionContext(
-            plan_id or f"plan-{uuid.uuid4().hex[:12]}",
+            plan_id or f"plan-{os.urandom(6).hex()}",
             resources=tuple(options.pop("resources", ())),
             cancellation_token=token or CancellationToken(),
             metadata=dict(options.pop("metadata", None) or {}),

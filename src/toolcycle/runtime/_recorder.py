@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import threading
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import trusted
@@ -307,7 +307,7 @@ class TraceRecorder:
         # Call ids: a random prefix per recorder and a counter. Unique within the
         # recorder, and across recorders with overwhelming probability, at a
         # twentieth of the cost of a uuid4 per call.
-        self._id_prefix = uuid.uuid4().hex[:12]
+        self._id_prefix = os.urandom(6).hex()
         self._ids = itertools.count(1)
 
     def add_listener(self, listener: TraceListener) -> Callable[[], None]:
