@@ -105,7 +105,16 @@ ALLOWED = {
     "_types": set(),
     "_lazy_trace": set(),
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
-    "runtime._recorder": {"_lazy_trace", "_types", "errors", "models", "tracing", "_construct"},
+    "runtime._recorder": {
+        "_lazy_trace",
+        "_types",
+        "errors",
+        "models",
+        "tracing",
+        "_construct",
+        "runtime._record",
+    },
+    "runtime._record": {"models"},  # for annotations only, under TYPE_CHECKING
     "validation._json": set(),
     "_docstrings": set(),
     "_warnings": set(),
@@ -146,6 +155,7 @@ ALLOWED = {
         "models",
         "result_cache",
         "runtime._recorder",
+        "runtime._record",
         "runtime._results",
         "tracing",
     },
@@ -237,6 +247,7 @@ ALLOWED = {
         "tracing",
         "validation",
         "runtime._recorder",
+        "runtime._record",
         "_construct",
     },
     "runtime._retries": {
@@ -249,6 +260,7 @@ ALLOWED = {
         "cancellation",  # for annotations only
         "context",  # for annotations only
         "runtime._recorder",  # for annotations only
+        "runtime._record",  # for annotations only
         "runtime._shared",  # for annotations only
     },
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
@@ -280,6 +292,7 @@ ALLOWED = {
         "tracing",
         "validation",
         "runtime._recorder",
+        "runtime._record",
         "runtime._caching",  # for annotations only, under TYPE_CHECKING
     },
     "runtime._registry": {
@@ -325,6 +338,7 @@ ALLOWED = {
         "runtime._shared",
         "tracing",
         "runtime._recorder",
+        "runtime._record",
     },
     "runtime._approvals": {
         "execution._activation",
@@ -429,6 +443,7 @@ ALLOWED = {
         "validation",
         "validation._compiler",
         "runtime._recorder",
+        "runtime._record",
     },
     "runtime": {"runtime._facade", "runtime._stream"},
     "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
     from toolcycle.result_cache import ResultCache
-    from toolcycle.runtime._recorder import CallRecord, TraceRecorder
+    from toolcycle.runtime._record import CallRecord
+    from toolcycle.runtime._recorder import TraceRecorder
 
 __all__ = ["CacheBinding", "Kept", "bind", "hit_result"]
 

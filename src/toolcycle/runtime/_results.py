@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import Change, ToolCall
     from toolcycle.redaction import RedactionPolicy
-    from toolcycle.runtime._recorder import CallRecord, TraceRecorder
+    from toolcycle.runtime._record import CallRecord
+    from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.validation import CompiledSchema
 
 __all__ = [

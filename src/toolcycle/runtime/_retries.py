@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from toolcycle.execution._invoke import Invoker
     from toolcycle.execution._portal import Deadline
     from toolcycle.models import Change, ToolDescriptor, ToolResult, Validation
-    from toolcycle.runtime._recorder import CallRecord, TraceRecorder
+    from toolcycle.runtime._record import CallRecord
+    from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.runtime._results import Outcome
     from toolcycle.runtime._shared import Call, Entry
 

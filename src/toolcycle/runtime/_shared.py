@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._caching import CacheBinding
     from toolcycle.runtime._guardset import Guards
-    from toolcycle.runtime._recorder import CallRecord
+    from toolcycle.runtime._record import CallRecord
     from toolcycle.validation import CompiledSchema
 
 __all__ = [
