@@ -161,8 +161,10 @@ ALLOWED = {
     },
     "retries": set(),
     "_validation_records": set(),
+    "_trace_records": set(),
     "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
     "models": {
+        "_trace_records",
         "_validation_records",
         "agent._messages",
         "agent._parts",
