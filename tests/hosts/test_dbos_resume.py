@@ -46,10 +46,19 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+class Crash(BaseException):
+    """Stands for the process dying: it leaves the workflow without DBOS recording anything."""
+
+
+CRASH = threading.Event()  # set: hold dies as if its process were killed
+
+
 @tool(writes=False)
 def hold() -> str:
     """Say it started, then wait (bounded) until the test releases it."""
     RUNS["hold"] += 1
+    if CRASH.is_set():
+        raise Crash
     STARTED.set()
     assert RELEASE.wait(WAIT), "the test never released the held call"
     return "held"
@@ -66,12 +75,13 @@ def twice(ctx: ToolExecutionContext) -> int:
 RUNTIME = ToolRuntime(tracer=NullTracer())
 for _fn in (add, hold, twice):
     RUNTIME.register(_fn)
+ENGINE = DBOSPlan()  # one engine for every run of held_plan, stale ones included
 
 
 @DBOS.workflow()
 def held_plan() -> list[Any]:
     """add, then hold, then add: a plan the test can catch in its second call."""
-    with RUNTIME.plan(durable=DBOSPlan()) as ctx:
+    with RUNTIME.plan(durable=ENGINE) as ctx:
         return [
             [r.output, r.error_type]
             for r in (
@@ -182,6 +192,7 @@ def _fresh() -> None:
     RUNS.clear()
     STARTED.clear()
     RELEASE.clear()
+    CRASH.clear()
 
 
 def _enqueue_held_plan(workflow_id: str, app_version: str | None = None) -> None:
@@ -191,6 +202,16 @@ def _enqueue_held_plan(workflow_id: str, app_version: str | None = None) -> None
         SetEnqueueOptions(delay_seconds=3600, app_version=app_version),
     ):
         DBOS.retrieve_queue("toolcycle-later").enqueue(held_plan)
+
+
+def _crash(workflow_id: str) -> None:
+    """Run held_plan until hold dies with its (pretend) process: the plan stays PENDING."""
+    CRASH.set()
+    with SetWorkflowID(workflow_id), pytest.raises(Crash):
+        held_plan()
+    CRASH.clear()
+    status = DBOS.get_workflow_status(workflow_id)
+    assert status is not None and status.status == "PENDING"
 
 
 def _steps(workflow_id: str) -> list[str]:
@@ -225,18 +246,33 @@ def test_resuming_a_plan_this_process_runs_does_not_start_it_twice() -> None:
     assert RUNS == {"add": 2, "hold": 1}
 
 
-def test_resuming_a_cancelled_plan_replays_what_completed_and_reports_the_interrupted_call() -> (
+def test_resuming_a_plan_whose_run_died_replays_what_completed_and_reports_the_interrupted_call() -> (
     None
 ):
-    """Cancelled mid-call, then resumed: add does not run again, hold is interrupted."""
+    """A run that died inside hold: add does not run again, hold is interrupted."""
+    _crash("died-1")
+    assert RUNS == {"add": 1, "hold": 1}
+    result = DBOSPlan.resume("died-1").get_result()
+    assert result == [[2, None], [None, "ToolInterruptedError"], [3, None]]
+    assert RUNS == {"add": 2, "hold": 1}
+    assert DBOSPlan.resume("died-1").get_result() == result  # finished: only read
+
+
+def test_a_cancelled_plan_is_resumed_once_its_run_has_stopped() -> None:
+    """Resume refuses while the cancelled run is still inside a call here, then resumes."""
     with SetWorkflowID("cancelled-1"):
         DBOS.start_workflow(held_plan)
     assert STARTED.wait(WAIT)
     DBOS.cancel_workflow("cancelled-1")
-    RELEASE.set()
-    result = DBOSPlan.resume("cancelled-1").get_result()
+    try:
+        with pytest.raises(PlanResumeError, match="CANCELLED.*not stopped yet"):
+            DBOSPlan.resume("cancelled-1")
+    finally:
+        RELEASE.set()
+    _crash("cancelled-2")
+    DBOS.cancel_workflow("cancelled-2")
+    result = DBOSPlan.resume("cancelled-2").get_result()
     assert result == [[2, None], [None, "ToolInterruptedError"], [3, None]]
-    assert RUNS == {"add": 2, "hold": 1}
 
 
 def test_a_queued_plan_is_left_to_its_queue() -> None:
@@ -261,17 +297,13 @@ def test_a_plan_of_another_application_version_is_refused_naming_both_versions()
         DBOS.cancel_workflow("old-1")
 
 
-def test_aresume_resumes_a_cancelled_plan_and_reads_a_finished_one() -> None:
-    """The async twin: a cancelled plan is resumed, a finished one only read."""
-    with SetWorkflowID("acancelled-1"):
-        DBOS.start_workflow(held_plan)
-    assert STARTED.wait(WAIT)
-    DBOS.cancel_workflow("acancelled-1")
-    RELEASE.set()
+def test_aresume_resumes_a_plan_whose_run_died_and_then_reads_its_result() -> None:
+    """The async twin: a plan whose run died is resumed, then (finished) only read."""
+    _crash("adied-1")
 
     async def resume_twice() -> tuple[Any, Any]:
-        first = await (await DBOSPlan.aresume("acancelled-1")).get_result()
-        again = await (await DBOSPlan.aresume("acancelled-1")).get_result()
+        first = await (await DBOSPlan.aresume("adied-1")).get_result()
+        again = await (await DBOSPlan.aresume("adied-1")).get_result()
         return first, again
 
     first, again = asyncio.run(resume_twice())

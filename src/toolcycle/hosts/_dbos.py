@@ -53,8 +53,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DBOSPlan"]
 
-# The plans whose call is running in this context: a call its tool makes is nested.
-_INSIDE: ContextVar[frozenset[str]] = ContextVar("toolcycle_dbos_inside", default=frozenset())
+# The plan contexts (by id()) with a durable call running in this process, and those
+# whose call runs in this context (a call its tool makes is nested in it). Keyed by
+# context, not plan id: a stale run of a resumed plan has a context of its own.
+_BUSY: set[int] = set()
+_BUSY_LOCK = threading.Lock()
+_INSIDE: ContextVar[frozenset[int]] = ContextVar("toolcycle_dbos_inside", default=frozenset())
 
 # Statuses of a plan that has its final result, which resuming only reads.
 _FINISHED = frozenset({"SUCCESS", "ERROR"})
@@ -88,14 +92,12 @@ class DBOSPlan:
             DBOS lists the workflow's steps.
     """
 
-    __slots__ = ("_busy", "_lock", "_prefix")
+    __slots__ = ("_prefix",)
 
     def __init__(self, *, prefix: str = "toolcycle") -> None:
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"prefix must be a non-empty string, got {prefix!r}")
         self._prefix = prefix
-        self._busy: set[str] = set()  # plans with a call running
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"DBOSPlan(prefix={self._prefix!r})"
@@ -131,8 +133,9 @@ class DBOSPlan:
         cancelled plan, or one DBOS gave up recovering, is resumed too.
 
         Raises:
-            PlanResumeError: no workflow has that id, or it was started by another
-                application version, whose code this process may not replay.
+            PlanResumeError: no workflow has that id; it was started by another
+                application version, whose code this process may not replay; or it
+                was cancelled and its run in this process has not stopped yet.
         """
         status = DBOS.get_workflow_status(plan_id)
         if _should_resume(plan_id, status):
@@ -160,11 +163,11 @@ class DBOSPlan:
         Raises:
             ConcurrentCallError: another call of the plan is running.
         """
-        entered = self._enter(ctx.plan_id, tool_name)
+        entered = _enter(ctx, tool_name)
         try:
             return self._run(ctx, tool_name, idempotent, call, interrupted)
         finally:
-            self._leave(ctx.plan_id, entered)
+            _leave(ctx, entered)
 
     def _run(
         self,
@@ -204,11 +207,11 @@ class DBOSPlan:
         interrupted: Callable[[], ToolResult],
     ) -> ToolResult:
         """Async twin of `run`."""
-        entered = self._enter(ctx.plan_id, tool_name)
+        entered = _enter(ctx, tool_name)
         try:
             return await self._arun(ctx, tool_name, idempotent, call, interrupted)
         finally:
-            self._leave(ctx.plan_id, entered)
+            _leave(ctx, entered)
 
     async def _arun(
         self,
@@ -239,36 +242,6 @@ class DBOSPlan:
             raise carried.error from None
         return live[0] if live else _replayed(ctx, recorded)
 
-    def _enter(self, plan_id: str, tool_name: str) -> Token[frozenset[str]] | None:
-        """Mark a call of the plan as running; None for a call nested in the running one.
-
-        Raises:
-            ConcurrentCallError: another call of the plan is running.
-        """
-        inside = _INSIDE.get()
-        if plan_id in inside:  # made by the running call's tool: part of its step
-            return None
-        with self._lock:
-            if plan_id in self._busy:
-                raise ConcurrentCallError(
-                    f"a call of {tool_name!r} started while another call of durable plan "
-                    f"{plan_id!r} was running; a resumed plan gets its recorded results "
-                    "back by the order its calls started, so make the calls of a durable "
-                    "plan one after the other (call_many runs them in order)",
-                    tool_name=tool_name,
-                    plan_id=plan_id,
-                )
-            self._busy.add(plan_id)
-        return _INSIDE.set(inside | {plan_id})
-
-    def _leave(self, plan_id: str, entered: Token[frozenset[str]] | None) -> None:
-        """Undo `_enter`."""
-        if entered is None:
-            return
-        _INSIDE.reset(entered)
-        with self._lock:
-            self._busy.discard(plan_id)
-
     @staticmethod
     def _began(name: str) -> bool:
         """Record that the call starts; False when an earlier run recorded it already."""
@@ -286,6 +259,38 @@ class DBOSPlan:
 
         await DBOS.run_step_async({"name": f"{name}:started"}, mark)
         return bool(ran)
+
+
+def _enter(ctx: ToolExecutionContext, tool_name: str) -> Token[frozenset[int]] | None:
+    """Mark a call of the plan as running; None for a call nested in the running one.
+
+    Raises:
+        ConcurrentCallError: another call of the plan is running.
+    """
+    key, inside = id(ctx), _INSIDE.get()
+    if key in inside:  # made by the running call's tool: part of its step
+        return None
+    with _BUSY_LOCK:
+        if key in _BUSY:
+            raise ConcurrentCallError(
+                f"a call of {tool_name!r} started while another call of durable plan "
+                f"{ctx.plan_id!r} was running; a resumed plan gets its recorded results "
+                "back by the order its calls started, so make the calls of a durable "
+                "plan one after the other (call_many runs them in order)",
+                tool_name=tool_name,
+                plan_id=ctx.plan_id,
+            )
+        _BUSY.add(key)
+    return _INSIDE.set(inside | {key})
+
+
+def _leave(ctx: ToolExecutionContext, entered: Token[frozenset[int]] | None) -> None:
+    """Undo `_enter`."""
+    if entered is None:
+        return
+    _INSIDE.reset(entered)
+    with _BUSY_LOCK:
+        _BUSY.discard(id(ctx))
 
 
 def _kept(result: ToolResult) -> ToolResult:
@@ -329,7 +334,18 @@ def _should_resume(plan_id: str, status: WorkflowStatus | None) -> bool:
         )
     if status.status in _QUEUED:  # a queue (launch()'s recovery, an earlier resume) runs it
         return False
-    return not (status.status == "PENDING" and _running_here(plan_id))
+    if not _running_here(plan_id):
+        return True
+    if status.status == "PENDING":  # launch()'s recovery, or the host, runs it here: wait
+        return False
+    # Cancelled, but its run here has not reached its next step yet: a second run now
+    # would find the plan still open in this process.
+    raise PlanResumeError(
+        f"durable plan {plan_id!r} is {status.status}, but its run in this process has "
+        "not stopped yet (DBOS stops it when it reaches its next step); resume it once "
+        "that run has ended",
+        plan_id=plan_id,
+    )
 
 
 def _running_here(workflow_id: str) -> bool:
