@@ -3,7 +3,8 @@ Feature: Durable plans on DBOS
   as a step of the workflow. When the workflow runs again under its id, as after
   a crash, the calls that completed give back their recorded results without
   running, and the call that was running runs again only if its tool is
-  idempotent; otherwise it is reported as interrupted.
+  idempotent; otherwise it is reported as interrupted. DBOSPlan.resume resumes a
+  plan by its id, and a durable plan makes its calls one at a time.
 
   @req-durable-replay
   Scenario: Completed calls return their recorded results on resume
@@ -41,3 +42,18 @@ Feature: Durable plans on DBOS
     When another process launches DBOS with the same application version
     Then the plan finished with "ship" reported as "ToolInterruptedError"
     And each tool body ran once
+
+  @req-durable-resume
+  Scenario: Another executor resumes a killed plan by its id, keeping its change and approval
+    Given a process running a durable plan killed with SIGKILL while "ship" runs
+    When a process of another DBOS executor resumes the plan by its id
+    Then the plan finished with "ship" reported as "ToolInterruptedError"
+    And each tool body ran once
+    And the payment's approval and change were kept, and nobody was asked again
+
+  @req-durable-one-call
+  Scenario: A durable plan refuses a second call while one runs
+    Given DBOS is launched on SQLite
+    When a durable plan's second call starts while its first call runs
+    Then the second call fails with "ConcurrentCallError"
+    And only the first call was recorded

@@ -18,6 +18,7 @@ SRC = Path(toolcycle.__file__).parent
 
 EXPECTED = {
     "PlanHost",
+    "PlanResumeError",
     "ApprovalDecision",
     "Audio",
     "ContentPart",
@@ -36,6 +37,7 @@ EXPECTED = {
     "CancellationToken",
     "Change",
     "Checkpoint",
+    "ConcurrentCallError",
     "FunctionTool",
     "Guardrail",
     "GuardrailCall",

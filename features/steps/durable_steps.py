@@ -18,7 +18,7 @@ from typing import Any
 from behave import given, then, when
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from toolcycle import Change, ToolExecutionContext, ToolRuntimeError, tool
+from toolcycle import Change, ConcurrentCallError, ToolExecutionContext, ToolRuntimeError, tool
 from toolcycle.hosts import DBOSPlan
 
 # The workflow below runs in the scenario's thread; it finds the scenario's runtime here.
@@ -62,6 +62,41 @@ def durable_order() -> dict:
         }
 
 
+_held = {"started": threading.Event(), "release": threading.Event()}
+
+
+@tool(writes=False)
+def hold() -> str:
+    """Say it started, then wait (bounded) until released."""
+    _runs["hold"] += 1
+    _held["started"].set()
+    assert _held["release"].wait(30), "never released"
+    return "held"
+
+
+@DBOS.workflow()
+def crowded_order() -> list:
+    """hold, and from another thread a second call while it runs."""
+    runtime = _current["runtime"]
+    refused: list = []
+    with runtime.plan(durable=DBOSPlan()) as ctx:
+
+        def other() -> None:
+            try:
+                assert _held["started"].wait(30), "hold never started"
+                runtime.execute("quote", {}, ctx)
+            except ConcurrentCallError as exc:
+                refused.append(type(exc).__name__)
+            finally:
+                _held["release"].set()
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        runtime.execute("hold", {}, ctx)
+        thread.join(30)
+    return refused
+
+
 @given("DBOS is launched on SQLite")
 def step_launch(context: Any) -> None:
     folder = Path(tempfile.mkdtemp(prefix="toolcycle-dbos-"))
@@ -75,7 +110,7 @@ def step_launch(context: Any) -> None:
     DBOS.launch()
     context.add_cleanup(DBOS.destroy)
     _runs.clear()
-    for fn in (quote, charge, notify):
+    for fn in (quote, charge, notify, hold):
         context.runtime.register(fn)
     _current["runtime"] = context.runtime
 
@@ -144,6 +179,27 @@ def step_outside(context: Any) -> None:
         context.error = None
 
 
+@when("a durable plan's second call starts while its first call runs")
+def step_crowded(context: Any) -> None:
+    _held["started"].clear()
+    _held["release"].clear()
+    context.plan_id = "crowded-1"
+    with SetWorkflowID(context.plan_id):
+        context.refused = crowded_order()
+
+
+@then('the second call fails with "{error_type}"')
+def step_refused(context: Any, error_type: str) -> None:
+    assert context.refused == [error_type], context.refused
+
+
+@then("only the first call was recorded")
+def step_first_only(context: Any) -> None:
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(context.plan_id)]
+    assert steps == ["toolcycle:hold:started", "toolcycle:hold"], steps
+    assert _runs == {"hold": 1}, _runs
+
+
 @then('opening it fails, naming "{text}"')
 def step_fails(context: Any, text: str) -> None:
     assert context.error is not None and text in str(context.error), context.error
@@ -153,8 +209,11 @@ def step_fails(context: Any, text: str) -> None:
 _SCRIPT = Path(__file__).resolve().parents[2] / "tests" / "hosts" / "crash_plan.py"
 
 
-def _env() -> dict:
+def _env(executor: str = "") -> dict:
     env = dict(os.environ)
+    env.pop("DBOS__VMID", None)
+    if executor:  # DBOS's executor id, as it reads it
+        env["DBOS__VMID"] = executor
     src = str(_SCRIPT.parents[2] / "src")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
     return env
@@ -191,26 +250,43 @@ def step_killed(context: Any, tool_name: str) -> None:
             reader.join(5)
 
 
-@when("another process launches DBOS with the same application version")
-def step_resumed(context: Any) -> None:
+def _resume(context: Any, executor: str = "") -> None:
     done = subprocess.run(
         [sys.executable, str(_SCRIPT), str(context.folder), "resume", "v1"],
         capture_output=True,
         text=True,
         timeout=120,
-        env=_env(),
+        env=_env(executor),
         check=True,
     )
     context.report = json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@when("another process launches DBOS with the same application version")
+def step_resumed(context: Any) -> None:
+    _resume(context)
+
+
+@when("a process of another DBOS executor resumes the plan by its id")
+def step_resumed_elsewhere(context: Any) -> None:
+    _resume(context, executor="resumer")
+
+
 @then('the plan finished with "{tool_name}" reported as "{error_type}"')
 def step_finished(context: Any, tool_name: str, error_type: str) -> None:
     assert context.report["status"] == "SUCCESS", context.report
-    assert context.report["result"][1] == [None, error_type], context.report
+    assert context.report["result"]["calls"][1] == [None, error_type], context.report
 
 
 @then("each tool body ran once")
 def step_each_once(context: Any) -> None:
     runs = (context.folder / "runs").read_text().split()
-    assert runs == ["pay", "ship", "notify"], runs
+    assert [r for r in runs if not r.startswith("asked:")] == ["pay", "ship", "notify"], runs
+
+
+@then("the payment's approval and change were kept, and nobody was asked again")
+def step_kept(context: Any) -> None:
+    result = context.report["result"]
+    assert result["approved"][0] and result["changes"] == ["card/3"], result
+    runs = (context.folder / "runs").read_text().split()
+    assert runs.count("asked:pay") == 1, runs

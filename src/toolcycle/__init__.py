@@ -16,8 +16,10 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.content import Audio, ContentPart, File, Image, ResourceLink, Text, ToolReturn
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import (
+    ConcurrentCallError,
     GuardrailTripped,
     ModelRetry,
+    PlanResumeError,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolApprovalError,
@@ -81,6 +83,7 @@ __all__ = [
     "CancellationToken",
     "Change",
     "Checkpoint",
+    "ConcurrentCallError",
     "ContentPart",
     "File",
     "FunctionTool",
@@ -95,6 +98,7 @@ __all__ = [
     "NullTracer",
     "PendingApproval",
     "PlanHost",
+    "PlanResumeError",
     "ProgressEvent",
     "ProviderFormat",
     "RedactionPolicy",

@@ -10,6 +10,8 @@ The tree::
     ├── ToolExecutionError            a tool's execute() failed (raised by raise_for_error)
     ├── ToolOutputError               a tool returned output that is not strict JSON
     ├── ToolInterruptedError          a durable plan's call died with its process; not re-run
+    ├── ConcurrentCallError           a durable plan was given a call while another ran
+    ├── PlanResumeError               a durable plan cannot be resumed as asked
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     ├── ToolApprovalError             a deferred call cannot be resumed as asked
@@ -47,8 +49,10 @@ if TYPE_CHECKING:
     from toolcycle._validation_records import Validation
 
 __all__ = [
+    "ConcurrentCallError",
     "GuardrailTripped",
     "ModelRetry",
+    "PlanResumeError",
     "ToolAccessDeniedError",
     "ToolActivationError",
     "ToolApprovalError",
@@ -121,6 +125,22 @@ class ToolInterruptedError(ToolRuntimeError):
 
     The resumed plan reports the call as failed with this error instead of running
     it again (see docs/durable-plans.md).
+    """
+
+
+class ConcurrentCallError(ToolRuntimeError):
+    """A durable plan was given a call while another of its calls was running.
+
+    A resumed plan gets its recorded results back by their order, so a durable
+    plan's calls must start one after the other (see docs/durable-plans.md). The
+    refused call is not run and not recorded; the running one goes on.
+    """
+
+
+class PlanResumeError(ToolRuntimeError):
+    """A durable plan cannot be resumed as asked: no plan has that id, or it is of another version.
+
+    Raised by `toolcycle.hosts.DBOSPlan.resume`; the message says which, and what to do.
     """
 
 

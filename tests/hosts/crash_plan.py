@@ -1,11 +1,13 @@
 """A durable plan in its own process, for tests/hosts/test_dbos_crash.py.
 
 ``python crash_plan.py FOLDER start BLOCKED_IDEMPOTENT`` runs plan ``order-1``:
-``pay``, then ``ship``, which says ``RUNNING`` on stdout and waits on stdin (the
-test kills the process there), then ``notify``. ``resume VERSION`` launches DBOS
-with that application version, which recovers the pending plan if the version
-matches, and prints the plan's status and result as JSON. Each body appends its
-name to FOLDER/runs, so the test counts what ran.
+``pay`` (asks the plan's approver, records a Change), then ``ship``, which says
+``RUNNING`` on stdout and waits on stdin (the test kills the process there), then
+``notify``. ``resume VERSION`` launches DBOS with that application version and
+resumes the plan with ``DBOSPlan.resume``, then prints the plan's status and
+result (or the resume's error) as JSON. Each body appends its name to
+FOLDER/runs, and each approval asked ``asked:<tool>``, so the test counts what ran.
+The environment's ``DBOS__VMID`` names the executor, as DBOS reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ from typing import Any
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from toolcycle import NullTracer, ToolRuntime, tool
+from toolcycle import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Change,
+    NullTracer,
+    PlanResumeError,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+)
 from toolcycle.hosts import DBOSPlan
 
 FOLDER = Path(sys.argv[1])
@@ -30,11 +41,18 @@ def ran(name: str) -> None:
         file.write(name + "\n")
 
 
-@tool(writes=False)
-def pay(amount: int) -> str:
-    """Pay once."""
+@tool(writes=True)
+def pay(amount: int, ctx: ToolExecutionContext) -> str:
+    """Pay once, with the approver's yes; records the payment."""
     ran("pay")
+    ctx.record_change(Change(kind="payment", target=f"card/{amount}"))
     return f"paid {amount}"
+
+
+def approver(request: ApprovalRequest) -> ApprovalDecision:
+    """Say yes, and note it in FOLDER/runs."""
+    ran(f"asked:{request.descriptor.name}")
+    return ApprovalDecision.approve(reason="fine")
 
 
 IDEMPOTENT = (MODE == "start" and sys.argv[3] == "1") or (FOLDER / "idem").exists()
@@ -63,16 +81,18 @@ for fn in (pay, ship, notify):
 
 
 @DBOS.workflow()
-def order() -> list[Any]:
-    with runtime.plan(durable=DBOSPlan()) as ctx:
-        return [
-            [r.output, r.error_type]
-            for r in (
-                runtime.execute("pay", {"amount": 3}, ctx),
-                runtime.execute("ship", {}, ctx),
-                runtime.execute("notify", {}, ctx),
-            )
+def order() -> dict[str, Any]:
+    with runtime.plan(durable=DBOSPlan(), approver=approver) as ctx:
+        results = [
+            runtime.execute("pay", {"amount": 3}, ctx),
+            runtime.execute("ship", {}, ctx),
+            runtime.execute("notify", {}, ctx),
         ]
+        return {
+            "calls": [[r.output, r.error_type] for r in results],
+            "approved": [bool(r.trace and r.trace.approval) for r in results],
+            "changes": [c.target for c in ctx.changes],
+        }
 
 
 version = "v1" if MODE == "start" else sys.argv[3]
@@ -85,7 +105,7 @@ DBOS(
         application_version=version,
     )
 )
-DBOS.launch()  # recovers the pending plans of this version
+DBOS.launch()  # recovers the pending plans of this version and this executor
 if MODE == "start":
     if sys.argv[3] == "1":
         (FOLDER / "idem").touch()
@@ -93,8 +113,10 @@ if MODE == "start":
         order()
 else:
     report: dict[str, Any] = {}
-    if version == "v1":  # the recovery runs in the background: wait for its result
-        report["result"] = DBOS.retrieve_workflow("order-1").get_result()
+    try:
+        report["result"] = DBOSPlan.resume("order-1").get_result()
+    except PlanResumeError as exc:
+        report["error"] = type(exc).__name__
     status = DBOS.get_workflow_status("order-1")
     report["status"] = status.status if status else None
     print(json.dumps(report), flush=True)

@@ -1,5 +1,10 @@
 """A real crash: a process running a durable plan is killed with SIGKILL, and another resumes it.
 
+The second process resumes the plan with `DBOSPlan.resume`: as the same DBOS
+executor, whose pending plans ``DBOS.launch()`` recovers already (the resume
+waits for that run, and starts no second one), or as another executor, for
+which the resume itself starts the plan again.
+
 On SQLite, then on PostgreSQL, the system database for real deployments: the
 PostgreSQL test starts a throwaway server of its own (Debian's ``postgresql``
 package: ``initdb`` and ``pg_ctl`` in a temporary folder, on a free local port),
@@ -28,8 +33,11 @@ SCRIPT = Path(__file__).with_name("crash_plan.py")
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def _env(database_url: str | None = None) -> dict[str, str]:
+def _env(database_url: str | None = None, executor: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("DBOS__VMID", None)
+    if executor is not None:  # DBOS's executor id, as it reads it
+        env["DBOS__VMID"] = executor
     if database_url is not None:
         env["CRASH_PLAN_DATABASE_URL"] = database_url
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
@@ -67,13 +75,15 @@ def _start_and_kill(folder: Path, idempotent: bool, database_url: str | None = N
     assert child.returncode == -signal.SIGKILL
 
 
-def _resume(folder: Path, version: str, database_url: str | None = None) -> dict[str, object]:
+def _resume(
+    folder: Path, version: str, database_url: str | None = None, executor: str | None = None
+) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(folder), "resume", version],
         capture_output=True,
         text=True,
         timeout=120,
-        env=_env(database_url),
+        env=_env(database_url, executor),
         check=True,
     )
     report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -84,27 +94,55 @@ def _runs(folder: Path) -> list[str]:
     return (folder / "runs").read_text().split()
 
 
+INTERRUPTED = {
+    "calls": [["paid 3", None], [None, "ToolInterruptedError"], ["told", None]],
+    "approved": [True, False, False],
+    "changes": ["card/3"],
+}
+
+
 def test_a_killed_plan_resumes_without_rerunning_completed_calls(tmp_path: Path) -> None:
     """Pay ran once; ship, not idempotent, is reported interrupted; notify runs on resume."""
     _start_and_kill(tmp_path, idempotent=False)
-    assert _runs(tmp_path) == ["pay", "ship"]
-    # Another application version does not recover the plan: it stays pending.
-    assert _resume(tmp_path, "v2") == {"status": "PENDING"}
-    assert _runs(tmp_path) == ["pay", "ship"]
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship"]
     report = _resume(tmp_path, "v1")
-    assert report == {
-        "status": "SUCCESS",
-        "result": [["paid 3", None], [None, "ToolInterruptedError"], ["told", None]],
-    }
-    assert _runs(tmp_path) == ["pay", "ship", "notify"]
+    assert report == {"status": "SUCCESS", "result": INTERRUPTED}
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship", "notify"]
+
+
+def test_recorded_changes_and_approvals_survive_the_crash(tmp_path: Path) -> None:
+    """The resumed plan has pay's change and approval, and nobody is asked again."""
+    _start_and_kill(tmp_path, idempotent=False)
+    report = _resume(tmp_path, "v1")
+    assert report["result"] == INTERRUPTED
+    assert _runs(tmp_path).count("asked:pay") == 1
+
+
+def test_another_executor_resumes_a_plan_that_launch_does_not_recover(tmp_path: Path) -> None:
+    """DBOS.launch() recovers only its own executor's plans; DBOSPlan.resume starts this one."""
+    _start_and_kill(tmp_path, idempotent=False)
+    report = _resume(tmp_path, "v1", executor="resumer")
+    assert report == {"status": "SUCCESS", "result": INTERRUPTED}
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship", "notify"]
+
+
+def test_another_application_version_refuses_to_resume_the_plan(tmp_path: Path) -> None:
+    """A process of another version gets PlanResumeError, and the plan stays pending."""
+    _start_and_kill(tmp_path, idempotent=False)
+    assert _resume(tmp_path, "v2") == {"error": "PlanResumeError", "status": "PENDING"}
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship"]
 
 
 def test_a_killed_call_of_an_idempotent_tool_runs_again_on_resume(tmp_path: Path) -> None:
     """ship, idempotent, is run again; pay still does not."""
     _start_and_kill(tmp_path, idempotent=True)
-    report = _resume(tmp_path, "v1")
-    assert report["result"] == [["paid 3", None], ["shipped", None], ["told", None]]
-    assert _runs(tmp_path) == ["pay", "ship", "ship", "notify"]
+    report = _resume(tmp_path, "v1", executor="resumer")
+    assert report["result"] == {
+        "calls": [["paid 3", None], ["shipped", None], ["told", None]],
+        "approved": [True, False, False],
+        "changes": ["card/3"],
+    }
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship", "ship", "notify"]
 
 
 BIN = Path("/usr/lib/postgresql")
@@ -177,9 +215,6 @@ def postgres_url() -> Iterator[str]:
 def test_a_killed_plan_resumes_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     """The same crash and resume as on SQLite: pay ran once, ship is interrupted."""
     _start_and_kill(tmp_path, idempotent=False, database_url=postgres_url)
-    report = _resume(tmp_path, "v1", database_url=postgres_url)
-    assert report == {
-        "status": "SUCCESS",
-        "result": [["paid 3", None], [None, "ToolInterruptedError"], ["told", None]],
-    }
-    assert _runs(tmp_path) == ["pay", "ship", "notify"]
+    report = _resume(tmp_path, "v1", database_url=postgres_url, executor="resumer")
+    assert report == {"status": "SUCCESS", "result": INTERRUPTED}
+    assert _runs(tmp_path) == ["asked:pay", "pay", "ship", "notify"]

@@ -355,7 +355,7 @@ def mcp_requests_usage() -> None:
 def durable_plan_usage() -> None:
     from dbos import DBOS
 
-    from toolcycle import ToolInterruptedError
+    from toolcycle import ConcurrentCallError, PlanResumeError, ToolInterruptedError
     from toolcycle.durable import DurablePlan
     from toolcycle.hosts import DBOSPlan
 
@@ -371,3 +371,13 @@ def durable_plan_usage() -> None:
 
     assert_type(order(), str)
     assert_type(ToolInterruptedError("x").tool_name, str | None)
+    assert_type(DBOSPlan.resume("order-1").get_result(), Any)
+    assert_type(ConcurrentCallError("x").plan_id, str | None)
+    assert_type(PlanResumeError("x").plan_id, str | None)
+
+
+async def durable_plan_resume_async() -> None:
+    from toolcycle.hosts import DBOSPlan
+
+    handle = await DBOSPlan.aresume("order-1")
+    assert_type(await handle.get_result(), Any)

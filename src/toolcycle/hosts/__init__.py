@@ -20,8 +20,9 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   of a Ray cluster, driving the same stand-ins as `ProcessHost`.
 - `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
   steps of the plan's workflow, so a plan resumed after a crash does not run the
-  completed calls again (see docs/durable-plans.md). An optional extra, imported
-  only when its name is first used here.
+  completed calls again; ``DBOSPlan.resume`` resumes one by its id (see
+  docs/durable-plans.md). An optional extra, imported only when its name is first
+  used here.
 """
 
 from __future__ import annotations

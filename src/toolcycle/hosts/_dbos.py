@@ -14,22 +14,36 @@ the call was running when an earlier process died: it is reported as failed
 with `ToolInterruptedError` (and that result is recorded), never run twice. An
 idempotent tool needs no marker: its unfinished call simply runs again.
 
+Calls of a durable plan start one at a time: DBOS matches a resumed workflow's
+steps to its recorded ones by their order, so two calls running at once could be
+handed each other's results. A call that starts while another call of the same
+plan runs raises `ConcurrentCallError` (a call made by the running call's own
+tool is part of that call's step, and is let through).
+
+`DBOSPlan.resume` resumes a plan by its id after a crash, with DBOS's own
+machinery: a plan that ``DBOS.launch()`` recovered, or that this process runs, is
+waited for; any other unfinished plan of this application version is handed to
+``DBOS.resume_workflow``, which queues it to run here from its last recorded step.
+
 This module is the only part of toolcycle that imports ``dbos``.
 """
 
 from __future__ import annotations
 
 try:
-    from dbos import DBOS
+    from dbos import DBOS, WorkflowHandle, WorkflowHandleAsync, WorkflowStatus
+    from dbos._dbos import _get_dbos_instance
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without dbos
     raise ImportError(
         "toolcycle.hosts.DBOSPlan needs DBOS, which is an optional extra: "
         "pip install -e '.[dbos]' from a clone (toolcycle[dbos] once published)"
     ) from exc
 
-from typing import TYPE_CHECKING
+import threading
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Any
 
-from toolcycle.errors import ToolRuntimeError
+from toolcycle.errors import ConcurrentCallError, PlanResumeError, ToolRuntimeError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -38,6 +52,18 @@ if TYPE_CHECKING:
     from toolcycle.models import ToolResult
 
 __all__ = ["DBOSPlan"]
+
+# The plan contexts (by id()) with a durable call running in this process, and those
+# whose call runs in this context (a call its tool makes is nested in it). Keyed by
+# context, not plan id: a stale run of a resumed plan has a context of its own.
+_BUSY: set[int] = set()
+_BUSY_LOCK = threading.Lock()
+_INSIDE: ContextVar[frozenset[int]] = ContextVar("toolcycle_dbos_inside", default=frozenset())
+
+# Statuses of a plan that has its final result, which resuming only reads.
+_FINISHED = frozenset({"SUCCESS", "ERROR"})
+# Statuses of a plan that is waiting in a queue, which will run it.
+_QUEUED = frozenset({"ENQUEUED", "DELAYED"})
 
 
 class _Raised(BaseException):
@@ -58,7 +84,8 @@ class DBOSPlan:
     The plan must be opened inside a DBOS workflow (a function decorated with
     ``@DBOS.workflow()``), after ``DBOS.launch()``; its calls must be made one
     at a time, in the same order on every run, as DBOS asks of any workflow's
-    steps. Results must be picklable (DBOS's default serializer).
+    steps (a call made while another runs raises `ConcurrentCallError`).
+    Results must be picklable (DBOS's default serializer).
 
     Args:
         prefix: the first part of each step's name (``<prefix>:<tool>``), as
@@ -91,6 +118,38 @@ class DBOSPlan:
             )
         return plan_id or workflow_id
 
+    @staticmethod
+    def resume(plan_id: str) -> WorkflowHandle[Any]:
+        """Resume the durable plan ``plan_id`` after a crash; a handle to wait for its result.
+
+        Call it after ``DBOS.launch()``, with the workflow's id (a plan's id, unless
+        the host gave the plan another). The plan's workflow runs again in this
+        process from the top: the calls that completed give back their recorded
+        results without running, and the call that was running runs again only if
+        its tool is idempotent (see the module). Resuming twice, or a plan that
+        ``DBOS.launch()`` recovered, does not start it twice in this process.
+
+        A finished plan is not run again: its handle gives the recorded result. A
+        cancelled plan, or one DBOS gave up recovering, is resumed too.
+
+        Raises:
+            PlanResumeError: no workflow has that id; it was started by another
+                application version, whose code this process may not replay; or it
+                was cancelled and its run in this process has not stopped yet.
+        """
+        status = DBOS.get_workflow_status(plan_id)
+        if _should_resume(plan_id, status):
+            return DBOS.resume_workflow(plan_id)
+        return DBOS.retrieve_workflow(plan_id)
+
+    @staticmethod
+    async def aresume(plan_id: str) -> WorkflowHandleAsync[Any]:
+        """Async twin of `resume`, for a process whose event loop is running."""
+        status = await DBOS.get_workflow_status_async(plan_id)
+        if _should_resume(plan_id, status):
+            return await DBOS.resume_workflow_async(plan_id)
+        return await DBOS.retrieve_workflow_async(plan_id)
+
     def run(
         self,
         ctx: ToolExecutionContext,
@@ -99,7 +158,25 @@ class DBOSPlan:
         call: Callable[[], ToolResult],
         interrupted: Callable[[], ToolResult],
     ) -> ToolResult:
-        """Run one call as a DBOS step, or replay its recorded result (see the module)."""
+        """Run one call as a DBOS step, or replay its recorded result (see the module).
+
+        Raises:
+            ConcurrentCallError: another call of the plan is running.
+        """
+        entered = _enter(ctx, tool_name)
+        try:
+            return self._run(ctx, tool_name, idempotent, call, interrupted)
+        finally:
+            _leave(ctx, entered)
+
+    def _run(
+        self,
+        ctx: ToolExecutionContext,
+        tool_name: str,
+        idempotent: bool,
+        call: Callable[[], ToolResult],
+        interrupted: Callable[[], ToolResult],
+    ) -> ToolResult:
         name = f"{self._prefix}:{tool_name}"
         fresh = idempotent or self._began(name)
         live: list[ToolResult] = []
@@ -130,6 +207,20 @@ class DBOSPlan:
         interrupted: Callable[[], ToolResult],
     ) -> ToolResult:
         """Async twin of `run`."""
+        entered = _enter(ctx, tool_name)
+        try:
+            return await self._arun(ctx, tool_name, idempotent, call, interrupted)
+        finally:
+            _leave(ctx, entered)
+
+    async def _arun(
+        self,
+        ctx: ToolExecutionContext,
+        tool_name: str,
+        idempotent: bool,
+        call: Callable[[], Awaitable[ToolResult]],
+        interrupted: Callable[[], ToolResult],
+    ) -> ToolResult:
         name = f"{self._prefix}:{tool_name}"
         fresh = idempotent or await self._abegan(name)
         live: list[ToolResult] = []
@@ -170,6 +261,38 @@ class DBOSPlan:
         return bool(ran)
 
 
+def _enter(ctx: ToolExecutionContext, tool_name: str) -> Token[frozenset[int]] | None:
+    """Mark a call of the plan as running; None for a call nested in the running one.
+
+    Raises:
+        ConcurrentCallError: another call of the plan is running.
+    """
+    key, inside = id(ctx), _INSIDE.get()
+    if key in inside:  # made by the running call's tool: part of its step
+        return None
+    with _BUSY_LOCK:
+        if key in _BUSY:
+            raise ConcurrentCallError(
+                f"a call of {tool_name!r} started while another call of durable plan "
+                f"{ctx.plan_id!r} was running; a resumed plan gets its recorded results "
+                "back by the order its calls started, so make the calls of a durable "
+                "plan one after the other (call_many runs them in order)",
+                tool_name=tool_name,
+                plan_id=ctx.plan_id,
+            )
+        _BUSY.add(key)
+    return _INSIDE.set(inside | {key})
+
+
+def _leave(ctx: ToolExecutionContext, entered: Token[frozenset[int]] | None) -> None:
+    """Undo `_enter`."""
+    if entered is None:
+        return
+    _INSIDE.reset(entered)
+    with _BUSY_LOCK:
+        _BUSY.discard(id(ctx))
+
+
 def _kept(result: ToolResult) -> ToolResult:
     """The result as recorded: without the live exception object, which may not pickle."""
     if result.exception is None:
@@ -182,3 +305,53 @@ def _replayed(ctx: ToolExecutionContext, recorded: ToolResult) -> ToolResult:
     for change in recorded.changes:
         ctx.record_change(change)
     return recorded
+
+
+def _should_resume(plan_id: str, status: WorkflowStatus | None) -> bool:
+    """Whether ``DBOS.resume_workflow`` must start the plan, or it finished or will run.
+
+    Raises:
+        PlanResumeError: see `DBOSPlan.resume`.
+    """
+    if status is None:
+        raise PlanResumeError(
+            f"no durable plan has the id {plan_id!r} in this DBOS system database; "
+            "resume a plan by the id of the workflow it ran in",
+            plan_id=plan_id,
+        )
+    if status.status in _FINISHED:
+        return False
+    ours = DBOS.application_version
+    if status.app_version is not None and status.app_version != ours:
+        raise PlanResumeError(
+            f"durable plan {plan_id!r} was started by application version "
+            f"{status.app_version!r}, and this process is {ours!r}: DBOS replays a plan "
+            "only with the code that started it. Resume it from a process launched with "
+            "that application_version, or move it to this one with "
+            "DBOS.fork_workflow(plan_id, start_step, application_version=...) if its "
+            "calls are unchanged (and pin application_version in DBOSConfig)",
+            plan_id=plan_id,
+        )
+    if status.status in _QUEUED:  # a queue (launch()'s recovery, an earlier resume) runs it
+        return False
+    if not _running_here(plan_id):
+        return True
+    if status.status == "PENDING":  # launch()'s recovery, or the host, runs it here: wait
+        return False
+    # Cancelled, but its run here has not reached its next step yet: a second run now
+    # would find the plan still open in this process.
+    raise PlanResumeError(
+        f"durable plan {plan_id!r} is {status.status}, but its run in this process has "
+        "not stopped yet (DBOS stops it when it reaches its next step); resume it once "
+        "that run has ended",
+        plan_id=plan_id,
+    )
+
+
+def _running_here(workflow_id: str) -> bool:
+    """Whether this process is running the workflow now (after ``launch()``'s recovery).
+
+    DBOS keeps that set privately and has no public way to ask; without it, a plan
+    that ``DBOS.launch()`` recovered would be started a second time beside itself.
+    """
+    return workflow_id in _get_dbos_instance()._active_workflows_set.activeList()

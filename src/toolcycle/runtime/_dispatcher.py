@@ -140,10 +140,14 @@ class Dispatcher:
         async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
             return await self._arun((call, name, arguments), ctx, timeout, idle_timeout)
 
+        # A durable plan's calls are replayed by the order they started: one at a time.
+        durable = ctx.durable is not None
         return await run_batch(
             prepared,
             run=run,
-            sequential=lambda name: self._catalog.entry(name).descriptor.capability.sequential,
+            sequential=lambda name: (
+                durable or self._catalog.entry(name).descriptor.capability.sequential
+            ),
             token=ctx.cancellation_token,
             max_concurrency=max_concurrency,
         )

@@ -547,10 +547,11 @@ class ToolRuntime:
     ) -> list[ToolResult]:
         """Run a model's batch of tool calls concurrently; one result per call, in order.
 
-        Each call is answered as by `acall`; a ``sequential`` tool runs alone, and
-        once the plan is cancelled nothing new starts: each call the cancellation
-        stopped or kept from starting gets a failed result (``error_type``
-        ``"ToolCancelledError"``) rather than an exception.
+        Each call is answered as by `acall`; a ``sequential`` tool runs alone (in a
+        durable plan every call does, in the batch's order), and once the plan is
+        cancelled nothing new starts: each call the cancellation stopped or kept from
+        starting gets a failed result (``error_type`` ``"ToolCancelledError"``) rather
+        than an exception.
 
         Raises:
             ToolRuntimeError: the plan has ended or the runtime is closed.
