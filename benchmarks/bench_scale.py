@@ -283,6 +283,7 @@ FIRST_CALL = (
     "from toolcycle import NullTracer, ToolRuntime, tool\n"
     "@tool\n"
     "def add(a: int, b: int) -> int:\n"
+    "    'Add two integers.'\n"
     "    return a + b\n"
     "runtime = ToolRuntime(tracer=NullTracer())\n"
     "runtime.register(add)\n"
