@@ -29,6 +29,7 @@ FIRST_CALL = """
 from toolcycle import NullTracer, ToolRuntime, tool
 @tool
 def add(a: int, b: int) -> int:
+    "Add two integers."
     return a + b
 runtime = ToolRuntime(tracer=NullTracer())
 runtime.register(add)
