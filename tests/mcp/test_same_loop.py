@@ -250,6 +250,43 @@ async def test_a_call_on_the_plans_loop_over_its_timeout_is_timed_out(
     assert after.output == {"sum": 4}
 
 
+def test_a_reconnection_while_the_plans_loop_is_not_running_fails_saying_so(
+    runtime: ToolRuntime,
+) -> None:
+    """A broken connection is not reopened on a loop nobody runs; the call fails at once."""
+    source = McpServer.in_process(_where())
+    runtime.register_source(source)
+    loop = asyncio.new_event_loop()
+    try:
+        ctx = runtime.new_context("broken")
+        assert loop.run_until_complete(runtime.aexecute("thread", {}, ctx)).success
+        source._shares[ctx.plan_id].connection.broken = True  # as a lost session marks it
+        idle = runtime.execute("thread", {}, ctx)
+        loop.run_until_complete(runtime.aend_plan(ctx))
+    finally:
+        loop.close()
+    assert not idle.success
+    assert idle.error is not None and "not running" in idle.error
+
+
+async def test_a_broken_connection_is_reopened_on_the_plans_loop_for_a_caller_elsewhere(
+    runtime: ToolRuntime,
+) -> None:
+    """A call from another loop after a fault opens the fresh connection where the plan lives."""
+    source = McpServer.in_process(_where())
+    runtime.register_source(source)
+    here = {"result": threading.current_thread().name}
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("thread", {}, ctx)).output == here
+        broken = source._shares[ctx.plan_id].connection
+        broken.broken = True  # as a lost session marks it
+        other = asyncio.to_thread(asyncio.run, runtime.aexecute("thread", {}, ctx))
+        assert (await asyncio.wait_for(other, WAIT)).output == here
+        fresh = source._shares[ctx.plan_id].connection
+        assert fresh is not broken and fresh.loop is asyncio.get_running_loop()
+        await broken.close()
+
+
 def test_ending_a_plan_after_its_loop_closed_completes(
     runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
 ) -> None:
