@@ -22,9 +22,10 @@ The direct sessions live on one event loop in this thread, each opened and serve
 by a task of its own that stays parked between runs, so the loop, the session and
 the server are all warm; a run drives the loop once and awaits a batch of calls in
 it, as the async runtime benchmarks do. ``aexecute`` is batched the same way on the
-same loop; the runtime then hops to its own MCP loop for each call, except for the
-in-process server made with ``same_loop=True``, whose plan was activated from the
-benchmark's loop and so keeps its connection there. ``execute`` has
+same loop. An in-process plan first activated from the benchmark's loop keeps its
+connection there (the default), so its calls cross no thread; one more in-process
+server made with ``same_loop=False`` keeps the older path, a hop to the runtime's
+MCP loop for each call; the stdio plan lives on that MCP loop too. ``execute`` has
 no loop to batch in: it is timed one call at a time, like a sync caller makes them,
 against both the batched session and its sync twin: the same SDK session on a
 loop in a thread of its own, handed one call at a time, which is what sync code
@@ -38,7 +39,7 @@ asking for progress costs the SDK alone.
 
 Three more benchmarks put a fixed piece of caller work (reading a model's reply and
 writing a message, with the standard library's ``json``) after each call, with the SDK
-alone and with ``same_loop`` ``aexecute``, and time that work alone. In a loop of
+alone and with the in-process ``aexecute``, and time that work alone. In a loop of
 nothing but SDK calls, the caches hold only the SDK's code; any other code run between
 two calls (the runtime's, or a caller's) runs cold and slows the next call too. The
 runner prints what the work costs between calls beside what it costs alone.
@@ -289,15 +290,21 @@ def setup() -> None:
         _register(local, McpServer.in_process(servers.build(), name="local"))
         same = ToolRuntime(tracer=NullTracer())
         _state["same"] = same
-        _register(same, McpServer.in_process(servers.build(), name="same", same_loop=True))
+        _register(same, McpServer.in_process(servers.build(), name="same"))
+        hop = ToolRuntime(tracer=NullTracer())
+        _state["hop"] = hop
+        _register(hop, McpServer.in_process(servers.build(), name="hop", same_loop=False))
         remote = ToolRuntime(tracer=NullTracer())
         _state["remote"] = remote
         _register(remote, McpServer.stdio(sys.executable, [str(SERVERS)], name="remote"))
         _state["local_ctx"] = local.new_context("bench-local")
         _state["remote_ctx"] = remote.new_context("bench-remote")
         _state["same_ctx"] = same.new_context("bench-same")
-        # Activated from the benchmark's loop, so the connection lives on it.
+        _state["hop_ctx"] = hop.new_context("bench-hop")
+        # Activated from the benchmark's loop, so the connection lives on it
+        # (the hop server's on the MCP loop, as same_loop=False asks).
         loop.run_until_complete(same.aexecute("add", ARGUMENTS, _state["same_ctx"]))
+        loop.run_until_complete(hop.aexecute("add", ARGUMENTS, _state["hop_ctx"]))
 
         def in_memory() -> AbstractAsyncContextManager[TransportStreams]:
             return InMemoryTransport(servers.build())
@@ -335,7 +342,7 @@ def teardown() -> None:
         return
     if "same_ctx" in _state:  # its connection closes on the loop it lives on
         _state["loop"].run_until_complete(_state["same"].aend_plan(_state["same_ctx"]))
-    for key in ("local", "remote", "same"):
+    for key in ("local", "remote", "same", "hop"):
         if key in _state:
             _state[key].close()
     for key in (
@@ -399,23 +406,23 @@ def time_mcp_execute_inprocess() -> None:
 
 
 def time_mcp_aexecute_inprocess() -> None:
-    """Await runtime.aexecute of an in-process MCP tool, batched like the direct session."""
+    """Await runtime.aexecute of an in-process MCP tool whose plan lives on this loop, batched."""
     _state["loop"].run_until_complete(
-        _aexecute_batch(_state["local"], _state["local_ctx"], ASYNC_BATCH)
+        _aexecute_batch(_state["same"], _state["same_ctx"], ASYNC_BATCH)
     )
 
 
 time_mcp_aexecute_inprocess.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
-def time_mcp_aexecute_inprocess_same_loop() -> None:
-    """Await runtime.aexecute of an in-process same_loop MCP tool: no thread hop, batched."""
+def time_mcp_aexecute_inprocess_hop() -> None:
+    """Await runtime.aexecute of an in-process same_loop=False tool: a hop to the MCP loop."""
     _state["loop"].run_until_complete(
-        _aexecute_batch(_state["same"], _state["same_ctx"], ASYNC_BATCH)
+        _aexecute_batch(_state["hop"], _state["hop_ctx"], ASYNC_BATCH)
     )
 
 
-time_mcp_aexecute_inprocess_same_loop.calls = ASYNC_BATCH  # type: ignore[attr-defined]
+time_mcp_aexecute_inprocess_hop.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 
 
 REPLY = json.dumps(
@@ -471,22 +478,22 @@ def time_mcp_direct_inprocess_with_work() -> None:
     _state["loop"].run_until_complete(_direct_with_work(ASYNC_BATCH))
 
 
-async def _same_loop_with_work(count: int) -> None:
+async def _aexecute_with_work(count: int) -> None:
     runtime, ctx = _state["same"], _state["same_ctx"]
     for _ in range(count):
         await runtime.aexecute("add", ARGUMENTS, ctx)
         _caller_work()
 
 
-def time_mcp_aexecute_inprocess_same_loop_with_work() -> None:
-    """The in-process same_loop tool through aexecute, with the caller's work after each."""
-    _state["loop"].run_until_complete(_same_loop_with_work(ASYNC_BATCH))
+def time_mcp_aexecute_inprocess_with_work() -> None:
+    """The in-process tool through aexecute on its plan's loop, with the caller's work after each."""
+    _state["loop"].run_until_complete(_aexecute_with_work(ASYNC_BATCH))
 
 
 for _bench in (
     time_mcp_caller_work,
     time_mcp_direct_inprocess_with_work,
-    time_mcp_aexecute_inprocess_same_loop_with_work,
+    time_mcp_aexecute_inprocess_with_work,
 ):
     _bench.calls = ASYNC_BATCH  # type: ignore[attr-defined]
 

@@ -55,6 +55,9 @@ MCP_CALL = 1.10
 MCP_ACTIVATION = 1.05
 """An MCP activation over stdio against opening a session with the SDK: at most this."""
 
+MCP_INPROCESS = 1.25
+"""An in-process MCP aexecute against the SDK's own ``Client(server).call_tool``: at most this."""
+
 EXECUTE = "time_peer_toolcycle_execute_jsonschema_rs"
 BY_HAND = "time_peer_jsonschema_rs_by_hand"
 AEXECUTE = "time_peer_toolcycle_aexecute_jsonschema_rs"
@@ -287,6 +290,13 @@ MCP_ROWS = (
         "time_mcp_activation_stdio",
         "time_mcp_direct_session_open_stdio",
         MCP_ACTIVATION,
+    ),
+    (
+        "7d",
+        "MCP in process: aexecute on the plan's loop / the SDK's Client(server).call_tool",
+        "time_mcp_aexecute_inprocess",
+        "time_mcp_sdk_client_inprocess",
+        MCP_INPROCESS,
     ),
 )
 """Target 7's comparisons: number, measure, toolcycle's benchmark, the SDK's, the limit."""

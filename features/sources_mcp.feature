@@ -53,12 +53,13 @@ Feature: MCP servers as a tool source
     Then every connection the MCP server opened is closed
 
   @req-mcp-same-loop
-  Scenario: A server on the caller's loop serves that loop and refuses sync calls
-    Given the MCP test server "local" in process, on the caller's loop
+  Scenario: A plan activated from a loop keeps its connection there and takes sync calls too
+    Given the MCP test server "local" in process
     And I register the MCP server
     When an async caller calls "add" with arguments {"a": 2, "b": 3} from its loop and from sync code
     Then its call from the loop returned {"sum": 5}
-    And its call from sync code failed mentioning "same_loop=True"
+    And its call from sync code on another thread returned {"sum": 5}
+    And its blocking call on the loop's own thread failed mentioning "wait on itself"
     And every connection the MCP server opened is closed
 
   @req-mcp-shared-connection

@@ -156,3 +156,66 @@ def test_an_event_loop_attribute_that_is_not_a_loop_is_refused(runtime: ToolRunt
     """Registration names the tool and the wrong type."""
     with pytest.raises(ToolRegistrationError, match="'looped' is a str"):
         runtime.register(LoopTool("not a loop"))
+
+
+class PlanLoopTool(LoopTool):
+    """A LoopTool that names another loop for the plans listed in ``plans``."""
+
+    def __init__(self, loop: Any, plan_loop: Any, plans: set[str]) -> None:
+        super().__init__(loop)
+        self.plan_loop = plan_loop
+        self.plans = plans
+        self.stages: list[tuple[str, str]] = []
+
+    def event_loop_for(self, ctx: ToolExecutionContext) -> Any:
+        return self.plan_loop if ctx.plan_id in self.plans else None
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append(("activate", threading.current_thread().name))
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append(("deactivate", threading.current_thread().name))
+
+
+@pytest.fixture
+def plan_loop_thread() -> Iterator[LoopThread]:
+    """A second loop thread, named plan-loop, stopped after the test."""
+    served = LoopThread()
+    served.thread.name = "plan-loop"
+    yield served
+    served.close()
+
+
+def test_a_tool_can_name_a_loop_per_plan_for_sync_activation_and_calls(
+    runtime: ToolRuntime, loop_thread: LoopThread, plan_loop_thread: LoopThread
+) -> None:
+    """event_loop_for picks the loop of activate and execute; deactivate keeps event_loop."""
+    tool = PlanLoopTool(loop_thread.loop, plan_loop_thread.loop, {"own"})
+    runtime.register(tool)
+    for plan_id in ("own", "other"):
+        with runtime.plan(plan_id) as ctx:
+            assert runtime.execute("looped", {}, ctx).output == "ran"
+    assert tool.threads == ["plan-loop", "tool-loop"]
+    assert tool.stages == [
+        ("activate", "plan-loop"),
+        ("deactivate", "tool-loop"),
+        ("activate", "tool-loop"),
+        ("deactivate", "tool-loop"),
+    ]
+
+
+def test_a_sync_call_on_the_thread_of_a_plans_loop_fails_instead_of_deadlocking(
+    runtime: ToolRuntime, loop_thread: LoopThread, plan_loop_thread: LoopThread
+) -> None:
+    """The runtime refuses a blocking call made on the loop the tool names for the plan."""
+    runtime.register(PlanLoopTool(loop_thread.loop, plan_loop_thread.loop, {"own"}))
+    with runtime.plan("own") as ctx:
+        assert runtime.execute("looped", {}, ctx).success  # from here it runs there
+
+        async def from_the_loop() -> Any:
+            return runtime.execute("looped", {}, ctx)
+
+        result = asyncio.run_coroutine_threadsafe(from_the_loop(), plan_loop_thread.loop)
+        refused = result.result(WAIT)
+    assert not refused.success
+    assert "wait on itself" in (refused.error or "")

@@ -78,13 +78,6 @@ def in_process_server(context: Any, name: str) -> None:
     _use(context, _mcp().McpServer.in_process(_build(sessions=context.mcp_sessions), name=name))
 
 
-@given('the MCP test server "{name:Name}" in process, on the caller\'s loop')
-def same_loop_server(context: Any, name: str) -> None:
-    context.mcp_sessions = {}
-    server = _build(sessions=context.mcp_sessions)
-    _use(context, _mcp().McpServer.in_process(server, name=name, same_loop=True))
-
-
 @given('the MCP test server "{name:Name}" over stdio')
 def stdio_server(context: Any, name: str) -> None:
     _use(context, _mcp().McpServer.stdio(sys.executable, [str(SERVERS)], name=name))
@@ -142,14 +135,15 @@ def from_loop_and_sync(context: Any, name: str, params: str) -> None:
     arguments = json.loads(params)
     runtime = context.runtime
 
-    async def caller() -> tuple[Any, Any]:
+    async def caller() -> tuple[Any, Any, Any]:
         async with runtime.aplan() as ctx:
             here = await runtime.aexecute(name, arguments, ctx)
             # A sync call from a worker thread, so this loop stays free (bounded).
-            blocking = asyncio.to_thread(runtime.execute, name, arguments, ctx)
-            return here, await asyncio.wait_for(blocking, WAIT)
+            handed = asyncio.to_thread(runtime.execute, name, arguments, ctx)
+            elsewhere = await asyncio.wait_for(handed, WAIT)
+            return here, elsewhere, runtime.execute(name, arguments, ctx)
 
-    context.from_loop, context.from_sync = asyncio.run(caller())
+    context.from_loop, context.from_sync, context.from_own_thread = asyncio.run(caller())
 
 
 @then("its call from the loop returned {output}")
@@ -157,9 +151,15 @@ def loop_call_returned(context: Any, output: str) -> None:
     assert context.from_loop.output == json.loads(output), context.from_loop
 
 
-@then('its call from sync code failed mentioning "{text}"')
-def sync_call_failed(context: Any, text: str) -> None:
+@then("its call from sync code on another thread returned {output}")
+def sync_call_returned(context: Any, output: str) -> None:
     result = context.from_sync
+    assert result.success and result.output == json.loads(output), result
+
+
+@then('its blocking call on the loop\'s own thread failed mentioning "{text}"')
+def own_thread_call_failed(context: Any, text: str) -> None:
+    result = context.from_own_thread
     assert not result.success and text in (result.error or ""), result
 
 

@@ -30,7 +30,11 @@ class ToolInstance(Protocol):
     A tool whose coroutine stages must run on one event loop of its own (an
     MCP connection lives on one loop) may name it in an optional ``event_loop``
     attribute: a sync ``runtime.execute`` then runs its ``async def execute``
-    on that loop directly, crossing one thread instead of two.
+    on that loop directly, crossing one thread instead of two. When the loop
+    depends on the plan, an optional ``event_loop_for(ctx)`` method names it
+    for that plan's sync activations and calls (None falls back to
+    ``event_loop``); a sync call made on that loop's own thread is then refused
+    instead of waiting on itself. Deactivation always uses ``event_loop``.
 
     Duties:
         - ``discover`` is cheap and side-effect free: it returns metadata only.

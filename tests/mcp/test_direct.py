@@ -107,3 +107,26 @@ async def test_a_list_change_from_an_async_call_arrives_through_the_subscription
         async with runtime.aplan() as ctx:
             assert (await runtime.aexecute("grow", {}, ctx)).output == {"result": "grown"}
             assert await asyncio.to_thread(wait_for, lambda: server.stale)
+
+
+async def test_a_list_change_from_a_call_handed_over_from_another_loop_arrives() -> None:
+    """A call from another loop runs on the plan's loop, so its list change still wakes the listener."""
+    server = McpServer.in_process(build())
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(server)
+        async with runtime.aplan() as ctx:
+            assert (await runtime.aexecute("era", {}, ctx)).success  # the plan lives here now
+            other = asyncio.to_thread(asyncio.run, runtime.aexecute("grow", {}, ctx))
+            assert (await asyncio.wait_for(other, 10)).output == {"result": "grown"}
+            assert await asyncio.to_thread(wait_for, lambda: server.stale)
+
+
+async def test_a_list_change_from_an_async_call_of_a_sync_first_plan_arrives() -> None:
+    """A plan activated from sync code lives on the MCP thread; its async calls hop there."""
+    server = McpServer.in_process(build())
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(server)
+        with runtime.plan() as ctx:
+            assert (await asyncio.to_thread(runtime.execute, "era", {}, ctx)).success
+            assert (await runtime.aexecute("grow", {}, ctx)).output == {"result": "grown"}
+            assert await asyncio.to_thread(wait_for, lambda: server.stale)

@@ -1,4 +1,4 @@
-"""In-process servers with ``same_loop=True``: the connection lives on the caller's own loop."""
+"""In-process servers: a plan first activated from a loop keeps its connection on that loop."""
 
 from __future__ import annotations
 
@@ -69,12 +69,12 @@ def test_same_loop_needs_plan_scope() -> None:
         McpServer.in_process(_where(), same_loop=True, scope="runtime")
 
 
-async def test_calls_run_on_the_callers_loop_and_without_it_on_the_mcp_thread(
+async def test_calls_run_on_the_callers_loop_by_default_and_on_the_mcp_thread_when_asked(
     runtime: ToolRuntime,
 ) -> None:
-    """same_loop puts the server's code on the awaiting loop; the default keeps it off it."""
-    runtime.register_source(McpServer.in_process(_where(), same_loop=True, prefix="same."))
-    runtime.register_source(McpServer.in_process(_where(), prefix="hop."))
+    """By default the server's code runs on the awaiting loop; same_loop=False keeps it off it."""
+    runtime.register_source(McpServer.in_process(_where(), prefix="same."))
+    runtime.register_source(McpServer.in_process(_where(), same_loop=False, prefix="hop."))
     async with runtime.aplan() as ctx:
         same = await runtime.aexecute("same.thread", {}, ctx)
         hop = await runtime.aexecute("hop.thread", {}, ctx)
@@ -82,31 +82,72 @@ async def test_calls_run_on_the_callers_loop_and_without_it_on_the_mcp_thread(
     assert hop.output == {"result": "toolcycle-mcp"}
 
 
-async def test_a_same_loop_plan_refuses_calls_from_sync_code_and_from_other_loops(
+def test_a_runtime_scope_connection_stays_on_the_mcp_thread() -> None:
+    """A runtime-wide connection outlives any caller's loop, so by default it lives on MCP's."""
+
+    async def scenario(runtime: ToolRuntime) -> Any:
+        async with runtime.aplan() as ctx:
+            return (await runtime.aexecute("thread", {}, ctx)).output
+
+    with ToolRuntime() as runtime:
+        runtime.register_source(McpServer.in_process(_where(), scope="runtime"))
+        assert _in_thread(lambda: scenario(runtime)) == {"result": "toolcycle-mcp"}
+
+
+async def test_sync_calls_and_other_loops_are_handed_to_the_plans_loop(
     runtime: ToolRuntime,
 ) -> None:
-    """Only the loop that opened the connection may use it; the others get a failed result."""
-    runtime.register_source(McpServer.in_process(_where(), same_loop=True))
+    """Calls from a sync thread and from another loop run on the loop the connection lives on."""
+    runtime.register_source(McpServer.in_process(_where()))
+    here = {"result": threading.current_thread().name}
     async with runtime.aplan() as ctx:
-        assert (await runtime.aexecute("thread", {}, ctx)).success
+        assert (await runtime.aexecute("thread", {}, ctx)).output == here
         from_sync = await asyncio.wait_for(
             asyncio.to_thread(runtime.execute, "thread", {}, ctx), WAIT
         )
         from_other = await asyncio.wait_for(
             asyncio.to_thread(asyncio.run, runtime.aexecute("thread", {}, ctx)), WAIT
         )
-        assert (await runtime.aexecute("thread", {}, ctx)).success  # still fine here
-    for refused in (from_sync, from_other):
-        assert not refused.success
-        assert refused.error is not None and "same_loop=True" in refused.error
-        assert "aexecute" in refused.error
+        assert (await runtime.aexecute("thread", {}, ctx)).output == here
+    assert from_sync.output == from_other.output == here
 
 
-async def test_a_same_loop_plan_activated_from_sync_code_stays_on_the_mcp_thread(
+async def test_a_sync_call_on_the_plans_own_loop_thread_is_refused_not_deadlocked(
     runtime: ToolRuntime,
 ) -> None:
-    """Sync activation cannot lend a loop, so the plan works as without same_loop."""
-    runtime.register_source(McpServer.in_process(_where(), same_loop=True))
+    """A blocking execute on the thread of the connection's loop fails at once, saying why."""
+    runtime.register_source(McpServer.in_process(_where()))
+    async with runtime.aplan() as ctx:
+        await runtime.aexecute("thread", {}, ctx)
+        refused = runtime.execute("thread", {}, ctx)  # blocking, on this loop's own thread
+        assert (await runtime.aexecute("thread", {}, ctx)).success  # still fine here
+    assert not refused.success
+    assert refused.error is not None and "wait on itself" in refused.error
+    assert "aexecute" in refused.error
+
+
+def test_a_call_while_the_plans_loop_is_not_running_fails_saying_so(runtime: ToolRuntime) -> None:
+    """A loop run now and then: a sync call between its runs fails instead of waiting for it."""
+    runtime.register_source(McpServer.in_process(_where()))
+    loop = asyncio.new_event_loop()
+    try:
+        ctx = runtime.new_context("now-and-then")
+        assert loop.run_until_complete(runtime.aexecute("thread", {}, ctx)).success
+        idle = runtime.execute("thread", {}, ctx)  # the loop is not running now
+        again = loop.run_until_complete(runtime.aexecute("thread", {}, ctx))
+        loop.run_until_complete(runtime.aend_plan(ctx))
+    finally:
+        loop.close()
+    assert not idle.success
+    assert idle.error is not None and "not running" in idle.error
+    assert again.success
+
+
+async def test_a_plan_activated_from_sync_code_stays_on_the_mcp_thread(
+    runtime: ToolRuntime,
+) -> None:
+    """Sync activation cannot lend a loop, so the plan keeps today's MCP thread."""
+    runtime.register_source(McpServer.in_process(_where()))
     with runtime.plan() as ctx:
         first = await asyncio.wait_for(asyncio.to_thread(runtime.execute, "thread", {}, ctx), WAIT)
         later = await runtime.aexecute("thread", {}, ctx)
@@ -117,7 +158,7 @@ def test_ending_the_plan_on_its_loop_closes_the_connection_there(
     runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
 ) -> None:
     """The end of an async plan closes the session before it returns, on the caller's loop."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     sessions.clear()  # discovery's own connection
 
     async def scenario() -> dict[str, int]:
@@ -134,7 +175,7 @@ def test_a_sync_plan_end_inside_the_loop_does_not_wait_on_that_loop(
     runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
 ) -> None:
     """A blocking plan end on the loop's own thread returns; the loop closes the session next."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     sessions.clear()  # discovery's own connection
 
     async def scenario() -> bool:
@@ -151,7 +192,7 @@ def test_a_plan_that_outlives_its_loop_reconnects_on_the_next_one(
     runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
 ) -> None:
     """The closing loop ends the connection; the next loop's call opens a fresh one there."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     sessions.clear()  # discovery's own connection
     ctx = runtime.new_context("outlives")
 
@@ -165,11 +206,11 @@ def test_a_plan_that_outlives_its_loop_reconnects_on_the_next_one(
     assert sessions == {"opened": 2, "closed": 2}
 
 
-async def test_parallel_same_loop_calls_each_get_their_own_result(
+async def test_parallel_calls_on_the_plans_loop_each_get_their_own_result(
     runtime: ToolRuntime, in_process: Callable[..., McpServer]
 ) -> None:
     """Fifty calls at once on one connection on this loop: each answer is its own."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     async with runtime.aplan() as ctx:
         results = await asyncio.gather(
             *(runtime.aexecute("add", {"a": i, "b": 1000}, ctx) for i in range(50))
@@ -177,11 +218,11 @@ async def test_parallel_same_loop_calls_each_get_their_own_result(
     assert [r.output for r in results] == [{"sum": i + 1000} for i in range(50)]
 
 
-async def test_cancelling_a_same_loop_call_cancels_it_on_the_server(
+async def test_cancelling_a_call_on_the_plans_loop_cancels_it_on_the_server(
     runtime: ToolRuntime, in_process: Callable[..., McpServer], tmp_path: Path
 ) -> None:
     """The plan's token stops the call at once, and the server's handler is cancelled."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     marker = tmp_path / "cancelled"
     token = CancellationToken()
     started = asyncio.Event()
@@ -197,16 +238,110 @@ async def test_cancelling_a_same_loop_call_cancels_it_on_the_server(
         assert await _settled(marker.exists)
 
 
-async def test_a_same_loop_call_over_its_timeout_is_timed_out(
+async def test_a_call_on_the_plans_loop_over_its_timeout_is_timed_out(
     runtime: ToolRuntime, in_process: Callable[..., McpServer]
 ) -> None:
     """The per-call timeout cancels the request and the trace says timed_out."""
-    register(runtime, in_process(same_loop=True))
+    register(runtime, in_process())
     async with runtime.aplan() as ctx:
         result = await runtime.aexecute("slow", {"seconds": 60}, ctx, timeout=0.2)
         after = await runtime.aexecute("add", {"a": 2, "b": 2}, ctx)
     assert result.trace is not None and result.trace.status == "timed_out"
     assert after.output == {"sum": 4}
+
+
+def test_a_reconnection_while_the_plans_loop_is_not_running_fails_saying_so(
+    runtime: ToolRuntime,
+) -> None:
+    """A broken connection is not reopened on a loop nobody runs; the call fails at once."""
+    source = McpServer.in_process(_where())
+    runtime.register_source(source)
+    loop = asyncio.new_event_loop()
+    try:
+        ctx = runtime.new_context("broken")
+        assert loop.run_until_complete(runtime.aexecute("thread", {}, ctx)).success
+        source._shares[ctx.plan_id].connection.broken = True  # as a lost session marks it
+        idle = runtime.execute("thread", {}, ctx)
+        loop.run_until_complete(runtime.aend_plan(ctx))
+    finally:
+        loop.close()
+    assert not idle.success
+    assert idle.error is not None and "not running" in idle.error
+
+
+async def test_a_broken_connection_is_reopened_on_the_plans_loop_for_a_caller_elsewhere(
+    runtime: ToolRuntime,
+) -> None:
+    """A call from another loop after a fault opens the fresh connection where the plan lives."""
+    source = McpServer.in_process(_where())
+    runtime.register_source(source)
+    here = {"result": threading.current_thread().name}
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("thread", {}, ctx)).output == here
+        broken = source._shares[ctx.plan_id].connection
+        broken.broken = True  # as a lost session marks it
+        other = asyncio.to_thread(asyncio.run, runtime.aexecute("thread", {}, ctx))
+        assert (await asyncio.wait_for(other, WAIT)).output == here
+        fresh = source._shares[ctx.plan_id].connection
+        assert fresh is not broken and fresh.loop is asyncio.get_running_loop()
+        await broken.close()
+
+
+def test_ending_a_plan_after_its_loop_closed_completes(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], sessions: dict[str, int]
+) -> None:
+    """asyncio.run closed the connection with its loop; end_plan elsewhere neither hangs nor raises."""
+    register(runtime, in_process())
+    sessions.clear()  # discovery's own connection
+    ctx = runtime.new_context("orphan")
+
+    async def call() -> Any:
+        return (await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).output
+
+    assert _in_thread(call) == {"sum": 2}
+    runtime.end_plan(ctx)
+    assert sessions == {"opened": 1, "closed": 1}
+
+
+def test_ending_a_plan_whose_loop_was_closed_under_its_connection_completes(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer]
+) -> None:
+    """A loop closed with the connection's task still parked: the plan end leaves it and returns."""
+    register(runtime, in_process())
+    ctx = runtime.new_context("abandoned")
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
+    loop.close()  # nothing will run that loop's tasks again
+    runtime.end_plan(ctx)
+    with runtime.plan() as later:  # the server serves the next plan as usual
+        assert runtime.execute("add", {"a": 2, "b": 2}, later).output == {"sum": 4}
+
+
+async def test_cancelling_a_sync_call_handed_to_the_plans_loop_cancels_it_there(
+    runtime: ToolRuntime, in_process: Callable[..., McpServer], tmp_path: Path
+) -> None:
+    """A sync caller's token stops the call on the plan's loop within the grace period."""
+    register(runtime, in_process())
+    marker = tmp_path / "cancelled"
+    token = CancellationToken()
+    started = threading.Event()
+    async with runtime.aplan(cancellation_token=token) as ctx:
+        await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)  # the connection opens here
+        ctx.on_progress = lambda event: started.set()
+
+        def call() -> BaseException | None:
+            try:
+                runtime.execute("slow", {"seconds": 60, "marker": str(marker)}, ctx)
+            except BaseException as exc:
+                return exc
+            return None
+
+        pending = asyncio.ensure_future(asyncio.to_thread(call))
+        assert await asyncio.to_thread(started.wait, WAIT)
+        token.cancel("enough")
+        raised = await asyncio.wait_for(pending, 2)
+        assert isinstance(raised, ToolCancelledError)
+        assert await _settled(marker.exists)
 
 
 def _held_server(entered: threading.Event, gate: threading.Event) -> Server[Any]:
@@ -234,12 +369,12 @@ def _held_server(entered: threading.Event, gate: threading.Event) -> Server[Any]
 def test_a_blocking_activation_on_the_loop_of_an_opening_connection_is_refused() -> None:
     """A sync activate on the loop where the plan's connection is opening is refused.
 
-    It would wait on the loop it blocks; it is refused like any call from elsewhere.
+    It would wait on the loop it blocks, so the runtime refuses it at once.
     """
     entered, gate = threading.Event(), threading.Event()
     server = _held_server(entered, gate)
     runtime = ToolRuntime(activate_timeout=WAIT)  # bounds the wait if the refusal breaks
-    runtime.register_source(McpServer.in_process(server, same_loop=True))
+    runtime.register_source(McpServer.in_process(server))
     server.hold["on"] = True  # type: ignore[attr-defined]
     raised: list[BaseException] = []
 
@@ -262,4 +397,4 @@ def test_a_blocking_activation_on_the_loop_of_an_opening_connection_is_refused()
     runtime.close()
     assert not thread.is_alive()
     [error] = raised
-    assert "same_loop=True" in str(error.__cause__ or error), repr(error)
+    assert "wait on itself" in str(error.__cause__ or error), repr(error)

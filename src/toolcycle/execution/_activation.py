@@ -23,7 +23,7 @@ from toolcycle.errors import (
     ToolRuntimeError,
     error_text,
 )
-from toolcycle.execution._invoke import InvokeTimeoutError, own_loop
+from toolcycle.execution._invoke import InvokeTimeoutError, own_loop, plan_loop
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class Activator:
                     ctx,
                     token=token or ctx.cancellation_token,
                     timeout=limit,
-                    loop=own_loop(instance),
+                    loop=plan_loop(instance, ctx, own_loop(instance)),
                 )
         except InvokeTimeoutError as exc:
             self._outlived(ctx, activation, exc, by_call=by_call)

@@ -36,7 +36,15 @@ from toolcycle.execution._portal import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Cancels", "InvokeTimeoutError", "Invoker", "Straggler", "TaskWatch", "own_loop"]
+__all__ = [
+    "Cancels",
+    "InvokeTimeoutError",
+    "Invoker",
+    "Straggler",
+    "TaskWatch",
+    "own_loop",
+    "plan_loop",
+]
 
 
 class Cancels(Protocol):
@@ -242,6 +250,21 @@ def own_loop(instance: object) -> asyncio.AbstractEventLoop | None:
     """The event loop a tool names in its ``event_loop`` attribute, if it is one."""
     loop = getattr(instance, "event_loop", None)
     return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+
+
+def plan_loop(
+    instance: object, ctx: object, default: asyncio.AbstractEventLoop | None
+) -> asyncio.AbstractEventLoop | None:
+    """The loop a tool's ``event_loop_for(ctx)`` names for this plan, else ``default``.
+
+    Only activation and execution ask: a plan end always uses ``event_loop``, so
+    that ending a plan on the loop's own thread never waits on that loop.
+    """
+    pick = getattr(instance, "event_loop_for", None)
+    if pick is None:
+        return default
+    loop = pick(ctx)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else default
 
 
 def _on_own_loop(

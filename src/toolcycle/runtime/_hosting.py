@@ -27,6 +27,6 @@ def hosted(entry: Entry, call: Call, *, asynchronous: bool) -> Entry:
     stand_in = copy.copy(entry)
     stand_in.instance = host.tool(call.name, entry.instance, ctx, asynchronous=asynchronous)
     stand_in.coroutine = asynchronous
-    stand_in.loop = None
+    stand_in.loop = stand_in.loop_for = None
     call.record.host = lambda: (host.name, host.placement(ctx))
     return stand_in

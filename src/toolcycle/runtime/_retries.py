@@ -238,7 +238,7 @@ def run_attempts(
                     call.ctx,
                     token=token,
                     timeout=deadline,
-                    loop=entry.loop,
+                    loop=entry.call_loop(call.ctx),
                     coroutine=entry.coroutine,
                 )
             except BaseException as exc:

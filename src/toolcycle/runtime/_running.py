@@ -137,7 +137,7 @@ class ToolStages:
                     ctx,
                     token=call.flight or ctx.cancellation_token,
                     timeout=timeout,
-                    loop=entry.loop,
+                    loop=entry.call_loop(call.ctx),
                     coroutine=entry.coroutine,
                 )
         except InvokeTimeoutError as exc:

@@ -161,6 +161,7 @@ class Entry:
         input: its compiled input schema.
         output: its compiled output schema, if it has one.
         loop: the tool's own event loop (its ``event_loop`` attribute), if it has one.
+        loop_for: its ``event_loop_for`` method, when the loop depends on the plan.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
         cache: where its results are cached, when it has a `CachePolicy`.
@@ -181,6 +182,7 @@ class Entry:
         "input",
         "instance",
         "loop",
+        "loop_for",
         "max_retries",
         "output",
         "plain",
@@ -214,9 +216,18 @@ class Entry:
         self.input = input
         self.output = output
         self.loop = loop
+        pick = getattr(instance, "event_loop_for", None)
+        self.loop_for: Callable[[Any], asyncio.AbstractEventLoop | None] | None = (
+            pick if callable(pick) else None
+        )
         # Worked out once here rather than on every call.
         self.timeout = smaller(descriptor.timeout, registered_timeout)
         self.coroutine = inspect.iscoroutinefunction(instance.execute)
+
+    def call_loop(self, ctx: Any) -> asyncio.AbstractEventLoop | None:
+        """The loop a sync call in plan ``ctx`` runs the tool's coroutine on, if its own."""
+        pick = self.loop_for
+        return self.loop if pick is None else pick(ctx) or self.loop
 
 
 class Call:

@@ -53,7 +53,9 @@ class InProcess:
     """An SDK server object in this process, and how to drive it."""
 
     server: Any
-    same_loop: bool = False
+    same_loop: bool | None = None
+    """Where a plan's connection lives: True or None (the default, plan scope
+    only) the loop of the async caller that opens it, False the MCP loop."""
     mode: Mode = "auto"
 
     @property

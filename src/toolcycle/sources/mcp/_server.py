@@ -7,12 +7,15 @@ bookkeeping (`_Share`) lives on the MCP loop and is changed by nothing else,
 so it needs no locks: concurrent first activations find the opening in
 progress and wait for it.
 
-A connection lives on the MCP loop, except that of an in-process server made
-with ``same_loop=True``, which lives on the loop of the async caller whose
-activation opens it, so that calls from that loop cross no thread. Calls from
-anywhere else could wait on a thread that is blocked waiting on them, so they
-are refused; and nothing ever waits on that loop from outside: its connection
-is closed there, at once when the plan ends on it, or as soon as it next runs.
+A connection lives on the MCP loop, except that of an in-process server in a
+plan first activated by an async caller: it lives on that caller's loop, so
+that calls from that loop cross no thread (``same_loop``, the default with
+``scope="plan"``). Sync callers and other loops reach it by handing the call
+to that loop, which must be running; a sync call on that loop's own thread
+would wait on itself, so the runtime refuses it (see `McpTool.event_loop_for`).
+Nothing ever waits on that loop to end a plan: its connection is closed there,
+at once when the plan ends on it, or as soon as it next runs; if it has closed,
+so has the connection, and the plan still ends.
 """
 
 from __future__ import annotations
@@ -180,12 +183,14 @@ class McpServer:
             raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
         if startup_timeout <= 0:
             raise ValueError(f"startup_timeout must be positive seconds, got {startup_timeout!r}")
-        same_loop = bool(getattr(endpoint, "same_loop", False))
+        same_loop = getattr(endpoint, "same_loop", False)
         if same_loop and scope == "runtime":
             raise ValueError(
                 "same_loop=True needs scope='plan': a runtime-scope connection outlives "
                 "the loop of any one caller"
             )
+        if same_loop is None:  # in process, by default: the caller's loop when it can
+            same_loop = scope == "plan"
         self._endpoint = endpoint
         self.name = name
         self.prefix = prefix
@@ -260,7 +265,7 @@ class McpServer:
         cls,
         server: Server[Any] | MCPServer,
         *,
-        same_loop: bool = False,
+        same_loop: bool | None = None,
         mode: Mode | None = None,
         **options: Any,
     ) -> McpServer:
@@ -274,12 +279,15 @@ class McpServer:
         ``protocol="legacy"`` (the handshake era) picks ``"legacy"``, anything
         else ``"auto"``.
 
-        With ``same_loop=True``, a plan's connection (and so the server's own
-        code) runs on the event loop of the async caller whose activation opens
-        it, instead of toolcycle's MCP thread: calls from that loop then cross no
-        thread. Every call of that plan must then come from that loop; others
-        get a failed result. A plan activated from sync code still uses the MCP
-        thread. Needs ``scope="plan"``.
+        A plan's connection (and so the server's own code) lives on the event
+        loop of the async caller whose activation opens it, so that calls from
+        that loop cross no thread. Sync callers and callers on other loops hand
+        their calls to that loop, which must be running then; a sync call made
+        on that loop's own thread is refused (it would wait on itself). A plan
+        activated from sync code uses toolcycle's MCP thread instead. That is
+        ``same_loop=None`` (the default) with ``scope="plan"``; with
+        ``scope="runtime"`` the one connection lives on the MCP thread, as it
+        does with ``same_loop=False``. ``same_loop=True`` needs ``scope="plan"``.
         """
         options.setdefault("name", getattr(server, "name", None) or "in-process")
         if mode is None:
@@ -469,26 +477,27 @@ class McpServer:
     ) -> Connection:
         """The share's usable connection, opening one (once) if it has none.
 
-        A ``same_loop`` share opens connections only for a caller on its loop,
-        the one loop sure to be free while it waits. Its connection is gone
-        with that loop once it closes; a new one opens on the caller's loop.
+        A ``same_loop`` share opens its connection on its home loop, which a
+        caller elsewhere waits for. Its connection is gone with that loop once
+        it closes; a new one opens on the caller's loop.
 
         Raises:
             McpServerError: the opening failed, or a caller elsewhere needs a
-                ``same_loop`` share's connection opened.
+                ``same_loop`` share's connection opened on a loop that is not running.
         """
         retired = share.retired.get(plan_id)
         if retired is not None:
             raise retired
         if _usable(share.connection):
             return share.connection  # type: ignore[return-value]
-        if share.home is not None and share.home is not caller:
-            # The opening runs on the home loop: waiting for it from anywhere
-            # else may block the very thread that loop needs.
-            if not share.home.is_closed():
-                raise self._elsewhere(plan_id)
-            if share.opening is None:
-                share.home = caller
+        home = share.home
+        if home is not None and home is not caller:
+            if home.is_closed():  # gone with its connection: open on the caller's loop
+                if share.opening is None:
+                    share.home = caller
+            elif not home.is_running():
+                # The opening would wait for a loop nobody runs.
+                raise self._unreachable(plan_id)
         if share.opening is None:
             share.opening = asyncio.get_running_loop().create_task(
                 self._open(share.home, share.endpoint)
@@ -537,12 +546,13 @@ class McpServer:
         meta: dict[str, Any] | None = None,
         *answers: Any,
     ) -> Any:
-        """Send one call, on the MCP loop; ``caller`` is the loop of a same_loop caller.
+        """Send one call from the MCP loop; ``caller`` is the loop of a same_loop caller.
+
+        A connection on another loop gets the call handed to it (a thread-safe hop).
 
         Raises:
-            McpServerError: the tool was not activated in the plan, the call came
-                from a loop other than the one its ``same_loop`` connection lives
-                on, or the connection is lost.
+            McpServerError: the tool was not activated in the plan, its connection
+                lives on a loop that is not running, or the connection is lost.
         """
         self._check_open()
         share = self._shares.get(self._key(ctx))
@@ -552,9 +562,6 @@ class McpServer:
                 "its tool was not activated in this plan",
                 server=self.name,
             )
-        home = share.home
-        if home is not None and home is not caller and not home.is_closed():
-            raise self._elsewhere(ctx.plan_id)
         reconnect = share.connection is not None and not share.connection.usable
         try:
             connection = await self._connected(share, caller, ctx.plan_id)
@@ -564,15 +571,17 @@ class McpServer:
                 # plan's later calls fail at once with the same error.
                 share.retired[ctx.plan_id] = error
             raise
-        # On a caller's loop, that caller is awaiting this, so its loop is free.
+        home = connection.loop
+        if home is not None and home is not caller and not home.is_running():
+            raise self._unreachable(ctx.plan_id)  # nobody would run the call
         call = connection.call(remote, arguments, report, meta, *answers)
-        return await _loop.hop(call, connection.loop)
+        return await _loop.hop(call, home)
 
-    def _elsewhere(self, plan_id: str) -> McpServerError:
+    def _unreachable(self, plan_id: str) -> McpServerError:
         return McpServerError(
             f"MCP server {self.name!r} keeps the connection of plan {plan_id!r} on the "
-            "event loop that opened it (same_loop=True); call its tools from that loop "
-            "with aexecute, not from sync code or another loop",
+            "event loop that opened it, which is not running now; call its tools from "
+            "that loop with aexecute, or while it runs",
             server=self.name,
         )
 
@@ -641,10 +650,12 @@ def _on_mcp_loop(connection: Connection) -> bool:
 class McpTool:
     """One tool of an `McpServer`, a `ToolInstance` like any other.
 
-    Every stage is a coroutine whose work runs on the MCP loop. That loop is
-    the tool's ``event_loop``, so the runtime's sync ``execute`` runs the call
-    there directly; ``aexecute`` awaits it from the caller's loop, one hop away,
-    or with no hop at all on the loop of a ``same_loop`` connection.
+    Every stage is a coroutine whose work runs on the loop its plan's connection
+    lives on: the MCP loop (the tool's ``event_loop``), or the loop of the async
+    caller that opened it (``same_loop``, see `event_loop_for`). ``aexecute``
+    on that loop awaits the call with no hop at all; from anywhere else it is
+    handed to that loop, and the runtime's sync ``execute`` runs it there
+    directly.
     """
 
     def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
@@ -659,6 +670,21 @@ class McpTool:
     def discover(self) -> ToolDescriptor:
         """The descriptor built from the server's listing."""
         return self._descriptor
+
+    def event_loop_for(self, ctx: ToolExecutionContext) -> asyncio.AbstractEventLoop | None:
+        """The running caller's loop the plan's connection lives on, or None for ``event_loop``.
+
+        The runtime asks from a sync caller's thread, before it hands the call
+        over; from that loop's own thread it then refuses the call, which would
+        wait on itself. A plan end never asks (see `deactivate`). Read without
+        the MCP loop: a dict lookup and attribute reads, each atomic.
+        """
+        server = self.server
+        if not server._same_loop:
+            return None
+        share = server._shares.get(server._key(ctx))
+        home = None if share is None else share.home
+        return home if home is not None and home.is_running() else None
 
     async def activate(self, ctx: ToolExecutionContext) -> None:
         """Join the plan's connection to the server, opening it if this is the first tool.
