@@ -137,7 +137,7 @@ class ToolStages:
                     ctx,
                     token=call.flight or ctx.cancellation_token,
                     timeout=timeout,
-                    loop=entry.call_loop(call.ctx),
+                    loop=entry.loop if entry.loop_for is None else entry.call_loop(ctx),
                     coroutine=entry.coroutine,
                 )
         except InvokeTimeoutError as exc:
