@@ -85,6 +85,8 @@ def rt(runtime: ToolRuntime) -> ToolRuntime:
     """The hosts runtime, plus the tools that signal their start."""
     runtime.register(ray_toolbox.signal_then_wait)
     runtime.register(ray_toolbox.signal_then_await)
+    runtime.register(ray_toolbox.report_then_wait)
+    runtime.register(ray_toolbox.areport_then_wait)
     return runtime
 
 
@@ -155,6 +157,68 @@ def test_changes_and_progress_come_back_with_the_result(rt: ToolRuntime, host: R
         assert [change.target for change in ctx.changes] == ["a.txt"]
     assert [change.target for change in result.changes] == ["a.txt"]
     assert [event.message for event in events] == ["half", "done"]
+
+
+def test_progress_reaches_the_caller_while_the_actor_runs_the_call(
+    rt: ToolRuntime, host: RayHost, signal: str
+) -> None:
+    """The listener hears the report before the tool ends: the tool waits for what it sends."""
+    events: list[Any] = []
+
+    def heard(event: Any) -> None:
+        events.append(event)
+        ray.get_actor(signal).send.remote()
+
+    with rt.plan(host=host, metadata={"signal": signal}, on_progress=heard) as ctx:
+        result = rt.execute("report_then_wait", {}, ctx)
+    assert result.output == "heard", result.error
+    assert [event.message for event in events] == ["waiting"]
+    assert result.trace.progress_count == 1
+
+
+async def test_an_async_stream_yields_the_actors_progress_before_the_result(
+    rt: ToolRuntime, host: RayHost, signal: str
+) -> None:
+    """``astream`` of a hosted coroutine tool: the report comes first, while it waits."""
+    items: list[Any] = []
+    async with rt.aplan(host=host, metadata={"signal": signal}) as ctx:
+        async for item in rt.astream("areport_then_wait", {}, ctx):
+            items.append(item)
+            if len(items) == 1:
+                await ray.get_actor(signal).send.remote()
+    assert [type(item).__name__ for item in items] == ["ProgressEvent", "ToolResult"]
+    assert items[-1].output == "heard", items[-1].error
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+async def test_progress_from_the_actor_keeps_a_call_alive_past_its_idle_limit(
+    rt: ToolRuntime, host: RayHost, asynchronous: bool
+) -> None:
+    """Six reports 0.3 s apart outlast an idle limit of 1 s: each restarts it as it comes.
+
+    The tool is activated first: starting the actor is no part of the quiet being tested.
+    """
+    params = {"steps": 6, "gap": 0.3}
+    if asynchronous:
+        async with rt.aplan(host=host) as actx:
+            await rt.aactivate("ticker", actx)
+            result = await rt.aexecute("ticker", params, actx, idle_timeout=1.0)
+    else:
+        with rt.plan(host=host) as ctx:
+            rt.activate("ticker", ctx)
+            result = rt.execute("ticker", params, ctx, idle_timeout=1.0)
+    assert result.output == 6, result.error
+    assert result.trace.progress_count == 6
+
+
+def test_a_call_nobody_follows_brings_its_progress_with_the_outcome(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """Without a listener or idle limit the plain (cheaper) call is used; reports still count."""
+    with rt.plan(host=host) as ctx:
+        assert not ctx.progress_followed()
+        result = rt.execute("change_something", {"target": "a.txt"}, ctx)
+    assert result.trace.progress_count == 2
 
 
 async def test_async_plans_run_every_stage_in_the_actor(
@@ -352,16 +416,14 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
 
     with ToolRuntime() as runtime:
         runtime.register(box.where)
+        runtime.register(box.change_something)
         with runtime.plan(host=host) as ctx:
             runtime.execute("where", {}, ctx)
+            runtime.activate("change_something", ctx)
             plan = host._plans[ctx.plan_id]
             stage = _Stage(plan, plan.actor, None, "execute of tool 'where'", None)
-
-            def broken() -> Any:
-                raise ray.exceptions.RaySystemError("")
-
-            stage.settle(broken)
-            stage.settle(broken)  # settled once: the second outcome is dropped
+            stage.failed(ray.exceptions.RaySystemError(""))
+            stage.failed(ray.exceptions.RaySystemError(""))  # settled once: the second is dropped
             with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
                 stage.result()
             assert not plan.dead
@@ -371,6 +433,21 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
                 real.add_done_callback(lambda _, event=event: event.set())
             assert all(event.wait(WAIT) for event in heard)
             assert real.result()[0] == real.result()[0]
+            reports: list[Any] = []
+            stream = plan.actor.stream.options(num_returns="streaming")
+            streamed = _Stage(
+                plan,
+                plan.actor,
+                stream.remote(("execute", 100, "change_something", {"target": "t"})),
+                "execute of tool 'change_something'",
+                lambda *report: reports.append(report),
+                streamed=True,
+            )
+            ended = threading.Event()
+            streamed.add_done_callback(lambda _: ended.set())  # no loop: followed on a thread
+            assert ended.wait(WAIT)
+            assert streamed.result()[0] == "t"
+            assert reports == [(1, 2, "half"), (2, 2, "done")]
 
 
 class _Entered:
@@ -461,3 +538,51 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
     blob, _, _ = await actor.run(("execute", 11, "c", {"x": 2}))
     assert pickle.loads(blob)[1]["x"] == 2
+
+
+async def test_the_actor_streams_a_stages_progress_then_its_outcome() -> None:
+    """``stream`` yields each report as it comes, then the outcome with no reports in it."""
+    actor = _actor()
+    actor.tools["c"] = box.change_something
+    items = [item async for item in actor.stream(("execute", 1, "c", {"target": "t"}))]
+    assert items[:2] == [(1, 2, "half"), (2, 2, "done")]
+    blob, reports, _ = items[2]
+    assert reports == [] and pickle.loads(blob)[:2] == (True, "t")
+
+
+async def test_closing_the_actors_stream_cancels_its_stage() -> None:
+    """When Ray cancels the stream, the stage it runs is cancelled too."""
+    actor = _actor()
+    actor.tools["t"] = _Entered(asynchronous=True)
+    stream = actor.stream(("execute", 1, "t", {}))
+    first = asyncio.ensure_future(anext(stream))
+    while 1 not in actor.tasks:  # the stage reaches its await within a turn or two
+        await asyncio.sleep(0)
+    task = actor.tasks[1]
+    first.cancel()  # what Ray does to a cancelled stream
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), WAIT)
+    assert task.cancelled()
+
+
+async def test_a_stage_fails_naming_the_host_when_ray_fails_what_it_waits_for() -> None:
+    """Ray's error reaches the stage whether it waits on a stream or on Ray's future."""
+    from toolcycle import ToolExecutionContext
+    from toolcycle.hosts._ray import _Plan, _Stage
+
+    plan = _Plan(RayHost(name="here"), ToolExecutionContext("p"))
+
+    async def broken_stream() -> Any:
+        raise ray.exceptions.RaySystemError("gone")
+        yield  # an async generator
+
+    stage = _Stage(plan, None, broken_stream(), "execute of tool 't'", None, streamed=True)
+    with pytest.raises(ToolHostError, match="'here' failed during the execute"):
+        await asyncio.wait_for(asyncio.wrap_future(stage), WAIT)
+    remote: Any = __import__("concurrent.futures").futures.Future()
+    remote.set_exception(ray.exceptions.RaySystemError("gone"))
+    plain = _Stage(plan, None, None, "execute of tool 't'", None)
+    plain._settled(remote)
+    with pytest.raises(ToolHostError, match="'here' failed"):
+        plain.result()

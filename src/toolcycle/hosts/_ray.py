@@ -31,16 +31,19 @@ from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
 from toolcycle.hosts._worker import _cancelled, _packed, load_tool
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from toolcycle import ProgressEvent, ToolInstance
     from toolcycle.hosts._child import Listener
 
 __all__ = ["RayHost"]
 
-Outcome = tuple[bytes, list[tuple[float, float | None, str | None]], str]
+Report = tuple[float, float | None, str | None]
+"""One progress report of a stage: ``(progress, total, message)``."""
+
+Outcome = tuple[bytes, list[Report], str]
 """What the actor sends back for a stage: the pickled ``(ok, value, changes)``,
-the progress the stage reported, and the actor's node id."""
+the progress the stage reported (when not streamed as it came), and the actor's node id."""
 
 
 class RayHost:
@@ -231,9 +234,15 @@ class _Plan:
         self, kind: str, name: str, argument: Any, listener: Listener | None, number: int
     ) -> _Stage:
         actor = self.actor
+        label = f"{kind} of tool {name!r}"
         # One tuple, not four arguments: Ray serialises each argument of a call apart.
-        ref = actor.run.remote((kind, number, name, argument))
-        return _Stage(self, actor, ref, f"{kind} of tool {name!r}", listener)
+        stage = (kind, number, name, argument)
+        if listener is not None and self.ctx.progress_followed():
+            # Someone follows the progress as it comes: stream it (a streamed call
+            # costs Ray more than a plain one, so only then).
+            stream = actor.stream.options(num_returns="streaming").remote(stage)
+            return _Stage(self, actor, stream, label, listener, streamed=True)
+        return _Stage(self, actor, actor.run.remote(stage), label, listener)
 
     def lost(self, actor: Any, label: str, exc: RayError) -> ToolHostError:
         """The error for a stage Ray could not finish; a dead actor is replaced next call."""
@@ -277,13 +286,23 @@ class _Plan:
 class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
     """One stage sent to the plan's actor, settled from its outcome.
 
-    A sync caller's ``result()`` waits with ``ray.get`` on its own thread, the
-    quickest way to wait for Ray; an async caller's ``add_done_callback`` (from
-    ``asyncio.wrap_future``) hooks Ray's own future of the object instead.
+    ``ref`` is the object ref of a plain ``run``, or the stream of a ``stream``:
+    its items are the stage's progress reports, passed to the listener as they
+    come, then the outcome. A sync caller's ``result()`` waits with Ray on its
+    own thread, the quickest way to wait for Ray; an async caller's
+    ``add_done_callback`` (from ``asyncio.wrap_future``) follows the stage on
+    the caller's event loop instead.
     """
 
     def __init__(
-        self, plan: _Plan, actor: Any, ref: Any, label: str, listener: Listener | None
+        self,
+        plan: _Plan,
+        actor: Any,
+        ref: Any,
+        label: str,
+        listener: Listener | None,
+        *,
+        streamed: bool = False,
     ) -> None:
         super().__init__()
         self.plan = plan
@@ -291,39 +310,78 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         self.ref = ref
         self.label = label
         self.listener = listener
-        self.hooked = False
+        self.streamed = streamed
+        self.follower: Any = None  # what follows the stage for add_done_callback
 
     def result(self, timeout: float | None = None) -> tuple[Any, list[Any]]:
         """Wait for the stage's outcome (the stand-ins never pass a timeout)."""
-        if not self.done():
-            self.settle(lambda: ray.get(self.ref))
+        if not self.done() and self.follower is None:
+            self._collect()
         return super().result(timeout)
 
     def add_done_callback(self, fn: Any) -> None:
         """Call ``fn`` once the stage settles, from whichever thread settles it."""
-        if not self.hooked:
-            self.hooked = True
-            remote = self.ref.future()
-            remote.add_done_callback(lambda done: self.settle(done.result))
+        if self.follower is None:
+            if not self.streamed:
+                self.follower = self.ref.future()  # Ray's own future: nothing to run
+                self.follower.add_done_callback(self._settled)
+            else:
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:  # no loop here: follow the stream on a thread of its own
+                    self.follower = threading.Thread(target=self._collect, daemon=True)
+                    self.follower.start()
+                else:
+                    self.follower = loop.create_task(self._follow())
         super().add_done_callback(fn)
 
-    def settle(self, outcome: Callable[[], Outcome]) -> None:
-        """Open what the actor sent back and settle the future with it."""
+    def _collect(self) -> None:
+        """Wait for the stage with Ray on this thread, passing on what comes."""
         try:
-            blob, reports, node = outcome()
+            if self.streamed:
+                for ref in self.ref:
+                    self.take(ray.get(ref))
+            else:
+                self.take(ray.get(self.ref))
         except RayError as exc:
-            self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
+            self.failed(exc)
+
+    async def _follow(self) -> None:
+        try:
+            async for ref in self.ref:
+                self.take(await ref)
+        except RayError as exc:
+            self.failed(exc)
+
+    def _settled(self, remote: concurrent.futures.Future[Any]) -> None:
+        try:
+            self.take(remote.result())
+        except RayError as exc:
+            self.failed(exc)
+
+    def take(self, item: Report | Outcome) -> None:
+        """Pass on a progress report, or open what the actor sent back and settle with it."""
+        if not isinstance(item[0], bytes):
+            self.tell([item])
             return
+        blob, reports, node = item
         self.plan.node = node
-        if self.listener is not None:
-            for report in reports:
-                with contextlib.suppress(Exception):  # a listener's failure is its own
-                    self.listener(*report)
+        self.tell(reports)
         try:
             ok, value, changes = pickle.loads(blob)
         except Exception as exc:
             ok, value, changes = False, _unreadable(self.label, exc), []
         self.finish(ok, value, changes)
+
+    def tell(self, reports: list[Any]) -> None:
+        if self.listener is not None:
+            for report in reports:
+                with contextlib.suppress(Exception):  # a listener's failure is its own
+                    self.listener(*report)
+
+    def failed(self, exc: RayError) -> None:
+        """Ray could not finish the stage: fail it naming the host."""
+        self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
 
     def finish(self, ok: bool, value: Any, changes: list[Any]) -> None:
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # settled already
@@ -351,14 +409,44 @@ class _PlanActor:
     async def run(self, stage: tuple[str, int, str, Any]) -> Outcome:
         """Run one stage, ``(kind, number, tool name, argument)``; return its outcome.
 
-        It never raises: the stage's errors travel back as values.
+        It never raises: the stage's errors travel back as values. The progress
+        the stage reports travels with the outcome.
         """
+        reports: list[Report] = []
+        return await self._run(stage, reports.append, reports)
+
+    async def stream(self, stage: tuple[str, int, str, Any]) -> AsyncIterator[Report | Outcome]:
+        """Run one stage as `run` does, yielding each progress report as it comes, then the outcome.
+
+        Ray streams what an async generator method yields (``num_returns="streaming"``),
+        so the caller hears progress while the stage runs.
+        """
+        loop = asyncio.get_running_loop()
+        heard: asyncio.Queue[Report | None] = asyncio.Queue()
+
+        def report(item: Report) -> None:  # from the loop, or from a sync body's thread
+            loop.call_soon_threadsafe(heard.put_nowait, item)
+
+        task = asyncio.ensure_future(self._run(stage, report, []))
+        task.add_done_callback(lambda _: heard.put_nowait(None))
+        try:
+            while (item := await heard.get()) is not None:
+                yield item
+            yield task.result()
+        finally:
+            task.cancel()  # Ray cancelled the stream: so is the stage (a no-op once done)
+
+    async def _run(
+        self,
+        stage: tuple[str, int, str, Any],
+        report: Callable[[Report], None],
+        reports: list[Report],
+    ) -> Outcome:
         kind, number, name, argument = stage
         token = self.tokens[number] = CancellationToken()
-        reports: list[tuple[float, float | None, str | None]] = []
 
         def progress(event: ProgressEvent) -> None:
-            reports.append((event.progress, event.total, event.message))
+            report((event.progress, event.total, event.message))
 
         info = self.info
         ctx = ToolExecutionContext(
