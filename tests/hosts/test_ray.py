@@ -25,10 +25,13 @@ ray = pytest.importorskip(
 import hosts_toolbox as box
 import ray_toolbox
 from hosts_toolbox import lines
+from sources_kit import alive, pid_server, skill_folder
+from sources_kit import gone as process_gone
 
 import toolcycle
 from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import RayHost, ToolHostError, ToolImport
+from toolcycle.sources.skills import SkillDirectory
 
 WAIT = 10.0
 
@@ -219,6 +222,26 @@ def test_a_call_nobody_follows_brings_its_progress_with_the_outcome(
         assert not ctx.progress_followed()
         result = rt.execute("change_something", {"target": "a.txt"}, ctx)
     assert result.trace.progress_count == 2
+
+
+def test_an_mcp_server_and_a_skill_run_in_the_plans_actor_and_end_with_it(
+    rt: ToolRuntime, host: RayHost, tmp_path: Path
+) -> None:
+    """The stdio server is the actor's child, the skill's script runs there; the plan's end stops it."""
+    rt.register_source(pid_server())
+    rt.register_source(SkillDirectory(skill_folder(tmp_path), scripts=True))
+    with rt.plan(host=host) as ctx:
+        actor_pid = rt.execute("where", {}, ctx).output
+        pids = rt.execute("pids", {}, ctx)
+        assert pids.success, pids.error
+        assert pids.output["parent"] == actor_pid != os.getpid()
+        assert alive(pids.output["server"])
+        ran = rt.execute("whose.run_script", {"script": "scripts/whose.py"}, ctx)
+        assert ran.success, ran.error
+        assert int(ran.output["stdout"]) == actor_pid
+        read = rt.execute("whose", {}, ctx)
+        assert "Run scripts/whose.py." in read.output["text"]
+    assert process_gone(pids.output["server"])
 
 
 async def test_async_plans_run_every_stage_in_the_actor(
