@@ -461,7 +461,7 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
             streamed = _Stage(
                 plan,
                 plan.actor,
-                stream.remote(("execute", 100, "change_something", {"target": "t"})),
+                stream.remote((ctx.plan_id, "execute", 100, "change_something", {"target": "t"})),
                 "execute of tool 'change_something'",
                 lambda *report: reports.append(report),
                 streamed=True,
@@ -493,7 +493,7 @@ class _Entered:
 
 def _actor() -> Any:
     """The actor's class, in this process: its code runs here, under the test's eyes."""
-    from toolcycle.hosts._ray import _PlanActor
+    from toolcycle.hosts._ray_actor import PlanActor
 
     info = {
         "plan_id": "p",
@@ -502,14 +502,14 @@ def _actor() -> Any:
         "resources": (),
         "metadata": {},
     }
-    return _PlanActor(info)
+    return PlanActor(info)
 
 
 async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
     """A cancel for a running sync stage cancels its token; the body stops and says so."""
     actor, tool = _actor(), _Entered(asynchronous=False)
-    actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    actor.tools["p", "t"] = tool
+    run = asyncio.ensure_future(actor.run(("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     await actor.cancel(1, "stop")
     blob, _, node = await asyncio.wait_for(run, WAIT)
@@ -521,8 +521,8 @@ async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
 async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
     """A cancel for a stage that awaits a coroutine cancels its task too."""
     actor, tool = _actor(), _Entered(asynchronous=True)
-    actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    actor.tools["p", "t"] = tool
+    run = asyncio.ensure_future(actor.run(("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
         await asyncio.sleep(0)
@@ -535,9 +535,9 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
 async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() -> None:
     """The actor keeps a cancel for a stage it has not seen yet, and applies it."""
     actor = _actor()
-    actor.tools["t"] = _Entered(asynchronous=False)
+    actor.tools["p", "t"] = _Entered(asynchronous=False)
     await actor.cancel(7, "early")
-    blob, _, _ = await asyncio.wait_for(actor.run(("execute", 7, "t", {})), WAIT)
+    blob, _, _ = await asyncio.wait_for(actor.run(("p", "execute", 7, "t", {})), WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and error.reason == "early"
     assert actor.early == {}
@@ -549,25 +549,25 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
         argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
-        blob, _, _ = await actor.run((kind, number, "r", argument))
+        blob, _, _ = await actor.run(("p", kind, number, "r", argument))
         assert pickle.loads(blob)[0], kind
     assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
-    blob, _, _ = await actor.run(("execute", 9, "r", {}))
+    blob, _, _ = await actor.run(("p", "execute", 9, "r", {}))
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
-    actor.tools["d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
-    blob, _, _ = await actor.run(("execute", 10, "d", {}))
+    actor.tools["p", "d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
+    blob, _, _ = await actor.run(("p", "execute", 10, "d", {}))
     assert pickle.loads(blob)[:2] == (True, "later")
-    actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
-    blob, _, _ = await actor.run(("execute", 11, "c", {"x": 2}))
+    actor.tools["p", "c"] = box.AsyncRecorder("c")  # a coroutine execute
+    blob, _, _ = await actor.run(("p", "execute", 11, "c", {"x": 2}))
     assert pickle.loads(blob)[1]["x"] == 2
 
 
 async def test_the_actor_streams_a_stages_progress_then_its_outcome() -> None:
     """``stream`` yields each report as it comes, then the outcome with no reports in it."""
     actor = _actor()
-    actor.tools["c"] = box.change_something
-    items = [item async for item in actor.stream(("execute", 1, "c", {"target": "t"}))]
+    actor.tools["p", "c"] = box.change_something
+    items = [item async for item in actor.stream(("p", "execute", 1, "c", {"target": "t"}))]
     assert items[:2] == [(1, 2, "half"), (2, 2, "done")]
     blob, reports, _ = items[2]
     assert reports == [] and pickle.loads(blob)[:2] == (True, "t")
@@ -576,8 +576,8 @@ async def test_the_actor_streams_a_stages_progress_then_its_outcome() -> None:
 async def test_closing_the_actors_stream_cancels_its_stage() -> None:
     """When Ray cancels the stream, the stage it runs is cancelled too."""
     actor = _actor()
-    actor.tools["t"] = _Entered(asynchronous=True)
-    stream = actor.stream(("execute", 1, "t", {}))
+    actor.tools["p", "t"] = _Entered(asynchronous=True)
+    stream = actor.stream(("p", "execute", 1, "t", {}))
     first = asyncio.ensure_future(anext(stream))
     while 1 not in actor.tasks:  # the stage reaches its await within a turn or two
         await asyncio.sleep(0)
@@ -609,3 +609,111 @@ async def test_a_stage_fails_naming_the_host_when_ray_fails_what_it_waits_for() 
     plain._settled(remote)
     with pytest.raises(ToolHostError, match="'here' failed"):
         plain.result()
+
+
+def test_a_pool_hosts_many_plans_on_its_actors_each_with_its_own_lifecycle(
+    rt: ToolRuntime, tmp_path: Path
+) -> None:
+    """Three plans on two actors: activation once per plan, reverse deactivation, actors kept."""
+    host = RayHost(pool=2)
+    journals = [tmp_path / f"plan{n}.txt" for n in range(3)]
+    try:
+        with (
+            rt.plan(host=host, metadata={"journal": str(journals[0])}) as one,
+            rt.plan(host=host, metadata={"journal": str(journals[1])}) as two,
+            rt.plan(host=host, metadata={"journal": str(journals[2])}) as three,
+        ):
+            pids = []
+            for ctx in (one, two, three):
+                rt.execute("first", {"x": 1}, ctx)
+                rt.execute("second", {}, ctx)
+                pids.append(rt.execute("first", {"x": 2}, ctx).output["pid"])
+            actors = [host.actor(ctx) for ctx in (one, two, three)]
+            assert host._load == [2, 1]
+        assert pids[0] == pids[2] != pids[1]  # the least loaded actor takes the next plan
+        assert actors[0] is actors[2] is not actors[1]
+        for journal in journals:
+            assert [words[:2] for words in lines(journal)] == [
+                ["activate", "first"],
+                ["execute", "first"],
+                ["activate", "second"],
+                ["execute", "second"],
+                ["execute", "first"],
+                ["deactivate", "second"],
+                ["deactivate", "first"],
+            ]
+        assert host._load == [0, 0]
+        assert not gone_soon(actors[0])  # the plans ended, their actors serve on
+        with rt.plan(host=host) as four:  # and take the next plan, holding nothing of the last
+            assert rt.execute("where", {}, four).output in pids
+        assert ray.get(actors[0].leave.remote("nobody"), timeout=WAIT) is None
+    finally:
+        host.close()
+    assert gone(actors[0]) and gone(actors[1])  # closing the host ends the pool
+
+
+def gone_soon(actor: Any) -> bool:
+    """Whether a call to the actor fails now (it answers at once when alive)."""
+    try:
+        ray.get(actor.cancel.remote(0, None), timeout=WAIT)
+    except ray.exceptions.RayActorError:
+        return True
+    return False
+
+
+def test_a_dead_pool_actor_is_replaced_once_for_all_its_plans(rt: ToolRuntime) -> None:
+    """Both plans on a killed actor fail once, then go on in one fresh actor of the pool."""
+    host = RayHost(pool=1)
+    try:
+        with rt.plan(host=host) as one, rt.plan(host=host) as two:
+            before = rt.execute("where", {}, one).output
+            assert rt.execute("where", {}, two).output == before
+            kill(host.actor(one))
+            assert not rt.execute("where", {}, one).success  # meets the dead actor
+            assert not rt.execute("where", {}, two).success
+            after = rt.execute("where", {}, one).output
+            assert rt.execute("where", {}, two).output == after != before
+            assert host.actor(one) is host.actor(two) is host._pool[0]
+    finally:
+        host.close()
+
+
+def test_a_pool_must_be_a_positive_int() -> None:
+    """``pool`` is None or at least 1."""
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="pool must be a positive int"):
+            RayHost(pool=bad)  # type: ignore[arg-type]
+
+
+async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> None:
+    """Tools are held per plan; ``leave`` drops a plan's leftovers; an unknown plan fails."""
+    actor = _actor()
+    await actor.join({"plan_id": "q", "metadata": {"who": "q"}})
+    payload = ("pickle", pickle.dumps(box.Recorder("r")))
+    for plan in ("p", "q"):
+        blob, _, _ = await actor.run((plan, "activate", 1, "r", payload))
+        assert pickle.loads(blob)[0]
+    assert set(actor.tools) == {("p", "r"), ("q", "r")}
+    await actor.leave("q")
+    assert set(actor.tools) == {("p", "r")} and "q" not in actor.plans
+    blob, _, _ = await actor.run(("q", "execute", 2, "r", {}))
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and "has not joined this actor" in str(error)
+
+
+def test_a_plan_that_joins_a_dead_pool_actor_fails_once_then_gets_a_fresh_one(
+    rt: ToolRuntime,
+) -> None:
+    """A pool actor that died while idle fails the next plan's start, naming the host."""
+    host = RayHost(name="pooled", pool=1)
+    try:
+        with rt.plan(host=host) as one:
+            before = rt.execute("where", {}, one).output
+            kill(host.actor(one))
+        with rt.plan(host=host) as two:
+            with pytest.raises(ToolHostError, match="'pooled' died during the plan's start"):
+                rt.execute("where", {}, two)
+            after = rt.execute("where", {}, two)
+    finally:
+        host.close()
+    assert after.output != before

@@ -1,12 +1,10 @@
-"""`RayHost`: each plan's tools in a Ray actor of their own, on any node of a Ray cluster.
+"""`RayHost`: each plan's tools in a Ray actor, on any node of a Ray cluster.
 
-Ray is an optional extra (``toolcycle[ray]``) and is imported here only. The
-plan's actor is an async actor: its ``run`` method runs one stage (a coroutine
-stage on the actor's event loop, a sync one on a thread beside it) and its
-``cancel`` method cancels a running stage's token, and the task of a coroutine
-stage, so a cancellation reaches a body that waits as well as one that polls.
-A stage's outcome travels back as bytes the caller opens itself, so an error
-that does not survive the trip becomes a plain error that says so.
+This is the caller's side: which actor serves a plan (one of its own, or one of
+the host's pool), the stages sent to it and their outcomes. The actor's side is
+``_ray_actor``. A stage's outcome travels back as bytes the caller opens itself,
+so an error that does not survive the trip becomes a plain error that says so.
+Ray is an optional extra (``toolcycle[ray]``), imported only here and there.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import inspect
 import itertools
 import pickle
 import threading
@@ -23,27 +20,20 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayActorError, RayError
 
-from toolcycle import CancellationToken, ToolExecutionContext
 from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _done, _plan_info
 from toolcycle.hosts._proxy import AsyncHostedTool, HostedTool
+from toolcycle.hosts._ray_actor import remote_actor
 from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
-from toolcycle.hosts._worker import _cancelled, _packed, load_tool
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import Mapping
 
-    from toolcycle import ProgressEvent, ToolInstance
+    from toolcycle import ToolExecutionContext, ToolInstance
     from toolcycle.hosts._child import Listener
+    from toolcycle.hosts._ray_actor import Outcome, Report
 
 __all__ = ["RayHost"]
-
-Report = tuple[float, float | None, str | None]
-"""One progress report of a stage: ``(progress, total, message)``."""
-
-Outcome = tuple[bytes, list[Report], str]
-"""What the actor sends back for a stage: the pickled ``(ok, value, changes)``,
-the progress the stage reported (when not streamed as it came), and the actor's node id."""
 
 
 class RayHost:
@@ -57,9 +47,18 @@ class RayHost:
     process; then the actor is killed. Everything else a call does stays in the
     caller's runtime. One host may serve many plans at once, each with its actor.
 
+    With ``pool=n`` the host keeps ``n`` actors instead, started when first
+    needed, and gives each new plan the one serving the fewest plans: a plan's
+    tools are kept apart from other plans' inside it by the plan's id, their
+    lifecycle is the same (activation once per plan in its actor, reverse
+    deactivation at its end), and the plan's end drops its state there rather
+    than killing the actor. Use it for many short plans, where an actor per
+    plan would start a worker process each.
+
     An actor that dies fails the stage it ran with a `ToolHostError` naming the
-    host; the plan's next call starts one fresh actor and activates its tools
-    again there. A second death fails the plan's later calls: end it.
+    host; the plan's next call starts one fresh actor (in a pool: replaces that
+    actor, once for all its plans) and activates its tools again there. A
+    second death fails the plan's later calls: end it.
 
     Args:
         name: the host's name in traces and messages.
@@ -69,6 +68,12 @@ class RayHost:
         actor_options: passed to Ray's ``.options()`` for each plan's actor
             (``num_cpus``, ``resources``, ``runtime_env``, ``scheduling_strategy``);
             leave ``max_restarts`` alone: a restarted actor has lost its tools.
+        pool: host every plan on this many shared actors; None (the default)
+            for an actor per plan.
+
+    Raises:
+        ValueError: an empty name, or a pool that is not a positive int.
+        TypeError: a ``tools`` value that is not a `ToolImport`.
     """
 
     def __init__(
@@ -77,9 +82,12 @@ class RayHost:
         name: str = "ray",
         tools: Mapping[str, ToolImport] | None = None,
         actor_options: Mapping[str, Any] | None = None,
+        pool: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if pool is not None and (type(pool) is not int or pool < 1):
+            raise ValueError(f"pool must be a positive int or None, got {pool!r}")
         imports = dict(tools or {})
         for key, recipe in imports.items():
             if not isinstance(recipe, ToolImport):
@@ -92,6 +100,10 @@ class RayHost:
         self._options = dict(actor_options or {})
         self._plans: dict[str, _Plan] = {}
         self._lock = threading.Lock()
+        # Stage numbers, unique within the host, so that plans sharing an actor never clash.
+        self._numbers = itertools.count(1)
+        self._pool: list[Any] | None = None if pool is None else [None] * pool
+        self._load = [0] * (pool or 0)  # plans per pool actor
 
     def __repr__(self) -> str:
         return f"RayHost(name={self._name!r}, plans={len(self._plans)})"
@@ -129,11 +141,35 @@ class RayHost:
             plan.close()
 
     def close(self) -> None:
-        """Kill every plan's actor now (the runtime's ``end_plan`` does it per plan)."""
+        """Kill every plan's actor, and the pool's, now (``end_plan`` ends one plan)."""
         with self._lock:
             plans, self._plans = list(self._plans.values()), {}
+            pool, self._pool = self._pool, None if self._pool is None else [None] * len(self._pool)
+            self._load = [0] * len(self._load)
         for plan in plans:
             plan.close()
+        for actor in pool or ():
+            _kill(actor)
+
+    def _lend(self, dead: Any, slot: int) -> tuple[Any, int]:
+        """A pool actor for a plan: the least loaded one, or a fresh one for ``dead`` at ``slot``."""
+        with self._lock:
+            pool = self._pool
+            assert pool is not None  # pool mode only
+            if dead is None:
+                slot = min(range(len(pool)), key=self._load.__getitem__)
+                self._load[slot] += 1
+            elif pool[slot] is dead:  # the first of its plans to notice replaces it
+                _kill(dead)
+                pool[slot] = None
+            if pool[slot] is None:
+                pool[slot] = remote_actor.options(**self._options).remote(None)
+            return pool[slot], slot
+
+    def _give_back(self, slot: int) -> None:
+        with self._lock:
+            if self._load[slot] > 0:
+                self._load[slot] -= 1
 
 
 class _Plan:
@@ -147,7 +183,8 @@ class _Plan:
         self.dead = False
         self.node: str | None = None
         self.starts = 0
-        self.numbers = itertools.count(1)
+        self.numbers = host._numbers
+        self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
         self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
         self.live: set[str] = set()  # those active in the current actor
         self.stand_ins: dict[tuple[str, bool], HostedTool] = {}
@@ -206,14 +243,21 @@ class _Plan:
                 plan_id=self.plan_id,
             )
         old = self.actor
-        if old is not None:  # dead, or out of reach: make sure it stays gone
-            with contextlib.suppress(Exception):
-                ray.kill(old, no_restart=True)
         info = _plan_info(self.ctx)
         self.starts += 1
         self.live = set()
         self.dead = False
-        self.actor = _RemoteActor.options(**self.host._options).remote(info)
+        if self.host._pool is not None:
+            self.actor, self.slot = self.host._lend(old, self.slot)
+            # Waited for: an async actor may start a later call before an earlier one.
+            try:
+                ray.get(self.actor.join.remote(info))
+            except RayError as exc:
+                raise self.lost(self.actor, "plan's start", exc) from None
+            return
+        if old is not None:  # dead, or out of reach: make sure it stays gone
+            _kill(old)
+        self.actor = remote_actor.options(**self.host._options).remote(info)
 
     def send(
         self, kind: str, name: str, argument: Any, listener: Listener | None
@@ -235,8 +279,7 @@ class _Plan:
     ) -> _Stage:
         actor = self.actor
         label = f"{kind} of tool {name!r}"
-        # One tuple, not four arguments: Ray serialises each argument of a call apart.
-        stage = (kind, number, name, argument)
+        stage = (self.plan_id, kind, number, name, argument)
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
             # costs Ray more than a plain one, so only then).
@@ -278,9 +321,14 @@ class _Plan:
         with self.lock:
             self.closed = True
             actor, self.actor = self.actor, None
-        if actor is not None:
-            with contextlib.suppress(Exception):  # already dead, or Ray shut down
-                ray.kill(actor, no_restart=True)
+        if actor is None:
+            return
+        if self.slot < 0:
+            _kill(actor)
+            return
+        self.host._give_back(self.slot)
+        with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to drop
+            actor.leave.remote(self.plan_id)
 
 
 class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
@@ -391,116 +439,7 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
                 self.set_exception(value)
 
 
-class _PlanActor:
-    """Inside the actor: one plan's tools and the stages that run now.
-
-    Each stage gets a context of its own, whose token mirrors the caller's call
-    token: the caller's ``cancel`` cancels it, and the task of a coroutine stage.
-    """
-
-    def __init__(self, info: dict[str, Any]) -> None:
-        self.info = info
-        self.node: str = ray.get_runtime_context().get_node_id()
-        self.tools: dict[str, ToolInstance] = {}
-        self.tokens: dict[int, CancellationToken] = {}
-        self.tasks: dict[int, asyncio.Future[Any]] = {}  # the coroutine stages
-        self.early: dict[int, str | None] = {}  # cancels that came before their stage
-
-    async def run(self, stage: tuple[str, int, str, Any]) -> Outcome:
-        """Run one stage, ``(kind, number, tool name, argument)``; return its outcome.
-
-        It never raises: the stage's errors travel back as values. The progress
-        the stage reports travels with the outcome.
-        """
-        reports: list[Report] = []
-        return await self._run(stage, reports.append, reports)
-
-    async def stream(self, stage: tuple[str, int, str, Any]) -> AsyncIterator[Report | Outcome]:
-        """Run one stage as `run` does, yielding each progress report as it comes, then the outcome.
-
-        Ray streams what an async generator method yields (``num_returns="streaming"``),
-        so the caller hears progress while the stage runs.
-        """
-        loop = asyncio.get_running_loop()
-        heard: asyncio.Queue[Report | None] = asyncio.Queue()
-
-        def report(item: Report) -> None:  # from the loop, or from a sync body's thread
-            loop.call_soon_threadsafe(heard.put_nowait, item)
-
-        task = asyncio.ensure_future(self._run(stage, report, []))
-        task.add_done_callback(lambda _: heard.put_nowait(None))
-        try:
-            while (item := await heard.get()) is not None:
-                yield item
-            yield task.result()
-        finally:
-            task.cancel()  # Ray cancelled the stream: so is the stage (a no-op once done)
-
-    async def _run(
-        self,
-        stage: tuple[str, int, str, Any],
-        report: Callable[[Report], None],
-        reports: list[Report],
-    ) -> Outcome:
-        kind, number, name, argument = stage
-        token = self.tokens[number] = CancellationToken()
-
-        def progress(event: ProgressEvent) -> None:
-            report((event.progress, event.total, event.message))
-
-        info = self.info
-        ctx = ToolExecutionContext(
-            info["plan_id"],
-            read_only=info["read_only"],
-            requires_checkpoint=info["requires_checkpoint"],
-            resources=info["resources"],
-            metadata=dict(info["metadata"]),
-            cancellation_token=token,
-            on_progress=progress,
-        )
-        if number in self.early:
-            token.cancel(self.early.pop(number))
-        try:
-            ok, value = True, await self._stage(number, kind, name, argument, ctx)
-        except asyncio.CancelledError:  # our cancel, or ray.cancel of this method
-            token.cancel("the call was cancelled")
-            ok, value = False, _cancelled(ctx)
-        except Exception as exc:
-            ok, value = False, exc
-        finally:
-            self.tokens.pop(number, None)
-            self.tasks.pop(number, None)
-        if ok and kind == "deactivate":
-            self.tools.pop(name, None)
-        return _packed(ok, value, list(ctx.changes)), reports, self.node
-
-    async def _stage(
-        self, number: int, kind: str, name: str, argument: Any, ctx: ToolExecutionContext
-    ) -> Any:
-        if kind == "activate":
-            self.tools[name] = load_tool(argument)
-        stage = getattr(self.tools[name], kind)
-        args = (argument, ctx) if kind == "execute" else (ctx,)
-        if inspect.iscoroutinefunction(stage):
-            value = stage(*args)
-        else:
-            value = await asyncio.to_thread(stage, *args)  # the loop stays free for cancels
-            if not inspect.isawaitable(value):
-                return value
-        # A coroutine: in a task of its own, which a cancel cancels.
-        task = self.tasks[number] = asyncio.ensure_future(value)
-        return await task
-
-    async def cancel(self, number: int, reason: str | None) -> None:
-        """Cancel a stage's token, and its task if it awaits (a sync body polls its token)."""
-        token = self.tokens.get(number)
-        if token is None:
-            self.early[number] = reason
-            return
-        token.cancel(reason)
-        task = self.tasks.get(number)
-        if task is not None:
-            task.cancel()
-
-
-_RemoteActor: Any = ray.remote(_PlanActor)
+def _kill(actor: Any) -> None:
+    """Kill an actor for good; one already dead, or a Ray shut down, is fine."""
+    with contextlib.suppress(Exception):
+        ray.kill(actor, no_restart=True)
