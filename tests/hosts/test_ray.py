@@ -687,8 +687,12 @@ def test_a_pool_must_be_a_positive_int() -> None:
 
 async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> None:
     """Tools are held per plan; ``leave`` drops a plan's leftovers; an unknown plan fails."""
-    actor = _actor()
-    await actor.join({"plan_id": "q", "metadata": {"who": "q"}})
+    from toolcycle.hosts._ray_actor import PlanActor
+
+    actor = PlanActor(None)  # a pool's actor: plans join it
+    assert actor.plans == {}
+    for plan in ("p", "q"):
+        await actor.join({"plan_id": plan, "metadata": {"who": plan}})
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for plan in ("p", "q"):
         blob, _, _ = await actor.run((plan, "activate", 1, "r", payload))

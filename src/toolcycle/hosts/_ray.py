@@ -21,22 +21,23 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from toolcycle.hosts._child import _unreadable
-from toolcycle.hosts._process import _done, _plan_info
-from toolcycle.hosts._proxy import AsyncHostedTool, HostedTool
+from toolcycle.hosts._process import _plan_info
+from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import remote_actor
-from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
+from toolcycle.hosts._tools import ToolHostError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from toolcycle import ToolExecutionContext, ToolInstance
+    from toolcycle import ToolExecutionContext
     from toolcycle.hosts._child import Listener
     from toolcycle.hosts._ray_actor import Outcome, Report
+    from toolcycle.hosts._tools import ToolImport
 
 __all__ = ["RayHost"]
 
 
-class RayHost:
+class RayHost(HostBase["_Plan"]):
     """Runs each plan's tools in one Ray actor the plan owns.
 
     Pass it as ``runtime.plan(host=RayHost())`` once ``ray.init()`` has run in
@@ -84,44 +85,18 @@ class RayHost:
         actor_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        super().__init__(name, tools)
         if pool is not None and (type(pool) is not int or pool < 1):
             raise ValueError(f"pool must be a positive int or None, got {pool!r}")
-        imports = dict(tools or {})
-        for key, recipe in imports.items():
-            if not isinstance(recipe, ToolImport):
-                raise TypeError(
-                    f"tools[{key!r}] must be a ToolImport('package.module:attribute'), "
-                    f"got {recipe!r}"
-                )
-        self._name = name
-        self._imports = imports
         self._options = dict(actor_options or {})
-        self._plans: dict[str, _Plan] = {}
-        self._lock = threading.Lock()
         # Stage numbers, unique within the host, so that plans sharing an actor never clash.
         self._numbers = itertools.count(1)
         self._pool: list[Any] | None = None if pool is None else [None] * pool
         self._load = [0] * (pool or 0)  # plans per pool actor
 
-    def __repr__(self) -> str:
-        return f"RayHost(name={self._name!r}, plans={len(self._plans)})"
-
-    @property
-    def name(self) -> str:
-        """The host's name, as traces show it."""
-        return self._name
-
-    def tool(
-        self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
-    ) -> ToolInstance:
-        """The stand-in that runs ``tool``'s stages in the plan's actor."""
-        with self._lock:
-            plan = self._plans.get(ctx.plan_id)
-            if plan is None:
-                plan = self._plans[ctx.plan_id] = _Plan(self, ctx)
-        return plan.stand_in(name, tool, asynchronous)
+    def new_plan(self, ctx: ToolExecutionContext) -> _Plan:
+        """A plan of this host, made at its first stand-in."""
+        return _Plan(self, ctx)
 
     def placement(self, ctx: ToolExecutionContext) -> str | None:
         """The Ray node id of the plan's actor, as its last stage reported it; None before."""
@@ -133,21 +108,12 @@ class RayHost:
         plan = self._plans.get(ctx.plan_id)
         return plan.actor if plan is not None else None
 
-    def end(self, ctx: ToolExecutionContext) -> None:
-        """The plan ended (its tools deactivated): kill its actor."""
-        with self._lock:
-            plan = self._plans.pop(ctx.plan_id, None)
-        if plan is not None:
-            plan.close()
-
     def close(self) -> None:
         """Kill every plan's actor, and the pool's, now (``end_plan`` ends one plan)."""
+        super().close()
         with self._lock:
-            plans, self._plans = list(self._plans.values()), {}
             pool, self._pool = self._pool, None if self._pool is None else [None] * len(self._pool)
             self._load = [0] * len(self._load)
-        for plan in plans:
-            plan.close()
         for actor in pool or ():
             _kill(actor)
 
@@ -168,87 +134,41 @@ class RayHost:
 
     def _give_back(self, slot: int) -> None:
         with self._lock:
-            if self._load[slot] > 0:
-                self._load[slot] -= 1
+            self._load[slot] = max(0, self._load[slot] - 1)  # 0 once the host closed
 
 
-class _Plan:
-    """One plan in a `RayHost`: its actor, and which tools it holds (a `Placement`)."""
+class _Plan(HostedPlan):
+    """One plan in a `RayHost`: its actor (its own, or one of the pool's)."""
+
+    worker = "actor"
 
     def __init__(self, host: RayHost, ctx: ToolExecutionContext) -> None:
-        self.host = host
-        self.plan_id = ctx.plan_id
-        self.ctx = ctx
+        super().__init__(host, ctx)
+        self.ray_host = host
         self.actor: Any = None
         self.dead = False
         self.node: str | None = None
-        self.starts = 0
         self.numbers = host._numbers
         self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
-        self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
-        self.live: set[str] = set()  # those active in the current actor
-        self.stand_ins: dict[tuple[str, bool], HostedTool] = {}
-        self.lock = threading.Lock()
-        self.closed = False
 
-    def stand_in(self, name: str, tool: ToolInstance, asynchronous: bool) -> HostedTool:
-        found = self.stand_ins.get((name, asynchronous))
-        if found is None or found.tool is not tool:
-            kind = AsyncHostedTool if asynchronous else HostedTool
-            found = self.stand_ins[name, asynchronous] = kind(name, tool, self)
-        return found
+    def alive(self) -> bool:
+        return self.actor is not None and not self.dead
 
-    def ready(self, kind: str, name: str) -> bool:
-        alive = self.actor is not None and not self.dead
-        return kind == "deactivate" or (alive and (kind == "activate" or name in self.live))
-
-    def prepare(self, kind: str, name: str) -> None:
-        with self.lock:
-            if self.actor is None or self.dead:
-                self._fresh()
-            if kind == "execute" and name not in self.live:
-                payload = self.payloads.get(name)
-                if payload is None:  # pragma: no cover - the runtime activates first
-                    return
-                try:
-                    self._send("activate", name, payload, None, next(self.numbers)).result()
-                except ToolHostError:
-                    raise
-                except Exception as exc:
-                    raise ToolHostError(
-                        f"tool {name!r} could not be activated again in the fresh actor "
-                        f"of host {self.host.name!r}: {exc}",
-                        tool_name=name,
-                        plan_id=self.plan_id,
-                    ) from exc
-                self.live.add(name)
-
-    def _fresh(self) -> None:
-        """Start the plan's first actor, or its one replacement."""
-        if self.closed:
-            raise ToolHostError(
-                f"plan {self.plan_id!r} has ended in host {self.host.name!r}",
-                plan_id=self.plan_id,
-            )
+    def start(self) -> None:
+        """Start the plan's first actor, or its one replacement (in a pool: lend one)."""
         if not ray.is_initialized():
             raise ToolHostError(
                 f"host {self.host.name!r} needs Ray: call ray.init() (or "
                 "ray.init(address=...) to join a cluster) before the plan runs",
                 plan_id=self.plan_id,
             )
-        if self.starts >= 2:
-            raise ToolHostError(
-                f"the actor of host {self.host.name!r} died twice in plan "
-                f"{self.plan_id!r}; end this plan and start a new one",
-                plan_id=self.plan_id,
-            )
+        host = self.ray_host
         old = self.actor
         info = _plan_info(self.ctx)
         self.starts += 1
-        self.live = set()
         self.dead = False
-        if self.host._pool is not None:
-            self.actor, self.slot = self.host._lend(old, self.slot)
+        if host._pool is not None:
+            self.actor, self.slot = host._lend(old, self.slot)
             # Waited for: an async actor may start a later call before an earlier one.
             try:
                 ray.get(self.actor.join.remote(info))
@@ -257,22 +177,13 @@ class _Plan:
             return
         if old is not None:  # dead, or out of reach: make sure it stays gone
             _kill(old)
-        self.actor = remote_actor.options(**self.host._options).remote(info)
+        self.actor = remote_actor.options(**host._options).remote(info)
 
-    def send(
+    def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None
     ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
-        if kind == "deactivate":
-            self.payloads.pop(name, None)
-            if self.actor is None or self.dead or name not in self.live:
-                return 0, _done((None, []))  # its actor died: nothing left to release
-        elif kind == "activate":
-            argument = pack(name, self._tool(name), self.host._imports)
         number = next(self.numbers)
-        future = self._send(kind, name, argument, listener, number)
-        if kind == "activate":
-            self.payloads[name] = argument
-        return number, future
+        return number, self._send(kind, name, argument, listener, number)
 
     def _send(
         self, kind: str, name: str, argument: Any, listener: Listener | None, number: int
@@ -300,22 +211,10 @@ class _Plan:
             plan_id=self.plan_id,
         )
 
-    def _tool(self, name: str) -> ToolInstance:
-        return next(s.tool for (n, _), s in self.stand_ins.items() if n == name)
-
     def cancel(self, number: int, reason: str | None) -> None:
         actor = self.actor
         if actor is not None and not self.dead:
             actor.cancel.remote(number, reason)  # nothing to wait for: the stage answers
-
-    def settled(self, kind: str, name: str, ok: bool) -> None:
-        if kind == "activate":
-            if ok:
-                self.live.add(name)
-            else:
-                self.payloads.pop(name, None)
-        elif kind == "deactivate":
-            self.live.discard(name)
 
     def close(self) -> None:
         with self.lock:
@@ -326,7 +225,7 @@ class _Plan:
         if self.slot < 0:
             _kill(actor)
             return
-        self.host._give_back(self.slot)
+        self.ray_host._give_back(self.slot)
         with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to drop
             actor.leave.remote(self.plan_id)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from toolcycle import ProgressEvent, ToolInstance
 
-__all__ = ["Outcome", "Report", "Stage", "remote_actor"]
+__all__ = ["Outcome", "PlanActor", "Report", "Stage", "remote_actor"]
 
 Report = tuple[float, float | None, str | None]
 """One progress report of a stage: ``(progress, total, message)``."""
