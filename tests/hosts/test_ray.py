@@ -461,7 +461,9 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
             streamed = _Stage(
                 plan,
                 plan.actor,
-                stream.remote((ctx.plan_id, "execute", 100, "change_something", {"target": "t"})),
+                stream.remote(
+                    pickle.dumps((ctx.plan_id, "execute", 100, "change_something", {"target": "t"}))
+                ),
                 "execute of tool 'change_something'",
                 lambda *report: reports.append(report),
                 streamed=True,
@@ -505,14 +507,19 @@ def _actor() -> Any:
     return PlanActor(info)
 
 
+async def run(actor: Any, stage: tuple[Any, ...]) -> Any:
+    """One stage through the actor's ``run``, as the caller sends it (pickled); its outcome."""
+    return pickle.loads(await actor.run(pickle.dumps(stage)))
+
+
 async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
     """A cancel for a running sync stage cancels its token; the body stops and says so."""
     actor, tool = _actor(), _Entered(asynchronous=False)
     actor.tools["p", "t"] = tool
-    run = asyncio.ensure_future(actor.run(("p", "execute", 1, "t", {})))
+    running = asyncio.ensure_future(run(actor, ("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     await actor.cancel(1, "stop")
-    blob, _, node = await asyncio.wait_for(run, WAIT)
+    blob, _, node = await asyncio.wait_for(running, WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError) and error.reason == "stop"
     assert node == ray.get_runtime_context().get_node_id()
@@ -522,12 +529,12 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
     """A cancel for a stage that awaits a coroutine cancels its task too."""
     actor, tool = _actor(), _Entered(asynchronous=True)
     actor.tools["p", "t"] = tool
-    run = asyncio.ensure_future(actor.run(("p", "execute", 1, "t", {})))
+    running = asyncio.ensure_future(run(actor, ("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
         await asyncio.sleep(0)
     await actor.cancel(1, "stop")
-    blob, _, _ = await asyncio.wait_for(run, WAIT)
+    blob, _, _ = await asyncio.wait_for(running, WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError)
 
@@ -537,7 +544,7 @@ async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() 
     actor = _actor()
     actor.tools["p", "t"] = _Entered(asynchronous=False)
     await actor.cancel(7, "early")
-    blob, _, _ = await asyncio.wait_for(actor.run(("p", "execute", 7, "t", {})), WAIT)
+    blob, _, _ = await asyncio.wait_for(run(actor, ("p", "execute", 7, "t", {})), WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and error.reason == "early"
     assert actor.early == {}
@@ -549,17 +556,17 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
         argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
-        blob, _, _ = await actor.run(("p", kind, number, "r", argument))
+        blob, _, _ = await run(actor, ("p", kind, number, "r", argument))
         assert pickle.loads(blob)[0], kind
     assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
-    blob, _, _ = await actor.run(("p", "execute", 9, "r", {}))
+    blob, _, _ = await run(actor, ("p", "execute", 9, "r", {}))
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
     actor.tools["p", "d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
-    blob, _, _ = await actor.run(("p", "execute", 10, "d", {}))
+    blob, _, _ = await run(actor, ("p", "execute", 10, "d", {}))
     assert pickle.loads(blob)[:2] == (True, "later")
     actor.tools["p", "c"] = box.AsyncRecorder("c")  # a coroutine execute
-    blob, _, _ = await actor.run(("p", "execute", 11, "c", {"x": 2}))
+    blob, _, _ = await run(actor, ("p", "execute", 11, "c", {"x": 2}))
     assert pickle.loads(blob)[1]["x"] == 2
 
 
@@ -567,9 +574,11 @@ async def test_the_actor_streams_a_stages_progress_then_its_outcome() -> None:
     """``stream`` yields each report as it comes, then the outcome with no reports in it."""
     actor = _actor()
     actor.tools["p", "c"] = box.change_something
-    items = [item async for item in actor.stream(("p", "execute", 1, "c", {"target": "t"}))]
+    items = [
+        item async for item in actor.stream(pickle.dumps(("p", "execute", 1, "c", {"target": "t"})))
+    ]
     assert items[:2] == [(1, 2, "half"), (2, 2, "done")]
-    blob, reports, _ = items[2]
+    blob, reports, _ = pickle.loads(items[2])
     assert reports == [] and pickle.loads(blob)[:2] == (True, "t")
 
 
@@ -577,7 +586,7 @@ async def test_closing_the_actors_stream_cancels_its_stage() -> None:
     """When Ray cancels the stream, the stage it runs is cancelled too."""
     actor = _actor()
     actor.tools["p", "t"] = _Entered(asynchronous=True)
-    stream = actor.stream(("p", "execute", 1, "t", {}))
+    stream = actor.stream(pickle.dumps(("p", "execute", 1, "t", {})))
     first = asyncio.ensure_future(anext(stream))
     while 1 not in actor.tasks:  # the stage reaches its await within a turn or two
         await asyncio.sleep(0)
@@ -695,12 +704,12 @@ async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> No
         await actor.join({"plan_id": plan, "metadata": {"who": plan}})
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for plan in ("p", "q"):
-        blob, _, _ = await actor.run((plan, "activate", 1, "r", payload))
+        blob, _, _ = await run(actor, (plan, "activate", 1, "r", payload))
         assert pickle.loads(blob)[0]
     assert set(actor.tools) == {("p", "r"), ("q", "r")}
     await actor.leave("q")
     assert set(actor.tools) == {("p", "r")} and "q" not in actor.plans
-    blob, _, _ = await actor.run(("q", "execute", 2, "r", {}))
+    blob, _, _ = await run(actor, ("q", "execute", 2, "r", {}))
     ok, error, _ = pickle.loads(blob)
     assert not ok and "has not joined this actor" in str(error)
 

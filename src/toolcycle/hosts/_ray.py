@@ -190,7 +190,7 @@ class _Plan(HostedPlan):
     ) -> _Stage:
         actor = self.actor
         label = f"{kind} of tool {name!r}"
-        stage = (self.plan_id, kind, number, name, argument)
+        stage = pickle.dumps((self.plan_id, kind, number, name, argument))
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
             # costs Ray more than a plain one, so only then).
@@ -306,12 +306,13 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         except RayError as exc:
             self.failed(exc)
 
-    def take(self, item: Report | Outcome) -> None:
+    def take(self, item: Report | bytes) -> None:
         """Pass on a progress report, or open what the actor sent back and settle with it."""
-        if not isinstance(item[0], bytes):
+        if not isinstance(item, bytes):
             self.tell([item])
             return
-        blob, reports, node = item
+        outcome: Outcome = pickle.loads(item)  # plain values: it opens
+        blob, reports, node = outcome
         self.plan.node = node
         self.tell(reports)
         try:

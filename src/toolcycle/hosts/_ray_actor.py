@@ -3,7 +3,9 @@
 An actor serves one plan (a plan's own actor) or many (a host's pool), each plan's
 tools kept apart by its id. It is an async actor: ``run`` runs one stage and
 returns its outcome, ``stream`` runs one and yields its progress reports as they
-come and then its outcome (a Ray streaming generator), ``cancel`` cancels a
+come and then its outcome (a Ray streaming generator); a stage and an outcome
+travel pickled, as bytes, which Ray passes on as they are (a tuple it would
+pickle itself, with cloudpickle, at a cost that showed in every call); ``cancel`` cancels a
 running stage's token and the task of a coroutine stage, ``join`` and ``leave``
 take a plan in and drop it. A coroutine stage runs on the actor's event loop, a
 sync one on a thread beside it, so the loop stays free to hear a cancellation.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import pickle
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -38,8 +41,7 @@ Outcome = tuple[bytes, list[Report], str]
 the progress the stage reported (when not streamed as it came), and the actor's node id."""
 
 Stage = tuple[str, str, int, str, Any]
-"""One stage as the caller sends it: ``(plan id, kind, number, tool name, argument)``.
-One tuple, not five arguments: Ray serialises each argument of a call apart."""
+"""One stage as the caller sends it, pickled: ``(plan id, kind, number, tool name, argument)``."""
 
 
 class PlanActor:
@@ -74,15 +76,15 @@ class PlanActor:
         for key in [key for key in self.tools if key[0] == plan_id]:
             del self.tools[key]
 
-    async def run(self, stage: Stage) -> Outcome:
-        """Run one stage; return its outcome, with the progress it reported.
+    async def run(self, stage: bytes) -> bytes:
+        """Run one pickled `Stage`; return its pickled `Outcome`, with the progress it reported.
 
         It never raises: the stage's errors travel back as values.
         """
         reports: list[Report] = []
-        return await self._run(stage, reports.append, reports)
+        return pickle.dumps(await self._run(pickle.loads(stage), reports.append, reports))
 
-    async def stream(self, stage: Stage) -> AsyncIterator[Report | Outcome]:
+    async def stream(self, stage: bytes) -> AsyncIterator[Report | bytes]:
         """Run one stage as `run` does, yielding each progress report as it comes, then the outcome.
 
         Ray streams what an async generator method yields (``num_returns="streaming"``),
@@ -94,12 +96,12 @@ class PlanActor:
         def report(item: Report) -> None:  # from the loop, or from a sync body's thread
             loop.call_soon_threadsafe(heard.put_nowait, item)
 
-        task = asyncio.ensure_future(self._run(stage, report, []))
+        task = asyncio.ensure_future(self._run(pickle.loads(stage), report, []))
         task.add_done_callback(lambda _: heard.put_nowait(None))
         try:
             while (item := await heard.get()) is not None:
                 yield item
-            yield task.result()
+            yield pickle.dumps(task.result())
         finally:
             task.cancel()  # Ray cancelled the stream: so is the stage (a no-op once done)
 
