@@ -7,8 +7,8 @@ says which process its reaper's parent is (the process that ran the tool's body)
 from __future__ import annotations
 
 import os
+import select
 import sys
-import time
 from pathlib import Path
 
 from toolcycle.sources.mcp import McpServer
@@ -45,17 +45,19 @@ def skill_folder(root: Path) -> Path:
 
 
 def gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (or is a zombie), within WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)  # polling for another process's exit: nothing to wait on here
-    return False
+    """Whether process ``pid`` has ended (a zombie counts), waiting WAIT seconds at most.
+
+    A pidfd becomes readable when its process ends, so this waits on an event, not a clock.
+    """
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([handle], [], [], WAIT)
+    finally:
+        os.close(handle)
+    return bool(ready)
 
 
 def alive(pid: int) -> bool:
