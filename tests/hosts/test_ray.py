@@ -730,3 +730,14 @@ def test_a_plan_that_joins_a_dead_pool_actor_fails_once_then_gets_a_fresh_one(
     finally:
         host.close()
     assert after.output != before
+
+
+async def test_an_actor_keeps_only_the_latest_cancels_for_stages_it_has_not_seen() -> None:
+    """A cancel that came after its stage ended is dropped once newer ones pile up."""
+    from toolcycle.hosts._ray_actor import EARLY_KEPT
+
+    actor = _actor()
+    for number in range(EARLY_KEPT + 5):
+        await actor.cancel(number, "late")
+    assert len(actor.early) == EARLY_KEPT
+    assert min(actor.early) == 5

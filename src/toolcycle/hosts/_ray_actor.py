@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from toolcycle import ProgressEvent, ToolInstance
 
-__all__ = ["Outcome", "PlanActor", "Report", "Stage", "remote_actor"]
+__all__ = ["EARLY_KEPT", "Outcome", "PlanActor", "Report", "Stage", "remote_actor"]
 
 Report = tuple[float, float | None, str | None]
 """One progress report of a stage: ``(progress, total, message)``."""
@@ -39,6 +39,9 @@ Report = tuple[float, float | None, str | None]
 Outcome = tuple[bytes, list[Report], str]
 """What the actor sends back for a stage: the pickled ``(ok, value, changes)``,
 the progress the stage reported (when not streamed as it came), and the actor's node id."""
+
+EARLY_KEPT = 1024
+"""Cancels an actor keeps for stages it has not seen (some came after their stage)."""
 
 Stage = tuple[str, str, int, str, Any]
 """One stage as the caller sends it, pickled: ``(plan id, kind, number, tool name, argument)``."""
@@ -168,7 +171,11 @@ class PlanActor:
         """Cancel a stage's token, and its task if it awaits (a sync body polls its token)."""
         token = self.tokens.get(number)
         if token is None:
+            # Before its stage, or after it (it ended as the cancel came): a pool's actor
+            # lives on, so keep the latest EARLY_KEPT only, the oldest going first.
             self.early[number] = reason
+            if len(self.early) > EARLY_KEPT:
+                del self.early[next(iter(self.early))]
             return
         token.cancel(reason)
         task = self.tasks.get(number)
