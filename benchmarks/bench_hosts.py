@@ -17,6 +17,14 @@ With ``ray``, on a local Ray cluster this script starts:
 - a plain Ray actor: ``ray.get(actor.double.remote(x))`` on an async actor, the
   kind `RayHost` uses, and on a sync one, for reference.
 
+With ``plans`` (``python -m benchmarks.bench_hosts plans [--plans N]``): many short
+plans on a `RayHost` pool of `POOL` actors on a local cluster of `POOL` CPUs: `PLANS`
+plans (``--plans`` for a quicker run) of `PLAN_CALLS` calls each, `IN_FLIGHT` plans
+at a time from one event loop, each plan activating its tool in its actor and
+deactivating it at its end. It prints the throughput (calls per second, over the
+wall time of the whole run) and the latency of one call (median, p99, and p99 of the
+warm calls, which leaves out each plan's first call, the one that activates).
+
 Rounds are interleaved (one round of each in turn, `ROUNDS` times), so a slow spell
 of the machine falls on every side alike; the figures are the medians of the
 rounds. The target is a ratio of at most `TARGET` for the sync path. Nothing fails
@@ -50,6 +58,19 @@ TARGET = 1.2
 
 RAY_CALLS = 100
 """Calls per round on Ray (each takes about a millisecond)."""
+
+
+POOL = 4
+"""Ray workers (pool actors, and the cluster's CPUs) of the many-plans run."""
+
+PLANS = 1000
+"""Plans of the many-plans run (``--plans`` overrides it)."""
+
+PLAN_CALLS = 10
+"""Calls per plan in the many-plans run."""
+
+IN_FLIGHT = 16
+"""Plans running at once in the many-plans run."""
 
 
 def double(x: int) -> int:
@@ -129,29 +150,40 @@ class _SyncDoubler:
         return double(x)
 
 
-def ray_main() -> None:
-    """Measure RayHost against a plain actor method call, on a local cluster."""
+def _start_ray(cpus: int) -> str:
+    """Start a local Ray cluster whose workers import this checkout; its scratch folder."""
     import os
     import pathlib
-    import shutil
     import sys
     import tempfile
+
+    import ray
+
+    here = importlib.import_module("benchmarks.bench_hosts")
+    root = str(pathlib.Path(here.__file__).parents[1])
+    paths = [root, *(path for path in sys.path if path)]
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    scratch = tempfile.mkdtemp(prefix="tc-ray-")
+    ray.init(
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=scratch,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
+    return scratch
+
+
+def ray_main() -> None:
+    """Measure RayHost against a plain actor method call, on a local cluster."""
+    import shutil
 
     import ray
 
     from toolcycle.hosts import RayHost
 
     here = importlib.import_module("benchmarks.bench_hosts")
-    root = str(pathlib.Path(here.__file__).parents[1])
-    paths = [root, *(path for path in sys.path if path)]
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _temp_dir=(scratch := tempfile.mkdtemp(prefix="tc-ray-")),
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
-    )
+    scratch = _start_ray(2)
     loop = asyncio.new_event_loop()
     try:
         plain = ray.remote(here._Doubler).remote()
@@ -195,9 +227,81 @@ def ray_main() -> None:
         print(f"ratio to {label:<12}      {ratio:8.2f}x  (target <= {TARGET}x)")
 
 
+def plans_main(plans: int = PLANS) -> dict[str, float]:
+    """Run ``plans`` plans of `PLAN_CALLS` calls on a pool of `POOL` Ray actors; the figures."""
+    import shutil
+
+    import ray
+
+    from toolcycle.hosts import RayHost
+
+    here = importlib.import_module("benchmarks.bench_hosts")
+    scratch = _start_ray(POOL)
+    host = RayHost(pool=POOL)
+    latencies: list[float] = []
+    warm: list[float] = []
+
+    async def one_plan(runtime: ToolRuntime, gate: asyncio.Semaphore) -> None:
+        async with gate, runtime.aplan(host=host, read_only=True) as ctx:
+            for x in range(PLAN_CALLS):
+                start = time.perf_counter()
+                result = await runtime.aexecute("doubled", {"x": x}, ctx)
+                took = time.perf_counter() - start
+                assert result.success, result.error
+                latencies.append(took)
+                if x:
+                    warm.append(took)
+
+    async def run_all() -> float:
+        with ToolRuntime(tracer=NullTracer()) as runtime:
+            runtime.register(here.doubled)
+            gate = asyncio.Semaphore(IN_FLIGHT)
+            # Start the pool's actors first: the run measures plans, not actor starts.
+            await asyncio.gather(*(one_plan(runtime, asyncio.Semaphore(1)) for _ in range(POOL)))
+            latencies.clear()
+            warm.clear()
+            start = time.perf_counter()
+            await asyncio.gather(*(one_plan(runtime, gate) for _ in range(plans)))
+            return time.perf_counter() - start
+
+    try:
+        wall = asyncio.run(run_all())
+    finally:
+        host.close()
+        ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+    ordered = sorted(latencies)
+    figures = {
+        "plans": plans,
+        "calls": len(latencies),
+        "wall_s": wall,
+        "calls_per_s": len(latencies) / wall,
+        "p50_ms": statistics.median(ordered) * 1e3,
+        "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] * 1e3,
+        "warm_p99_ms": sorted(warm)[int(0.99 * (len(warm) - 1))] * 1e3,
+    }
+    print(
+        f"{plans} plans x {PLAN_CALLS} calls on a pool of {POOL} Ray actors, "
+        f"{IN_FLIGHT} plans in flight"
+    )
+    print(f"wall time                  {wall:8.2f} s")
+    print(f"throughput                 {figures['calls_per_s']:8.0f} calls/s")
+    print(f"latency per call, median   {figures['p50_ms']:8.2f} ms")
+    print(f"latency per call, p99      {figures['p99_ms']:8.2f} ms")
+    print(f"p99 of warm calls          {figures['warm_p99_ms']:8.2f} ms  (a plan's 2nd call on)")
+    return figures
+
+
 if __name__ == "__main__":
     import sys
 
-    main()
-    if "ray" in sys.argv[1:]:
-        ray_main()
+    arguments = sys.argv[1:]
+    if "plans" in arguments:
+        count = PLANS
+        if "--plans" in arguments:
+            count = int(arguments[arguments.index("--plans") + 1])
+        plans_main(count)
+    else:
+        main()
+        if "ray" in arguments:
+            ray_main()

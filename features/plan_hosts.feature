@@ -46,3 +46,30 @@ Feature: Plan hosts: a plan's tools run in a worker process of their own
       | deactivate | second |
       | deactivate | first  |
     And every trace names the host "cluster" and the Ray node of its actor
+
+  @req-host-progress
+  Scenario: On Ray, progress reported in the actor keeps a call alive past its idle limit
+    Given the journal tools "first" and "second" in a Ray host named "cluster"
+    When a plan with the host runs a tool that reports every 0.3 s for 1.8 s, with an idle limit of 1 s
+    Then the call succeeded and its trace counts 6 progress reports
+
+  @req-host-pool
+  Scenario: A Ray pool of two actors hosts three plans, each with its own lifecycle
+    Given the journal tools "first" and "second" in a Ray host pool of 2 named "pooled"
+    When three plans with the host each run "first", "first" and "second"
+    Then each plan's stages ran in this order:
+      | stage      | tool   |
+      | activate   | first  |
+      | execute    | first  |
+      | execute    | first  |
+      | activate   | second |
+      | execute    | second |
+      | deactivate | second |
+      | deactivate | first  |
+    And the three plans ran in two actor processes
+
+  @req-host-sources
+  Scenario: An MCP server and a skill's script run in the plan's worker
+    Given an MCP stdio server and a skill with a script in a process host named "local"
+    When a plan with the host calls the server's tool and runs the skill's script
+    Then both ran in the plan's worker, and the server's process ended with the plan

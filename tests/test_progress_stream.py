@@ -410,3 +410,26 @@ def test_a_stream_dropped_after_its_loop_closed_raises_nothing() -> None:
     del stream
     gc.collect()
     assert not task.done()
+
+
+async def test_a_call_says_whether_its_progress_is_followed_as_it_happens() -> None:
+    """``progress_followed``: on_progress, a stream, or an idle limit (the call's or the plan's)."""
+    seen: list[bool] = []
+
+    @tool
+    def follows(ctx: ToolExecutionContext) -> None:
+        """Note whether the call's progress is followed."""
+        seen.append(ctx.progress_followed())
+
+    with ToolRuntime() as runtime:
+        runtime.register(follows)
+        async with runtime.aplan() as ctx:
+            assert not ctx.progress_followed()  # outside any call
+            await runtime.aexecute("follows", {}, ctx)
+            await runtime.aexecute("follows", {}, ctx, idle_timeout=5)
+            [_ async for _ in runtime.astream("follows", {}, ctx)]
+        async with runtime.aplan(on_progress=lambda _: None) as ctx:
+            await runtime.aexecute("follows", {}, ctx)
+        async with runtime.aplan(idle_timeout=5) as ctx:
+            await runtime.aexecute("follows", {}, ctx)
+    assert seen == [False, True, True, True, True]

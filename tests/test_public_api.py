@@ -456,15 +456,16 @@ ALLOWED = {
     # Plan hosts: the public API ("") and one another.
     "hosts._child": {"hosts._tools", "hosts._worker"},
     "hosts._process": {"", "hosts._child", "hosts._proxy", "hosts._tools"},
-    "hosts._proxy": {"", "hosts._child"},  # for annotations only, under TYPE_CHECKING
+    "hosts._proxy": {"", "hosts._child", "hosts._tools"},  # _child for annotations only
     "hosts._ray": {
         "",
         "hosts._child",
         "hosts._process",
         "hosts._proxy",
+        "hosts._ray_actor",
         "hosts._tools",
-        "hosts._worker",
     },
+    "hosts._ray_actor": {"", "hosts._worker"},
     "hosts._tools": {""},
     "hosts._worker": {""},
     "cli": {""},

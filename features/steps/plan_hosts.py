@@ -120,3 +120,37 @@ def ran_in_second_worker(context: Any, name: str) -> None:
     pids = [words[2] for words in _journal(context) if words[:2] == ["activate", name]]
     assert len(pids) == 2 and pids[0] == str(context.killed) != pids[1]
     assert context.results[-1].output["pid"] == int(pids[1])
+
+
+@given('an MCP stdio server and a skill with a script in a process host named "{name:Name}"')
+def sources_in_host(context: Any, name: str) -> None:
+    from sources_kit import pid_server, skill_folder
+
+    from toolcycle.sources.skills import SkillDirectory
+
+    folder = tempfile.TemporaryDirectory()
+    context.add_cleanup(folder.cleanup)
+    context.runtime.register_source(pid_server())
+    context.runtime.register_source(SkillDirectory(skill_folder(Path(folder.name)), scripts=True))
+    context.host = ProcessHost(name=name)
+    context.add_cleanup(context.host.close)
+
+
+@when("a plan with the host calls the server's tool and runs the skill's script")
+def call_sources(context: Any) -> None:
+    with context.runtime.plan(host=context.host) as ctx:
+        context.pids = context.runtime.execute("pids", {}, ctx)
+        script = {"script": "scripts/whose.py"}
+        context.script = context.runtime.execute("whose.run_script", script, ctx)
+        context.worker = context.host.worker_pid(ctx)
+
+
+@then("both ran in the plan's worker, and the server's process ended with the plan")
+def sources_ran_in_worker(context: Any) -> None:
+    from sources_kit import gone
+
+    assert context.pids.success, context.pids.error
+    assert context.script.success, context.script.error
+    assert context.pids.output["parent"] == context.worker
+    assert int(context.script.output["stdout"]) == context.worker
+    assert gone(context.pids.output["server"])

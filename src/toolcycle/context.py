@@ -322,6 +322,20 @@ class ToolExecutionContext:
 
         return report
 
+    def progress_followed(self) -> bool:
+        """Whether the progress of the call running now is followed as it happens.
+
+        True when the plan has ``on_progress``, the call has another listener (its
+        span, a stream of the call) or an idle limit that each report restarts.
+        A host that can send progress back either as it comes or with the outcome
+        (the latter costs less) asks this to choose.
+        """
+        if self.on_progress is not None or self.idle_timeout is not None:
+            return True
+        scope = _call_scope.get()
+        record = scope.record if scope is not None else None
+        return bool(getattr(record, "progress_sinks", ())) or getattr(record, "idle_limited", False)
+
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:

@@ -32,7 +32,13 @@ def runtime() -> Iterator[ToolRuntime]:
         made.register(box.Recorder("first"))
         made.register(box.Recorder("second"))
         made.register(box.AsyncRecorder("coro"))
-        for fn in (box.where, box.wait_for_cancel, box.await_cancel, box.change_something):
+        for fn in (
+            box.where,
+            box.wait_for_cancel,
+            box.await_cancel,
+            box.change_something,
+            box.ticker,
+        ):
             made.register(fn)
         made.register(box.fail)
         made.register(box.unsendable)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,15 @@ def change_something(ctx: ToolExecutionContext, target: str) -> str:
     ctx.record_change(Change(kind="note", target=target))
     ctx.report_progress(2, 2, "done")
     return target
+
+
+@tool
+def ticker(ctx: ToolExecutionContext, steps: int, gap: float) -> int:
+    """Report progress ``steps`` times, ``gap`` seconds of work apart."""
+    for step in range(steps):
+        ctx.report_progress(step + 1, steps)
+        time.sleep(gap)  # the tool's own work, between its reports
+    return steps
 
 
 class Unpicklable(Exception):

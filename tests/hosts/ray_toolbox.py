@@ -1,8 +1,9 @@
 """Tools for the Ray host tests that tell the test when they have started.
 
-A Ray-hosted tool's progress reaches the caller with its outcome, not while it
-runs, so these tools signal through a named `Signal` actor instead: the test
-waits on it (bounded) and only then cancels or kills.
+A Ray-hosted tool's progress reaches the caller while it runs only when someone
+follows it (``on_progress``, a stream, an idle limit), so these tools signal
+through a named `Signal` actor instead: the test waits on it (bounded) and only
+then cancels or kills.
 """
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ async def signal_then_await(ctx: ToolExecutionContext) -> str:
         note(ctx, "cancelled")
         raise
     return "finished"
+
+
+@tool
+def report_then_wait(ctx: ToolExecutionContext) -> str:
+    """Report progress, then wait (bounded) for the signal the caller sends on hearing it."""
+    ctx.report_progress(1, message="waiting")
+    ray.get(ray.get_actor(ctx.metadata["signal"]).wait.remote(), timeout=WAIT)
+    return "heard"
+
+
+@tool
+async def areport_then_wait(ctx: ToolExecutionContext) -> str:
+    """`report_then_wait` with a coroutine body."""
+    ctx.report_progress(1, message="waiting")
+    await asyncio.wait_for(ray.get_actor(ctx.metadata["signal"]).wait.remote(), WAIT)
+    return "heard"
 
 
 class FailsToActivate(Recorder):

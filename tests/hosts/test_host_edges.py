@@ -141,7 +141,7 @@ def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:
         ctx = runtime.new_context(host=host)
         stand_in = host.tool("where", box.where, ctx, asynchronous=False)
         plan = host._plans[ctx.plan_id]
-        plan.close(WAIT)
+        plan.close()
         with pytest.raises(ToolHostError, match="has ended"):
             stand_in.activate(ctx)
         plan.cancel(1, "nothing runs")

@@ -284,3 +284,14 @@ def test_an_activation_that_fails_in_the_worker_is_an_activation_error(
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
             with pytest.raises(ToolActivationError, match="activated before"):
                 runtime.execute("once", {}, ctx)
+
+
+def test_progress_from_the_worker_keeps_a_call_alive_past_its_idle_limit(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Six reports 0.3 s apart outlast an idle limit of 1 s: each comes over the pipe as sent."""
+    with runtime.plan(host=host) as ctx:
+        runtime.activate("ticker", ctx)  # starting the worker is no part of the quiet tested
+        result = runtime.execute("ticker", {"steps": 6, "gap": 0.3}, ctx, idle_timeout=1.0)
+    assert result.output == 6, result.error
+    assert result.trace is not None and result.trace.progress_count == 6

@@ -25,10 +25,13 @@ ray = pytest.importorskip(
 import hosts_toolbox as box
 import ray_toolbox
 from hosts_toolbox import lines
+from sources_kit import alive, pid_server, skill_folder
+from sources_kit import gone as process_gone
 
 import toolcycle
 from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import RayHost, ToolHostError, ToolImport
+from toolcycle.sources.skills import SkillDirectory
 
 WAIT = 10.0
 
@@ -85,6 +88,8 @@ def rt(runtime: ToolRuntime) -> ToolRuntime:
     """The hosts runtime, plus the tools that signal their start."""
     runtime.register(ray_toolbox.signal_then_wait)
     runtime.register(ray_toolbox.signal_then_await)
+    runtime.register(ray_toolbox.report_then_wait)
+    runtime.register(ray_toolbox.areport_then_wait)
     return runtime
 
 
@@ -155,6 +160,88 @@ def test_changes_and_progress_come_back_with_the_result(rt: ToolRuntime, host: R
         assert [change.target for change in ctx.changes] == ["a.txt"]
     assert [change.target for change in result.changes] == ["a.txt"]
     assert [event.message for event in events] == ["half", "done"]
+
+
+def test_progress_reaches_the_caller_while_the_actor_runs_the_call(
+    rt: ToolRuntime, host: RayHost, signal: str
+) -> None:
+    """The listener hears the report before the tool ends: the tool waits for what it sends."""
+    events: list[Any] = []
+
+    def heard(event: Any) -> None:
+        events.append(event)
+        ray.get_actor(signal).send.remote()
+
+    with rt.plan(host=host, metadata={"signal": signal}, on_progress=heard) as ctx:
+        result = rt.execute("report_then_wait", {}, ctx)
+    assert result.output == "heard", result.error
+    assert [event.message for event in events] == ["waiting"]
+    assert result.trace.progress_count == 1
+
+
+async def test_an_async_stream_yields_the_actors_progress_before_the_result(
+    rt: ToolRuntime, host: RayHost, signal: str
+) -> None:
+    """``astream`` of a hosted coroutine tool: the report comes first, while it waits."""
+    items: list[Any] = []
+    async with rt.aplan(host=host, metadata={"signal": signal}) as ctx:
+        async for item in rt.astream("areport_then_wait", {}, ctx):
+            items.append(item)
+            if len(items) == 1:
+                await ray.get_actor(signal).send.remote()
+    assert [type(item).__name__ for item in items] == ["ProgressEvent", "ToolResult"]
+    assert items[-1].output == "heard", items[-1].error
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+async def test_progress_from_the_actor_keeps_a_call_alive_past_its_idle_limit(
+    rt: ToolRuntime, host: RayHost, asynchronous: bool
+) -> None:
+    """Six reports 0.3 s apart outlast an idle limit of 1 s: each restarts it as it comes.
+
+    The tool is activated first: starting the actor is no part of the quiet being tested.
+    """
+    params = {"steps": 6, "gap": 0.3}
+    if asynchronous:
+        async with rt.aplan(host=host) as actx:
+            await rt.aactivate("ticker", actx)
+            result = await rt.aexecute("ticker", params, actx, idle_timeout=1.0)
+    else:
+        with rt.plan(host=host) as ctx:
+            rt.activate("ticker", ctx)
+            result = rt.execute("ticker", params, ctx, idle_timeout=1.0)
+    assert result.output == 6, result.error
+    assert result.trace.progress_count == 6
+
+
+def test_a_call_nobody_follows_brings_its_progress_with_the_outcome(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """Without a listener or idle limit the plain (cheaper) call is used; reports still count."""
+    with rt.plan(host=host) as ctx:
+        assert not ctx.progress_followed()
+        result = rt.execute("change_something", {"target": "a.txt"}, ctx)
+    assert result.trace.progress_count == 2
+
+
+def test_an_mcp_server_and_a_skill_run_in_the_plans_actor_and_end_with_it(
+    rt: ToolRuntime, host: RayHost, tmp_path: Path
+) -> None:
+    """The stdio server is the actor's child, the skill's script runs there; the plan's end stops it."""
+    rt.register_source(pid_server())
+    rt.register_source(SkillDirectory(skill_folder(tmp_path), scripts=True))
+    with rt.plan(host=host) as ctx:
+        actor_pid = rt.execute("where", {}, ctx).output
+        pids = rt.execute("pids", {}, ctx)
+        assert pids.success, pids.error
+        assert pids.output["parent"] == actor_pid != os.getpid()
+        assert alive(pids.output["server"])
+        ran = rt.execute("whose.run_script", {"script": "scripts/whose.py"}, ctx)
+        assert ran.success, ran.error
+        assert int(ran.output["stdout"]) == actor_pid
+        read = rt.execute("whose", {}, ctx)
+        assert "Run scripts/whose.py." in read.output["text"]
+    assert process_gone(pids.output["server"])
 
 
 async def test_async_plans_run_every_stage_in_the_actor(
@@ -352,16 +439,14 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
 
     with ToolRuntime() as runtime:
         runtime.register(box.where)
+        runtime.register(box.change_something)
         with runtime.plan(host=host) as ctx:
             runtime.execute("where", {}, ctx)
+            runtime.activate("change_something", ctx)
             plan = host._plans[ctx.plan_id]
             stage = _Stage(plan, plan.actor, None, "execute of tool 'where'", None)
-
-            def broken() -> Any:
-                raise ray.exceptions.RaySystemError("")
-
-            stage.settle(broken)
-            stage.settle(broken)  # settled once: the second outcome is dropped
+            stage.failed(ray.exceptions.RaySystemError(""))
+            stage.failed(ray.exceptions.RaySystemError(""))  # settled once: the second is dropped
             with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
                 stage.result()
             assert not plan.dead
@@ -371,6 +456,23 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
                 real.add_done_callback(lambda _, event=event: event.set())
             assert all(event.wait(WAIT) for event in heard)
             assert real.result()[0] == real.result()[0]
+            reports: list[Any] = []
+            stream = plan.actor.stream.options(num_returns="streaming")
+            streamed = _Stage(
+                plan,
+                plan.actor,
+                stream.remote(
+                    pickle.dumps((ctx.plan_id, "execute", 100, "change_something", {"target": "t"}))
+                ),
+                "execute of tool 'change_something'",
+                lambda *report: reports.append(report),
+                streamed=True,
+            )
+            ended = threading.Event()
+            streamed.add_done_callback(lambda _: ended.set())  # no loop: followed on a thread
+            assert ended.wait(WAIT)
+            assert streamed.result()[0] == "t"
+            assert reports == [(1, 2, "half"), (2, 2, "done")]
 
 
 class _Entered:
@@ -393,7 +495,7 @@ class _Entered:
 
 def _actor() -> Any:
     """The actor's class, in this process: its code runs here, under the test's eyes."""
-    from toolcycle.hosts._ray import _PlanActor
+    from toolcycle.hosts._ray_actor import PlanActor
 
     info = {
         "plan_id": "p",
@@ -402,17 +504,22 @@ def _actor() -> Any:
         "resources": (),
         "metadata": {},
     }
-    return _PlanActor(info)
+    return PlanActor(info)
+
+
+async def run(actor: Any, stage: tuple[Any, ...]) -> Any:
+    """One stage through the actor's ``run``, as the caller sends it (pickled); its outcome."""
+    return pickle.loads(await actor.run(pickle.dumps(stage)))
 
 
 async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
     """A cancel for a running sync stage cancels its token; the body stops and says so."""
     actor, tool = _actor(), _Entered(asynchronous=False)
-    actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    actor.tools["p", "t"] = tool
+    running = asyncio.ensure_future(run(actor, ("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     await actor.cancel(1, "stop")
-    blob, _, node = await asyncio.wait_for(run, WAIT)
+    blob, _, node = await asyncio.wait_for(running, WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError) and error.reason == "stop"
     assert node == ray.get_runtime_context().get_node_id()
@@ -421,13 +528,13 @@ async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
 async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
     """A cancel for a stage that awaits a coroutine cancels its task too."""
     actor, tool = _actor(), _Entered(asynchronous=True)
-    actor.tools["t"] = tool
-    run = asyncio.ensure_future(actor.run(("execute", 1, "t", {})))
+    actor.tools["p", "t"] = tool
+    running = asyncio.ensure_future(run(actor, ("p", "execute", 1, "t", {})))
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     while 1 not in actor.tasks:  # the stage's task reaches its await within a turn or two
         await asyncio.sleep(0)
     await actor.cancel(1, "stop")
-    blob, _, _ = await asyncio.wait_for(run, WAIT)
+    blob, _, _ = await asyncio.wait_for(running, WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError)
 
@@ -435,9 +542,9 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
 async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() -> None:
     """The actor keeps a cancel for a stage it has not seen yet, and applies it."""
     actor = _actor()
-    actor.tools["t"] = _Entered(asynchronous=False)
+    actor.tools["p", "t"] = _Entered(asynchronous=False)
     await actor.cancel(7, "early")
-    blob, _, _ = await asyncio.wait_for(actor.run(("execute", 7, "t", {})), WAIT)
+    blob, _, _ = await asyncio.wait_for(run(actor, ("p", "execute", 7, "t", {})), WAIT)
     ok, error, _ = pickle.loads(blob)
     assert not ok and error.reason == "early"
     assert actor.early == {}
@@ -449,15 +556,188 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
     payload = ("pickle", pickle.dumps(box.Recorder("r")))
     for number, kind in enumerate(("activate", "execute", "deactivate"), start=1):
         argument = {"activate": payload, "execute": {"x": 1}}.get(kind)
-        blob, _, _ = await actor.run((kind, number, "r", argument))
+        blob, _, _ = await run(actor, ("p", kind, number, "r", argument))
         assert pickle.loads(blob)[0], kind
     assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
-    blob, _, _ = await actor.run(("execute", 9, "r", {}))
+    blob, _, _ = await run(actor, ("p", "execute", 9, "r", {}))
     ok, error, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
-    actor.tools["d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
-    blob, _, _ = await actor.run(("execute", 10, "d", {}))
+    actor.tools["p", "d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
+    blob, _, _ = await run(actor, ("p", "execute", 10, "d", {}))
     assert pickle.loads(blob)[:2] == (True, "later")
-    actor.tools["c"] = box.AsyncRecorder("c")  # a coroutine execute
-    blob, _, _ = await actor.run(("execute", 11, "c", {"x": 2}))
+    actor.tools["p", "c"] = box.AsyncRecorder("c")  # a coroutine execute
+    blob, _, _ = await run(actor, ("p", "execute", 11, "c", {"x": 2}))
     assert pickle.loads(blob)[1]["x"] == 2
+
+
+async def test_the_actor_streams_a_stages_progress_then_its_outcome() -> None:
+    """``stream`` yields each report as it comes, then the outcome with no reports in it."""
+    actor = _actor()
+    actor.tools["p", "c"] = box.change_something
+    items = [
+        item async for item in actor.stream(pickle.dumps(("p", "execute", 1, "c", {"target": "t"})))
+    ]
+    assert items[:2] == [(1, 2, "half"), (2, 2, "done")]
+    blob, reports, _ = pickle.loads(items[2])
+    assert reports == [] and pickle.loads(blob)[:2] == (True, "t")
+
+
+async def test_closing_the_actors_stream_cancels_its_stage() -> None:
+    """When Ray cancels the stream, the stage it runs is cancelled too."""
+    actor = _actor()
+    actor.tools["p", "t"] = _Entered(asynchronous=True)
+    stream = actor.stream(pickle.dumps(("p", "execute", 1, "t", {})))
+    first = asyncio.ensure_future(anext(stream))
+    while 1 not in actor.tasks:  # the stage reaches its await within a turn or two
+        await asyncio.sleep(0)
+    task = actor.tasks[1]
+    first.cancel()  # what Ray does to a cancelled stream
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), WAIT)
+    assert task.cancelled()
+
+
+async def test_a_stage_fails_naming_the_host_when_ray_fails_what_it_waits_for() -> None:
+    """Ray's error reaches the stage whether it waits on a stream or on Ray's future."""
+    from toolcycle import ToolExecutionContext
+    from toolcycle.hosts._ray import _Plan, _Stage
+
+    plan = _Plan(RayHost(name="here"), ToolExecutionContext("p"))
+
+    async def broken_stream() -> Any:
+        raise ray.exceptions.RaySystemError("gone")
+        yield  # an async generator
+
+    stage = _Stage(plan, None, broken_stream(), "execute of tool 't'", None, streamed=True)
+    with pytest.raises(ToolHostError, match="'here' failed during the execute"):
+        await asyncio.wait_for(asyncio.wrap_future(stage), WAIT)
+    remote: Any = __import__("concurrent.futures").futures.Future()
+    remote.set_exception(ray.exceptions.RaySystemError("gone"))
+    plain = _Stage(plan, None, None, "execute of tool 't'", None)
+    plain._settled(remote)
+    with pytest.raises(ToolHostError, match="'here' failed"):
+        plain.result()
+
+
+def test_a_pool_hosts_many_plans_on_its_actors_each_with_its_own_lifecycle(
+    rt: ToolRuntime, tmp_path: Path
+) -> None:
+    """Three plans on two actors: activation once per plan, reverse deactivation, actors kept."""
+    host = RayHost(pool=2)
+    journals = [tmp_path / f"plan{n}.txt" for n in range(3)]
+    try:
+        with (
+            rt.plan(host=host, metadata={"journal": str(journals[0])}) as one,
+            rt.plan(host=host, metadata={"journal": str(journals[1])}) as two,
+            rt.plan(host=host, metadata={"journal": str(journals[2])}) as three,
+        ):
+            pids = []
+            for ctx in (one, two, three):
+                rt.execute("first", {"x": 1}, ctx)
+                rt.execute("second", {}, ctx)
+                pids.append(rt.execute("first", {"x": 2}, ctx).output["pid"])
+            actors = [host.actor(ctx) for ctx in (one, two, three)]
+            assert host._load == [2, 1]
+        assert pids[0] == pids[2] != pids[1]  # the least loaded actor takes the next plan
+        assert actors[0] is actors[2] is not actors[1]
+        for journal in journals:
+            assert [words[:2] for words in lines(journal)] == [
+                ["activate", "first"],
+                ["execute", "first"],
+                ["activate", "second"],
+                ["execute", "second"],
+                ["execute", "first"],
+                ["deactivate", "second"],
+                ["deactivate", "first"],
+            ]
+        assert host._load == [0, 0]
+        assert not gone_soon(actors[0])  # the plans ended, their actors serve on
+        with rt.plan(host=host) as four:  # and take the next plan, holding nothing of the last
+            assert rt.execute("where", {}, four).output in pids
+        assert ray.get(actors[0].leave.remote("nobody"), timeout=WAIT) is None
+    finally:
+        host.close()
+    assert gone(actors[0]) and gone(actors[1])  # closing the host ends the pool
+
+
+def gone_soon(actor: Any) -> bool:
+    """Whether a call to the actor fails now (it answers at once when alive)."""
+    try:
+        ray.get(actor.cancel.remote(0, None), timeout=WAIT)
+    except ray.exceptions.RayActorError:
+        return True
+    return False
+
+
+def test_a_dead_pool_actor_is_replaced_once_for_all_its_plans(rt: ToolRuntime) -> None:
+    """Both plans on a killed actor fail once, then go on in one fresh actor of the pool."""
+    host = RayHost(pool=1)
+    try:
+        with rt.plan(host=host) as one, rt.plan(host=host) as two:
+            before = rt.execute("where", {}, one).output
+            assert rt.execute("where", {}, two).output == before
+            kill(host.actor(one))
+            assert not rt.execute("where", {}, one).success  # meets the dead actor
+            assert not rt.execute("where", {}, two).success
+            after = rt.execute("where", {}, one).output
+            assert rt.execute("where", {}, two).output == after != before
+            assert host.actor(one) is host.actor(two) is host._pool[0]
+    finally:
+        host.close()
+
+
+def test_a_pool_must_be_a_positive_int() -> None:
+    """``pool`` is None or at least 1."""
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="pool must be a positive int"):
+            RayHost(pool=bad)  # type: ignore[arg-type]
+
+
+async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> None:
+    """Tools are held per plan; ``leave`` drops a plan's leftovers; an unknown plan fails."""
+    from toolcycle.hosts._ray_actor import PlanActor
+
+    actor = PlanActor(None)  # a pool's actor: plans join it
+    assert actor.plans == {}
+    for plan in ("p", "q"):
+        await actor.join({"plan_id": plan, "metadata": {"who": plan}})
+    payload = ("pickle", pickle.dumps(box.Recorder("r")))
+    for plan in ("p", "q"):
+        blob, _, _ = await run(actor, (plan, "activate", 1, "r", payload))
+        assert pickle.loads(blob)[0]
+    assert set(actor.tools) == {("p", "r"), ("q", "r")}
+    await actor.leave("q")
+    assert set(actor.tools) == {("p", "r")} and "q" not in actor.plans
+    blob, _, _ = await run(actor, ("q", "execute", 2, "r", {}))
+    ok, error, _ = pickle.loads(blob)
+    assert not ok and "has not joined this actor" in str(error)
+
+
+def test_a_plan_that_joins_a_dead_pool_actor_fails_once_then_gets_a_fresh_one(
+    rt: ToolRuntime,
+) -> None:
+    """A pool actor that died while idle fails the next plan's start, naming the host."""
+    host = RayHost(name="pooled", pool=1)
+    try:
+        with rt.plan(host=host) as one:
+            before = rt.execute("where", {}, one).output
+            kill(host.actor(one))
+        with rt.plan(host=host) as two:
+            with pytest.raises(ToolHostError, match="'pooled' died during the plan's start"):
+                rt.execute("where", {}, two)
+            after = rt.execute("where", {}, two)
+    finally:
+        host.close()
+    assert after.output != before
+
+
+async def test_an_actor_keeps_only_the_latest_cancels_for_stages_it_has_not_seen() -> None:
+    """A cancel that came after its stage ended is dropped once newer ones pile up."""
+    from toolcycle.hosts._ray_actor import EARLY_KEPT
+
+    actor = _actor()
+    for number in range(EARLY_KEPT + 5):
+        await actor.cancel(number, "late")
+    assert len(actor.early) == EARLY_KEPT
+    assert min(actor.early) == 5

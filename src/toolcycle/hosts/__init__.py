@@ -16,8 +16,10 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   thread), ``_worker`` the worker's side (runs the stages it is sent, sends back
   outcomes), ``_proxy`` the stand-ins the runtime drives in place of hosted tools,
   ``_tools`` how a tool travels (pickled, by name, `ToolImport`) and `ToolHostError`.
-- `RayHost` (``_ray``, ``toolcycle[ray]``): an async Ray actor per plan, on any node
-  of a Ray cluster, driving the same stand-ins as `ProcessHost`.
+  ``_proxy`` also holds the bookkeeping both hosts share (`HostBase`, `HostedPlan`).
+- `RayHost` (``_ray``, ``toolcycle[ray]``): an async Ray actor per plan, or a pool of
+  actors for many plans, on any node of a Ray cluster, driving the same stand-ins as
+  `ProcessHost`; ``_ray_actor`` is the actor's side.
 - `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
   steps of the plan's workflow, so a plan resumed after a crash does not run the
   completed calls again; ``DBOSPlan.resume`` resumes one by its id (see

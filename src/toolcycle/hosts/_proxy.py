@@ -10,20 +10,30 @@ the call, so they land in the result and in the plan's record.
 `HostedTool` is for sync callers (it blocks its thread), `AsyncHostedTool` for
 async ones (it awaits, and a cancellation of the awaiting task reaches the worker).
 Both drive a `Placement`, which any host can implement.
+
+`HostBase` and `HostedPlan` are the bookkeeping `ProcessHost` and `RayHost` share:
+the host's plans by id under a lock, and each plan's stand-ins, active tools and
+one replacement of a dead worker. Each host adds only how its worker starts,
+takes a stage, cancels one and ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol
+import concurrent.futures
+import threading
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
 
 if TYPE_CHECKING:
-    import concurrent.futures
+    from collections.abc import Mapping
 
     from toolcycle import ToolDescriptor, ToolExecutionContext, ToolInstance
     from toolcycle.hosts._child import Listener
 
-__all__ = ["AsyncHostedTool", "HostedTool", "Placement"]
+__all__ = ["AsyncHostedTool", "HostBase", "HostedPlan", "HostedTool", "Placement"]
 
 
 class Placement(Protocol):
@@ -131,3 +141,213 @@ class AsyncHostedTool(HostedTool):
         for change in changes:
             ctx.record_change(change)
         return value
+
+
+class HostedPlan(ABC):
+    """One plan in a host: its stand-ins, its active tools, and those its worker holds.
+
+    The bookkeeping is the same for every host; a host's plan class adds how its
+    worker starts (`start`), whether it is usable (`alive`), how a stage goes to
+    it (`dispatch`), and `cancel` and `close`. A worker that dies is replaced
+    once: the plan's next call starts a fresh one and activates its tools again
+    there, one by one as they are next called.
+
+    Attributes:
+        worker: the word for the plan's worker in messages (``"worker"``, ``"actor"``).
+    """
+
+    worker = "worker"
+
+    def __init__(self, host: HostBase[Any], ctx: ToolExecutionContext) -> None:
+        self.host = host
+        self.plan_id = ctx.plan_id
+        self.ctx = ctx  # what each stage's context in the worker carries, read at its start
+        self.starts = 0
+        self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
+        self.live: set[str] = set()  # those active in the current worker
+        self.stand_ins: dict[tuple[str, bool], HostedTool] = {}
+        self.lock = threading.Lock()
+        self.closed = False
+
+    # -- what a host's plan class says -------------------------------------------------------
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """Whether the plan has a worker that can take a stage now."""
+        ...
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the plan's worker (the first, or the one replacement); ``live`` is empty."""
+        ...
+
+    @abstractmethod
+    def dispatch(
+        self, kind: str, name: str, argument: Any, listener: Listener | None
+    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        """Send one stage to the worker, which `alive` says is there; its number and future."""
+        ...
+
+    @abstractmethod
+    def cancel(self, number: int, reason: str | None) -> None:
+        """Cancel a stage the worker runs."""
+        ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """The plan ended: let its worker go."""
+        ...
+
+    # -- the bookkeeping (a `Placement`) -----------------------------------------------------
+
+    def stand_in(self, name: str, tool: ToolInstance, asynchronous: bool) -> HostedTool:
+        """The plan's stand-in for ``tool``, made once (again if the tool was replaced)."""
+        found = self.stand_ins.get((name, asynchronous))
+        if found is None or found.tool is not tool:
+            kind = AsyncHostedTool if asynchronous else HostedTool
+            found = self.stand_ins[name, asynchronous] = kind(name, tool, self)
+        return found
+
+    def ready(self, kind: str, name: str) -> bool:
+        """See `Placement.ready`."""
+        if kind == "deactivate":
+            return True
+        return self.alive() and (kind == "activate" or name in self.live)
+
+    def prepare(self, kind: str, name: str) -> None:
+        """See `Placement.prepare`."""
+        with self.lock:
+            if not self.alive():
+                self._fresh()
+            if kind == "execute" and name not in self.live:
+                payload = self.payloads.get(name)
+                if payload is None:  # pragma: no cover - the runtime activates first
+                    return
+                try:
+                    self.dispatch("activate", name, payload, None)[1].result()
+                except ToolHostError:
+                    raise
+                except Exception as exc:
+                    raise ToolHostError(
+                        f"tool {name!r} could not be activated again in the fresh "
+                        f"{self.worker} of host {self.host.name!r}: {exc}",
+                        tool_name=name,
+                        plan_id=self.plan_id,
+                    ) from exc
+                self.live.add(name)
+
+    def _fresh(self) -> None:
+        if self.closed:
+            raise ToolHostError(
+                f"plan {self.plan_id!r} has ended in host {self.host.name!r}",
+                plan_id=self.plan_id,
+            )
+        if self.starts >= 2:
+            raise ToolHostError(
+                f"the {self.worker} of host {self.host.name!r} died twice in plan "
+                f"{self.plan_id!r}; end this plan and start a new one",
+                plan_id=self.plan_id,
+            )
+        self.live = set()
+        self.start()
+
+    def send(
+        self, kind: str, name: str, argument: Any, listener: Listener | None
+    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        """See `Placement.send`: an activation sends the tool, a deactivation forgets it."""
+        if kind == "deactivate":
+            self.payloads.pop(name, None)
+            if not self.alive() or name not in self.live:
+                return 0, _done((None, []))  # its worker died: nothing left to release
+        elif kind == "activate":
+            argument = pack(name, self._tool(name), self.host._imports)
+        number, future = self.dispatch(kind, name, argument, listener)
+        if kind == "activate":
+            self.payloads[name] = argument
+        return number, future
+
+    def settled(self, kind: str, name: str, ok: bool) -> None:
+        """See `Placement.settled`."""
+        if kind == "activate":
+            if ok:
+                self.live.add(name)
+            else:
+                self.payloads.pop(name, None)
+        elif kind == "deactivate":
+            self.live.discard(name)
+
+    def _tool(self, name: str) -> ToolInstance:
+        return next(s.tool for (n, _), s in self.stand_ins.items() if n == name)
+
+
+PlanT = TypeVar("PlanT", bound=HostedPlan)
+
+
+class HostBase(ABC, Generic[PlanT]):
+    """What every host keeps: its name, the tools it builds by import path, its plans by id.
+
+    A host class says how to make one of its plans (`new_plan`); the rest of the
+    `toolcycle.PlanHost` protocol, but ``placement``, is here.
+
+    Raises:
+        ValueError: an empty name.
+        TypeError: a ``tools`` value that is not a `ToolImport`.
+    """
+
+    def __init__(self, name: str, tools: Mapping[str, ToolImport] | None) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        imports = dict(tools or {})
+        for key, recipe in imports.items():
+            if not isinstance(recipe, ToolImport):
+                raise TypeError(
+                    f"tools[{key!r}] must be a ToolImport('package.module:attribute'), "
+                    f"got {recipe!r}"
+                )
+        self._name = name
+        self._imports = imports
+        self._plans: dict[str, PlanT] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r}, plans={len(self._plans)})"
+
+    @property
+    def name(self) -> str:
+        """The host's name, as traces show it."""
+        return self._name
+
+    @abstractmethod
+    def new_plan(self, ctx: ToolExecutionContext) -> PlanT:
+        """A plan of this host, made at its first stand-in."""
+        ...
+
+    def tool(
+        self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
+    ) -> ToolInstance:
+        """The stand-in that runs ``tool``'s stages in the plan's worker."""
+        with self._lock:
+            plan = self._plans.get(ctx.plan_id)
+            if plan is None:
+                plan = self._plans[ctx.plan_id] = self.new_plan(ctx)
+        return plan.stand_in(name, tool, asynchronous)
+
+    def end(self, ctx: ToolExecutionContext) -> None:
+        """The plan ended (its tools deactivated): let its worker go."""
+        with self._lock:
+            plan = self._plans.pop(ctx.plan_id, None)
+        if plan is not None:
+            plan.close()
+
+    def close(self) -> None:
+        """Let every plan's worker go now (the runtime's ``end_plan`` does it per plan)."""
+        with self._lock:
+            plans, self._plans = list(self._plans.values()), {}
+        for plan in plans:
+            plan.close()
+
+
+def _done(value: tuple[Any, list[Any]]) -> concurrent.futures.Future[tuple[Any, list[Any]]]:
+    future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+    future.set_result(value)
+    return future

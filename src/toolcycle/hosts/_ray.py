@@ -1,12 +1,10 @@
-"""`RayHost`: each plan's tools in a Ray actor of their own, on any node of a Ray cluster.
+"""`RayHost`: each plan's tools in a Ray actor, on any node of a Ray cluster.
 
-Ray is an optional extra (``toolcycle[ray]``) and is imported here only. The
-plan's actor is an async actor: its ``run`` method runs one stage (a coroutine
-stage on the actor's event loop, a sync one on a thread beside it) and its
-``cancel`` method cancels a running stage's token, and the task of a coroutine
-stage, so a cancellation reaches a body that waits as well as one that polls.
-A stage's outcome travels back as bytes the caller opens itself, so an error
-that does not survive the trip becomes a plain error that says so.
+This is the caller's side: which actor serves a plan (one of its own, or one of
+the host's pool), the stages sent to it and their outcomes. The actor's side is
+``_ray_actor``. A stage's outcome travels back as bytes the caller opens itself,
+so an error that does not survive the trip becomes a plain error that says so.
+Ray is an optional extra (``toolcycle[ray]``), imported only here and there.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import inspect
 import itertools
 import pickle
 import threading
@@ -23,27 +20,24 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayActorError, RayError
 
-from toolcycle import CancellationToken, ToolExecutionContext
 from toolcycle.hosts._child import _unreadable
-from toolcycle.hosts._process import _done, _plan_info
-from toolcycle.hosts._proxy import AsyncHostedTool, HostedTool
-from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
-from toolcycle.hosts._worker import _cancelled, _packed, load_tool
+from toolcycle.hosts._process import _plan_info
+from toolcycle.hosts._proxy import HostBase, HostedPlan
+from toolcycle.hosts._ray_actor import remote_actor
+from toolcycle.hosts._tools import ToolHostError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-    from toolcycle import ProgressEvent, ToolInstance
+    from toolcycle import ToolExecutionContext
     from toolcycle.hosts._child import Listener
+    from toolcycle.hosts._ray_actor import Outcome, Report
+    from toolcycle.hosts._tools import ToolImport
 
 __all__ = ["RayHost"]
 
-Outcome = tuple[bytes, list[tuple[float, float | None, str | None]], str]
-"""What the actor sends back for a stage: the pickled ``(ok, value, changes)``,
-the progress the stage reported, and the actor's node id."""
 
-
-class RayHost:
+class RayHost(HostBase["_Plan"]):
     """Runs each plan's tools in one Ray actor the plan owns.
 
     Pass it as ``runtime.plan(host=RayHost())`` once ``ray.init()`` has run in
@@ -54,9 +48,18 @@ class RayHost:
     process; then the actor is killed. Everything else a call does stays in the
     caller's runtime. One host may serve many plans at once, each with its actor.
 
+    With ``pool=n`` the host keeps ``n`` actors instead, started when first
+    needed, and gives each new plan the one serving the fewest plans: a plan's
+    tools are kept apart from other plans' inside it by the plan's id, their
+    lifecycle is the same (activation once per plan in its actor, reverse
+    deactivation at its end), and the plan's end drops its state there rather
+    than killing the actor. Use it for many short plans, where an actor per
+    plan would start a worker process each.
+
     An actor that dies fails the stage it ran with a `ToolHostError` naming the
-    host; the plan's next call starts one fresh actor and activates its tools
-    again there. A second death fails the plan's later calls: end it.
+    host; the plan's next call starts one fresh actor (in a pool: replaces that
+    actor, once for all its plans) and activates its tools again there. A
+    second death fails the plan's later calls: end it.
 
     Args:
         name: the host's name in traces and messages.
@@ -66,6 +69,12 @@ class RayHost:
         actor_options: passed to Ray's ``.options()`` for each plan's actor
             (``num_cpus``, ``resources``, ``runtime_env``, ``scheduling_strategy``);
             leave ``max_restarts`` alone: a restarted actor has lost its tools.
+        pool: host every plan on this many shared actors; None (the default)
+            for an actor per plan.
+
+    Raises:
+        ValueError: an empty name, or a pool that is not a positive int.
+        TypeError: a ``tools`` value that is not a `ToolImport`.
     """
 
     def __init__(
@@ -74,39 +83,20 @@ class RayHost:
         name: str = "ray",
         tools: Mapping[str, ToolImport] | None = None,
         actor_options: Mapping[str, Any] | None = None,
+        pool: int | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
-        imports = dict(tools or {})
-        for key, recipe in imports.items():
-            if not isinstance(recipe, ToolImport):
-                raise TypeError(
-                    f"tools[{key!r}] must be a ToolImport('package.module:attribute'), "
-                    f"got {recipe!r}"
-                )
-        self._name = name
-        self._imports = imports
+        super().__init__(name, tools)
+        if pool is not None and (type(pool) is not int or pool < 1):
+            raise ValueError(f"pool must be a positive int or None, got {pool!r}")
         self._options = dict(actor_options or {})
-        self._plans: dict[str, _Plan] = {}
-        self._lock = threading.Lock()
+        # Stage numbers, unique within the host, so that plans sharing an actor never clash.
+        self._numbers = itertools.count(1)
+        self._pool: list[Any] | None = None if pool is None else [None] * pool
+        self._load = [0] * (pool or 0)  # plans per pool actor
 
-    def __repr__(self) -> str:
-        return f"RayHost(name={self._name!r}, plans={len(self._plans)})"
-
-    @property
-    def name(self) -> str:
-        """The host's name, as traces show it."""
-        return self._name
-
-    def tool(
-        self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
-    ) -> ToolInstance:
-        """The stand-in that runs ``tool``'s stages in the plan's actor."""
-        with self._lock:
-            plan = self._plans.get(ctx.plan_id)
-            if plan is None:
-                plan = self._plans[ctx.plan_id] = _Plan(self, ctx)
-        return plan.stand_in(name, tool, asynchronous)
+    def new_plan(self, ctx: ToolExecutionContext) -> _Plan:
+        """A plan of this host, made at its first stand-in."""
+        return _Plan(self, ctx)
 
     def placement(self, ctx: ToolExecutionContext) -> str | None:
         """The Ray node id of the plan's actor, as its last stage reported it; None before."""
@@ -118,122 +108,95 @@ class RayHost:
         plan = self._plans.get(ctx.plan_id)
         return plan.actor if plan is not None else None
 
-    def end(self, ctx: ToolExecutionContext) -> None:
-        """The plan ended (its tools deactivated): kill its actor."""
-        with self._lock:
-            plan = self._plans.pop(ctx.plan_id, None)
-        if plan is not None:
-            plan.close()
-
     def close(self) -> None:
-        """Kill every plan's actor now (the runtime's ``end_plan`` does it per plan)."""
+        """Kill every plan's actor, and the pool's, now (``end_plan`` ends one plan)."""
+        super().close()
         with self._lock:
-            plans, self._plans = list(self._plans.values()), {}
-        for plan in plans:
-            plan.close()
+            pool, self._pool = self._pool, None if self._pool is None else [None] * len(self._pool)
+            self._load = [0] * len(self._load)
+        for actor in pool or ():
+            _kill(actor)
+
+    def _lend(self, dead: Any, slot: int) -> tuple[Any, int]:
+        """A pool actor for a plan: the least loaded one, or a fresh one for ``dead`` at ``slot``."""
+        with self._lock:
+            pool = self._pool
+            assert pool is not None  # pool mode only
+            if dead is None:
+                slot = min(range(len(pool)), key=self._load.__getitem__)
+                self._load[slot] += 1
+            elif pool[slot] is dead:  # the first of its plans to notice replaces it
+                _kill(dead)
+                pool[slot] = None
+            if pool[slot] is None:
+                pool[slot] = remote_actor.options(**self._options).remote(None)
+            return pool[slot], slot
+
+    def _give_back(self, slot: int) -> None:
+        with self._lock:
+            self._load[slot] = max(0, self._load[slot] - 1)  # 0 once the host closed
 
 
-class _Plan:
-    """One plan in a `RayHost`: its actor, and which tools it holds (a `Placement`)."""
+class _Plan(HostedPlan):
+    """One plan in a `RayHost`: its actor (its own, or one of the pool's)."""
+
+    worker = "actor"
 
     def __init__(self, host: RayHost, ctx: ToolExecutionContext) -> None:
-        self.host = host
-        self.plan_id = ctx.plan_id
-        self.ctx = ctx
+        super().__init__(host, ctx)
+        self.ray_host = host
         self.actor: Any = None
         self.dead = False
         self.node: str | None = None
-        self.starts = 0
-        self.numbers = itertools.count(1)
-        self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
-        self.live: set[str] = set()  # those active in the current actor
-        self.stand_ins: dict[tuple[str, bool], HostedTool] = {}
-        self.lock = threading.Lock()
-        self.closed = False
+        self.numbers = host._numbers
+        self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
 
-    def stand_in(self, name: str, tool: ToolInstance, asynchronous: bool) -> HostedTool:
-        found = self.stand_ins.get((name, asynchronous))
-        if found is None or found.tool is not tool:
-            kind = AsyncHostedTool if asynchronous else HostedTool
-            found = self.stand_ins[name, asynchronous] = kind(name, tool, self)
-        return found
+    def alive(self) -> bool:
+        return self.actor is not None and not self.dead
 
-    def ready(self, kind: str, name: str) -> bool:
-        alive = self.actor is not None and not self.dead
-        return kind == "deactivate" or (alive and (kind == "activate" or name in self.live))
-
-    def prepare(self, kind: str, name: str) -> None:
-        with self.lock:
-            if self.actor is None or self.dead:
-                self._fresh()
-            if kind == "execute" and name not in self.live:
-                payload = self.payloads.get(name)
-                if payload is None:  # pragma: no cover - the runtime activates first
-                    return
-                try:
-                    self._send("activate", name, payload, None, next(self.numbers)).result()
-                except ToolHostError:
-                    raise
-                except Exception as exc:
-                    raise ToolHostError(
-                        f"tool {name!r} could not be activated again in the fresh actor "
-                        f"of host {self.host.name!r}: {exc}",
-                        tool_name=name,
-                        plan_id=self.plan_id,
-                    ) from exc
-                self.live.add(name)
-
-    def _fresh(self) -> None:
-        """Start the plan's first actor, or its one replacement."""
-        if self.closed:
-            raise ToolHostError(
-                f"plan {self.plan_id!r} has ended in host {self.host.name!r}",
-                plan_id=self.plan_id,
-            )
+    def start(self) -> None:
+        """Start the plan's first actor, or its one replacement (in a pool: lend one)."""
         if not ray.is_initialized():
             raise ToolHostError(
                 f"host {self.host.name!r} needs Ray: call ray.init() (or "
                 "ray.init(address=...) to join a cluster) before the plan runs",
                 plan_id=self.plan_id,
             )
-        if self.starts >= 2:
-            raise ToolHostError(
-                f"the actor of host {self.host.name!r} died twice in plan "
-                f"{self.plan_id!r}; end this plan and start a new one",
-                plan_id=self.plan_id,
-            )
+        host = self.ray_host
         old = self.actor
-        if old is not None:  # dead, or out of reach: make sure it stays gone
-            with contextlib.suppress(Exception):
-                ray.kill(old, no_restart=True)
         info = _plan_info(self.ctx)
         self.starts += 1
-        self.live = set()
         self.dead = False
-        self.actor = _RemoteActor.options(**self.host._options).remote(info)
+        if host._pool is not None:
+            self.actor, self.slot = host._lend(old, self.slot)
+            # Waited for: an async actor may start a later call before an earlier one.
+            try:
+                ray.get(self.actor.join.remote(info))
+            except RayError as exc:
+                raise self.lost(self.actor, "plan's start", exc) from None
+            return
+        if old is not None:  # dead, or out of reach: make sure it stays gone
+            _kill(old)
+        self.actor = remote_actor.options(**host._options).remote(info)
 
-    def send(
+    def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None
     ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
-        if kind == "deactivate":
-            self.payloads.pop(name, None)
-            if self.actor is None or self.dead or name not in self.live:
-                return 0, _done((None, []))  # its actor died: nothing left to release
-        elif kind == "activate":
-            argument = pack(name, self._tool(name), self.host._imports)
         number = next(self.numbers)
-        future = self._send(kind, name, argument, listener, number)
-        if kind == "activate":
-            self.payloads[name] = argument
-        return number, future
+        return number, self._send(kind, name, argument, listener, number)
 
     def _send(
         self, kind: str, name: str, argument: Any, listener: Listener | None, number: int
     ) -> _Stage:
         actor = self.actor
-        # One tuple, not four arguments: Ray serialises each argument of a call apart.
-        ref = actor.run.remote((kind, number, name, argument))
-        return _Stage(self, actor, ref, f"{kind} of tool {name!r}", listener)
+        label = f"{kind} of tool {name!r}"
+        stage = pickle.dumps((self.plan_id, kind, number, name, argument))
+        if listener is not None and self.ctx.progress_followed():
+            # Someone follows the progress as it comes: stream it (a streamed call
+            # costs Ray more than a plain one, so only then).
+            stream = actor.stream.options(num_returns="streaming").remote(stage)
+            return _Stage(self, actor, stream, label, listener, streamed=True)
+        return _Stage(self, actor, actor.run.remote(stage), label, listener)
 
     def lost(self, actor: Any, label: str, exc: RayError) -> ToolHostError:
         """The error for a stage Ray could not finish; a dead actor is replaced next call."""
@@ -248,42 +211,45 @@ class _Plan:
             plan_id=self.plan_id,
         )
 
-    def _tool(self, name: str) -> ToolInstance:
-        return next(s.tool for (n, _), s in self.stand_ins.items() if n == name)
-
     def cancel(self, number: int, reason: str | None) -> None:
         actor = self.actor
         if actor is not None and not self.dead:
             actor.cancel.remote(number, reason)  # nothing to wait for: the stage answers
 
-    def settled(self, kind: str, name: str, ok: bool) -> None:
-        if kind == "activate":
-            if ok:
-                self.live.add(name)
-            else:
-                self.payloads.pop(name, None)
-        elif kind == "deactivate":
-            self.live.discard(name)
-
     def close(self) -> None:
         with self.lock:
             self.closed = True
             actor, self.actor = self.actor, None
-        if actor is not None:
-            with contextlib.suppress(Exception):  # already dead, or Ray shut down
-                ray.kill(actor, no_restart=True)
+        if actor is None:
+            return
+        if self.slot < 0:
+            _kill(actor)
+            return
+        self.ray_host._give_back(self.slot)
+        with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to drop
+            actor.leave.remote(self.plan_id)
 
 
 class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
     """One stage sent to the plan's actor, settled from its outcome.
 
-    A sync caller's ``result()`` waits with ``ray.get`` on its own thread, the
-    quickest way to wait for Ray; an async caller's ``add_done_callback`` (from
-    ``asyncio.wrap_future``) hooks Ray's own future of the object instead.
+    ``ref`` is the object ref of a plain ``run``, or the stream of a ``stream``:
+    its items are the stage's progress reports, passed to the listener as they
+    come, then the outcome. A sync caller's ``result()`` waits with Ray on its
+    own thread, the quickest way to wait for Ray; an async caller's
+    ``add_done_callback`` (from ``asyncio.wrap_future``) follows the stage on
+    the caller's event loop instead.
     """
 
     def __init__(
-        self, plan: _Plan, actor: Any, ref: Any, label: str, listener: Listener | None
+        self,
+        plan: _Plan,
+        actor: Any,
+        ref: Any,
+        label: str,
+        listener: Listener | None,
+        *,
+        streamed: bool = False,
     ) -> None:
         super().__init__()
         self.plan = plan
@@ -291,39 +257,79 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         self.ref = ref
         self.label = label
         self.listener = listener
-        self.hooked = False
+        self.streamed = streamed
+        self.follower: Any = None  # what follows the stage for add_done_callback
 
     def result(self, timeout: float | None = None) -> tuple[Any, list[Any]]:
         """Wait for the stage's outcome (the stand-ins never pass a timeout)."""
-        if not self.done():
-            self.settle(lambda: ray.get(self.ref))
+        if not self.done() and self.follower is None:
+            self._collect()
         return super().result(timeout)
 
     def add_done_callback(self, fn: Any) -> None:
         """Call ``fn`` once the stage settles, from whichever thread settles it."""
-        if not self.hooked:
-            self.hooked = True
-            remote = self.ref.future()
-            remote.add_done_callback(lambda done: self.settle(done.result))
+        if self.follower is None:
+            if not self.streamed:
+                self.follower = self.ref.future()  # Ray's own future: nothing to run
+                self.follower.add_done_callback(self._settled)
+            else:
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:  # no loop here: follow the stream on a thread of its own
+                    self.follower = threading.Thread(target=self._collect, daemon=True)
+                    self.follower.start()
+                else:
+                    self.follower = loop.create_task(self._follow())
         super().add_done_callback(fn)
 
-    def settle(self, outcome: Callable[[], Outcome]) -> None:
-        """Open what the actor sent back and settle the future with it."""
+    def _collect(self) -> None:
+        """Wait for the stage with Ray on this thread, passing on what comes."""
         try:
-            blob, reports, node = outcome()
+            if self.streamed:
+                for ref in self.ref:
+                    self.take(ray.get(ref))
+            else:
+                self.take(ray.get(self.ref))
         except RayError as exc:
-            self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
+            self.failed(exc)
+
+    async def _follow(self) -> None:
+        try:
+            async for ref in self.ref:
+                self.take(await ref)
+        except RayError as exc:
+            self.failed(exc)
+
+    def _settled(self, remote: concurrent.futures.Future[Any]) -> None:
+        try:
+            self.take(remote.result())
+        except RayError as exc:
+            self.failed(exc)
+
+    def take(self, item: Report | bytes) -> None:
+        """Pass on a progress report, or open what the actor sent back and settle with it."""
+        if not isinstance(item, bytes):
+            self.tell([item])
             return
+        outcome: Outcome = pickle.loads(item)  # plain values: it opens
+        blob, reports, node = outcome
         self.plan.node = node
-        if self.listener is not None:
-            for report in reports:
-                with contextlib.suppress(Exception):  # a listener's failure is its own
-                    self.listener(*report)
+        self.tell(reports)
         try:
             ok, value, changes = pickle.loads(blob)
         except Exception as exc:
             ok, value, changes = False, _unreadable(self.label, exc), []
         self.finish(ok, value, changes)
+
+    def tell(self, reports: list[Any]) -> None:
+        if self.listener is not None:
+            for report in reports:
+                with contextlib.suppress(Exception):  # a listener's failure is its own
+                    self.listener(*report)
+
+    def failed(self, exc: RayError) -> None:
+        """Ray could not finish the stage: fail it naming the host."""
+        self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
 
     def finish(self, ok: bool, value: Any, changes: list[Any]) -> None:
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # settled already
@@ -333,86 +339,7 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
                 self.set_exception(value)
 
 
-class _PlanActor:
-    """Inside the actor: one plan's tools and the stages that run now.
-
-    Each stage gets a context of its own, whose token mirrors the caller's call
-    token: the caller's ``cancel`` cancels it, and the task of a coroutine stage.
-    """
-
-    def __init__(self, info: dict[str, Any]) -> None:
-        self.info = info
-        self.node: str = ray.get_runtime_context().get_node_id()
-        self.tools: dict[str, ToolInstance] = {}
-        self.tokens: dict[int, CancellationToken] = {}
-        self.tasks: dict[int, asyncio.Future[Any]] = {}  # the coroutine stages
-        self.early: dict[int, str | None] = {}  # cancels that came before their stage
-
-    async def run(self, stage: tuple[str, int, str, Any]) -> Outcome:
-        """Run one stage, ``(kind, number, tool name, argument)``; return its outcome.
-
-        It never raises: the stage's errors travel back as values.
-        """
-        kind, number, name, argument = stage
-        token = self.tokens[number] = CancellationToken()
-        reports: list[tuple[float, float | None, str | None]] = []
-
-        def progress(event: ProgressEvent) -> None:
-            reports.append((event.progress, event.total, event.message))
-
-        info = self.info
-        ctx = ToolExecutionContext(
-            info["plan_id"],
-            read_only=info["read_only"],
-            requires_checkpoint=info["requires_checkpoint"],
-            resources=info["resources"],
-            metadata=dict(info["metadata"]),
-            cancellation_token=token,
-            on_progress=progress,
-        )
-        if number in self.early:
-            token.cancel(self.early.pop(number))
-        try:
-            ok, value = True, await self._stage(number, kind, name, argument, ctx)
-        except asyncio.CancelledError:  # our cancel, or ray.cancel of this method
-            token.cancel("the call was cancelled")
-            ok, value = False, _cancelled(ctx)
-        except Exception as exc:
-            ok, value = False, exc
-        finally:
-            self.tokens.pop(number, None)
-            self.tasks.pop(number, None)
-        if ok and kind == "deactivate":
-            self.tools.pop(name, None)
-        return _packed(ok, value, list(ctx.changes)), reports, self.node
-
-    async def _stage(
-        self, number: int, kind: str, name: str, argument: Any, ctx: ToolExecutionContext
-    ) -> Any:
-        if kind == "activate":
-            self.tools[name] = load_tool(argument)
-        stage = getattr(self.tools[name], kind)
-        args = (argument, ctx) if kind == "execute" else (ctx,)
-        if inspect.iscoroutinefunction(stage):
-            value = stage(*args)
-        else:
-            value = await asyncio.to_thread(stage, *args)  # the loop stays free for cancels
-            if not inspect.isawaitable(value):
-                return value
-        # A coroutine: in a task of its own, which a cancel cancels.
-        task = self.tasks[number] = asyncio.ensure_future(value)
-        return await task
-
-    async def cancel(self, number: int, reason: str | None) -> None:
-        """Cancel a stage's token, and its task if it awaits (a sync body polls its token)."""
-        token = self.tokens.get(number)
-        if token is None:
-            self.early[number] = reason
-            return
-        token.cancel(reason)
-        task = self.tasks.get(number)
-        if task is not None:
-            task.cancel()
-
-
-_RemoteActor: Any = ray.remote(_PlanActor)
+def _kill(actor: Any) -> None:
+    """Kill an actor for good; one already dead, or a Ray shut down, is fine."""
+    with contextlib.suppress(Exception):
+        ray.kill(actor, no_restart=True)

@@ -45,6 +45,7 @@ class CallRecord:
         "active_at",
         "approval",
         "extras",
+        "idle_limited",
         "plan_id",
         "progress",
         "progress_sinks",
@@ -149,6 +150,9 @@ class CallRecord:
     # plan's on_progress. Left unset on most calls, so a call pays nothing for it:
     # read it with getattr(record, "progress_sinks", ()).
     progress_sinks: tuple[Callable[[ProgressEvent], object], ...]
+    # Set (to True) only on a call with an idle limit, which its progress restarts:
+    # read it with getattr(record, "idle_limited", False).
+    idle_limited: bool
 
     @property
     def call_id(self) -> str:

@@ -393,6 +393,7 @@ def deadlines(
     if idle is None:
         return activation, Deadline(total)
     record = call.record
+    record.idle_limited = True  # a host then sends its progress back as it comes
     return activation, Deadline(total, idle, lambda: record.active_at)
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+import uuid
 import weakref
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -203,6 +205,19 @@ class McpServer:
             raise TypeError(f"meta must be a callable or None, got {meta!r}")
         self.meta = meta
         self._same_loop = same_loop
+        # What rebuilds this server in a plan host (see __reduce__): its endpoint and options.
+        self._token = uuid.uuid4().hex
+        self._options: dict[str, Any] = {
+            "name": name,
+            "prefix": prefix,
+            "timeout": timeout,
+            "startup_timeout": startup_timeout,
+            "capabilities": self.capabilities,
+            "defer_loading": defer_loading,
+            "meta": meta,
+            "protocol": None if getattr(endpoint, "direct", False) else protocol,
+            "requests": handlers,
+        }
         self._shares: dict[str, _Share] = {}
         self._header_tools: frozenset[str] = frozenset()
         self._stale = False
@@ -298,6 +313,17 @@ class McpServer:
 
     def __repr__(self) -> str:
         return f"McpServer(name={self.name!r}, scope={self.scope!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the server as what builds it, never its connections.
+
+        A plan host's worker rebuilds it from its endpoint and options (which must
+        pickle: a stdio command does; an in-process server object usually not),
+        once per worker however many of its tools arrive, and opens its own
+        connection there, per plan: in a host the tools connect as with
+        ``scope="plan"``, so ending the plan ends the server process.
+        """
+        return (_arrived, (self._token, self._endpoint, self._options, self._header_tools))
 
     # -- the source protocol ------------------------------------------------------------------
 
@@ -593,6 +619,25 @@ class McpServer:
         return McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
 
 
+# The servers rebuilt in this process from a pickle, by their token, so that the
+# tools of one server that arrive apart (one pickle each) share it again.
+_rebuilt: weakref.WeakValueDictionary[str, McpServer] = weakref.WeakValueDictionary()
+_rebuilt_lock = threading.Lock()
+
+
+def _arrived(
+    token: str, endpoint: Any, options: dict[str, Any], header_tools: frozenset[str]
+) -> McpServer:
+    """The server a pickle names: the one already rebuilt here, or a new one."""
+    with _rebuilt_lock:
+        server = _rebuilt.get(token)
+        if server is None:
+            server = _rebuilt[token] = McpServer(endpoint, scope="plan", **options)
+            server._header_tools = header_tools
+            server._token = token
+        return server
+
+
 def _cancelling() -> bool:
     """Whether someone asked to cancel the running task."""
     task = asyncio.current_task()
@@ -666,6 +711,10 @@ class McpTool:
 
     def __repr__(self) -> str:
         return f"McpTool({self._descriptor.name!r}, server={self.server.name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the tool as its server's recipe and its listing (the loop stays here)."""
+        return (McpTool, (self.server, self._descriptor, self.remote_name))
 
     def discover(self) -> ToolDescriptor:
         """The descriptor built from the server's listing."""

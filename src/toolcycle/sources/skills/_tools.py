@@ -116,6 +116,10 @@ class _PerPlan:
         self._lock = threading.Lock()
         self._loaded: dict[str, Any] = {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """What a tool loaded stays where it was loaded: a copy (in a plan host) starts empty."""
+        return (_PerPlan, ())
+
     def put(self, ctx: ToolExecutionContext, value: Any) -> None:
         with self._lock:
             self._loaded[ctx.plan_id] = value
