@@ -128,7 +128,9 @@ class CallPipeline:
         call.answers = answers
         if progress is not None:
             call.record.listen(progress)
-        if call.observer is None and not refuse and ctx.durable is None:
+        if call.observer is None and ctx.durable is None:
+            # `_arun` turns a refusal into the result itself: no coroutine around it.
+            call.refuse = refuse
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
 
@@ -286,36 +288,41 @@ class CallPipeline:
         self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
     ) -> ToolResult:
         steps = self._steps
-        entry = steps.check(call)
-        if call.ctx.host is not None:  # the tool's body runs in the plan's host
-            entry = hosted(entry, call, asynchronous=True)
-        task = asyncio.current_task()
-        flight = steps.admit(call, task)
         try:
-            if not entry.plain or self._approvals.needed(call, entry):
-                return await self._ascreened(
-                    call, entry, flight, task, params, timeout, idle_timeout
-                )
-            before, limit = deadlines(call, entry, timeout, idle_timeout)
-            if before is None and self._activator.settled(call.ctx, call.name):
-                late = None  # warm: not even a coroutine to make and await
-            else:
-                late = await self._stages.aensure_active(call, entry, before)
-            if late is not None:
-                return steps.failed(call, late, [])
-            data = steps.validate_input(call, entry, params)
-            if type(data) is Validation:
-                return steps.invalid(call, entry, data)
-            call.scope, collecting = _start_collecting(call.ctx, call.record)
-            flight.attach(call.scope)
+            entry = steps.check(call)
+            if call.ctx.host is not None:  # the tool's body runs in the plan's host
+                entry = hosted(entry, call, asynchronous=True)
+            task = asyncio.current_task()
+            flight = steps.admit(call, task)
             try:
-                return await self._stages.ainvoke(
-                    call, entry, data, limit, call.scope.changes, task
-                )
+                if not entry.plain or self._approvals.needed(call, entry):
+                    return await self._ascreened(
+                        call, entry, flight, task, params, timeout, idle_timeout
+                    )
+                before, limit = deadlines(call, entry, timeout, idle_timeout)
+                if before is None and self._activator.settled(call.ctx, call.name):
+                    late = None  # warm: not even a coroutine to make and await
+                else:
+                    late = await self._stages.aensure_active(call, entry, before)
+                if late is not None:
+                    return steps.failed(call, late, [])
+                data = steps.validate_input(call, entry, params)
+                if type(data) is Validation:
+                    return steps.invalid(call, entry, data)
+                call.scope, collecting = _start_collecting(call.ctx, call.record)
+                flight.attach(call.scope)
+                try:
+                    return await self._stages.ainvoke(
+                        call, entry, data, limit, call.scope.changes, task
+                    )
+                finally:
+                    _stop_collecting(call.scope, collecting)
             finally:
-                _stop_collecting(call.scope, collecting)
-        finally:
-            flight.group.release(flight)
+                flight.group.release(flight)
+        except REFUSED as exc:  # a model's call is answered with the refusal
+            if not call.refuse:
+                raise
+            return refusal(None, str(exc), type(exc).__name__, call.trace)
 
     async def _ascreened(
         self,

@@ -247,6 +247,8 @@ class Call:
         arguments: the validated arguments, kept only for an observer that records payloads.
         flight: the call in its plan's calls in flight, once its checks have passed.
         answers: the model's call this one answers, for its result to carry.
+        refuse: a refusal (`REFUSED`) becomes the call's failed result instead of
+            raising (a model's call, answered either way).
     """
 
     __slots__ = (
@@ -258,6 +260,7 @@ class Call:
         "name",
         "observer",
         "record",
+        "refuse",
         "result",
         "scope",
         "tool_call_id",
@@ -281,6 +284,7 @@ class Call:
         self.arguments: Any = None
         self.flight: Flight | None = None
         self.answers: ToolCall | None = None
+        self.refuse = False
 
 
 class Catalog(Protocol):
