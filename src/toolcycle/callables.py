@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
-from toolcycle._docstrings import parse_docstring
-from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
 from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
@@ -81,6 +79,11 @@ class FunctionTool:
                 f"{fn!r} has no usable name; name the tool with wrap(fn, name=...) "
                 "or @tool(name=...)"
             )
+        # Read when a function becomes a tool, so that `import toolcycle` does not load
+        # these modules (nor pydantic's TypeAdapter) for a process that makes none.
+        from toolcycle._docstrings import parse_docstring
+        from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
+
         doc = parse_docstring(inspect.getdoc(fn))
         self._parameters, self._arguments = arguments_model(fn, tool_name, doc.params)
         self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
