@@ -76,7 +76,9 @@ def step_two_users(context: Any, first: str, second: str) -> None:
     context.answers = {
         user: runtime.execute("whoami", {}, ctx).output["result"] for user, ctx in plans.items()
     }
-    context.connections = {id(share.connection) for share in context.mcp_source._shares.values()}
+    context.connections = {
+        id(share.connection) for share in context.mcp_source._sharing._shares.values()
+    }
     for ctx in plans.values():
         runtime.end_plan(ctx)
 

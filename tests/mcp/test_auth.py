@@ -125,7 +125,7 @@ def test_each_plan_presents_its_own_credentials_on_its_own_connection(
                 assert whoami(runtime, alice) == "alice"
                 assert whoami(runtime, bob) == "bob"
                 assert whoami(runtime, alice) == "alice"
-                connections = {id(share.connection) for share in source._shares.values()}
+                connections = {id(share.connection) for share in source._sharing._shares.values()}
                 assert len(connections) == 2
 
 

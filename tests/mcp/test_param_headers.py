@@ -128,7 +128,7 @@ def test_a_connection_that_negotiated_the_handshake_era_learns_no_headers() -> N
     source = McpServer.in_process(_build(), mode="legacy")
     with ToolRuntime() as runtime:
         runtime.register_source(source)
-        source._header_tools = frozenset({"where"})
+        source._sharing.header_tools = frozenset({"where"})
         with runtime.plan() as ctx:
             assert runtime.execute("where", {"region": "x"}, ctx).output == {"result": "x"}
             assert runtime.execute("where", {"region": "y"}, ctx).output == {"result": "y"}

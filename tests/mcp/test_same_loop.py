@@ -260,7 +260,7 @@ def test_a_reconnection_while_the_plans_loop_is_not_running_fails_saying_so(
     try:
         ctx = runtime.new_context("broken")
         assert loop.run_until_complete(runtime.aexecute("thread", {}, ctx)).success
-        source._shares[ctx.plan_id].connection.broken = True  # as a lost session marks it
+        source._sharing._shares[ctx.plan_id].connection.broken = True  # as a lost session marks it
         idle = runtime.execute("thread", {}, ctx)
         loop.run_until_complete(runtime.aend_plan(ctx))
     finally:
@@ -278,11 +278,11 @@ async def test_a_broken_connection_is_reopened_on_the_plans_loop_for_a_caller_el
     here = {"result": threading.current_thread().name}
     async with runtime.aplan() as ctx:
         assert (await runtime.aexecute("thread", {}, ctx)).output == here
-        broken = source._shares[ctx.plan_id].connection
+        broken = source._sharing._shares[ctx.plan_id].connection
         broken.broken = True  # as a lost session marks it
         other = asyncio.to_thread(asyncio.run, runtime.aexecute("thread", {}, ctx))
         assert (await asyncio.wait_for(other, WAIT)).output == here
-        fresh = source._shares[ctx.plan_id].connection
+        fresh = source._sharing._shares[ctx.plan_id].connection
         assert fresh is not broken and fresh.loop is asyncio.get_running_loop()
         await broken.close()
 

@@ -44,8 +44,9 @@ from toolcycle.sources.mcp._requests import (
     SamplingAnswer,
     SamplingRequest,
 )
-from toolcycle.sources.mcp._server import McpServer, McpTool
+from toolcycle.sources.mcp._server import McpServer
 from toolcycle.sources.mcp._tokens import FileTokenStorage, MemoryTokenStorage, TokenStorage
+from toolcycle.sources.mcp._tool import McpTool
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",

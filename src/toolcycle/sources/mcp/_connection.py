@@ -7,7 +7,7 @@ the transport and the session, answers the handshake, then waits to be told to
 stop; activation, calls and deactivation only talk to the session it holds.
 Everything here runs on the loop that opened the connection: the MCP loop (see
 ``_loop``), or for an in-process plan first activated from an async caller, that
-caller's loop (see ``_server``).
+caller's loop (see ``_sharing``).
 """
 
 from __future__ import annotations

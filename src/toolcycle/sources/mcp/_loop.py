@@ -6,7 +6,7 @@ runtime's sync path runs on its portal thread, async hosts on their own loops,
 sometimes several at once. So every connection is opened, served and closed on
 this loop, and callers hop to it: one thread switch each way. (The exception is
 an in-process plan first activated from a caller's loop, whose connection lives
-on that loop; see ``_server``. `hop` reaches that loop the same way.)
+on that loop; see ``_sharing``. `hop` reaches that loop the same way.)
 
 The thread is a daemon, started on first use and never stopped: a server's
 parent-death signal is tied to the thread that started it (see ``_stdio``), so

@@ -1,28 +1,16 @@
-"""`McpServer`, a tool source, and `McpTool`, one of its tools.
+"""`McpServer`, an MCP server as a tool source: building, discovery, pickling, closing.
 
-A server's tools share connections: in each plan, the first activation of any
-of its tools opens one connection and the last deactivation closes it; with
-``scope="runtime"`` one connection serves every plan until ``close()``. The
-bookkeeping (`_Share`) lives on the MCP loop and is changed by nothing else,
-so it needs no locks: concurrent first activations find the opening in
-progress and wait for it.
-
-A connection lives on the MCP loop, except that of an in-process server in a
-plan first activated by an async caller: it lives on that caller's loop, so
-that calls from that loop cross no thread (``same_loop``, the default with
-``scope="plan"``). Sync callers and other loops reach it by handing the call
-to that loop, which must be running; a sync call on that loop's own thread
-would wait on itself, so the runtime refuses it (see `McpTool.event_loop_for`).
-Nothing ever waits on that loop to end a plan: its connection is closed there,
-at once when the plan ends on it, or as soon as it next runs; if it has closed,
-so has the connection, and the plan still ends.
+The constructors check the options and pick the endpoint (stdio, HTTP, in
+process); `tools` lists the server's tools as `McpTool` objects (``_tool``).
+Which connection each plan uses, on which loop, and closing them all, is the
+job of the server's `Sharing` (``_sharing``); the server only starts it and
+ends it. A server pickles as what builds it, and is rebuilt once per process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 import uuid
 import weakref
@@ -30,18 +18,17 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolcycle import ToolActivationError, ToolResult
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._answering import Answerer
 from toolcycle.sources.mcp._auth import HttpEndpoint
-from toolcycle.sources.mcp._connection import Connection
-from toolcycle.sources.mcp._content import McpServerError, call_output, descriptor_of
+from toolcycle.sources.mcp._content import McpServerError, descriptor_of
 from toolcycle.sources.mcp._direct import InProcess, Mode
 from toolcycle.sources.mcp._headers import header_tools
-from toolcycle.sources.mcp._meta import call_meta
 from toolcycle.sources.mcp._requests import McpRequests
+from toolcycle.sources.mcp._sharing import Scope, Sharing
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
+from toolcycle.sources.mcp._tool import McpTool
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -51,9 +38,8 @@ if TYPE_CHECKING:
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
-    from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+    from toolcycle import ToolCapability
     from toolcycle.sources.mcp._auth import CredentialsResolver
-    from toolcycle.sources.mcp._connection import Endpoint
     from toolcycle.sources.mcp._meta import MetaResolver
     from toolcycle.sources.mcp._requests import (
         ElicitHandler,
@@ -62,12 +48,7 @@ if TYPE_CHECKING:
         SampleHandler,
     )
 
-__all__ = ["McpServer", "McpTool"]
-
-_log = logging.getLogger("toolcycle.sources.mcp")
-
-Scope = Literal["plan", "runtime"]
-_RUNTIME_KEY = ""  # plan ids are never empty, so this key cannot collide
+__all__ = ["McpServer"]
 
 
 # -- endpoints: where a server is ---------------------------------------------------------
@@ -83,27 +64,6 @@ class _Stdio:
     ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
         process = StdioProcess(self.spec, self.name, on_lost)
         return process.connect(), process
-
-
-# -- sharing connections among a server's tools -----------------------------------------------
-
-
-class _Share:
-    """The connection one plan (or the whole runtime) uses for one server."""
-
-    __slots__ = ("connection", "endpoint", "home", "opening", "retired", "users")
-
-    def __init__(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
-        """Where its connections go, with the plan's own credentials (see `HttpEndpoint.bind`)."""
-        self.connection: Connection | None = None
-        self.opening: asyncio.Task[Connection] | None = None
-        self.users = 0
-        self.retired: dict[str, McpServerError] = {}
-        """By plan id: a reconnection after a fault failed too, so that plan's calls
-        fail at once. Per plan, so that a runtime-wide share lets later plans retry."""
-        self.home = home
-        """The caller's loop its connections live on (``same_loop``); None for the MCP loop."""
 
 
 class McpServer:
@@ -204,7 +164,6 @@ class McpServer:
         if meta is not None and not callable(meta):
             raise TypeError(f"meta must be a callable or None, got {meta!r}")
         self.meta = meta
-        self._same_loop = same_loop
         # What rebuilds this server in a plan host (see __reduce__): its endpoint and options.
         self._token = uuid.uuid4().hex
         self._options: dict[str, Any] = {
@@ -218,10 +177,17 @@ class McpServer:
             "protocol": None if getattr(endpoint, "direct", False) else protocol,
             "requests": handlers,
         }
-        self._shares: dict[str, _Share] = {}
-        self._header_tools: frozenset[str] = frozenset()
         self._stale = False
-        self._closed = False
+        self._sharing = Sharing(
+            name,
+            endpoint,
+            scope=scope,
+            same_loop=same_loop,
+            startup_timeout=startup_timeout,
+            answerer=self._answerer,
+            protocol=protocol,
+            on_list_changed=self._stale_marker(),
+        )
 
     @classmethod
     def stdio(
@@ -323,7 +289,7 @@ class McpServer:
         connection there, per plan: in a host the tools connect as with
         ``scope="plan"``, so ending the plan ends the server process.
         """
-        return (_arrived, (self._token, self._endpoint, self._options, self._header_tools))
+        return (_arrived, (self._token, self._endpoint, self._options, self._sharing.header_tools))
 
     # -- the source protocol ------------------------------------------------------------------
 
@@ -339,7 +305,7 @@ class McpServer:
             McpServerError: the server could not be started or listed within
                 ``startup_timeout``.
         """
-        self._check_open()
+        self._sharing.check_open()
         return _loop.run(self._discover())
 
     async def _discover(self) -> list[McpTool]:
@@ -347,7 +313,7 @@ class McpServer:
         self._stale = False
         try:
             async with asyncio.timeout(self.startup_timeout):
-                listed = await self._list()
+                listed = await self._sharing.list_tools()
         except TimeoutError:
             self._stale = True  # not listed: the next plan asks again
             raise McpServerError(
@@ -360,7 +326,7 @@ class McpServer:
             raise
         if self.protocol == "auto" and isinstance(self._endpoint, HttpEndpoint):
             # Only streamable HTTP sends Mcp-Param-* headers (see _headers).
-            self._header_tools = header_tools(listed)
+            self._sharing.header_tools = header_tools(listed)
         return [
             McpTool(
                 self,
@@ -376,34 +342,9 @@ class McpServer:
             for item in listed
         ]
 
-    async def _list(self) -> list[Any]:
-        live = next(
-            (
-                s.connection
-                for s in self._shares.values()
-                if s.home is None and _usable(s.connection)
-            ),
-            None,
-        )
-        if live is not None:
-            return await live.list_tools()
-        connection = self._connection(self._endpoint)
-        try:
-            await connection.open(None)
-            return await connection.list_tools()
-        finally:
-            await asyncio.shield(connection.close())
-
-    def _connection(self, endpoint: Endpoint) -> Connection:
-        connection = Connection(
-            endpoint, self.name, self._stale_marker(), self._answerer, self.protocol
-        )
-        connection.header_tools = self._header_tools
-        return connection
-
     def _stale_marker(self) -> Callable[[], None]:
-        # Weak, so that a live connection does not keep its server alive: an
-        # unclosed server must be collectable for __del__ to warn and close.
+        # Weak, so that neither its Sharing nor a live connection keeps the server
+        # alive: an unclosed server must be collectable for __del__ to warn and close.
         server = weakref.ref(self)
 
         def mark() -> None:
@@ -415,208 +356,30 @@ class McpServer:
 
     def close(self) -> None:
         """Close every connection still open (the runtime-scope one, and any left). Idempotent."""
-        if self._closed:
+        if not self._sharing.shut():
             return
-        self._closed = True
         if _loop.on_loop():
-            _loop.submit(self._close_all())
+            _loop.submit(self._sharing.close_all())
         else:
-            _loop.run(self._close_all())
+            _loop.run(self._sharing.close_all())
 
     async def aclose(self) -> None:
         """Async twin of `close`."""
-        self._closed = True
-        await _loop.hop(self._close_all())
-
-    async def _close_all(self) -> None:
-        shares, self._shares = list(self._shares.values()), {}
-        for connection in await asyncio.gather(*(_retire(share) for share in shares)):
-            _close_elsewhere(connection)
+        self._sharing.shut()
+        await _loop.hop(self._sharing.close_all())
 
     def __del__(self) -> None:
-        if not getattr(self, "_closed", True) and any(
-            _usable(s.connection) for s in getattr(self, "_shares", {}).values()
-        ):
+        sharing: Sharing | None = getattr(self, "_sharing", None)
+        if sharing is not None and not sharing.closed and sharing.in_use():
             warn_at_caller(
                 ResourceWarning(
                     f"{self!r} was garbage-collected with open connections; closing them. "
                     "Call runtime.close() (or server.close()) when done."
                 )
             )
-            self._closed = True
+            sharing.shut()
             with contextlib.suppress(Exception):
-                _loop.submit(self._close_all())
-
-    # -- connections, on the MCP loop -----------------------------------------------------------
-
-    def _key(self, ctx: ToolExecutionContext) -> str:
-        return _RUNTIME_KEY if self.scope == "runtime" else ctx.plan_id
-
-    def _caller_home(self) -> asyncio.AbstractEventLoop | None:
-        """Where a connection opened by the running caller lives: its loop, or None (MCP's)."""
-        if not self._same_loop:
-            return None
-        here = asyncio.get_running_loop()
-        return None if here is _loop.event_loop() else here
-
-    async def _acquire(
-        self, ctx: ToolExecutionContext, home: asyncio.AbstractEventLoop | None
-    ) -> None:
-        self._check_open()
-        key = self._key(ctx)
-        share = self._shares.get(key)
-        if share is None:
-            endpoint = self._endpoint
-            bind = getattr(endpoint, "bind", None)  # per-plan credentials
-            share = self._shares[key] = _Share(home, endpoint if bind is None else bind(ctx))
-        share.users += 1
-        try:
-            await self._connected(share, home, ctx.plan_id)
-        except BaseException:
-            _close_elsewhere(await asyncio.shield(self._release(ctx, ending=False)))
-            raise
-
-    async def _release(
-        self, ctx: ToolExecutionContext, *, ending: bool = True
-    ) -> Connection | None:
-        """Leave the plan's share; the last to leave closes its connection.
-
-        A connection on a caller's loop is not closed here, where waiting for
-        that loop could deadlock: it is returned for the caller to close.
-        ``ending`` is False for an activation that failed, after which the plan
-        goes on and keeps what it learned of the server.
-        """
-        key = self._key(ctx)
-        share = self._shares.get(key)
-        if share is None:
-            return None
-        if ending:
-            share.retired.pop(ctx.plan_id, None)
-        share.users -= 1
-        if share.users <= 0 and key != _RUNTIME_KEY:
-            del self._shares[key]
-            return await _retire(share)
-        return None
-
-    async def _connected(
-        self, share: _Share, caller: asyncio.AbstractEventLoop | None, plan_id: str
-    ) -> Connection:
-        """The share's usable connection, opening one (once) if it has none.
-
-        A ``same_loop`` share opens its connection on its home loop, which a
-        caller elsewhere waits for. Its connection is gone with that loop once
-        it closes; a new one opens on the caller's loop.
-
-        Raises:
-            McpServerError: the opening failed, or a caller elsewhere needs a
-                ``same_loop`` share's connection opened on a loop that is not running.
-        """
-        retired = share.retired.get(plan_id)
-        if retired is not None:
-            raise retired
-        if _usable(share.connection):
-            return share.connection  # type: ignore[return-value]
-        home = share.home
-        if home is not None and home is not caller:
-            if home.is_closed():  # gone with its connection: open on the caller's loop
-                if share.opening is None:
-                    share.home = caller
-            elif not home.is_running():
-                # The opening would wait for a loop nobody runs.
-                raise self._unreachable(plan_id)
-        if share.opening is None:
-            share.opening = asyncio.get_running_loop().create_task(
-                self._open(share.home, share.endpoint)
-            )
-        opening = share.opening
-        try:
-            connection = await asyncio.shield(opening)
-        except asyncio.CancelledError:
-            if opening.cancelled() and not _cancelling():
-                # Not our cancellation: close() interrupted the start.
-                raise self._closed_error() from None
-            raise
-        finally:
-            if opening.done() and share.opening is opening:
-                share.opening = None
-        share.connection = connection
-        return connection
-
-    async def _open(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> Connection:
-        connection = self._connection(endpoint)
-        # The caller that asked for it awaits this, so its loop is free to run the open.
-        await _loop.hop(connection.open(self.startup_timeout), home)
-        return connection
-
-    def _here(self, ctx: ToolExecutionContext) -> Connection | None:
-        """The plan's usable connection if it lives on the running loop (``same_loop`` only).
-
-        Read from the caller's thread without the MCP loop: a dict lookup and
-        attribute reads, each atomic, of values only the MCP loop changes.
-        """
-        if not self._same_loop:
-            return None
-        share = self._shares.get(self._key(ctx))
-        if share is None or share.home is not asyncio.get_running_loop():
-            return None
-        connection = share.connection
-        return connection if connection is not None and connection.usable else None
-
-    async def _call(
-        self,
-        ctx: ToolExecutionContext,
-        remote: str,
-        arguments: dict[str, Any],
-        report: Callable[[float, float | None, str | None], None],
-        caller: asyncio.AbstractEventLoop | None,
-        meta: dict[str, Any] | None = None,
-        *answers: Any,
-    ) -> Any:
-        """Send one call from the MCP loop; ``caller`` is the loop of a same_loop caller.
-
-        A connection on another loop gets the call handed to it (a thread-safe hop).
-
-        Raises:
-            McpServerError: the tool was not activated in the plan, its connection
-                lives on a loop that is not running, or the connection is lost.
-        """
-        self._check_open()
-        share = self._shares.get(self._key(ctx))
-        if share is None:
-            raise McpServerError(
-                f"MCP server {self.name!r} has no connection for plan {ctx.plan_id!r}; "
-                "its tool was not activated in this plan",
-                server=self.name,
-            )
-        reconnect = share.connection is not None and not share.connection.usable
-        try:
-            connection = await self._connected(share, caller, ctx.plan_id)
-        except McpServerError as error:
-            if reconnect:
-                # One fresh connection per fault; this one failed too, so the
-                # plan's later calls fail at once with the same error.
-                share.retired[ctx.plan_id] = error
-            raise
-        home = connection.loop
-        if home is not None and home is not caller and not home.is_running():
-            raise self._unreachable(ctx.plan_id)  # nobody would run the call
-        call = connection.call(remote, arguments, report, meta, *answers)
-        return await _loop.hop(call, home)
-
-    def _unreachable(self, plan_id: str) -> McpServerError:
-        return McpServerError(
-            f"MCP server {self.name!r} keeps the connection of plan {plan_id!r} on the "
-            "event loop that opened it, which is not running now; call its tools from "
-            "that loop with aexecute, or while it runs",
-            server=self.name,
-        )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise self._closed_error()
-
-    def _closed_error(self) -> McpServerError:
-        return McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
+                _loop.submit(sharing.close_all())
 
 
 # The servers rebuilt in this process from a pickle, by their token, so that the
@@ -633,154 +396,6 @@ def _arrived(
         server = _rebuilt.get(token)
         if server is None:
             server = _rebuilt[token] = McpServer(endpoint, scope="plan", **options)
-            server._header_tools = header_tools
+            server._sharing.header_tools = header_tools
             server._token = token
         return server
-
-
-def _cancelling() -> bool:
-    """Whether someone asked to cancel the running task."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _usable(connection: Connection | None) -> bool:
-    return connection is not None and connection.usable
-
-
-def _close_elsewhere(connection: Connection | None) -> None:
-    """Have a connection that lives on a caller's loop closed there, without waiting.
-
-    Waiting could deadlock: that loop's thread may be the one waiting on us (a
-    sync plan end inside a coroutine). If the loop has closed, so has the
-    connection's task.
-    """
-    if connection is None or _on_mcp_loop(connection):
-        return
-    assert connection.loop is not None
-    _loop.start_on(connection.loop, connection.close())
-
-
-async def _retire(share: _Share) -> Connection | None:
-    """Close a share's connection, including one still opening; shielded from cancellation.
-
-    A connection on a caller's loop is returned instead, for the caller to close
-    there (see `McpTool.deactivate`) or to hand to `_close_elsewhere`.
-    """
-    opening, share.opening = share.opening, None
-    connection, share.connection = share.connection, None
-
-    async def close() -> None:
-        if opening is not None:
-            # Nobody waits for it any more: interrupt the start rather than let
-            # it run to its startup timeout (a cancelled open ends its process).
-            opening.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                opened = await opening
-                if _on_mcp_loop(opened):
-                    await opened.close()
-                else:
-                    _close_elsewhere(opened)
-        if connection is not None and _on_mcp_loop(connection):
-            await connection.close()
-
-    await asyncio.shield(close())
-    return None if connection is None or _on_mcp_loop(connection) else connection
-
-
-def _on_mcp_loop(connection: Connection) -> bool:
-    return connection.loop is None or connection.loop is _loop.event_loop()
-
-
-class McpTool:
-    """One tool of an `McpServer`, a `ToolInstance` like any other.
-
-    Every stage is a coroutine whose work runs on the loop its plan's connection
-    lives on: the MCP loop (the tool's ``event_loop``), or the loop of the async
-    caller that opened it (``same_loop``, see `event_loop_for`). ``aexecute``
-    on that loop awaits the call with no hop at all; from anywhere else it is
-    handed to that loop, and the runtime's sync ``execute`` runs it there
-    directly.
-    """
-
-    def __init__(self, server: McpServer, descriptor: ToolDescriptor, remote_name: str) -> None:
-        self.server = server
-        self.remote_name = remote_name
-        self._descriptor = descriptor
-        self.event_loop = _loop.event_loop()
-
-    def __repr__(self) -> str:
-        return f"McpTool({self._descriptor.name!r}, server={self.server.name!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle the tool as its server's recipe and its listing (the loop stays here)."""
-        return (McpTool, (self.server, self._descriptor, self.remote_name))
-
-    def discover(self) -> ToolDescriptor:
-        """The descriptor built from the server's listing."""
-        return self._descriptor
-
-    def event_loop_for(self, ctx: ToolExecutionContext) -> asyncio.AbstractEventLoop | None:
-        """The running caller's loop the plan's connection lives on, or None for ``event_loop``.
-
-        The runtime asks from a sync caller's thread, before it hands the call
-        over; from that loop's own thread it then refuses the call, which would
-        wait on itself. A plan end never asks (see `deactivate`). Read without
-        the MCP loop: a dict lookup and attribute reads, each atomic.
-        """
-        server = self.server
-        if not server._same_loop:
-            return None
-        share = server._shares.get(server._key(ctx))
-        home = None if share is None else share.home
-        return home if home is not None and home.is_running() else None
-
-    async def activate(self, ctx: ToolExecutionContext) -> None:
-        """Join the plan's connection to the server, opening it if this is the first tool.
-
-        Raises:
-            ToolActivationError: the server could not be started or reached; its
-                `McpServerError` is the cause.
-        """
-        server = self.server
-        try:
-            await _loop.hop(server._acquire(ctx, server._caller_home()))
-        except McpServerError as error:
-            raise ToolActivationError(
-                f"activating tool {self._descriptor.name!r} failed: {error}",
-                tool_name=self._descriptor.name,
-                plan_id=ctx.plan_id,
-            ) from error
-
-    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        """Send ``tools/call``; its content blocks as parts of a `ToolReturn` (see `call_output`)."""
-        report = ctx.progress_reporter()
-        server = self.server
-        # Here, in the caller's task, where its current span and context are.
-        meta = call_meta(server.meta, server.name, self.remote_name, ctx)
-
-        async def send(answers: dict[str, Any] | None, state: str | None) -> Any:
-            connection = server._here(ctx)
-            if connection is not None:  # same_loop, and this is its loop: no thread to cross
-                return await connection.call(self.remote_name, params, report, meta, answers, state)
-            home = server._caller_home()
-            return await _loop.hop(
-                server._call(ctx, self.remote_name, params, report, home, meta, answers, state)
-            )
-
-        name = self._descriptor.name
-        result = await server._answerer.run(name, self.remote_name, params, ctx, send)
-        return result if isinstance(result, ToolResult) else call_output(result)
-
-    async def deactivate(self, ctx: ToolExecutionContext) -> None:
-        """Leave the plan's connection; the last tool to leave closes it."""
-        await asyncio.shield(self._leave(ctx))
-
-    async def _leave(self, ctx: ToolExecutionContext) -> None:
-        connection = await _loop.hop(self.server._release(ctx))
-        if connection is None:
-            return
-        if connection.loop is asyncio.get_running_loop():
-            await connection.close()
-        else:
-            _close_elsewhere(connection)
