@@ -8,6 +8,7 @@ they change; the runtime marks it ended when the plan ends.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -416,8 +417,6 @@ def _start_collecting(
 
 def _stop_collecting(scope: _CallScope, token: Token[_CallScope | None]) -> None:
     """Stop the collection started by `_start_collecting`."""
-    try:
+    with contextlib.suppress(ValueError):  # a coroutine closed outside its task's context
         _call_scope.reset(token)
-    except ValueError:  # a coroutine closed outside its task's context (its loop is gone)
-        pass
     scope.close()
