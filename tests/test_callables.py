@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import inspect
 import threading
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -24,6 +26,7 @@ from toolcycle import (
     tool,
     wrap,
 )
+from toolcycle._passthrough import argument_fields
 from toolcycle.validation import SchemaCompiler
 
 
@@ -569,3 +572,70 @@ def test_a_function_annotated_to_return_a_tool_result_reports_its_own_failure() 
     assert not refused.success and refused.error == "not today"
     assert doubled.success and doubled.output == 4
     assert not negative.success and negative.error == "negative"
+
+
+def test_plain_arguments_arrive_as_pydantic_would_make_them(runtime: ToolRuntime) -> None:
+    """A float parameter given an int gets a float; an int parameter given 1.0 gets 1."""
+    seen: dict[str, Any] = {}
+
+    @tool(writes=False)
+    def plain(count: int, ratio: float, name: str = "n", flag: bool | None = None) -> str:
+        """Record what arrived."""
+        seen.update(count=count, ratio=ratio, name=name, flag=flag)
+        return name
+
+    runtime.register(plain)
+    ctx = runtime.new_context("p")
+    assert runtime.execute("plain", {"count": 2, "ratio": 3}, ctx).output == "n"
+    assert [(type(v), v) for v in seen.values()] == [
+        (int, 2),
+        (float, 3.0),
+        (str, "n"),
+        (type(None), None),
+    ]
+    assert runtime.execute("plain", {"count": 1.0, "ratio": 0.5, "flag": True}, ctx).success
+    assert (type(seen["count"]), seen["count"], seen["flag"]) == (int, 1, True)
+
+
+def test_a_plain_dict_result_with_a_non_json_leaf_still_goes_through_pydantic(
+    runtime: ToolRuntime,
+) -> None:
+    """A dict result holding a set or a nested model is serialised by pydantic as before."""
+
+    @tool(writes=False)
+    def report(nested: bool) -> dict[str, Any]:
+        """Return a flat dict, or one whose values pydantic must serialise."""
+        if nested:
+            return {"point": Point(x=1), "tags": {"a"}}
+        return {"n": 1, "label": "x", "ok": True, "none": None, "ratio": 0.5}
+
+    runtime.register(report)
+    ctx = runtime.new_context("p")
+    assert runtime.execute("report", {"nested": False}, ctx).output == {
+        "n": 1,
+        "label": "x",
+        "ok": True,
+        "none": None,
+        "ratio": 0.5,
+    }
+    assert runtime.execute("report", {"nested": True}, ctx).output == {
+        "point": {"x": 1, "y": 0},
+        "tags": ["a"],
+    }
+
+
+def _constrained(x: Annotated[int, Field(ge=1)]) -> int: ...
+def _container(x: list[int]) -> int: ...
+def _injected(x: int, ctx: ToolExecutionContext) -> int: ...
+def _mutable_default(x: list[int] = []) -> int: ...  # noqa: B006 - the point of the case
+def _union(x: int | str) -> int: ...
+def _unannotated(x) -> int: ...  # type: ignore[no-untyped-def]
+
+
+@pytest.mark.parametrize(
+    "fn", [_constrained, _container, _injected, _mutable_default, _union, _unannotated]
+)
+def test_only_plain_signatures_skip_pydantic_for_their_arguments(fn: Callable[..., Any]) -> None:
+    """Constraints, containers, injection, mutable defaults and unions keep pydantic's reading."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    assert argument_fields(inspect.signature(fn), hints) is None

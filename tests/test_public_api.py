@@ -135,9 +135,11 @@ ALLOWED = {
         "runtime._shared",
         "runtime._steps",
     },
-    "_signatures": {"cancellation", "content", "context", "errors", "models"},
+    "_passthrough": set(),
+    "_signatures": {"_passthrough", "cancellation", "content", "context", "errors", "models"},
     "callables": {
         "_docstrings",
+        "_passthrough",
         "guardrails",
         "_signatures",
         "_warnings",

@@ -24,6 +24,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
+from toolcycle._passthrough import argument_fields, result_check
 from toolcycle.cancellation import CancellationToken
 from toolcycle.content import PART_TYPES, ToolReturn
 from toolcycle.context import ToolExecutionContext
@@ -32,6 +33,8 @@ from toolcycle.models import ToolResult
 
 if typing.TYPE_CHECKING:
     from collections.abc import Callable
+
+    from toolcycle._passthrough import Field
 
 __all__ = [
     "NoGeneratedTitles",
@@ -94,7 +97,12 @@ def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
 
 def arguments_model(
     fn: Callable[..., Any], name: str, descriptions: dict[str, str]
-) -> tuple[tuple[Parameter, ...], type[BaseModel]]:
+) -> tuple[tuple[Parameter, ...], type[BaseModel], tuple[Field, ...] | None]:
+    """The function's parameters, the pydantic model of its arguments, and their direct reading.
+
+    The last is None unless pydantic would pass every argument on unchanged
+    (see `toolcycle._passthrough`).
+    """
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -145,7 +153,7 @@ def arguments_model(
                 tool_name=name,
             )
         aliases[public] = field
-    return tuple(parameters), model
+    return tuple(parameters), model, argument_fields(signature, hints)
 
 
 def _create_model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
@@ -179,23 +187,29 @@ def arguments_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
 
 def return_adapter(
     fn: Callable[..., Any], name: str
-) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None]:
+) -> tuple[TypeAdapter[Any] | None, dict[str, Any] | None, Callable[[Any], bool] | None]:
+    """The adapter that serialises the function's result, the output schema, and a shortcut.
+
+    The shortcut tells a result the adapter would give back unchanged (see
+    `toolcycle._passthrough`); None when there is no adapter or no such test.
+    """
     hints = _type_hints(fn, name)
     if "return" not in hints:
-        return None, None
+        return None, None, None
     annotation = hints["return"]
     if inspect.iscoroutinefunction(fn) and typing.get_origin(annotation) is typing.Coroutine:
         annotation = typing.get_args(annotation)[-1]  # pragma: no cover - unusual spelling
     annotation = _without_results(annotation)
     if annotation is None:
-        return None, None  # the function reports its own ToolResult: passed on as it is
+        return None, None, None  # the function reports its own ToolResult: passed on as it is
     if _rich(annotation):
         # Content parts are passed on as they are; a ToolReturn[T]'s value is checked as T.
         if typing.get_origin(annotation) is not ToolReturn or not typing.get_args(annotation):
-            return None, None
+            return None, None, None
         _, schema = _adapter_of(typing.get_args(annotation)[0], name)
-        return None, schema
-    return _adapter_of(annotation, name)
+        return None, schema, None
+    adapter, schema = _adapter_of(annotation, name)
+    return adapter, schema, None if adapter is None else result_check(annotation)
 
 
 def _adapter_of(

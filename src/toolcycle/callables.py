@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
+from toolcycle._passthrough import read_arguments
 from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
@@ -85,9 +86,9 @@ class FunctionTool:
         from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
 
         doc = parse_docstring(inspect.getdoc(fn))
-        self._parameters, self._arguments = arguments_model(fn, tool_name, doc.params)
+        self._parameters, self._arguments, self._fields = arguments_model(fn, tool_name, doc.params)
         self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
-        self._returns, output_schema = return_adapter(fn, tool_name)
+        self._returns, output_schema, self._passes = return_adapter(fn, tool_name)
         self._on_activate: Hook | None = None
         self._on_deactivate: Hook | None = None
         try:
@@ -172,6 +173,10 @@ class FunctionTool:
         return self._serialise(self.fn(**self._kwargs(params, ctx)))
 
     def _kwargs(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        if self._fields is not None:  # plain parameters: pydantic would change nothing
+            direct = read_arguments(self._fields, params)
+            if direct is not None:
+                return direct
         # The validator itself rather than model_validate: the same check, 0.3 us less.
         arguments = self._arguments.__pydantic_validator__.validate_python(params)
         if self._plain:  # every parameter is an argument of the same name
@@ -188,6 +193,8 @@ class FunctionTool:
 
     def _serialise(self, result: Any) -> Any:
         if self._returns is None or type(result) is ToolResult:  # a result of its own: as is
+            return result
+        if self._passes is not None and self._passes(result):  # it would serialise to itself
             return result
         return self._returns.dump_python(result, mode="json")
 
@@ -226,9 +233,8 @@ def wrap(
     sets `ToolCapability.requires_approval`. ``max_retries`` bounds the model's
     retries after failures it can fix (None: the runtime's default);
     ``retry`` (a `RetryPolicy`) retries transient faults within a call and
-    needs ``idempotent=True``.
-    sets `ToolCapability.requires_approval`. ``cache`` caches the tool's results
-    (see `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
+    needs ``idempotent=True``. ``cache`` caches the tool's results (see
+    `toolcycle.CachePolicy`); only a tool with ``writes=False`` may.
     ``input_guardrails`` and ``output_guardrails`` are the tool's own guardrails
     (see `toolcycle.guardrails`). ``defer_loading=True`` keeps the tool out of a
     model's definitions until a tool search finds it.
