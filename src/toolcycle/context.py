@@ -8,7 +8,6 @@ they change; the runtime marks it ended when the plan ends.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -417,6 +416,10 @@ def _start_collecting(
 
 def _stop_collecting(scope: _CallScope, token: Token[_CallScope | None]) -> None:
     """Stop the collection started by `_start_collecting`."""
-    with contextlib.suppress(ValueError):  # a coroutine closed outside its task's context
-        _call_scope.reset(token)
     scope.close()
+    # Not contextlib.suppress: this runs on every call, and a try costs nothing
+    # unless it catches.
+    try:
+        _call_scope.reset(token)
+    except ValueError:  # a coroutine closed outside its task's context: nothing to reset
+        return
