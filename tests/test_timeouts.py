@@ -563,3 +563,36 @@ def test_a_sync_activate_left_running_by_a_cancelled_caller_still_activates_the_
 
         asyncio.run(main())
     assert tool.stages == ["activate", "deactivate"]
+
+
+class SlowStart(Reporter):
+    """A `Reporter` whose activation takes ``start`` seconds (a worker starting, say)."""
+
+    def __init__(self, *, start: float) -> None:
+        super().__init__(gap=0.05, reports=1)
+        self.start = start
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        await asyncio.sleep(self.start)  # the slow start itself is the case under test
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        await asyncio.sleep(self.gap)  # quiet, but for less than the idle limit
+        return "done"
+
+
+def test_an_idle_limit_counts_from_the_end_of_a_slow_activation(runtime: ToolRuntime) -> None:
+    """An activation longer than the idle limit does not use it up: the run gets all of it."""
+    runtime.register(SlowStart(start=0.5))
+    with runtime.plan() as ctx:
+        result = runtime.execute("reporter", {}, ctx, idle_timeout=0.2)
+    assert result.success, result.error
+
+
+async def test_an_idle_limit_counts_from_the_end_of_a_slow_activation_async(
+    runtime: ToolRuntime,
+) -> None:
+    """The same from async code, with the idle limit set on the plan."""
+    runtime.register(SlowStart(start=0.5))
+    async with runtime.aplan(idle_timeout=0.2) as ctx:
+        result = await runtime.aexecute("reporter", {}, ctx)
+    assert result.success, result.error

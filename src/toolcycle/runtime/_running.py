@@ -82,8 +82,10 @@ class ToolStages:
         except BaseException as exc:
             self._steps.activation_failed(call, exc)
             raise
-        if deadline is not None:
-            call.record.active_at = time.monotonic()  # an idle limit counts from the run
+        if getattr(call.record, "idle_limited", False):
+            # An idle limit counts from the run: a slow start (a worker, a server)
+            # must not use it up. (The run's limit was made before the activation.)
+            call.record.active_at = time.monotonic()
         return None
 
     async def aensure_active(
@@ -111,8 +113,8 @@ class ToolStages:
         except BaseException as exc:
             self._steps.activation_failed(call, exc)
             raise
-        if deadline is not None:
-            call.record.active_at = time.monotonic()
+        if getattr(call.record, "idle_limited", False):
+            call.record.active_at = time.monotonic()  # see `ensure_active`
         return None
 
     # -- step 5: running the tool ----------------------------------------------------------
