@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ProgressEvent, ProviderFormat, ToolSearchMode, TraceStatus
-    from toolcycle.runtime._shared import Catalog, Runner, Settings
+    from toolcycle.runtime._shared import Catalog, Entry, Runner, Settings
     from toolcycle.runtime._steps import CallSteps
     from toolcycle.validation import ValidationLimits
 
@@ -186,7 +186,7 @@ class Dispatcher:
         if isinstance(ctx, ToolExecutionContext) and ctx.ended:
             self._refuse_ended(call, ctx)
         if problem is not None:
-            shown = None if call is None else self._masked(call, call.name)
+            shown = None if call is None else self._masked(call, self._entries.get(call.name))
             return self._refused(shown, ctx, problem, "ToolCallError", "invalid_input")
         assert call is not None
         name: str | None = call.name
@@ -199,7 +199,7 @@ class Dispatcher:
         if name is None:
             message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
-                self._masked(call, call.name), ctx, message, "ToolNotFoundError", "error"
+                self._masked(call, None), ctx, message, "ToolNotFoundError", "error"
             )
         arguments = call.arguments
         entry = entries.get(name)
@@ -209,9 +209,9 @@ class Dispatcher:
                 # Strict mode sends null for an optional property that was left out.
                 depth = self._limits.max_instance_depth
                 arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
-        return self._masked(call, name), name, arguments
+        return self._masked(call, entry), name, arguments
 
-    def _masked(self, call: ToolCall, name: str) -> ToolCall:
+    def _masked(self, call: ToolCall, entry: Entry | None) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced.
 
         A call to no registered tool has no schema to tell its secrets by, so
@@ -220,7 +220,6 @@ class Dispatcher:
         redaction = self._settings.redaction
         if redaction is None or not call.arguments:
             return call
-        entry = self._catalog.entries.get(name)
         if entry is None:
             masked = redaction.masked_without_schema(call.arguments)
         else:

@@ -115,17 +115,21 @@ class SchemaReader:
         marked: whether one schema object carries the mark being looked for.
     """
 
-    __slots__ = ("_anchors", "_applied", "_marked", "root")
+    __slots__ = ("_anchors", "_applied", "_marked", "_top", "root")
 
     def __init__(self, root: Any, marked: Callable[[dict[str, Any]], bool]) -> None:
         self.root = root
         self._marked = marked
         self._applied: dict[tuple[int, ...], tuple[Applied, tuple[Any, ...]]] = {}
         self._anchors: dict[str, list[Any]] | None = None
+        self._top: Applied | None = None
 
     def top(self) -> Applied:
         """What applies to the value the root schema describes."""
-        return self.applied((self.root,))
+        top = self._top  # asked for on every call of a tool with a redaction policy
+        if top is None:
+            top = self._top = self.applied((self.root,))
+        return top
 
     def applied(self, schemas: tuple[Any, ...]) -> Applied:
         """What ``schemas``, with every schema they bring along, say about a value."""
