@@ -310,7 +310,9 @@ class ToolResult(BaseModel):
             success=self.success,
             output=self.output,
             error=self.error,
-            text=self._text,
+            # Read from the private slot directly: `self._text` goes through
+            # pydantic's `__getattr__`, which costs more than the rest of this.
+            text=(self.__pydantic_private__ or {}).get("_text"),
         )
 
     def to_messages(self, format: ProviderFormat | None = None) -> list[dict[str, Any]]:
