@@ -125,7 +125,6 @@ ALLOWED = {
     "runtime._guards": {
         "content",
         "errors",
-        "execution._activation",
         "execution._invoke",
         "guardrails",
         "models",
@@ -227,16 +226,29 @@ ALLOWED = {
     "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},
-    "execution._invoke": {"execution._portal", "cancellation", "errors"},
+    "execution._threads": {"execution._portal"},
+    "execution._invoke": {"execution._portal", "execution._threads", "cancellation", "errors"},
     "execution._inflight": {"cancellation", "context"},  # context for annotations only
     "cache": {"execution._inflight", "context", "errors", "protocols"},
-    "execution._activation": {
+    "execution._lifecycle": {
         "execution._invoke",
         "execution._portal",
+        "execution._threads",
+        "cache",  # for annotations only, under TYPE_CHECKING
+        "context",  # for annotations only, under TYPE_CHECKING
+        "errors",
+        "instrumentation",  # for annotations only, under TYPE_CHECKING
+        "protocols",  # for annotations only, under TYPE_CHECKING
+        "tracing",
+    },
+    "execution._activation": {
+        "execution._invoke",
+        "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
+        "execution._portal",
+        "execution._threads",
         "cache",
         "context",
         "errors",
-        "instrumentation",
         "protocols",
         "tracing",
     },
@@ -256,8 +268,9 @@ ALLOWED = {
     },
     "runtime._retries": {
         "errors",
-        "execution._invoke",
+        "execution._invoke",  # for annotations only, under TYPE_CHECKING
         "execution._portal",
+        "execution._threads",
         "models",
         "retries",
         "runtime._results",
@@ -318,8 +331,8 @@ ALLOWED = {
     },
     "runtime._plans": {
         "protocols",
-        "execution._activation",
         "execution._inflight",
+        "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
         "cache",
         "cancellation",
         "context",
@@ -330,7 +343,7 @@ ALLOWED = {
     "runtime._steps": {
         "runtime._caching",
         "execution._inflight",
-        "execution._invoke",
+        "execution._threads",  # for annotations only, under TYPE_CHECKING
         "runtime._results",
         "runtime._retries",
         "cache",
@@ -345,7 +358,6 @@ ALLOWED = {
         "runtime._record",
     },
     "runtime._approvals": {
-        "execution._activation",
         "agent._approve",
         "execution._invoke",
         "approvals",
@@ -382,6 +394,7 @@ ALLOWED = {
         "execution._activation",
         "execution._invoke",
         "execution._portal",
+        "execution._threads",
         "runtime._results",
         "runtime._retries",
         "errors",
@@ -422,6 +435,7 @@ ALLOWED = {
         "runtime._guardset",
         "execution._activation",
         "execution._invoke",
+        "execution._lifecycle",
         "_types",
         "approvals",
         "cache",
