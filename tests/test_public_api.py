@@ -208,8 +208,16 @@ ALLOWED = {
     },
     "validation._re2_keywords": {"validation._ecma", "validation._patterns"},
     "validation._survey": {"validation._backends", "validation._json", "validation._patterns"},
+    "validation._compiled": {
+        "validation._backends",
+        "validation._json",
+        "validation._limits",  # for annotations only, under TYPE_CHECKING
+        "errors",
+        "models",
+    },
     "validation._compiler": {
         "validation._backends",
+        "validation._compiled",
         "validation._json",
         "validation._limits",
         "validation._re2_keywords",
@@ -221,7 +229,7 @@ ALLOWED = {
     # Subpackages: an __init__ holds a docstring (validation's re-exports its public API).
     "agent": set(),
     "execution": set(),
-    "validation": {"validation._compiler", "validation._limits"},
+    "validation": {"validation._compiled", "validation._compiler", "validation._limits"},
     "validation._limits": set(),
     "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
