@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from toolcycle import CancellationToken, ToolRuntimeError
-from toolcycle.execution._invoke import Invoker, InvokeTimeoutError
+from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._portal import Portal, PortalTimeoutError
+from toolcycle.execution._threads import InvokeTimeoutError
 
 WAIT = 5.0
 

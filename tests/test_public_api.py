@@ -125,7 +125,6 @@ ALLOWED = {
     "runtime._guards": {
         "content",
         "errors",
-        "execution._activation",
         "execution._invoke",
         "guardrails",
         "models",
@@ -211,8 +210,16 @@ ALLOWED = {
     },
     "validation._re2_keywords": {"validation._ecma", "validation._patterns"},
     "validation._survey": {"validation._backends", "validation._json", "validation._patterns"},
+    "validation._compiled": {
+        "validation._backends",
+        "validation._json",
+        "validation._limits",  # for annotations only, under TYPE_CHECKING
+        "errors",
+        "models",
+    },
     "validation._compiler": {
         "validation._backends",
+        "validation._compiled",
         "validation._json",
         "validation._limits",
         "validation._re2_keywords",
@@ -224,21 +231,34 @@ ALLOWED = {
     # Subpackages: an __init__ holds a docstring (validation's re-exports its public API).
     "agent": set(),
     "execution": set(),
-    "validation": {"validation._compiler", "validation._limits"},
+    "validation": {"validation._compiled", "validation._compiler", "validation._limits"},
     "validation._limits": set(),
     "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},
-    "execution._invoke": {"execution._portal", "cancellation", "errors"},
+    "execution._threads": {"execution._portal"},
+    "execution._invoke": {"execution._portal", "execution._threads", "cancellation", "errors"},
     "execution._inflight": {"cancellation", "context"},  # context for annotations only
     "cache": {"execution._inflight", "context", "errors", "protocols"},
-    "execution._activation": {
+    "execution._lifecycle": {
         "execution._invoke",
         "execution._portal",
+        "execution._threads",
+        "cache",  # for annotations only, under TYPE_CHECKING
+        "context",  # for annotations only, under TYPE_CHECKING
+        "errors",
+        "instrumentation",  # for annotations only, under TYPE_CHECKING
+        "protocols",  # for annotations only, under TYPE_CHECKING
+        "tracing",
+    },
+    "execution._activation": {
+        "execution._invoke",
+        "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
+        "execution._portal",
+        "execution._threads",
         "cache",
         "context",
         "errors",
-        "instrumentation",
         "protocols",
         "tracing",
     },
@@ -258,8 +278,9 @@ ALLOWED = {
     },
     "runtime._retries": {
         "errors",
-        "execution._invoke",
+        "execution._invoke",  # for annotations only, under TYPE_CHECKING
         "execution._portal",
+        "execution._threads",
         "models",
         "retries",
         "runtime._results",
@@ -320,8 +341,8 @@ ALLOWED = {
     },
     "runtime._plans": {
         "protocols",
-        "execution._activation",
         "execution._inflight",
+        "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
         "cache",
         "cancellation",
         "context",
@@ -332,7 +353,7 @@ ALLOWED = {
     "runtime._steps": {
         "runtime._caching",
         "execution._inflight",
-        "execution._invoke",
+        "execution._threads",  # for annotations only, under TYPE_CHECKING
         "runtime._results",
         "runtime._retries",
         "cache",
@@ -347,7 +368,6 @@ ALLOWED = {
         "runtime._record",
     },
     "runtime._approvals": {
-        "execution._activation",
         "agent._approve",
         "execution._invoke",
         "approvals",
@@ -384,6 +404,7 @@ ALLOWED = {
         "execution._activation",
         "execution._invoke",
         "execution._portal",
+        "execution._threads",
         "runtime._results",
         "runtime._retries",
         "errors",
@@ -424,6 +445,7 @@ ALLOWED = {
         "runtime._guardset",
         "execution._activation",
         "execution._invoke",
+        "execution._lifecycle",
         "_types",
         "approvals",
         "cache",

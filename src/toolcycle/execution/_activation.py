@@ -1,8 +1,11 @@
-"""Step 3 and teardown: activating a tool once per plan and deactivating it once.
+"""Step 3: activating a tool at most once per plan, whoever asks and from where.
 
-The cache decides *who* activates (single flight) and *what* to tear down; this
-module calls the tool's (possibly async) ``activate`` and ``deactivate`` and
-turns what happened into one of the errors the runtime documents. It raises and
+The cache keeps each plan's activations and decides *who* activates (single
+flight); this module plays the activator's part for every call that asks: the
+owner has the tool's ``activate`` called (through `LifecycleCalls`) within its
+limit, the others wait for it within theirs, and a sync ``activate`` a caller
+gave up on is adopted until it ends, so that no second one starts beside it.
+What happened becomes one of the errors the runtime documents. It raises and
 never traces: the runtime records the trace of the call that was affected.
 """
 
@@ -11,32 +14,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
 from toolcycle.cache import OwnerGone
 from toolcycle.errors import (
     ToolActivationError,
     ToolCancelledError,
-    ToolDeactivationError,
     ToolNotActivatedError,
     ToolRuntimeError,
     error_text,
 )
-from toolcycle.execution._invoke import InvokeTimeoutError, own_loop, plan_loop
+from toolcycle.execution._invoke import caller_cancelled
+from toolcycle.execution._threads import InvokeTimeoutError
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from toolcycle.cache import Activation, ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
-    from toolcycle.execution._invoke import Cancels, Invoker, Straggler
+    from toolcycle.execution._invoke import Cancels
+    from toolcycle.execution._lifecycle import LifecycleCalls
     from toolcycle.execution._portal import Deadline
-    from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
+    from toolcycle.execution._threads import Straggler
     from toolcycle.protocols import ToolInstance
 
-__all__ = ["Activator", "CallTimedOut", "caller_cancelled"]
+__all__ = ["Activator", "CallTimedOut"]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -46,29 +47,26 @@ class CallTimedOut(TimeoutError):
 
 
 class Activator:
-    """Activates and deactivates tools for one runtime."""
+    """Activates tools for one runtime, at most once per plan.
 
-    __slots__ = (
-        "_activate_timeout",
-        "_cache",
-        "_deactivate_timeout",
-        "_instrumentation",
-        "_invoker",
-    )
+    Args:
+        cache: each plan's activations, and who owns a pending one.
+        calls: calls a tool's ``activate``, and ``deactivate`` to undo one no
+            call may keep.
+        activate_timeout: seconds an ``activate`` may take; None waits for it.
+    """
+
+    __slots__ = ("_activate_timeout", "_cache", "_calls")
 
     def __init__(
         self,
         cache: ToolLifecycleCache,
-        invoker: Invoker,
-        deactivate_timeout: float | None,
+        calls: LifecycleCalls,
         activate_timeout: float | None = None,
-        instrumentation: Instrumentation | None = None,
     ) -> None:
         self._cache = cache
-        self._invoker = invoker
-        self._deactivate_timeout = deactivate_timeout
+        self._calls = calls
         self._activate_timeout = activate_timeout
-        self._instrumentation = instrumentation
 
     def settled(self, ctx: ToolExecutionContext, name: str) -> bool:
         """Whether the tool is active in the plan already (lock-free; False may be stale)."""
@@ -129,14 +127,7 @@ class Activator:
     ) -> None:
         limit, by_call = self._limit(deadline)
         try:
-            with self._watched("activate", activation.name, ctx):
-                self._invoker.call(
-                    instance.activate,
-                    ctx,
-                    token=token or ctx.cancellation_token,
-                    timeout=limit,
-                    loop=plan_loop(instance, ctx, own_loop(instance)),
-                )
+            self._calls.activate(ctx, activation.name, instance, token=token, limit=limit)
         except InvokeTimeoutError as exc:
             self._outlived(ctx, activation, exc, by_call=by_call)
         except (Exception, asyncio.CancelledError) as exc:
@@ -198,14 +189,9 @@ class Activator:
             self._adopt(ctx, activation, straggler)
 
         try:
-            with self._watched("activate", activation.name, ctx):
-                await self._invoker.acall(
-                    instance.activate,
-                    ctx,
-                    token=token or ctx.cancellation_token,
-                    timeout=limit,
-                    on_abandon=abandon,
-                )
+            await self._calls.aactivate(
+                ctx, activation.name, instance, token=token, limit=limit, on_abandon=abandon
+            )
         except InvokeTimeoutError as exc:
             self._outlived(ctx, activation, exc, by_call=by_call)
         except Exception as exc:
@@ -252,33 +238,6 @@ class Activator:
             tool_name=activation.name,
             plan_id=ctx.plan_id,
         )
-
-    @contextmanager
-    def _watched(self, stage: Stage, name: str, ctx: ToolExecutionContext) -> Iterator[None]:
-        """Tell the instrumentation, if any, of one stage and how it ended.
-
-        A hook that raises is logged and never changes the stage's outcome.
-        """
-        if self._instrumentation is None:
-            yield
-            return
-        observer: StageObserver | None = None
-        try:
-            observer = self._instrumentation.stage_started(stage, tool_name=name, ctx=ctx)
-        except Exception as exc:
-            _log.warning("instrumentation.failed", hook="stage_started", error=repr(exc))
-        error: BaseException | None = None
-        try:
-            yield
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if observer is not None:
-                try:
-                    observer.finish(error)
-                except Exception as exc:
-                    _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
 
     def _outlived(
         self,
@@ -338,7 +297,7 @@ class Activator:
             return
         try:
             if error is None:
-                self.teardown(activation, ctx)
+                self._calls.teardown(activation, ctx)
         except Exception as exc:
             _log.warning(
                 "tool.deactivate_failed",
@@ -387,7 +346,7 @@ class Activator:
         if error is None and not cached:
             # The plan ended while the tool was activating: undo it here.
             try:
-                self.teardown(activation, ctx)
+                self._calls.teardown(activation, ctx)
             except Exception as exc:
                 _log.warning(
                     "tool.deactivate_failed",
@@ -406,42 +365,6 @@ class Activator:
             raise error
         raise _failed(activation, ctx, error) from error
 
-    def teardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
-        """Deactivate one tool from sync code, within the deactivate timeout.
-
-        Raises:
-            ToolDeactivationError: it did not finish in time.
-            Exception: whatever ``deactivate`` raised.
-        """
-        timeout = self._deactivate_timeout
-        instance = activation.instance
-        with self._watched("deactivate", activation.name, ctx):
-            try:
-                self._invoker.call(
-                    instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance)
-                )
-            except InvokeTimeoutError:
-                raise _hung(activation, ctx, timeout) from None
-        lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
-
-    async def ateardown(self, activation: Activation, ctx: ToolExecutionContext) -> None:
-        """Deactivate one tool from async code, within the deactivate timeout."""
-        timeout = self._deactivate_timeout
-        with self._watched("deactivate", activation.name, ctx):
-            try:
-                await self._invoker.acall(
-                    activation.instance.deactivate, ctx, timeout=timeout, detached=True
-                )
-            except InvokeTimeoutError:
-                raise _hung(activation, ctx, timeout) from None
-        lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
-
-
-def caller_cancelled() -> bool:
-    """Whether the current task is being cancelled by its caller (not by a plan token)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
 
 def _failed(
     activation: Activation, ctx: ToolExecutionContext, error: BaseException
@@ -449,17 +372,6 @@ def _failed(
     return ToolActivationError(
         f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
         f"{type(error).__name__}: {error_text(error)}",
-        tool_name=activation.name,
-        plan_id=ctx.plan_id,
-    )
-
-
-def _hung(
-    activation: Activation, ctx: ToolExecutionContext, timeout: float | None
-) -> ToolDeactivationError:
-    return ToolDeactivationError(
-        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} did not finish "
-        f"within {timeout} seconds; it was abandoned",
         tool_name=activation.name,
         plan_id=ctx.plan_id,
     )

@@ -6,10 +6,11 @@ function runs inline. From async code, a coroutine is awaited as a task that the
 plan's cancellation token cancels, and a plain function runs on the runtime's
 thread pool so that it never blocks the event loop.
 
-A call with a timeout that may outlive its caller (a hung sync function) runs
-on a fresh daemon thread instead of the pool: Python cannot stop a thread, so
-the best it can do is not let the stuck thread hold a pool worker or keep the
-process alive at exit.
+A sync function with a timeout, which may outlive its caller (a hung one), runs
+on a fresh daemon thread instead of the pool (`toolcycle.execution._threads`).
+Who cancelled a stage matters to the caller: `TaskWatch` lets a plan's token
+cancel the caller's task only while it awaits the stage, and `caller_cancelled`
+tells a cancellation of the caller itself apart from one of the token.
 """
 
 from __future__ import annotations
@@ -29,19 +30,21 @@ from toolcycle.execution._portal import (
     Portal,
     PortalTimeoutError,
     as_deadline,
+    await_result,
     run_blocking,
-    wait_result,
 )
+from toolcycle.execution._threads import InvokeTimeoutError, athread, in_thread, straggler_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from toolcycle.execution._threads import Straggler
+
 __all__ = [
     "Cancels",
-    "InvokeTimeoutError",
     "Invoker",
-    "Straggler",
     "TaskWatch",
+    "caller_cancelled",
     "own_loop",
     "plan_loop",
 ]
@@ -57,61 +60,6 @@ class Cancels(Protocol):
 
 # Results that are certainly not awaitable: checked by type before asking inspect.
 _PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
-
-
-class Straggler:
-    """A sync stage on a thread of its own: when and how it ended, for a caller that gave up.
-
-    Attributes:
-        finished: set once the stage has ended, after every `when_done` callback ran.
-    """
-
-    __slots__ = ("_callbacks", "_done", "_error", "_lock", "finished")
-
-    def __init__(self) -> None:
-        self.finished = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[BaseException | None], object]] = []
-        self._done = False
-        self._error: BaseException | None = None
-
-    def when_done(self, callback: Callable[[BaseException | None], object]) -> None:
-        """Call ``callback(error)`` when the stage ends (None if it returned), or now if it has.
-
-        The callback runs on the stage's thread, or on this one when the stage has
-        already ended; it must not raise.
-        """
-        with self._lock:
-            if not self._done:
-                self._callbacks.append(callback)
-                return
-        callback(self._error)
-
-    def _end(self, error: BaseException | None) -> None:
-        with self._lock:
-            self._done, self._error = True, error
-            callbacks, self._callbacks = self._callbacks, []
-        try:
-            for callback in callbacks:
-                callback(error)
-        finally:
-            self.finished.set()
-
-
-class InvokeTimeoutError(TimeoutError):
-    """A stage did not finish within its timeout.
-
-    Attributes:
-        abandoned: for a sync stage, which Python cannot stop, an event set when
-            the thread it was left running on finishes; None when the stage was
-            cancelled (a coroutine).
-        straggler: that thread's stage, to learn how it ended; None when cancelled.
-    """
-
-    def __init__(self, message: str, straggler: Straggler | None = None) -> None:
-        super().__init__(message)
-        self.straggler = straggler
-        self.abandoned = straggler.finished if straggler is not None else None
 
 
 class Invoker:
@@ -159,7 +107,7 @@ class Invoker:
                 if loop is not None:
                     return _on_own_loop(loop, fn, args, timeout=timeout, on_cancel=on_cancel)
                 return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
-            result = fn(*args) if timeout is None else _in_thread(fn, args, timeout)
+            result = fn(*args) if timeout is None else in_thread(fn, args, timeout)
             if type(result) not in _PLAIN and inspect.isawaitable(result):
                 on_cancel = token.on_cancel if token is not None else None
                 return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
@@ -214,7 +162,7 @@ class Invoker:
             finally:
                 watch.release()
         if detached or timeout is not None:
-            result = await _athread(fn, args, timeout, on_abandon)
+            result = await athread(fn, args, timeout, on_abandon)
         else:
             context = contextvars.copy_context()
             running = self._ensure_pool().submit(context.run, fn, *args)
@@ -223,7 +171,7 @@ class Invoker:
             except asyncio.CancelledError:
                 # Cancelling the wrapper cancelled a job not yet started; a started one runs on.
                 if on_abandon is not None and not running.cancelled():
-                    on_abandon(_straggler_of(running))
+                    on_abandon(straggler_of(running))
                 raise
         if inspect.isawaitable(result):
             return await _cancellable(_await(result), token, timeout)
@@ -244,6 +192,12 @@ class Invoker:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def caller_cancelled() -> bool:
+    """Whether the current task is being cancelled by its caller (not by a plan token)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def own_loop(instance: object) -> asyncio.AbstractEventLoop | None:
@@ -304,7 +258,7 @@ async def _cancellable(coro: Any, token: Cancels | None, timeout: float | Deadli
         if deadline is None:
             return await task
         try:
-            return await _within(task, deadline)
+            return await await_result(task, deadline)
         except TimeoutError as exc:
             task.cancel()
             # Let it clean up, as wait_for does, but only for a while; and a
@@ -382,105 +336,6 @@ async def _in_current_task(coro: Any, token: Cancels, task: asyncio.Task[Any]) -
         return await coro
     finally:
         watch.release()
-
-
-async def _within(future: asyncio.Future[Any], deadline: Deadline) -> Any:
-    """``future``'s result; TimeoutError (with the deadline's message) if it passes first.
-
-    ``future`` itself is left running: the caller decides what to do with it.
-    """
-    while True:
-        done, _ = await asyncio.wait({future}, timeout=deadline.remaining())
-        if done:
-            return future.result()
-        if deadline.remaining() == 0:
-            raise TimeoutError(deadline.message())
-
-
-def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline) -> Any:
-    """Run ``fn`` on a fresh daemon thread and wait for it no longer than ``timeout``."""
-    deadline = as_deadline(timeout)
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    straggler = _start_thread(fn, args, future.set_result, future.set_exception)
-    try:
-        return wait_result(future, deadline)
-    except concurrent.futures.TimeoutError:
-        assert deadline is not None
-        raise InvokeTimeoutError(deadline.message(), straggler) from None
-
-
-def _straggler_of(running: concurrent.futures.Future[Any]) -> Straggler:
-    """A `Straggler` that ends when the pool job ``running`` does."""
-    straggler = Straggler()
-    running.add_done_callback(
-        lambda done: straggler._end(None if done.cancelled() else done.exception())
-    )
-    return straggler
-
-
-async def _athread(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    timeout: float | Deadline | None,
-    on_abandon: Callable[[Straggler], object] | None = None,
-) -> Any:
-    """Async twin of `_in_thread`; the loop is never blocked."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(method: Callable[[Any], object], value: Any) -> None:
-        def apply() -> None:
-            if not future.done():
-                method(value)
-
-        try:
-            loop.call_soon_threadsafe(apply)
-        except RuntimeError:  # pragma: no cover - the loop closed before the thread ended
-            pass
-
-    straggler = _start_thread(
-        fn,
-        args,
-        lambda value: settle(future.set_result, value),
-        lambda exc: settle(future.set_exception, exc),
-    )
-    deadline = as_deadline(timeout)
-    try:
-        if deadline is None:
-            return await future
-        return await _within(future, deadline)
-    except TimeoutError as exc:
-        raise InvokeTimeoutError(str(exc), straggler) from None
-    except asyncio.CancelledError:
-        if on_abandon is not None:
-            on_abandon(straggler)
-        raise
-
-
-def _start_thread(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    on_result: Callable[[Any], object],
-    on_error: Callable[[BaseException], object],
-) -> Straggler:
-    """Run ``fn`` on a new daemon thread; what it returns tells when and how it ended."""
-    context = contextvars.copy_context()
-    straggler = Straggler()
-
-    def run() -> None:
-        error: BaseException | None = None
-        try:
-            result = context.run(fn, *args)
-        except BaseException as exc:
-            error = exc
-            on_error(exc)
-        else:
-            on_result(result)
-        finally:
-            straggler._end(error)
-
-    threading.Thread(target=run, name="toolcycle-call", daemon=True).start()
-    return straggler
 
 
 async def _await(awaitable: Any) -> Any:

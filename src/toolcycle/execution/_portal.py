@@ -31,6 +31,7 @@ __all__ = [
     "Portal",
     "PortalTimeoutError",
     "as_deadline",
+    "await_result",
     "run_blocking",
     "wait_result",
 ]
@@ -109,6 +110,23 @@ def wait_result(future: concurrent.futures.Future[T], deadline: Deadline | None)
         except concurrent.futures.TimeoutError:
             if deadline is None or deadline.remaining() == 0:
                 raise
+
+
+async def await_result(future: asyncio.Future[T], deadline: Deadline) -> T:
+    """``future``'s result, awaited no longer than ``deadline`` allows (`wait_result`'s twin).
+
+    ``future`` itself is left running when the deadline passes: the caller decides
+    what to do with it.
+
+    Raises:
+        TimeoutError: the deadline passed first, with its message.
+    """
+    while True:
+        done, _ = await asyncio.wait({future}, timeout=deadline.remaining())
+        if done:
+            return future.result()
+        if deadline.remaining() == 0:
+            raise TimeoutError(deadline.message())
 
 
 class Portal:

@@ -20,7 +20,7 @@ from toolcycle.approvals import ApprovalDecision, Resumption, _resumption, needs
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
-from toolcycle.execution._activation import caller_cancelled
+from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import ToolResult
 from toolcycle.tracing import get_logger, lifecycle_event
 

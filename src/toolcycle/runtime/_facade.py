@@ -11,6 +11,7 @@ from toolcycle.approvals import MemoryApprovalLedger
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
+from toolcycle.execution._lifecycle import LifecycleCalls
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals, Resumer
@@ -143,14 +144,13 @@ class ToolRuntime:
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
         self._cache = cache = ToolLifecycleCache()
         self._invoker = invoker = Invoker(max_workers=max_workers)
-        self._activator = Activator(
-            cache, invoker, deactivate_timeout, activate_timeout, instrumentation
-        )
+        calls = LifecycleCalls(invoker, deactivate_timeout, instrumentation)
+        self._activator = Activator(cache, calls, activate_timeout)
         self._results = results = result_cache if result_cache is not None else ResultCache()
         self._compiler, self._tools = compiler, ToolRegistry(compiler, settings, results)
         self._plans = PlanRegistry(
             cache,
-            self._activator,
+            calls,
             settings,
             before_plan=self._tools.refresh_stale_sources,
             after_plan=results.drop_plan,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle.content import PART_TYPES
 from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
-from toolcycle.execution._activation import caller_cancelled
+from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.guardrails import GuardrailCall, GuardrailDecision
 from toolcycle.models import GuardrailRecord, ToolResult
 from toolcycle.runtime._rich import RICH_TYPES, read_rich

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.errors import ToolDeactivationError
-    from toolcycle.execution._activation import Activator
     from toolcycle.execution._inflight import Flight
+    from toolcycle.execution._lifecycle import LifecycleCalls
     from toolcycle.runtime._shared import Settings
 
 __all__ = ["PlanRegistry"]
@@ -32,7 +32,7 @@ class PlanRegistry:
 
     Args:
         cache: where the open plans and their activations are tracked.
-        activator: deactivates a plan's tools (with its time limit).
+        calls: deactivates a plan's tools (with its time limit).
         settings: the runtime's shared settings (whether it is closed).
         before_plan: called before each new plan (the registry refreshes stale
             sources there).
@@ -45,7 +45,7 @@ class PlanRegistry:
     def __init__(
         self,
         cache: ToolLifecycleCache,
-        activator: Activator,
+        calls: LifecycleCalls,
         settings: Settings,
         *,
         before_plan: Callable[[], None],
@@ -58,7 +58,7 @@ class PlanRegistry:
                 f"drain_timeout must be seconds (0 or more) or None, got {drain_timeout!r}"
             )
         self._cache = cache
-        self._activator = activator
+        self._calls = calls
         self._settings = settings
         self._before_plan = before_plan
         self._after_plan = after_plan
@@ -101,7 +101,7 @@ class PlanRegistry:
             return []
         if flights:
             self._drain(ctx, flights)
-        errors = self._cache.end_plan(ctx, self._activator.teardown)
+        errors = self._cache.end_plan(ctx, self._calls.teardown)
         if ctx.host is not None:  # its tools are deactivated: now the worker ends
             ctx.host.end(ctx)
         return self._ended(ctx, errors)
@@ -126,7 +126,7 @@ class PlanRegistry:
             self.end_plan(ctx)
 
     async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
-        errors = await self._cache.aend_plan(ctx, self._activator.ateardown)
+        errors = await self._cache.aend_plan(ctx, self._calls.ateardown)
         if ctx.host is not None:
             await asyncio.to_thread(ctx.host.end, ctx)
         return self._ended(ctx, errors)

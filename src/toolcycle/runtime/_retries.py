@@ -28,8 +28,8 @@ from toolcycle.errors import (
     ToolFailed,
     ToolRegistrationError,
 )
-from toolcycle.execution._invoke import InvokeTimeoutError
 from toolcycle.execution._portal import as_deadline
+from toolcycle.execution._threads import InvokeTimeoutError
 from toolcycle.models import RetryAttempt
 from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 from toolcycle.runtime._results import failed_result, invalid_result

@@ -14,8 +14,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.errors import ToolCancelledError
-from toolcycle.execution._activation import CallTimedOut, caller_cancelled
-from toolcycle.execution._invoke import InvokeTimeoutError, TaskWatch
+from toolcycle.execution._activation import CallTimedOut
+from toolcycle.execution._invoke import TaskWatch, caller_cancelled
+from toolcycle.execution._threads import InvokeTimeoutError
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._retries import arun_attempts, run_attempts
 

@@ -31,7 +31,7 @@ from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 if TYPE_CHECKING:
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.execution._inflight import Flight
-    from toolcycle.execution._invoke import InvokeTimeoutError
+    from toolcycle.execution._threads import InvokeTimeoutError
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
     from toolcycle.runtime._caching import Kept

@@ -25,10 +25,12 @@ treats both as hostile:
 
 Two backends run the compiled schemas (see `toolcycle.validation._backends`): ``jsonschema``,
 always installed, and ``jsonschema-rs`` (extra ``toolcycle[fast]``), which
-``"auto"`` picks when it is installed. Whether a schema is usable is decided here,
-with ``jsonschema``, for both, so they accept the same schemas; they differ in speed.
+``"auto"`` picks when it is installed. Whether a schema is usable is decided once, with
+``jsonschema``, for both (`toolcycle.validation._compiler`), so they accept the same
+schemas; they differ in speed. Each value is then checked against the
+`CompiledSchema` (`toolcycle.validation._compiled`).
 
-``jsonschema`` and ``referencing`` are imported here and in `toolcycle.validation._backends`,
+``jsonschema`` and ``referencing`` are imported in `toolcycle.validation._compiler` and in `toolcycle.validation._backends`,
 ``jsonschema_rs`` only in `toolcycle.validation._backends`, and nowhere else. They are imported
 when the first `SchemaCompiler` is built, not with this module: together they are
 about a third of what ``import toolcycle`` would otherwise cost.
@@ -39,13 +41,8 @@ from typing import TYPE_CHECKING, Any
 from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
 
 if TYPE_CHECKING:
-    from toolcycle.validation._compiler import (
-        VALIDATOR_BACKENDS,
-        CompiledSchema,
-        SchemaCompiler,
-        validate_input,
-        validate_output,
-    )
+    from toolcycle.validation._compiled import CompiledSchema, validate_input, validate_output
+    from toolcycle.validation._compiler import VALIDATOR_BACKENDS, SchemaCompiler
 
 __all__ = [
     "DRAFT_2020_12",
@@ -57,14 +54,19 @@ __all__ = [
     "validate_output",
 ]
 
-_ENGINE = frozenset(__all__) - {"DRAFT_2020_12", "ValidationLimits"}
+_COMPILED = frozenset({"CompiledSchema", "validate_input", "validate_output"})
+_COMPILER = frozenset({"SchemaCompiler", "VALIDATOR_BACKENDS"})
 
 
 def __getattr__(name: str) -> Any:
     # The engine's modules cost a few milliseconds to import; a host pays for
     # them with its first runtime (or first use of these names), not on import.
-    if name in _ENGINE:
-        import toolcycle.validation._compiler as engine
+    if name in _COMPILED:
+        import toolcycle.validation._compiled as compiled
 
-        return getattr(engine, name)
+        return getattr(compiled, name)
+    if name in _COMPILER:
+        import toolcycle.validation._compiler as compiler
+
+        return getattr(compiler, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,10 @@
-"""Compile each schema once, and validate inputs and outputs against it (the public API)."""
+"""Compile each schema once: decide whether it is usable, and build its validator.
+
+A schema is checked against its dialect's metaschema, the limits and the survey of
+its patterns and references (`toolcycle.validation._survey`), then built by the
+backend into a `CompiledSchema` (`toolcycle.validation._compiled`), which is cached
+by the schema's text. ``jsonschema`` and ``referencing`` are imported on first use.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,13 @@ from toolcycle.validation._backends import (
     BackendSchemaError,
     JsonschemaBackend,
     JsonschemaRsBackend,
-    SchemaChecker,
     ValidatorBackend,
     false_standins,
     fast_backend_available,
     truncate,
 )
-from toolcycle.validation._json import JSONCompatibilityError, _flat_copy, encode, normalize
+from toolcycle.validation._compiled import CompiledSchema, crash_verdict
+from toolcycle.validation._json import JSONCompatibilityError, encode, normalize
 from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
 from toolcycle.validation._re2_keywords import re2_classes
 from toolcycle.validation._survey import schema_problems
@@ -33,13 +39,7 @@ if TYPE_CHECKING:
 
     from toolcycle._types import JSONSchema
 
-__all__ = [
-    "VALIDATOR_BACKENDS",
-    "CompiledSchema",
-    "SchemaCompiler",
-    "validate_input",
-    "validate_output",
-]
+__all__ = ["VALIDATOR_BACKENDS", "SchemaCompiler"]
 
 # The dialects a schema may declare in $schema (servers written with TypeScript
 # tooling often emit draft-07); `_Engine.dialects` has their validator and rules.
@@ -111,112 +111,6 @@ def _engine() -> _Engine:
 
 VALIDATOR_BACKENDS = ("auto", *BACKEND_NAMES)
 """What ``validator=`` accepts: ``"auto"`` is ``jsonschema-rs`` when installed, else ``jsonschema``."""
-
-
-def _crash(exc: BaseException) -> Validation:
-    if isinstance(exc, RecursionError):
-        why = "the schema or the value nests too deeply, or the schema refers to itself in a loop"
-    else:
-        why = f"{type(exc).__name__}: {truncate(str(exc), 120)}"
-    return Validation(
-        valid=False,
-        issues=(
-            ValidationIssue(
-                pointer="", keyword="$validator", message=f"the value could not be checked: {why}"
-            ),
-        ),
-    )
-
-
-class CompiledSchema:
-    """A schema checked once and compiled into a reusable validator."""
-
-    __slots__ = ("_bits", "_checker", "_flat", "_limits", "schema")
-
-    def __init__(
-        self,
-        schema: dict[str, Any] | bool,
-        checker: SchemaChecker,
-        limits: ValidationLimits,
-    ) -> None:
-        self.schema = schema
-        self._checker = checker
-        self._limits = limits
-        # What the flat-object fast path of `normalize` needs, read once.
-        self._flat = limits.max_instance_nodes if limits.max_instance_depth >= 1 else 0
-        self._bits = limits.max_integer_bits
-
-    def normalize(self, value: Any) -> Any:
-        """Return ``value`` as plain JSON data within this schema's limits.
-
-        Raises:
-            JSONCompatibilityError: naming the pointer of the first bad value.
-        """
-        if type(value) is dict and len(value) < self._flat:  # as `normalize` would, sooner
-            flat = _flat_copy(value, self._bits)
-            if flat is not None:
-                return flat
-        limits = self._limits
-        return normalize(
-            value,
-            max_depth=limits.max_instance_depth,
-            max_nodes=limits.max_instance_nodes,
-            max_integer_bits=limits.max_integer_bits,
-        )
-
-    def check(self, instance: Any) -> Validation:
-        """Validate JSON data (dicts, lists, strings, numbers, booleans, None); never raises.
-
-        The data is not normalised, but nesting deeper than the limit is refused
-        before the validator sees it (a compiled validator may recurse once per
-        level, and no stack survives every depth).
-        """
-        if _deeper_than(instance, self._limits.max_instance_depth):
-            message = f"the value nests deeper than {self._limits.max_instance_depth} levels"
-            issue = ValidationIssue(pointer="", keyword="maxDepth", message=message)
-            return Validation(valid=False, issues=(issue,))
-        return self.check_normalized(instance)
-
-    def check_normalized(self, instance: Any) -> Validation:
-        """Validate data that `normalize` returned (so within the limits); never raises."""
-        checker = self._checker
-        try:
-            if checker.is_valid(instance):
-                return _VALID
-            return Validation(valid=False, issues=checker.issues(instance))
-        except Exception as exc:  # a validator crash is a verdict, never an escape
-            return _crash(exc)
-
-    def validate(self, value: Any) -> tuple[Any, Validation]:
-        """Normalise then validate ``value``; return the JSON data and the verdict."""
-        if type(value) is dict and len(value) < self._flat:  # `normalize`'s first case
-            flat = _flat_copy(value, self._bits)
-            if flat is not None:
-                return flat, self.check_normalized(flat)
-        try:
-            data = self.normalize(value)
-        except JSONCompatibilityError as exc:
-            issue = ValidationIssue(pointer=exc.pointer, keyword=exc.keyword, message=exc.reason)
-            return None, Validation(valid=False, issues=(issue,))
-        return data, self.check_normalized(data)
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether containers in ``value`` nest more than ``limit`` levels (iteratively)."""
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-# Built without validation, so importing this module does not build the model.
-_VALID = Validation.model_construct(valid=True)
 
 
 class SchemaCompiler:
@@ -387,7 +281,7 @@ class SchemaCompiler:
             meta_ok = meta.is_valid(data)
             meta_issues = () if meta_ok else JsonschemaBackend.issues_of(meta, data)
         except Exception as exc:  # the metaschema check itself crashed
-            raise fail("", "$schema", _crash(exc).issues[0].message) from None
+            raise fail("", "$schema", crash_verdict(exc).issues[0].message) from None
         if meta_issues:
             first = meta_issues[0]
             raise fail(first.pointer, first.keyword, first.message)
@@ -426,25 +320,3 @@ def _registry(
         )
         for uri, doc in documents.items()
     )
-
-
-def validate_input(compiled: CompiledSchema, params: Any, *, tool_name: str | None = None) -> Any:
-    """Normalise and validate a tool's input; return the JSON data the tool receives.
-
-    Raises:
-        ToolSchemaValidationError: with the `Validation` when the input is rejected.
-    """
-    data, validation = compiled.validate(params)
-    if not validation.valid:
-        raise ToolSchemaValidationError(
-            "the input does not match the tool's input schema:\n" + validation.summary(),
-            validation=validation,
-            schema_kind="input",
-            tool_name=tool_name,
-        )
-    return data
-
-
-def validate_output(compiled: CompiledSchema, output: Any) -> Validation:
-    """Validate a tool's JSON output and return the verdict for the caller to log or act on."""
-    return compiled.check(output)
