@@ -11,6 +11,8 @@ import pytest
 
 from toolcycle import (
     ToolCancelledError,
+    ToolCapability,
+    ToolDescriptor,
     ToolExecutionContext,
     ToolNotActivatedError,
     ToolRuntime,
@@ -452,3 +454,40 @@ def test_output_with_a_lone_surrogate_fails_the_call_as_not_json() -> None:
     assert not result.success
     assert result.error_type == "ToolOutputError"
     assert result.trace is not None and result.trace.status == "error"
+
+
+class _HandsBackACoroutine:
+    """A tool whose plain ``def execute`` returns a coroutine for the runtime to await."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="deferred",
+            output_schema={"type": "object", "required": ["n"]},
+            capability=ToolCapability(writes=False),
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        async def work() -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return {"n": params["n"] * 2}
+
+        return work()
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_a_sync_execute_that_returns_a_coroutine_has_it_awaited(
+    runtime: ToolRuntime, timeout: float | None
+) -> None:
+    """With or without a limit, the coroutine's value is the output, checked against the schema."""
+    runtime.register(_HandsBackACoroutine())
+    with runtime.plan() as ctx:
+        result = runtime.execute("deferred", {"n": 21}, ctx, timeout=timeout)
+    assert result.success, result.error
+    assert result.output == {"n": 42}
+    assert result.trace is not None and result.trace.output_valid is True

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from toolcycle.execution._threads import Straggler
 
 __all__ = [
+    "PLAIN_VALUES",
     "Cancels",
     "Invoker",
     "TaskWatch",
@@ -58,8 +59,9 @@ class Cancels(Protocol):
         ...
 
 
-# Results that are certainly not awaitable: checked by type before asking inspect.
-_PLAIN = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
+PLAIN_VALUES = frozenset({dict, list, str, int, float, bool, tuple, type(None)})
+"""Types of results that are certainly not awaitable: checked before asking inspect."""
+_PLAIN = PLAIN_VALUES
 
 
 class Invoker:
@@ -108,10 +110,24 @@ class Invoker:
                     return _on_own_loop(loop, fn, args, timeout=timeout, on_cancel=on_cancel)
                 return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
             result = fn(*args) if timeout is None else in_thread(fn, args, timeout)
-            if type(result) not in _PLAIN and inspect.isawaitable(result):
-                on_cancel = token.on_cancel if token is not None else None
-                return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
-            return result
+        except PortalTimeoutError as exc:
+            raise InvokeTimeoutError(str(exc)) from None
+        if type(result) not in _PLAIN and inspect.isawaitable(result):
+            return self.settle(result, token, timeout)
+        return result
+
+    def settle(
+        self, result: Any, token: Cancels | None, timeout: float | Deadline | None = None
+    ) -> Any:
+        """The value of an awaitable a sync stage returned, awaited on the runtime's loop.
+
+        Raises:
+            InvokeTimeoutError: it did not finish within ``timeout``.
+            asyncio.CancelledError: ``token`` cancelled it.
+        """
+        on_cancel = token.on_cancel if token is not None else None
+        try:
+            return self.portal.call(_await(result), timeout=timeout, on_cancel=on_cancel)
         except PortalTimeoutError as exc:
             raise InvokeTimeoutError(str(exc)) from None
 

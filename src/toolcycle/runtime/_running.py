@@ -10,12 +10,13 @@ that finish the call.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.errors import ToolCancelledError
 from toolcycle.execution._activation import CallTimedOut
-from toolcycle.execution._invoke import TaskWatch, caller_cancelled
+from toolcycle.execution._invoke import PLAIN_VALUES, TaskWatch, caller_cancelled
 from toolcycle.execution._threads import InvokeTimeoutError
 from toolcycle.runtime._results import Outcome
 from toolcycle.runtime._retries import arun_attempts, run_attempts
@@ -133,6 +134,12 @@ class ToolStages:
         try:
             if entry.retry is not None:  # an idempotent tool that retries transient faults
                 output = run_attempts(self._invoker, call, entry, data, timeout)
+            elif timeout is None and not entry.coroutine:
+                # Invoker.call's commonest case, here: a call with keywords costs as
+                # much as the rest of it.
+                output = entry.instance.execute(data, ctx)
+                if type(output) not in PLAIN_VALUES and inspect.isawaitable(output):
+                    output = self._invoker.settle(output, call.flight or ctx.cancellation_token)
             else:
                 output = self._invoker.call(
                     entry.instance.execute,
