@@ -13,7 +13,10 @@
   through ``runtime.execute`` on one shared plan (one context, the tool activated
   once in ``setup()``), split between `THREADS` threads, against the same number
   made by one thread. Each run starts its threads, lets them go together from a
-  barrier and joins them; ``calls`` says how many calls a run makes.
+  barrier and joins them; ``calls`` says how many calls a run makes. Beside them,
+  the same runs of a plain Python function (`busy`) that ``setup()`` sizes to cost
+  what one warm ``execute`` costs: what the GIL's switching alone costs 8 threads,
+  the floor that toolcycle's ratio is read against.
 - Concurrency: `CONCURRENT_CALLS` ``runtime.aexecute`` calls of an async tool that
   sleeps `NAP_SECONDS`, gathered on one event loop; the time is per run, that is
   for all of them together.
@@ -81,10 +84,19 @@ THREADS = 8
 """Threads sharing one plan in the threaded benchmark."""
 
 THREAD_CALLS = 16_000
-"""Calls made per run of either thread benchmark, in total."""
+"""Calls made per run of each thread benchmark, in total."""
 
 THREAD_REPEATS = 15
 """Runs of each thread benchmark, in turns (the restated target takes the median ratio)."""
+
+SIZING_CALLS = 2_000
+"""Calls timed (best of `SIZING_REPEATS`) to size the plain function to one warm ``execute``."""
+
+SIZING_REPEATS = 5
+"""Timings taken in turns of ``execute`` and of `busy` when sizing it."""
+
+BUSY_STEPS = 1_000
+"""The loop length `busy` is timed at before it is sized."""
 
 CONCURRENT_CALLS = 1_000
 """``aexecute`` calls gathered at once in the concurrency benchmark."""
@@ -108,6 +120,14 @@ class NapTool(AddTool):
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
         await asyncio.sleep(NAP_SECONDS)
         return add(params)
+
+
+def busy(steps: int) -> int:
+    """Pure Python work under the GIL, about ``steps`` loop turns long: no lock, no I/O."""
+    total = 0
+    for step in range(steps):
+        total += step
+    return total
 
 
 def _key(backend: str) -> str:
@@ -160,6 +180,7 @@ def setup() -> None:
     for failed in _failed.values():
         failed.clear()
     _run_threads(THREADS, THREADS * 10)
+    _state["busy_steps"] = _size_busy()
     _state["loop"].run_until_complete(_gather(CONCURRENT_CALLS))
     if any(_failed.values()):
         raise RuntimeError("a warm-up call on the shared plan failed")
@@ -198,22 +219,58 @@ for _name, (_backend, _size) in SCALE_CASES.items():
 def _run_threads(count: int, calls: int) -> None:
     """Make ``calls`` calls on the shared plan, split evenly between ``count`` threads."""
     runtime, ctx = _state["shared"]
-    share = calls // count
-    start = threading.Barrier(count)
 
-    def work() -> None:
-        start.wait()
+    def work(share: int) -> None:
         failed = 0
         for _ in range(share):
             failed += not runtime.execute("add", PARAMS, ctx).success
         if failed:
             _failed["threads"].append(failed)
 
-    threads = [threading.Thread(target=work) for _ in range(count)]
+    _together(count, calls, work)
+
+
+def _run_busy(count: int, calls: int) -> None:
+    """Make ``calls`` calls of `busy`, sized to one warm ``execute``, split between threads."""
+    steps = _state["busy_steps"]
+
+    def work(share: int) -> None:
+        for _ in range(share):
+            busy(steps)
+
+    _together(count, calls, work)
+
+
+def _together(count: int, calls: int, work: Callable[[int], None]) -> None:
+    """Run ``work`` with an even share of ``calls`` on ``count`` threads, started together."""
+    share = calls // count
+    start = threading.Barrier(count)
+
+    def run() -> None:
+        start.wait()
+        work(share)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def _size_busy() -> int:
+    """The loop length at which `busy` costs what one warm ``execute`` costs, on one thread."""
+    runtime, ctx = _state["shared"]
+    execute, loop = [], []
+    for _ in range(SIZING_REPEATS):  # in turns, so that a slow spell falls on both
+        started = time.perf_counter()
+        for _ in range(SIZING_CALLS):
+            runtime.execute("add", PARAMS, ctx)
+        execute.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(SIZING_CALLS):
+            busy(BUSY_STEPS)
+        loop.append(time.perf_counter() - started)
+    return max(1, round(BUSY_STEPS * min(execute) / min(loop)))
 
 
 def time_scale_threads_1() -> None:
@@ -226,7 +283,22 @@ def time_scale_threads_8() -> None:
     _run_threads(THREADS, THREAD_CALLS)
 
 
-for _bench in (time_scale_threads_1, time_scale_threads_8):
+def time_scale_threads_plain_1() -> None:
+    """THREAD_CALLS calls of a plain function of the same cost, from one thread."""
+    _run_busy(1, THREAD_CALLS)
+
+
+def time_scale_threads_plain_8() -> None:
+    """The same plain calls split between 8 threads: the GIL's own cost."""
+    _run_busy(THREADS, THREAD_CALLS)
+
+
+for _bench in (
+    time_scale_threads_1,
+    time_scale_threads_8,
+    time_scale_threads_plain_1,
+    time_scale_threads_plain_8,
+):
     _bench.number = 1  # type: ignore[attr-defined]
     _bench.repeat = THREAD_REPEATS  # type: ignore[attr-defined]
     _bench.calls = THREAD_CALLS  # type: ignore[attr-defined]
