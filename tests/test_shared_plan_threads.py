@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from toolcycle import NullTracer, ToolDescriptor, ToolExecutionContext, ToolRuntime
+from toolcycle import (
+    NullTracer,
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+)
 
 THREADS = 8
 CALLS = 100
@@ -36,7 +42,7 @@ class Add:
                 "required": ["a", "b"],
             },
             output_schema={"type": "object", "properties": {"sum": {"type": "integer"}}},
-            capability={"writes": False},
+            capability=ToolCapability(writes=False),
         )
 
     def activate(self, ctx: ToolExecutionContext) -> None:
