@@ -16,7 +16,8 @@
   barrier and joins them; ``calls`` says how many calls a run makes. Beside them,
   the same runs of a plain Python function (`busy`) that ``setup()`` sizes to cost
   what one warm ``execute`` costs: what the GIL's switching alone costs 8 threads,
-  the floor that toolcycle's ratio is read against.
+  the floor that toolcycle's ratio is read against. `cpu_ratios` gives the same
+  ratios in the process's CPU time, which a busy machine moves far less.
 - Concurrency: `CONCURRENT_CALLS` ``runtime.aexecute`` calls of an async tool that
   sleeps `NAP_SECONDS`, gathered on one event loop; the time is per run, that is
   for all of them together.
@@ -42,6 +43,7 @@ import atexit
 import importlib.util
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -146,6 +148,9 @@ _state: dict[str, Any] = {}
 _failed: dict[str, list[int]] = {"threads": [], "concurrent": []}
 """Counts of calls that did not succeed in the timed runs, kept after ``teardown()``."""
 
+_cpu: dict[str, list[float]] = {}
+"""The process's CPU time of each timed thread run, by ``"<work>_<threads>"``, kept too."""
+
 
 def setup() -> None:
     """Build the runtimes and inputs, warm every benchmark once and check its result."""
@@ -181,6 +186,7 @@ def setup() -> None:
         failed.clear()
     _run_threads(THREADS, THREADS * 10)
     _state["busy_steps"] = _size_busy()
+    _cpu.clear()
     _state["loop"].run_until_complete(_gather(CONCURRENT_CALLS))
     if any(_failed.values()):
         raise RuntimeError("a warm-up call on the shared plan failed")
@@ -227,7 +233,7 @@ def _run_threads(count: int, calls: int) -> None:
         if failed:
             _failed["threads"].append(failed)
 
-    _together(count, calls, work)
+    _together(count, calls, work, "execute")
 
 
 def _run_busy(count: int, calls: int) -> None:
@@ -238,11 +244,14 @@ def _run_busy(count: int, calls: int) -> None:
         for _ in range(share):
             busy(steps)
 
-    _together(count, calls, work)
+    _together(count, calls, work, "plain")
 
 
-def _together(count: int, calls: int, work: Callable[[int], None]) -> None:
-    """Run ``work`` with an even share of ``calls`` on ``count`` threads, started together."""
+def _together(count: int, calls: int, work: Callable[[int], None], kind: str) -> None:
+    """Run ``work`` with an even share of ``calls`` on ``count`` threads, started together.
+
+    The process's CPU time for the run is kept under ``kind`` and ``count`` (`cpu_ratios`).
+    """
     share = calls // count
     start = threading.Barrier(count)
 
@@ -251,25 +260,30 @@ def _together(count: int, calls: int, work: Callable[[int], None]) -> None:
         work(share)
 
     threads = [threading.Thread(target=run) for _ in range(count)]
+    used = time.process_time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    _cpu.setdefault(f"{kind}_{count}", []).append(time.process_time() - used)
 
 
 def _size_busy() -> int:
-    """The loop length at which `busy` costs what one warm ``execute`` costs, on one thread."""
+    """The loop length at which `busy` costs what one warm ``execute`` costs, on one thread.
+
+    Timed in CPU time, which other work on the machine moves less than the wall clock.
+    """
     runtime, ctx = _state["shared"]
     execute, loop = [], []
     for _ in range(SIZING_REPEATS):  # in turns, so that a slow spell falls on both
-        started = time.perf_counter()
+        started = time.process_time()
         for _ in range(SIZING_CALLS):
             runtime.execute("add", PARAMS, ctx)
-        execute.append(time.perf_counter() - started)
-        started = time.perf_counter()
+        execute.append(time.process_time() - started)
+        started = time.process_time()
         for _ in range(SIZING_CALLS):
             busy(BUSY_STEPS)
-        loop.append(time.perf_counter() - started)
+        loop.append(time.process_time() - started)
     return max(1, round(BUSY_STEPS * min(execute) / min(loop)))
 
 
@@ -422,6 +436,22 @@ def loaded_extras() -> list[str]:
 def failures() -> dict[str, int]:
     """Calls of the shared plan that did not succeed, by benchmark (all should)."""
     return {name: sum(counts) for name, counts in _failed.items()}
+
+
+def cpu_ratios() -> dict[str, float]:
+    """CPU time of 1 thread's runs over 8 threads', median of the rounds, by the work run.
+
+    The wall-clock ratio of target 5 also counts how much of a core a busy machine
+    gives the process, which differs between one thread and eight; the process's own
+    CPU time counts only the work it did, GIL hand-offs included. Empty before a run.
+    """
+    ratios = {}
+    for kind in ("execute", "plain"):
+        single, threaded = _cpu.get(f"{kind}_1", []), _cpu.get(f"{kind}_{THREADS}", [])
+        pairs = [a / b for a, b in zip(single, threaded, strict=False) if b > 0]
+        if pairs:
+            ratios[kind] = statistics.median(pairs)
+    return ratios
 
 
 def summary(timings: dict[str, tuple[float, float]]) -> dict[str, Any]:

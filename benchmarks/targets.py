@@ -97,18 +97,6 @@ def paired_ratio(runs: dict[str, list[float]], ours: str, theirs: str) -> tuple[
     return statistics.median(a / b for a, b in pairs), len(pairs)
 
 
-def paired_ratio_of_ratios(
-    runs: dict[str, list[float]], ours: tuple[str, str], floor: tuple[str, str]
-) -> tuple[float, int]:
-    """The median over rounds of one paired ratio over another, and the rounds paired.
-
-    Each round's ``ours[0] / ours[1]`` is divided by the same round's
-    ``floor[0] / floor[1]``, so a slow spell of the machine within a round cancels.
-    """
-    quads = list(zip(runs[ours[0]], runs[ours[1]], runs[floor[0]], runs[floor[1]], strict=False))
-    return statistics.median((a / b) / (c / d) for a, b, c, d in quads), len(quads)
-
-
 def paired_difference(runs: dict[str, list[float]], ours: str, theirs: str) -> tuple[float, int]:
     """The median over rounds of ``ours - theirs``, and the number of rounds paired."""
     pairs = list(zip(runs[ours], runs[theirs], strict=False))
@@ -266,10 +254,7 @@ def _gil_floor(runs: dict[str, list[float]]) -> str:
     if single not in runs or threaded not in runs:
         return ""
     floor, _ = paired_ratio(runs, single, threaded)
-    ours, _ = paired_ratio_of_ratios(
-        runs, ("time_scale_threads_1", "time_scale_threads_8"), (single, threaded)
-    )
-    return f"a plain Python function of the same cost: {floor:.2f}x, so {ours:.2f} of the GIL's floor; "
+    return f"a plain Python function of the same cost, the GIL's floor: {floor:.2f}x; "
 
 
 def _skills(runs: dict[str, list[float]], ran: bool) -> list[dict[str, Any]]:
