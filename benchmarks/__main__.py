@@ -485,6 +485,16 @@ def print_scale(
         ratio >= THREADS_TARGET,
         replaced_by="5",
     )
+    cpu = module.cpu_ratios()
+    if cpu:
+        print(
+            f"CPU time of 1 thread / {module.THREADS} threads, same calls (median of rounds): "
+            + ", ".join(
+                f"{label} {cpu[kind]:.2f}x"
+                for kind, label in (("execute", "execute"), ("plain", "plain function"))
+                if kind in cpu
+            )
+        )
     failed = module.failures()
     print(f"failed calls: {failed['threads']} threaded, {failed['concurrent']} concurrent")
     best, median = timings["time_scale_concurrent_aexecute"]

@@ -13,7 +13,11 @@
   through ``runtime.execute`` on one shared plan (one context, the tool activated
   once in ``setup()``), split between `THREADS` threads, against the same number
   made by one thread. Each run starts its threads, lets them go together from a
-  barrier and joins them; ``calls`` says how many calls a run makes.
+  barrier and joins them; ``calls`` says how many calls a run makes. Beside them,
+  the same runs of a plain Python function (`busy`) that ``setup()`` sizes to cost
+  what one warm ``execute`` costs: what the GIL's switching alone costs 8 threads,
+  the floor that toolcycle's ratio is read against. `cpu_ratios` gives the same
+  ratios in the process's CPU time, which a busy machine moves far less.
 - Concurrency: `CONCURRENT_CALLS` ``runtime.aexecute`` calls of an async tool that
   sleeps `NAP_SECONDS`, gathered on one event loop; the time is per run, that is
   for all of them together.
@@ -39,6 +43,7 @@ import atexit
 import importlib.util
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,10 +86,19 @@ THREADS = 8
 """Threads sharing one plan in the threaded benchmark."""
 
 THREAD_CALLS = 16_000
-"""Calls made per run of either thread benchmark, in total."""
+"""Calls made per run of each thread benchmark, in total."""
 
 THREAD_REPEATS = 15
 """Runs of each thread benchmark, in turns (the restated target takes the median ratio)."""
+
+SIZING_CALLS = 2_000
+"""Calls timed (best of `SIZING_REPEATS`) to size the plain function to one warm ``execute``."""
+
+SIZING_REPEATS = 5
+"""Timings taken in turns of ``execute`` and of `busy` when sizing it."""
+
+BUSY_STEPS = 1_000
+"""The loop length `busy` is timed at before it is sized."""
 
 CONCURRENT_CALLS = 1_000
 """``aexecute`` calls gathered at once in the concurrency benchmark."""
@@ -110,6 +124,14 @@ class NapTool(AddTool):
         return add(params)
 
 
+def busy(steps: int) -> int:
+    """Pure Python work under the GIL, about ``steps`` loop turns long: no lock, no I/O."""
+    total = 0
+    for step in range(steps):
+        total += step
+    return total
+
+
 def _key(backend: str) -> str:
     return backend.replace("-", "_")
 
@@ -125,6 +147,9 @@ _state: dict[str, Any] = {}
 
 _failed: dict[str, list[int]] = {"threads": [], "concurrent": []}
 """Counts of calls that did not succeed in the timed runs, kept after ``teardown()``."""
+
+_cpu: dict[str, list[float]] = {}
+"""The process's CPU time of each timed thread run, by ``"<work>_<threads>"``, kept too."""
 
 
 def setup() -> None:
@@ -160,6 +185,8 @@ def setup() -> None:
     for failed in _failed.values():
         failed.clear()
     _run_threads(THREADS, THREADS * 10)
+    _state["busy_steps"] = _size_busy()
+    _cpu.clear()
     _state["loop"].run_until_complete(_gather(CONCURRENT_CALLS))
     if any(_failed.values()):
         raise RuntimeError("a warm-up call on the shared plan failed")
@@ -198,22 +225,66 @@ for _name, (_backend, _size) in SCALE_CASES.items():
 def _run_threads(count: int, calls: int) -> None:
     """Make ``calls`` calls on the shared plan, split evenly between ``count`` threads."""
     runtime, ctx = _state["shared"]
-    share = calls // count
-    start = threading.Barrier(count)
 
-    def work() -> None:
-        start.wait()
+    def work(share: int) -> None:
         failed = 0
         for _ in range(share):
             failed += not runtime.execute("add", PARAMS, ctx).success
         if failed:
             _failed["threads"].append(failed)
 
-    threads = [threading.Thread(target=work) for _ in range(count)]
+    _together(count, calls, work, "execute")
+
+
+def _run_busy(count: int, calls: int) -> None:
+    """Make ``calls`` calls of `busy`, sized to one warm ``execute``, split between threads."""
+    steps = _state["busy_steps"]
+
+    def work(share: int) -> None:
+        for _ in range(share):
+            busy(steps)
+
+    _together(count, calls, work, "plain")
+
+
+def _together(count: int, calls: int, work: Callable[[int], None], kind: str) -> None:
+    """Run ``work`` with an even share of ``calls`` on ``count`` threads, started together.
+
+    The process's CPU time for the run is kept under ``kind`` and ``count`` (`cpu_ratios`).
+    """
+    share = calls // count
+    start = threading.Barrier(count)
+
+    def run() -> None:
+        start.wait()
+        work(share)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    used = time.process_time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    _cpu.setdefault(f"{kind}_{count}", []).append(time.process_time() - used)
+
+
+def _size_busy() -> int:
+    """The loop length at which `busy` costs what one warm ``execute`` costs, on one thread.
+
+    Timed in CPU time, which other work on the machine moves less than the wall clock.
+    """
+    runtime, ctx = _state["shared"]
+    execute, loop = [], []
+    for _ in range(SIZING_REPEATS):  # in turns, so that a slow spell falls on both
+        started = time.process_time()
+        for _ in range(SIZING_CALLS):
+            runtime.execute("add", PARAMS, ctx)
+        execute.append(time.process_time() - started)
+        started = time.process_time()
+        for _ in range(SIZING_CALLS):
+            busy(BUSY_STEPS)
+        loop.append(time.process_time() - started)
+    return max(1, round(BUSY_STEPS * min(execute) / min(loop)))
 
 
 def time_scale_threads_1() -> None:
@@ -226,7 +297,22 @@ def time_scale_threads_8() -> None:
     _run_threads(THREADS, THREAD_CALLS)
 
 
-for _bench in (time_scale_threads_1, time_scale_threads_8):
+def time_scale_threads_plain_1() -> None:
+    """THREAD_CALLS calls of a plain function of the same cost, from one thread."""
+    _run_busy(1, THREAD_CALLS)
+
+
+def time_scale_threads_plain_8() -> None:
+    """The same plain calls split between 8 threads: the GIL's own cost."""
+    _run_busy(THREADS, THREAD_CALLS)
+
+
+for _bench in (
+    time_scale_threads_1,
+    time_scale_threads_8,
+    time_scale_threads_plain_1,
+    time_scale_threads_plain_8,
+):
     _bench.number = 1  # type: ignore[attr-defined]
     _bench.repeat = THREAD_REPEATS  # type: ignore[attr-defined]
     _bench.calls = THREAD_CALLS  # type: ignore[attr-defined]
@@ -350,6 +436,22 @@ def loaded_extras() -> list[str]:
 def failures() -> dict[str, int]:
     """Calls of the shared plan that did not succeed, by benchmark (all should)."""
     return {name: sum(counts) for name, counts in _failed.items()}
+
+
+def cpu_ratios() -> dict[str, float]:
+    """CPU time of 1 thread's runs over 8 threads', median of the rounds, by the work run.
+
+    The wall-clock ratio of target 5 also counts how much of a core a busy machine
+    gives the process, which differs between one thread and eight; the process's own
+    CPU time counts only the work it did, GIL hand-offs included. Empty before a run.
+    """
+    ratios = {}
+    for kind in ("execute", "plain"):
+        single, threaded = _cpu.get(f"{kind}_1", []), _cpu.get(f"{kind}_{THREADS}", [])
+        pairs = [a / b for a, b in zip(single, threaded, strict=False) if b > 0]
+        if pairs:
+            ratios[kind] = statistics.median(pairs)
+    return ratios
 
 
 def summary(timings: dict[str, tuple[float, float]]) -> dict[str, Any]:
