@@ -7,15 +7,17 @@ The bookkeeping (`Sharing`, one per server, and a `_Share` per plan) lives on
 the MCP loop and is changed by nothing else, so it needs no locks: concurrent
 first activations find the opening in progress and wait for it.
 
-A connection lives on the MCP loop, except that of an in-process server in a
-plan first activated by an async caller: it lives on that caller's loop, so
-that calls from that loop cross no thread (``same_loop``, the default with
-``scope="plan"``). Sync callers and other loops reach it by handing the call
+A connection lives on the MCP loop, except that of an in-process or stdio
+server in a plan first activated by an async caller: it lives on that caller's
+loop, so that calls from that loop cross no thread (``same_loop``, the default
+with ``scope="plan"``; a stdio server's process is still started from the MCP
+thread, see ``_child``). Sync callers and other loops reach it by handing the call
 to that loop, which must be running; a sync call on that loop's own thread
 would wait on itself, so the runtime refuses it (see `McpTool.event_loop_for`).
 Nothing ever waits on that loop to end a plan: its connection is closed there,
 at once when the plan ends on it, or as soon as it next runs; if it has closed,
-so has the connection, and the plan still ends.
+so has the connection, and the plan still ends (a stdio server's process that
+outlived its loop is ended from the MCP thread, see ``_child``).
 """
 
 from __future__ import annotations
