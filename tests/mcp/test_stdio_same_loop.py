@@ -1,0 +1,238 @@
+"""Stdio servers on the caller's loop: no thread crossed, and no process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from toolcycle import ToolRuntime
+from toolcycle.sources.mcp import McpServer, _child, _loop
+from toolcycle.sources.mcp._stdio import StdioSpec
+
+from .conftest import SERVERS, children, register, stdio, wait_for, wait_gone
+
+WAIT = 10.0
+
+
+def _in_thread(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``scenario`` under asyncio.run on a thread of its own, bounded; return its result."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(asyncio.run(scenario()))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="host-loop")
+    thread.start()
+    thread.join(3 * WAIT)
+    assert not thread.is_alive(), f"the scenario did not finish within {3 * WAIT} s"
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def _server_pid(source: McpServer, plan_id: str) -> int:
+    """The pid of the process behind a plan's connection."""
+    connection = source._sharing._shares[plan_id].connection
+    assert connection is not None and connection._process is not None
+    pid = connection._process.pid
+    assert pid is not None
+    return pid
+
+
+def test_same_loop_with_runtime_scope_is_refused_for_stdio() -> None:
+    """A runtime-wide connection outlives any caller's loop, so the pair is refused."""
+    with pytest.raises(ValueError, match="scope='plan'"):
+        stdio(same_loop=True, scope="runtime")
+
+
+async def test_an_async_callers_stdio_calls_cross_no_thread(
+    runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The pipes are driven on the caller's loop and its calls never hop to another loop."""
+    caplog.set_level(logging.DEBUG, logger="toolcycle.sources.mcp.stderr")
+    source = stdio(name="near")
+    register(runtime, source)
+    caplog.clear()  # discovery's process, read on the MCP thread
+    hops: list[object] = []
+    real_hop = _loop.hop
+
+    def counted(coro: Any, target: Any = None) -> Any:
+        hops.append(target)
+        return real_hop(coro, target)
+
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("add", {"a": 1, "b": 2}, ctx)).output == {"sum": 3}
+        connection = source._sharing._shares[ctx.plan_id].connection
+        assert connection is not None and connection.loop is asyncio.get_running_loop()
+        monkeypatch.setattr(_loop, "hop", counted)
+        for n in range(5):
+            assert (await runtime.aexecute("add", {"a": n, "b": 1}, ctx)).output == {"sum": n + 1}
+        monkeypatch.undo()
+    assert hops == []
+    [heard] = [r for r in caplog.records if "near: testserver: starting" in r.getMessage()]
+    assert heard.threadName == threading.current_thread().name
+
+
+async def test_same_loop_false_keeps_a_stdio_plan_on_the_mcp_thread(
+    runtime: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With same_loop=False the pipes are read on the MCP thread, as before."""
+    caplog.set_level(logging.DEBUG, logger="toolcycle.sources.mcp.stderr")
+    register(runtime, stdio(name="far", same_loop=False))
+    caplog.clear()  # discovery's process, read on the MCP thread too
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("add", {"a": 1, "b": 2}, ctx)).success
+        assert await asyncio.to_thread(wait_for, lambda: bool(caplog.records))
+    assert {r.threadName for r in caplog.records} == {"toolcycle-mcp"}
+
+
+async def test_sync_calls_reach_a_stdio_plan_on_the_callers_loop(runtime: ToolRuntime) -> None:
+    """A sync caller's call is handed to the loop the process's pipes live on."""
+    register(runtime, stdio())
+    before = children()
+    async with runtime.aplan() as ctx:
+        assert (await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
+        server = children() - before
+        from_sync = await asyncio.wait_for(
+            asyncio.to_thread(runtime.execute, "add", {"a": 2, "b": 2}, ctx), WAIT
+        )
+        assert children() - before == server  # the same process served it
+    assert from_sync.output == {"sum": 4}
+    assert wait_gone(server) == []
+
+
+async def test_a_call_with_megabytes_of_arguments_reaches_a_stdio_server_whole(
+    runtime: ToolRuntime,
+) -> None:
+    """Arguments larger than a pipe holds are written as the server reads them."""
+    register(runtime, stdio())
+    text = "y" * 3_000_000
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("echo", {"text": text}, ctx)
+    assert result.success, result.error
+    # The echo is cut to the runtime's output limit, which names its whole size.
+    assert "output was 3000028 bytes" in str(result.output)
+
+
+def _thread_gone(native_id: int) -> bool:
+    return not os.path.exists(f"/proc/self/task/{native_id}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_a_server_started_from_a_short_lived_thread_outlives_that_thread(
+    runtime: ToolRuntime,
+) -> None:
+    """The process is forked on the MCP thread: the starting thread's end does not kill it.
+
+    A loop activated on a thread that then ends keeps its connection; the
+    process serves a later call on that loop, and ends with the plan.
+    """
+    source = stdio()
+    register(runtime, source)
+    ctx = runtime.new_context("short-lived")
+    loop = asyncio.new_event_loop()
+    started: list[int] = []
+
+    def start() -> None:
+        started.append(threading.get_native_id())
+        loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx))
+
+    try:
+        thread = threading.Thread(target=start, name="short-lived")
+        thread.start()
+        thread.join(WAIT)
+        assert not thread.is_alive()
+        pid = _server_pid(source, ctx.plan_id)
+        assert wait_for(lambda: _thread_gone(started[0])), "the thread did not end"
+        # A parent-death signal would have ended the server within this bound.
+        assert wait_gone([pid], timeout=1.0) == [pid]
+        later = loop.run_until_complete(runtime.aexecute("add", {"a": 2, "b": 3}, ctx))
+        assert later.output == {"sum": 5}
+        assert _server_pid(source, ctx.plan_id) == pid
+        loop.run_until_complete(runtime.aend_plan(ctx))
+    finally:
+        loop.close()
+    assert wait_gone([pid]) == []
+
+
+def test_a_loop_closed_by_asyncio_run_ends_its_process_and_the_plan_still_ends(
+    runtime: ToolRuntime,
+) -> None:
+    """asyncio.run cancels the connection's task, which stops the process before the loop closes."""
+    source = stdio()
+    register(runtime, source)
+    ctx = runtime.new_context("outlived")
+
+    async def call() -> tuple[Any, int]:
+        result = await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)
+        return result.output, _server_pid(source, ctx.plan_id)
+
+    output, pid = _in_thread(call)
+    assert output == {"sum": 2}
+    assert wait_gone([pid]) == []
+    runtime.end_plan(ctx)
+    assert pid not in _child._live
+
+
+def test_a_loop_closed_under_a_live_connection_has_its_process_ended_from_the_mcp_thread(
+    runtime: ToolRuntime,
+) -> None:
+    """A loop closed with the connection's task parked: the keeper ends the process anyway."""
+    source = stdio()
+    register(runtime, source)
+    ctx = runtime.new_context("abandoned")
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
+    pid = _server_pid(source, ctx.plan_id)
+    with warnings.catch_warnings():
+        # Its pipe transports and parked tasks die with the closed loop, as asyncio warns.
+        warnings.simplefilter("ignore", ResourceWarning)
+        loop.close()  # nothing will run that loop's tasks again
+        assert wait_gone([pid]) == []
+        runtime.end_plan(ctx)
+        del loop
+        gc.collect()
+    assert wait_for(lambda: pid not in _child._live)
+    with runtime.plan() as later:  # the server serves the next plan as usual
+        assert runtime.execute("add", {"a": 2, "b": 2}, later).output == {"sum": 4}
+
+
+async def test_a_start_cancelled_while_the_process_forks_ends_that_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fork is not cancelled half-way: the process it made is ended before the caller goes on."""
+    forked, release = threading.Event(), threading.Event()
+    pids: list[int] = []
+    real_popen = _child._popen
+
+    def slow_popen(*args: Any) -> Any:
+        popen = real_popen(*args)
+        pids.append(popen.pid)
+        forked.set()
+        release.wait(WAIT)
+        return popen
+
+    monkeypatch.setattr(_child, "_popen", slow_popen)
+    spec = StdioSpec(sys.executable, [str(SERVERS)])
+    starting = asyncio.ensure_future(
+        _child.spawn([spec.command, *spec.args], spec.environment(), None, "cancelled")
+    )
+    assert await asyncio.to_thread(forked.wait, WAIT)
+    starting.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(starting, WAIT)
+    assert await asyncio.to_thread(wait_gone, pids) == []
+    assert pids[0] not in _child._live
