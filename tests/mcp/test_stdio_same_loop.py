@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from toolcycle import ToolRuntime
-from toolcycle.sources.mcp import McpServer, _child, _loop
-from toolcycle.sources.mcp._stdio import StdioSpec
+from toolcycle import ToolActivationError, ToolRuntime
+from toolcycle.sources.mcp import McpServer, _child, _loop, _stdio
+from toolcycle.sources.mcp._stdio import StdioSpec, _Writer
 
 from .conftest import SERVERS, children, register, stdio, wait_for, wait_gone
 
@@ -186,27 +186,68 @@ def test_a_loop_closed_by_asyncio_run_ends_its_process_and_the_plan_still_ends(
     assert pid not in _child._live
 
 
-def test_a_loop_closed_under_a_live_connection_has_its_process_ended_from_the_mcp_thread(
+def test_a_loop_closed_under_live_connections_has_their_processes_ended_from_the_mcp_thread(
     runtime: ToolRuntime,
 ) -> None:
-    """A loop closed with the connection's task parked: the keeper ends the process anyway."""
+    """A loop closed with two plans' tasks parked: the keeper ends both processes anyway."""
     source = stdio()
     register(runtime, source)
-    ctx = runtime.new_context("abandoned")
+    plans = [runtime.new_context(f"abandoned-{n}") for n in range(2)]
     loop = asyncio.new_event_loop()
-    assert loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
-    pid = _server_pid(source, ctx.plan_id)
+    for ctx in plans:
+        assert loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
+    pids = [_server_pid(source, ctx.plan_id) for ctx in plans]
     with warnings.catch_warnings():
         # Its pipe transports and parked tasks die with the closed loop, as asyncio warns.
         warnings.simplefilter("ignore", ResourceWarning)
         loop.close()  # nothing will run that loop's tasks again
-        assert wait_gone([pid]) == []
-        runtime.end_plan(ctx)
+        assert wait_gone(pids) == []
+        for ctx in plans:
+            runtime.end_plan(ctx)
         del loop
         gc.collect()
-    assert wait_for(lambda: pid not in _child._live)
+    assert wait_for(lambda: not set(pids) & set(_child._live))
     with runtime.plan() as later:  # the server serves the next plan as usual
         assert runtime.execute("add", {"a": 2, "b": 2}, later).output == {"sum": 4}
+
+
+def test_writing_to_a_server_that_closed_its_stdin_raises() -> None:
+    """Once the reading end is gone, a write fails instead of waiting for the pipe to drain."""
+
+    async def scenario() -> None:
+        reading, writing = os.pipe()
+        loop = asyncio.get_running_loop()
+        with os.fdopen(writing, "wb", buffering=0) as pipe:
+            transport, stdin = await loop.connect_write_pipe(_Writer, pipe)
+            os.close(reading)
+            with pytest.raises(BrokenPipeError):
+                for _ in range(100):  # the first write meets the broken pipe; a later one raises
+                    await stdin.write(b"x" * 65536)
+            transport.close()
+
+    asyncio.run(scenario())
+
+
+async def test_a_failure_while_attaching_the_pipes_still_ends_the_process(
+    runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start that fails between the fork and the session leaves no process and no open pipe."""
+    register(runtime, stdio(name="unpiped"))
+    before = children()
+    real = _stdio._Pipes._attached
+    attached: list[object] = []
+
+    def attach_once(self: Any, pipe: Any, transport: Any) -> None:
+        if attached:
+            raise OSError("no more pipes")
+        attached.append(pipe)
+        real(self, pipe, transport)
+
+    monkeypatch.setattr(_stdio._Pipes, "_attached", attach_once)
+    async with runtime.aplan() as ctx:
+        with pytest.raises(ToolActivationError, match="no more pipes"):
+            await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)
+    assert await asyncio.to_thread(wait_gone, children() - before) == []
 
 
 async def test_a_start_cancelled_while_the_process_forks_ends_that_process(

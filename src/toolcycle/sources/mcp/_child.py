@@ -177,13 +177,10 @@ async def stop(popen: subprocess.Popen[bytes], close_stdin: Callable[[], None]) 
 
 
 def _close_stdin(popen: subprocess.Popen[bytes]) -> Callable[[], None]:
-    """Close the process's stdin file directly: no loop drives it (any more)."""
-
-    def close() -> None:
-        if popen.stdin is not None:
-            popen.stdin.close()
-
-    return close
+    """What closes the process's stdin file directly, when no loop drives it (any more)."""
+    stdin = popen.stdin
+    assert stdin is not None  # piped, see _popen
+    return stdin.close
 
 
 # -- the keeper: processes whose loop closed under them ------------------------------------------
@@ -226,9 +223,8 @@ def _release(popen: subprocess.Popen[bytes]) -> None:
     closed with their loop and will never run again.
     """
     forget(popen)
-    for pipe in (popen.stdin, popen.stdout, popen.stderr):
-        if pipe is not None:
-            pipe.close()
+    for pipe in [p for p in (popen.stdin, popen.stdout, popen.stderr) if p is not None]:
+        pipe.close()
 
 
 # -- signals -----------------------------------------------------------------------------------

@@ -163,16 +163,16 @@ class StdioProcess:
                     yield from_server, to_server
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await _child.stop(popen, pipes.close_stdin)
+                        await _child.stop(popen, stdin.close)
                         self.exit_code = popen.returncode
                         stopped = True
                     pumps.cancel_scope.cancel()
         finally:
             for stream in (to_session, from_server, to_server, from_session):
                 stream.close()
-            if not stopped:  # the pipes did not connect
+            if not stopped:  # the pipes did not connect: closing them tells the server
                 with anyio.CancelScope(shield=True):
-                    await _child.stop(popen, pipes.close_stdin)
+                    await _child.stop(popen, pipes.close)
                     self.exit_code = popen.returncode
             pipes.close()
             _child.forget(popen)
@@ -274,6 +274,11 @@ class _Writer(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
+    def close(self) -> None:
+        """Close the server's stdin: its signal to exit."""
+        assert self.transport is not None  # connect_write_pipe waits for connection_made
+        self.transport.close()
+
     def pause_writing(self) -> None:
         self._paused = True
 
@@ -308,7 +313,6 @@ class _Pipes:
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self._popen = popen
-        self._stdin: _Writer | None = None
         self._transports: list[asyncio.BaseTransport] = []
         self._unattached: list[IO[bytes]] = [
             p for p in (popen.stdin, popen.stdout, popen.stderr) if p is not None
@@ -321,7 +325,6 @@ class _Pipes:
         loop = asyncio.get_running_loop()
         writing, stdin = await loop.connect_write_pipe(_Writer, popen.stdin)
         self._attached(popen.stdin, writing)
-        self._stdin = stdin
         readers = []
         for pipe in (popen.stdout, popen.stderr):
             reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
@@ -335,13 +338,6 @@ class _Pipes:
     def _attached(self, pipe: IO[bytes], transport: asyncio.BaseTransport) -> None:
         self._unattached.remove(pipe)
         self._transports.append(transport)
-
-    def close_stdin(self) -> None:
-        """Close the server's stdin: its signal to exit."""
-        if self._stdin is not None and self._stdin.transport is not None:
-            self._stdin.transport.close()
-        elif self._popen.stdin is not None:
-            self._popen.stdin.close()
 
     def close(self) -> None:
         """Close every pipe, read to its end or not (those a cancellation left unattached too)."""
