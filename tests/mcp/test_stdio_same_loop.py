@@ -239,6 +239,7 @@ async def test_a_failure_while_attaching_the_pipes_still_ends_the_process(
 
     def attach_once(self: Any, pipe: Any, transport: Any) -> None:
         if attached:
+            transport.close()  # as asyncio closes a transport whose connection failed
             raise OSError("no more pipes")
         attached.append(pipe)
         real(self, pipe, transport)
