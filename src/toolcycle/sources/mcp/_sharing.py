@@ -359,7 +359,7 @@ def close_elsewhere(connection: Connection | None) -> None:
 
     Waiting could deadlock: that loop's thread may be the one waiting on us (a
     sync plan end inside a coroutine). If the loop has closed, so has the
-    connection's task.
+    connection's task (and a stdio server's process is ended by ``_child``).
     """
     if connection is None or _on_mcp_loop(connection):
         return
