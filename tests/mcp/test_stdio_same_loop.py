@@ -278,3 +278,15 @@ async def test_a_start_cancelled_while_the_process_forks_ends_that_process(
         await asyncio.wait_for(starting, WAIT)
     assert await asyncio.to_thread(wait_gone, pids) == []
     assert pids[0] not in _child._live
+
+
+async def test_the_exit_handler_ends_every_server_still_running() -> None:
+    """At interpreter exit, a server no plan ended yet is signalled with its whole group."""
+    spec = StdioSpec(sys.executable, [str(SERVERS)])
+    popen = await _child.spawn([spec.command, *spec.args], spec.environment(), None, "left")
+    try:
+        _child._end_all()
+        assert await asyncio.to_thread(popen.wait, WAIT) != 0
+    finally:
+        _child._release(popen)
+    assert popen.pid not in _child._live
