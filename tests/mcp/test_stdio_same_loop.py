@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from toolcycle import ToolActivationError, ToolRuntime
-from toolcycle.sources.mcp import McpServer, _child, _loop, _stdio
+from toolcycle.sources.mcp import McpServer, _child, _loop, _sharing, _stdio
 from toolcycle.sources.mcp._stdio import StdioSpec, _Writer
 
 from .conftest import SERVERS, children, register, stdio, wait_for, wait_gone
@@ -249,6 +249,31 @@ async def test_a_failure_while_attaching_the_pipes_still_ends_the_process(
         with pytest.raises(ToolActivationError, match="no more pipes"):
             await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)
     assert await asyncio.to_thread(wait_gone, children() - before) == []
+
+
+def test_a_plan_ended_while_its_loop_stays_idle_still_has_its_process_ended(
+    runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close handed to a loop nobody runs: past its bound the process is ended from the MCP thread.
+
+    When the loop runs after all, its close finds the process gone and tidies up.
+    """
+    monkeypatch.setattr(_sharing, "ABANDON_AFTER", 0.2)
+    source = stdio()
+    register(runtime, source)
+    ctx = runtime.new_context("idle")
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).success
+        pid = _server_pid(source, ctx.plan_id)
+        runtime.end_plan(ctx)  # the loop is not running: the close waits for it
+        assert wait_gone([pid]) == []
+        assert wait_for(lambda: pid not in _child._live)
+        # The loop runs again: the close handed to it ends the connection's tasks.
+        _, left = loop.run_until_complete(asyncio.wait(asyncio.all_tasks(loop), timeout=WAIT))
+        assert not left
+    finally:
+        loop.close()
 
 
 async def test_a_start_cancelled_while_the_process_forks_ends_that_process(

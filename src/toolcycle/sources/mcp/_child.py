@@ -12,10 +12,11 @@ whole process group (the server is started in a new session), so a server
 started through ``npx``, ``uv run`` or a shell script leaves no grandchild.
 Exits are seen by polling ``Popen.poll``, which also reaps the process.
 
-Every process started and not yet ended is registered, for two last resorts:
-the exit handler ends them all at interpreter exit, and while any is driven
-from a caller's loop, a keeper task on the MCP loop ends those whose loop
-closed under them (nothing will run that loop's shutdown again).
+Every process started and not yet ended is registered, for last resorts: the
+exit handler ends them all at interpreter exit, and while any is driven from a
+caller's loop, a keeper task on the MCP loop ends those whose loop closed under
+them (nothing will run that loop's shutdown again), and those whose connection
+was closed on a loop that did not run it in time (see `end_by`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "KILL_GRACE",
     "STDIN_GRACE",
     "TERM_GRACE",
+    "end_by",
     "forget",
     "spawn",
     "stop",
@@ -69,6 +71,8 @@ class _Started:
     name: str
     home: asyncio.AbstractEventLoop
     ending: bool = False
+    deadline: float | None = None
+    """When the keeper ends it if it still runs (see `end_by`)."""
 
 
 # By process group (the server's pid). Changed from any thread: single dict
@@ -138,6 +142,19 @@ def _popen(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> subp
     )
 
 
+def end_by(popen: subprocess.Popen[bytes], seconds: float) -> None:
+    """From any thread: have the keeper end the process if it still runs ``seconds`` from now.
+
+    For a connection whose close was handed to a caller's loop that may never
+    run again; if that loop runs in time, its close ends the process first.
+    """
+    started = _live.get(popen.pid)
+    if started is None or started.popen is not popen:
+        return
+    started.deadline = time.monotonic() + seconds
+    _loop.event_loop().call_soon_threadsafe(_keep_watch)
+
+
 def forget(popen: subprocess.Popen[bytes]) -> None:
     """Drop an ended process from the registry (see `stop`)."""
     _live.pop(popen.pid, None)
@@ -157,11 +174,17 @@ async def wait_exit(popen: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-async def stop(popen: subprocess.Popen[bytes], close_stdin: Callable[[], None]) -> None:
-    """Close stdin, wait, then SIGTERM and SIGKILL the whole group, each wait bounded."""
-    with contextlib.suppress(OSError):
-        close_stdin()
-    exited = await wait_exit(popen, STDIN_GRACE)
+async def stop(popen: subprocess.Popen[bytes], close_stdin: Callable[[], None] | None) -> None:
+    """Close stdin, wait, then SIGTERM and SIGKILL the whole group, each wait bounded.
+
+    Without ``close_stdin`` (its pipe belongs to another loop) it starts at SIGTERM.
+    """
+    if close_stdin is None:
+        exited = popen.poll() is not None
+    else:
+        with contextlib.suppress(OSError):
+            close_stdin()
+        exited = await wait_exit(popen, STDIN_GRACE)
     group = popen.pid
     if exited and not _group_alive(group):
         return
@@ -194,22 +217,32 @@ def _keep_watch() -> None:
 
 
 async def _keep() -> None:
-    """End each process whose driving loop has closed; return once none is driven elsewhere."""
+    """End each process whose loop closed or whose deadline passed; return once none is left."""
     here = asyncio.get_running_loop()
     ending: set[asyncio.Task[None]] = set()
     while foreign := [s for s in list(_live.values()) if s.home is not here]:
+        now = time.monotonic()
         for started in foreign:
-            if started.home.is_closed() and not started.ending:
+            closed = started.home.is_closed()
+            late = started.deadline is not None and now >= started.deadline
+            if (closed or late) and not started.ending:
                 started.ending = True
-                task = here.create_task(_end_orphan(started))
+                task = here.create_task(_end_orphan(started, closed=closed))
                 ending.add(task)
                 task.add_done_callback(ending.discard)
         await asyncio.sleep(_KEEP_POLL)
 
 
-async def _end_orphan(started: _Started) -> None:
-    """End a process whose loop closed before its connection could end it."""
+async def _end_orphan(started: _Started, *, closed: bool) -> None:
+    """End a process its loop did not end: that loop closed, or did not run in time."""
     popen = started.popen
+    if not closed:
+        # Its loop may yet run and close the pipes itself: only signal the group.
+        try:
+            await stop(popen, None)
+        finally:
+            forget(popen)
+        return
     try:
         await stop(popen, _close_stdin(popen))
     finally:

@@ -290,6 +290,14 @@ class Connection:
             stderr_tail=tuple(process.stderr_tail) if process is not None else (),
         )
 
+    def expire(self, seconds: float) -> None:
+        """From any thread: a server process still running ``seconds`` from now is ended then.
+
+        For a close handed to a loop that may never run again (see ``_sharing``).
+        """
+        if self._process is not None:
+            self._process.expire(seconds)
+
     async def close(self) -> None:
         """Tell the owner to leave the session and transport, and wait for it (bounded).
 

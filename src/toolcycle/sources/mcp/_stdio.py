@@ -116,6 +116,7 @@ class StdioProcess:
     on_lost: Callable[[], None]
     """Called (on the connection's loop) when the server's stdout ends or turns to garbage."""
     pid: int | None = None
+    popen: subprocess.Popen[bytes] | None = None
     exit_code: int | None = None
     fault: str | None = None
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=_TAIL_LINES))
@@ -130,6 +131,11 @@ class StdioProcess:
         if self.stderr_tail:
             parts.append("stderr ends with:\n  " + "\n  ".join(self.stderr_tail))
         return "; ".join(parts)
+
+    def expire(self, seconds: float) -> None:
+        """Have the process ended from the MCP thread if it still runs ``seconds`` from now."""
+        if self.popen is not None:
+            _child.end_by(self.popen, seconds)
 
     @asynccontextmanager
     async def connect(
@@ -147,7 +153,7 @@ class StdioProcess:
         )
         # No await between the spawn and the try below: a cancellation landing
         # there would leak the process.
-        self.pid = popen.pid
+        self.pid, self.popen = popen.pid, popen
         pipes = _Pipes(popen)
         stopped = False
         to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
