@@ -79,7 +79,7 @@ class _Started:
 # operations, each atomic; readers iterate over a copy.
 _live: dict[int, _Started] = {}
 _keeper: asyncio.Task[None] | None = None
-"""The task ending processes whose loop closed; touched only on the MCP loop."""
+"""The task ending processes whose loop closed or did not end them in time; MCP loop only."""
 
 
 async def spawn(
