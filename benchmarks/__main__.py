@@ -246,18 +246,28 @@ def print_mcp_ratios(results: dict[str, float], runs: dict[str, list[float]]) ->
     """Each MCP benchmark against the SDK alone on the same kind of server, beside its target."""
     from benchmarks.targets import paired_ratio
 
-    rows = [
-        (f"mcp {call} ({where}) / direct send_request", f"{call}_{key}", f"direct_{key}")
-        for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
-        for call in ("execute", "aexecute")
-    ] + [
-        (
-            f"mcp execute ({where}) / sync direct send_request",
-            f"execute_{key}",
-            f"sync_direct_{key}",
-        )
-        for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
-    ]
+    rows = (
+        [
+            (f"mcp {call} ({where}) / direct send_request", f"{call}_{key}", f"direct_{key}")
+            for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
+            for call in ("execute", "aexecute")
+        ]
+        + [
+            (
+                "mcp aexecute (stdio, plan on the MCP loop: a hop) / direct",
+                "aexecute_stdio_hop",
+                "direct_stdio",
+            )
+        ]
+        + [
+            (
+                f"mcp execute ({where}) / sync direct send_request",
+                f"execute_{key}",
+                f"sync_direct_{key}",
+            )
+            for where, key in (("in process", "inprocess"), ("stdio", "stdio"))
+        ]
+    )
     width = 56
     for label, ours, theirs in rows:
         ratio = results[f"time_mcp_{ours}"] / results[f"time_mcp_{theirs}"]

@@ -25,7 +25,10 @@ it, as the async runtime benchmarks do. ``aexecute`` is batched the same way on 
 same loop. An in-process plan first activated from the benchmark's loop keeps its
 connection there (the default), so its calls cross no thread; one more in-process
 server made with ``same_loop=False`` keeps the older path, a hop to the runtime's
-MCP loop for each call; the stdio plan lives on that MCP loop too. ``execute`` has
+MCP loop for each call. Over stdio the same holds: ``aexecute`` runs in a plan
+first activated from the benchmark's loop, whose connection (the process's pipes)
+lives there; the plan ``execute`` uses was activated from sync code and lives on
+the MCP loop, and ``aexecute`` in it is timed too, a hop each call. ``execute`` has
 no loop to batch in: it is timed one call at a time, like a sync caller makes them,
 against both the batched session and its sync twin: the same SDK session on a
 loop in a thread of its own, handed one call at a time, which is what sync code
@@ -299,12 +302,14 @@ def setup() -> None:
         _register(remote, McpServer.stdio(sys.executable, [str(SERVERS)], name="remote"))
         _state["local_ctx"] = local.new_context("bench-local")
         _state["remote_ctx"] = remote.new_context("bench-remote")
+        _state["remote_same_ctx"] = remote.new_context("bench-remote-same")
         _state["same_ctx"] = same.new_context("bench-same")
         _state["hop_ctx"] = hop.new_context("bench-hop")
         # Activated from the benchmark's loop, so the connection lives on it
         # (the hop server's on the MCP loop, as same_loop=False asks).
         loop.run_until_complete(same.aexecute("add", ARGUMENTS, _state["same_ctx"]))
         loop.run_until_complete(hop.aexecute("add", ARGUMENTS, _state["hop_ctx"]))
+        loop.run_until_complete(remote.aexecute("add", ARGUMENTS, _state["remote_same_ctx"]))
 
         def in_memory() -> AbstractAsyncContextManager[TransportStreams]:
             return InMemoryTransport(servers.build())
@@ -342,6 +347,8 @@ def teardown() -> None:
         return
     if "same_ctx" in _state:  # its connection closes on the loop it lives on
         _state["loop"].run_until_complete(_state["same"].aend_plan(_state["same_ctx"]))
+    if "remote_same_ctx" in _state:  # so does this one, and its process ends
+        _state["loop"].run_until_complete(_state["remote"].aend_plan(_state["remote_same_ctx"]))
     for key in ("local", "remote", "same", "hop"):
         if key in _state:
             _state[key].close()
@@ -532,13 +539,23 @@ def time_mcp_execute_stdio() -> None:
 
 
 def time_mcp_aexecute_stdio() -> None:
-    """Await runtime.aexecute of a tool on a stdio server process, batched."""
+    """Await runtime.aexecute of a stdio server's tool whose plan lives on this loop, batched."""
+    _state["loop"].run_until_complete(
+        _aexecute_batch(_state["remote"], _state["remote_same_ctx"], STDIO_BATCH)
+    )
+
+
+time_mcp_aexecute_stdio.calls = STDIO_BATCH  # type: ignore[attr-defined]
+
+
+def time_mcp_aexecute_stdio_hop() -> None:
+    """Await runtime.aexecute of a stdio tool whose plan lives on the MCP loop: a hop each call."""
     _state["loop"].run_until_complete(
         _aexecute_batch(_state["remote"], _state["remote_ctx"], STDIO_BATCH)
     )
 
 
-time_mcp_aexecute_stdio.calls = STDIO_BATCH  # type: ignore[attr-defined]
+time_mcp_aexecute_stdio_hop.calls = STDIO_BATCH  # type: ignore[attr-defined]
 
 
 def time_mcp_activation_stdio() -> None:

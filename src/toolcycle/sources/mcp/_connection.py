@@ -6,8 +6,8 @@ scope in a different task". So a `Connection` starts an owner task that enters
 the transport and the session, answers the handshake, then waits to be told to
 stop; activation, calls and deactivation only talk to the session it holds.
 Everything here runs on the loop that opened the connection: the MCP loop (see
-``_loop``), or for an in-process plan first activated from an async caller, that
-caller's loop (see ``_sharing``).
+``_loop``), or for an in-process or stdio plan first activated from an async
+caller, that caller's loop (see ``_sharing``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
+from toolcycle.sources.mcp._child import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._direct import InProcess
-from toolcycle.sources.mcp._stdio import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -289,6 +289,14 @@ class Connection:
             exit_code=process.exit_code if process is not None else None,
             stderr_tail=tuple(process.stderr_tail) if process is not None else (),
         )
+
+    def expire(self, seconds: float) -> None:
+        """From any thread: a server process still running ``seconds`` from now is ended then.
+
+        For a close handed to a loop that may never run again (see ``_sharing``).
+        """
+        if self._process is not None:
+            self._process.expire(seconds)
 
     async def close(self) -> None:
         """Tell the owner to leave the session and transport, and wait for it (bounded).

@@ -5,12 +5,14 @@ left by the same task, on the same loop. Callers come from anywhere: the
 runtime's sync path runs on its portal thread, async hosts on their own loops,
 sometimes several at once. So every connection is opened, served and closed on
 this loop, and callers hop to it: one thread switch each way. (The exception is
-an in-process plan first activated from a caller's loop, whose connection lives
-on that loop; see ``_sharing``. `hop` reaches that loop the same way.)
+an in-process or stdio plan first activated from a caller's loop, whose
+connection lives on that loop; see ``_sharing``. `hop` reaches that loop the
+same way.)
 
 The thread is a daemon, started on first use and never stopped: a server's
-parent-death signal is tied to the thread that started it (see ``_stdio``), so
-the thread must live as long as the process.
+parent-death signal is tied to the thread that forked it, so every stdio
+server is forked here (see ``_child``), and the thread must live as long as the
+process.
 """
 
 from __future__ import annotations

@@ -58,6 +58,8 @@ __all__ = ["McpServer"]
 class _Stdio:
     spec: StdioSpec
     name: str
+    same_loop: bool | None = None
+    """As for an in-process server (see `McpServer.stdio`)."""
 
     def streams(
         self, on_lost: Callable[[], None]
@@ -151,7 +153,7 @@ class McpServer:
                 "same_loop=True needs scope='plan': a runtime-scope connection outlives "
                 "the loop of any one caller"
             )
-        if same_loop is None:  # in process, by default: the caller's loop when it can
+        if same_loop is None:  # in process and stdio, by default: the caller's loop when it can
             same_loop = scope == "plan"
         self._endpoint = endpoint
         self.name = name
@@ -196,6 +198,8 @@ class McpServer:
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        *,
+        same_loop: bool | None = None,
         **options: Any,
     ) -> McpServer:
         """A server started as a child process that speaks MCP on stdin and stdout.
@@ -204,10 +208,19 @@ class McpServer:
         ``PATH``, ``SHELL``, ``TERM``, ``USER``) with ``env`` over it, never the
         whole parent environment. ``options`` are those of `McpServer`; ``name``
         defaults to the command's file name.
+
+        ``same_loop`` works as for `in_process`: by default (with
+        ``scope="plan"``) a plan's connection, so the reading and writing of the
+        process's pipes, lives on the event loop of the async caller whose
+        activation opens it, so that calls from that loop cross no thread;
+        ``same_loop=False`` keeps it on toolcycle's MCP thread. Either way the
+        process is started from the MCP thread, so a caller's thread that ends
+        does not end it, and it is stopped when the plan ends, or as soon as
+        the caller's loop closes under it.
         """
         options.setdefault("name", command.rsplit("/", 1)[-1])
         spec = StdioSpec(command, tuple(args), None if env is None else dict(env), cwd)
-        return cls(_Stdio(spec, options["name"]), **options)
+        return cls(_Stdio(spec, options["name"], same_loop), **options)
 
     @classmethod
     def http(

@@ -7,15 +7,17 @@ The bookkeeping (`Sharing`, one per server, and a `_Share` per plan) lives on
 the MCP loop and is changed by nothing else, so it needs no locks: concurrent
 first activations find the opening in progress and wait for it.
 
-A connection lives on the MCP loop, except that of an in-process server in a
-plan first activated by an async caller: it lives on that caller's loop, so
-that calls from that loop cross no thread (``same_loop``, the default with
-``scope="plan"``). Sync callers and other loops reach it by handing the call
+A connection lives on the MCP loop, except that of an in-process or stdio
+server in a plan first activated by an async caller: it lives on that caller's
+loop, so that calls from that loop cross no thread (``same_loop``, the default
+with ``scope="plan"``; a stdio server's process is still started from the MCP
+thread, see ``_child``). Sync callers and other loops reach it by handing the call
 to that loop, which must be running; a sync call on that loop's own thread
 would wait on itself, so the runtime refuses it (see `McpTool.event_loop_for`).
 Nothing ever waits on that loop to end a plan: its connection is closed there,
 at once when the plan ends on it, or as soon as it next runs; if it has closed,
-so has the connection, and the plan still ends.
+so has the connection, and the plan still ends (a stdio server's process that
+outlived its loop is ended from the MCP thread, see ``_child``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle.sources.mcp import _loop
-from toolcycle.sources.mcp._connection import Connection
+from toolcycle.sources.mcp._connection import SHUTDOWN_DEADLINE, Connection
 from toolcycle.sources.mcp._content import McpServerError
 
 if TYPE_CHECKING:
@@ -37,10 +39,13 @@ if TYPE_CHECKING:
     from toolcycle.sources.mcp._answering import Answerer
     from toolcycle.sources.mcp._connection import Endpoint
 
-__all__ = ["Scope", "Sharing", "close_elsewhere"]
+__all__ = ["ABANDON_AFTER", "Scope", "Sharing", "close_elsewhere"]
 
 Scope = Literal["plan", "runtime"]
 _RUNTIME_KEY = ""  # plan ids are never empty, so this key cannot collide
+ABANDON_AFTER = SHUTDOWN_DEADLINE + 2.0
+"""Seconds a caller's loop has to close a connection handed to it before its
+server process (stdio) is ended from the MCP thread instead."""
 
 
 class _Share:
@@ -357,12 +362,15 @@ def close_elsewhere(connection: Connection | None) -> None:
 
     Waiting could deadlock: that loop's thread may be the one waiting on us (a
     sync plan end inside a coroutine). If the loop has closed, so has the
-    connection's task.
+    connection's task (and a stdio server's process is ended by ``_child``);
+    if it does not run the close in time, a stdio server's process is ended
+    from the MCP thread all the same.
     """
     if connection is None or _on_mcp_loop(connection):
         return
     assert connection.loop is not None
-    _loop.start_on(connection.loop, connection.close())
+    if _loop.start_on(connection.loop, connection.close()):
+        connection.expire(ABANDON_AFTER)
 
 
 async def _retire(share: _Share) -> Connection | None:

@@ -5,34 +5,32 @@ does not give us: the parent-death signal, the exit code and stderr tail for
 error messages, a process registry for the exit handler, and a hard rule that
 a line on stdout that is not JSON-RPC is a fault rather than noise.
 
-The shutdown follows the MCP specification for stdio: close the server's
-stdin, wait a grace period, SIGTERM, wait, SIGKILL. Each signal goes to the
-whole process group (the server is started in a new session), so a server
-started through ``npx``, ``uv run`` or a shell script leaves no grandchild.
+The process is forked on the MCP thread and ended as the specification asks
+(see ``_child``); its pipes are driven on the loop the connection lives on,
+the MCP loop or an async caller's own (``same_loop``, see ``_sharing``), so
+that a call from that caller crosses no thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import ctypes
+import functools
 import logging
-import os
-import signal
-import sys
-import time
 from collections import deque
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import anyio
 import mcp_types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from toolcycle.sources.mcp import _child
+
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -41,11 +39,6 @@ __all__ = ["LineSplitter", "StdioProcess", "StdioSpec"]
 
 _log = logging.getLogger("toolcycle.sources.mcp.stderr")
 
-# Shutdown timings, in seconds: after stdin closes, after SIGTERM, after SIGKILL.
-STDIN_GRACE = 2.0
-TERM_GRACE = 2.0
-KILL_GRACE = 2.0
-_POLL = 0.01
 # How often a live connection checks that its server is still running, and how
 # long after the server's exit its stdout may take to end before that is moot.
 _EXIT_POLL = 0.1
@@ -55,9 +48,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # A longer stderr line is kept and logged in pieces of this size.
 MAX_STDERR_LINE = 64 * 1024
 _TAIL_LINES = 20
-
-# Process groups we started and have not yet seen end, for the exit handler.
-_live: dict[int, str] = {}
+_CHUNK = 65536
 
 
 class LineSplitter:
@@ -123,8 +114,9 @@ class StdioProcess:
     spec: StdioSpec
     name: str
     on_lost: Callable[[], None]
-    """Called (on the MCP loop) when the server's stdout ends or turns to garbage."""
+    """Called (on the connection's loop) when the server's stdout ends or turns to garbage."""
     pid: int | None = None
+    popen: subprocess.Popen[bytes] | None = None
     exit_code: int | None = None
     fault: str | None = None
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=_TAIL_LINES))
@@ -140,6 +132,11 @@ class StdioProcess:
             parts.append("stderr ends with:\n  " + "\n  ".join(self.stderr_tail))
         return "; ".join(parts)
 
+    def expire(self, seconds: float) -> None:
+        """Have the process ended from the MCP thread if it still runs ``seconds`` from now."""
+        if self.popen is not None:
+            _child.end_by(self.popen, seconds)
+
     @asynccontextmanager
     async def connect(
         self,
@@ -150,52 +147,51 @@ class StdioProcess:
         ]
     ]:
         """Start the server and yield the session's two streams; end it on exit."""
-        process = await asyncio.create_subprocess_exec(
-            self.spec.command,
-            *self.spec.args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.spec.environment(),
-            cwd=self.spec.cwd,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if _prctl is not None else None,
+        spec = self.spec
+        popen = await _child.spawn(
+            [spec.command, *spec.args], spec.environment(), spec.cwd, self.name
         )
         # No await between the spawn and the try below: a cancellation landing
         # there would leak the process.
-        self.pid = process.pid
-        _live[process.pid] = self.name
+        self.pid, self.popen = popen.pid, popen
+        pipes = _Pipes(popen)
+        stopped = False
         to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
         try:
+            stdin, stdout, stderr = await pipes.connect()
             async with anyio.create_task_group() as pumps:
-                pumps.start_soon(self._read_stdout, process, to_session)
-                pumps.start_soon(self._write_stdin, process, from_session, to_session)
-                pumps.start_soon(self._read_stderr, process)
-                pumps.start_soon(self._watch_exit, process)
+                pumps.start_soon(self._read_stdout, popen, stdout, to_session)
+                pumps.start_soon(self._write_stdin, stdin, from_session, to_session)
+                pumps.start_soon(self._read_stderr, stderr)
+                pumps.start_soon(self._watch_exit, popen)
                 try:
                     yield from_server, to_server
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await _stop(process)
-                        self.exit_code = process.returncode
+                        await _child.stop(popen, stdin.close)
+                        self.exit_code = popen.returncode
+                        stopped = True
                     pumps.cancel_scope.cancel()
         finally:
-            _live.pop(process.pid, None)
             for stream in (to_session, from_server, to_server, from_session):
                 stream.close()
-            with anyio.CancelScope(shield=True):
-                await _drain(process)
+            if not stopped:  # the pipes did not connect: closing them tells the server
+                with anyio.CancelScope(shield=True):
+                    await _child.stop(popen, pipes.close)
+                    self.exit_code = popen.returncode
+            pipes.close()
+            _child.forget(popen)
 
     async def _read_stdout(
         self,
-        process: asyncio.subprocess.Process,
+        popen: subprocess.Popen[bytes],
+        stdout: asyncio.StreamReader,
         to_session: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
-        assert process.stdout is not None
         splitter = LineSplitter()
         try:
-            while chunk := await process.stdout.read(65536):
+            while chunk := await stdout.read(_CHUNK):
                 lines = splitter.feed(chunk)
                 if splitter.pending > MAX_MESSAGE_BYTES:
                     self.fault = f"sent a message larger than {MAX_MESSAGE_BYTES} bytes"
@@ -216,51 +212,49 @@ class StdioProcess:
             return  # the session is gone; shutdown is under way
         finally:
             to_session.close()
-            await _settle_exit(process)
-            self.exit_code = process.returncode
+            with anyio.CancelScope(shield=True):
+                # Give a server whose stdout ended a moment to exit, so its exit code is known.
+                await _child.wait_exit(popen, 1.0)
+            self.exit_code = popen.returncode
             self.on_lost()
 
-    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+    async def _watch_exit(self, popen: subprocess.Popen[bytes]) -> None:
         """Call ``on_lost`` when the server exits, even if its stdout stays open.
 
         The end of stdout is the usual sign, but a helper the server started
         may hold the pipe after the server is gone, and a call in flight would
-        then wait forever. Polling ``returncode``: ``process.wait()`` also
-        waits for the pipes.
+        then wait forever.
         """
-        while process.returncode is None:
+        while popen.poll() is None:
             await asyncio.sleep(_EXIT_POLL)
         await asyncio.sleep(_EXIT_GRACE)  # the usual way, if stdout ends now
-        self.exit_code = process.returncode
+        self.exit_code = popen.returncode
         self.on_lost()
 
     async def _write_stdin(
         self,
-        process: asyncio.subprocess.Process,
+        stdin: _Writer,
         from_session: MemoryObjectReceiveStream[SessionMessage],
         to_session: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
-        assert process.stdin is not None
         try:
             async for item in from_session:
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                process.stdin.write(data.encode() + b"\n")
-                await process.stdin.drain()
+                await stdin.write(data.encode() + b"\n")
         except (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             # The server stopped reading: end the session instead of hanging it.
             to_session.close()
 
-    async def _read_stderr(self, process: asyncio.subprocess.Process) -> None:
+    async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
         """Keep and log the server's stderr, line by line, until it ends.
 
         Reading must never stop early: a server whose stderr pipe fills up
         blocks on its next write. So a line longer than `MAX_STDERR_LINE` is
         taken in pieces of that size instead of ending the loop.
         """
-        assert process.stderr is not None
         splitter = LineSplitter()
         with contextlib.suppress(OSError):
-            while chunk := await process.stderr.read(65536):
+            while chunk := await stderr.read(_CHUNK):
                 for line in splitter.feed(chunk):
                     self._heard(line)
                 if splitter.pending > MAX_STDERR_LINE:
@@ -274,107 +268,86 @@ class StdioProcess:
         _log.debug("%s: %s", self.name, text)
 
 
-async def _drain(process: asyncio.subprocess.Process, timeout: float = 1.0) -> None:
-    """Read the ended server's pipes to their end, so that asyncio closes them.
+class _Writer(asyncio.Protocol):
+    """The server's stdin as a pipe transport on the running loop, with flow control."""
 
-    A pipe whose reader stopped early (a fault: a message over the cap) is left
-    paused with data in it; it never sees its end and stays open, a file
-    descriptor leaked until garbage collection. The server has ended by now, so
-    the end is close; the wait is bounded for a grandchild that escaped its group.
-    """
-    with anyio.move_on_after(timeout), contextlib.suppress(OSError):
-        for pipe in (process.stdout, process.stderr):
-            if pipe is None:
-                continue
-            chunk = await pipe.read(65536)
-            while chunk:  # read and dropped in chunks: a stray writer cannot fill memory
-                chunk = await pipe.read(65536)
+    def __init__(self) -> None:
+        self.transport: asyncio.WriteTransport | None = None
+        self._paused = False
+        self._resumed: asyncio.Future[None] | None = None
+        self._lost: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def close(self) -> None:
+        """Close the server's stdin: its signal to exit."""
+        assert self.transport is not None  # connect_write_pipe waits for connection_made
+        self.transport.close()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = exc or BrokenPipeError("the server closed its stdin")
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+
+    async def write(self, data: bytes) -> None:
+        """Write ``data``, then wait while the pipe is full (the server reads slowly).
+
+        Raises:
+            OSError: the pipe is closed.
+        """
+        if self._lost is not None or self.transport is None or self.transport.is_closing():
+            raise BrokenPipeError("the server's stdin is closed")
+        self.transport.write(data)
+        while self._paused and self._lost is None:
+            self._resumed = asyncio.get_running_loop().create_future()
+            await self._resumed
 
 
-async def _settle_exit(process: asyncio.subprocess.Process, timeout: float = 1.0) -> None:
-    """Give a server whose stdout ended a moment to exit, so its exit code is known."""
-    with anyio.CancelScope(shield=True):
-        await _wait_exit(process, timeout)
+class _Pipes:
+    """A process's three pipes as transports on the running loop, and closing them."""
 
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self._transports: list[asyncio.BaseTransport] = []
+        self._unattached: list[IO[bytes]] = [
+            p for p in (popen.stdin, popen.stdout, popen.stderr) if p is not None
+        ]
 
-async def _wait_exit(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    # Polling returncode, not process.wait(): wait() also waits for pipe EOF, and
-    # a grandchild holding the pipes would make an exited server look alive.
-    deadline = time.monotonic() + timeout
-    while process.returncode is None:
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(_POLL)
-    return True
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """Close stdin, wait, then SIGTERM and SIGKILL the whole group, each wait bounded."""
-    if process.stdin is not None:
-        with contextlib.suppress(OSError):
-            process.stdin.close()
-    exited = await _wait_exit(process, STDIN_GRACE)
-    group = process.pid
-    if exited and not _group_alive(group):
-        return
-    # The leader is still running, or it left members of its group behind.
-    _signal_group(group, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE
-    while (_group_alive(group) or process.returncode is None) and time.monotonic() < deadline:
-        await asyncio.sleep(_POLL)
-    if _group_alive(group) or process.returncode is None:
-        _signal_group(group, signal.SIGKILL)
-        if not await _wait_exit(process, KILL_GRACE):  # pragma: no cover - unkillable
-            logging.getLogger("toolcycle.sources.mcp").warning(
-                "server process %d survived SIGKILL; abandoning it", process.pid
+    async def connect(self) -> tuple[_Writer, asyncio.StreamReader, asyncio.StreamReader]:
+        """Drive stdin, stdout and stderr of the process on the running loop."""
+        popen = self._popen
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        loop = asyncio.get_running_loop()
+        writing, stdin = await loop.connect_write_pipe(_Writer, popen.stdin)
+        self._attached(popen.stdin, writing)
+        readers = []
+        for pipe in (popen.stdout, popen.stderr):
+            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+            reading, _ = await loop.connect_read_pipe(
+                functools.partial(asyncio.StreamReaderProtocol, reader, loop=loop), pipe
             )
+            self._attached(pipe, reading)
+            readers.append(reader)
+        return stdin, readers[0], readers[1]
 
+    def _attached(self, pipe: IO[bytes], transport: asyncio.BaseTransport) -> None:
+        self._unattached.remove(pipe)
+        self._transports.append(transport)
 
-def _signal_group(group: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signum)
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a member we may not signal
-        return True
-    return True
-
-
-def _load_prctl() -> Any:
-    if not sys.platform.startswith("linux"):  # pragma: no cover - Linux only
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # pragma: no cover - no libc symbol
-        return None
-
-
-# Looked up now: the child between fork and exec must not load libraries.
-_prctl = _load_prctl()
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
-    """In the child: ask the kernel for SIGTERM when the thread that started us ends."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-@atexit.register
-def _end_all() -> None:
-    """At interpreter exit, end every server still running: SIGTERM, a moment, SIGKILL."""
-    groups = list(_live)
-    if not groups:
-        return
-    for group in groups:
-        _signal_group(group, signal.SIGTERM)
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and any(_group_alive(g) for g in groups):
-        time.sleep(_POLL)
-    for group in groups:
-        if _group_alive(group):
-            _signal_group(group, signal.SIGKILL)
+    def close(self) -> None:
+        """Close every pipe, read to its end or not (those a cancellation left unattached too)."""
+        for transport in self._transports:
+            transport.close()
+        for pipe in self._unattached:
+            pipe.close()
