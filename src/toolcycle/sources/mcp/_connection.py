@@ -225,15 +225,16 @@ class Connection:
 
         # send_request rather than call_tool: call_tool re-lists the tools to check
         # the output itself, a round trip per new tool, while the runtime checks it.
-        # Only the fields that are set: each one given is validated, None too.
-        fields: dict[str, Any] = {"name": name, "arguments": arguments}
-        if meta is not None:  # an open map in the SDK's types; the keys are checked in _meta
-            fields["_meta"] = cast("mcp_types.RequestParamsMeta", meta)
-        if input_responses is not None:
-            fields["input_responses"] = input_responses
-        if request_state is not None:
-            fields["request_state"] = request_state
-        request = mcp_types.CallToolRequest(params=mcp_types.CallToolRequestParams(**fields))
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(
+                name=name,
+                arguments=arguments,
+                # An open map in the SDK's types; the keys are checked in _meta.
+                _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+                input_responses=input_responses,
+                request_state=request_state,
+            )
+        )
         try:
             # Only the 2026-07-28 era can answer with InputRequiredResult.
             kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
