@@ -91,3 +91,11 @@ def test_part_size_counts_utf8_text_raw_bytes_and_link_fields() -> None:
 def test_parts_of_accepts_any_iterable_of_parts() -> None:
     """A generator of parts is read into a tuple."""
     assert parts_of((Text(t) for t in "ab"), "content") == (Text("a"), Text("b"))
+
+
+def test_parts_of_keeps_a_tuple_of_parts_and_checks_every_item_of_one() -> None:
+    """A tuple of parts comes back as it is; a tuple holding anything else is refused."""
+    parts = (Text("a"), Image(b"x", "image/png"))
+    assert parts_of(parts, "content") is parts
+    with pytest.raises(TypeError, match=r"content\[1\] is a str, not a content part"):
+        parts_of((Text("a"), "b"), "content")

@@ -261,6 +261,12 @@ def parts_of(content: object, where: str) -> tuple[ContentPart, ...]:
     """
     if type(content) in PART_TYPES:
         return (content,)  # type: ignore[return-value]  # checked by exact type
+    if type(content) is tuple:  # parts already, as a source hands them over: nothing to copy
+        for item in content:
+            if type(item) not in PART_TYPES:
+                break  # the general case below says which item is wrong
+        else:
+            return content
     if isinstance(content, str | bytes | Mapping) or not hasattr(content, "__iter__"):
         raise TypeError(f"{where} must be a content part or a list of them, got {content!r:.80}")
     items = tuple(content)

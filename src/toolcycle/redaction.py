@@ -113,6 +113,23 @@ class RedactionPolicy:
             return arguments  # the common call: one object of plain values, none secret
         return _mask(self, top, arguments, sensitive)
 
+    def hides_nothing(self, arguments: Any, schema: Any) -> bool:
+        """Whether ``arguments`` certainly hold no sensitive value, judged without a walk.
+
+        True only for one JSON object of plain values (a dict with `str` keys
+        and strings, numbers, booleans or nulls) in which neither the key
+        pattern nor ``schema`` marks anything: then `secrets` finds nothing
+        and `masked` changes nothing, in the object as it is and in its
+        normalised copy (which has the same keys and values). False means only
+        that finding out takes the walk of `secrets`.
+        """
+        if type(arguments) is not dict:
+            return False
+        for key in arguments:
+            if type(key) is not str:  # a str subclass may name a key differently once plain
+                return False
+        return self._nothing_to_hide(self._reader(schema).top(), arguments)
+
     def masked_without_schema(self, arguments: Mapping[Any, Any]) -> dict[Any, Any]:
         """The arguments of a call to a tool nobody registered, as they may be exported.
 

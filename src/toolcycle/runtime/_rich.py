@@ -59,14 +59,6 @@ def read_rich(output: Any, tool_name: str, plan_id: str) -> Rich:
     return Rich(None, parts, None, False)
 
 
-def _scrub_part(part: ContentPart, scrub: Callable[[str], str]) -> ContentPart:
-    """A text part with its secrets redacted; the part itself when there were none."""
-    if type(part) is not Text:
-        return part
-    text = scrub(part.text)
-    return part if text is part.text else Text(text)
-
-
 def cap_parts(
     parts: tuple[ContentPart, ...],
     budget: int | None,
@@ -80,12 +72,23 @@ def cap_parts(
     every part after it; a last text part says what was left out, so the
     model knows. The marker's own bytes count against the budget when it fits.
     """
-    if scrub is not None:
-        parts = tuple(_scrub_part(p, scrub) for p in parts)
-    sizes = [part_size(part) for part in parts]
-    total = sum(sizes)
+    # One pass redacts and sums: what every call with content does. A text part
+    # whose text comes back the same object had nothing to hide and is kept.
+    total = 0
+    redacted: list[ContentPart] | None = None
+    for index, part in enumerate(parts):
+        if type(part) is Text and scrub is not None:
+            text = scrub(part.text)
+            if text is not part.text:
+                if redacted is None:
+                    redacted = list(parts)
+                part = redacted[index] = Text(text)
+        total += part_size(part)
+    if redacted is not None:
+        parts = tuple(redacted)
     if budget is None or total <= budget:
         return parts, total, False
+    sizes = [part_size(part) for part in parts]
     kept: list[ContentPart] = []
     used = 0
     for part, size in zip(parts, sizes, strict=True):

@@ -185,7 +185,10 @@ class Answerer:
         if not self.watching and current_resumption() is None:
             # Nothing to answer for yet: no context made (and no call token) unless asked.
             first = await send(None, None)
-            if not isinstance(first, mcp_types.InputRequiredResult):
+            # By exact type first: a pydantic model class answers isinstance slowly.
+            if type(first) is mcp_types.CallToolResult or not isinstance(
+                first, mcp_types.InputRequiredResult
+            ):
                 return first
             return await self._run(self._context(tool_name, ctx), remote, params, send, first)
         call = self._context(tool_name, ctx)

@@ -150,7 +150,8 @@ def content_parts(blocks: list[mcp_types.ContentBlock]) -> tuple[ContentPart, ..
 
 
 def _part(block: mcp_types.ContentBlock) -> ContentPart:
-    if isinstance(block, mcp_types.TextContent):
+    # By exact type first: a pydantic model class answers isinstance slowly.
+    if type(block) is mcp_types.TextContent or isinstance(block, mcp_types.TextContent):
         return Text(block.text)
     if isinstance(block, mcp_types.ResourceLink):
         return ResourceLink(block.uri, block.name, block.mime_type, block.description)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
+import mcp_types
+
 from toolcycle import ToolActivationError, ToolResult
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._content import McpServerError, call_output
@@ -129,6 +131,8 @@ class McpTool:
 
         name = self._descriptor.name
         result = await server._answerer.run(name, self.remote_name, params, ctx, send)
+        if type(result) is mcp_types.CallToolResult:  # the commonest, told apart at once
+            return call_output(result)
         return result if isinstance(result, ToolResult) else call_output(result)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
