@@ -106,6 +106,7 @@ ALLOWED = {
     "_version": set(),
     "_types": set(),
     "_lazy_trace": set(),
+    "_value": set(),
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
     "runtime._recorder": {
         "_lazy_trace",
@@ -120,7 +121,8 @@ ALLOWED = {
     "validation._json": set(),
     "_docstrings": set(),
     "_warnings": set(),
-    "guardrails": {"content", "context", "models"},  # for annotations only, under TYPE_CHECKING
+    # _value is the base of its frozen dataclasses; the rest for annotations only.
+    "guardrails": {"_value", "content", "context", "models"},
     "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
     "runtime._guards": {
         "content",
@@ -149,7 +151,7 @@ ALLOWED = {
         "retries",
         "result_cache",  # for annotations only, under TYPE_CHECKING
     },
-    "result_cache": {"_types"},  # for annotations only, under TYPE_CHECKING
+    "result_cache": {"_types", "_value"},  # _types for annotations only, under TYPE_CHECKING
     "runtime._caching": {
         "_construct",
         "content",  # for annotations only, under TYPE_CHECKING
@@ -177,7 +179,7 @@ ALLOWED = {
     },
     "agent._messages": set(),
     "agent._parts": {"content"},
-    "content": set(),
+    "content": {"_value"},
     "redaction": {"validation._applicators"},
     "validation._applicators": set(),
     "agent._names": set(),
@@ -193,7 +195,7 @@ ALLOWED = {
     "rollback": {"_confined", "models"},
     "context": {"approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
-    "approvals": {"models"},  # for annotations only, under TYPE_CHECKING
+    "approvals": {"_value", "models"},  # models for annotations only, under TYPE_CHECKING
     "agent._approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
     "validation._ecma": set(),
@@ -232,7 +234,7 @@ ALLOWED = {
     "agent": set(),
     "execution": set(),
     "validation": {"validation._compiled", "validation._compiler", "validation._limits"},
-    "validation._limits": set(),
+    "validation._limits": {"_value"},
     "tracing": {"_types", "errors", "models"},
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},

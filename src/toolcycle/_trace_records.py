@@ -6,8 +6,6 @@ happened during the call; the trace gathers them. They are public through
 `models` stays a page a reader can take in.
 """
 
-from __future__ import annotations
-
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict

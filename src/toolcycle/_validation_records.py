@@ -6,8 +6,6 @@ two needs the other for them. Both names are public through `toolcycle` and
 `toolcycle.models`.
 """
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["Validation", "ValidationIssue"]

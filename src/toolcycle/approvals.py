@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
+from toolcycle._value import FrozenValue
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
@@ -195,8 +197,8 @@ def _integer_text(value: int) -> str:
     return sign + "".join(reversed(pieces))
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ApprovalRequest(FrozenValue):
     """What an approver is asked about: one call, before it runs.
 
     Attributes:
@@ -348,8 +350,8 @@ class FileApprovalLedger:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class Resumption:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Resumption(FrozenValue):
     """A call that its tool deferred, being resumed with the answer to its question.
 
     Attributes:

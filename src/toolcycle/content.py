@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 
+from toolcycle._value import FrozenValue
+
 __all__ = [
     "PART_TYPES",
     "Audio",
@@ -74,8 +76,8 @@ def _decoded(owner: str, text: str) -> bytes:
         raise ValueError(f"{owner}.from_base64 got text that is not base64: {exc}") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Text(FrozenValue):
     """Text for the model.
 
     Attributes:
@@ -90,8 +92,8 @@ class Text:
             raise TypeError(f"Text.text must be a str, got {type(self.text).__name__}")
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Image(FrozenValue):
     """An image for the model, as raw bytes.
 
     Attributes:
@@ -121,8 +123,8 @@ class Image:
         return cls(_decoded("Image", data), mime_type)
 
 
-@dataclass(frozen=True, slots=True)
-class Audio:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Audio(FrozenValue):
     """Audio for the model, as raw bytes.
 
     Attributes:
@@ -152,8 +154,8 @@ class Audio:
         return cls(_decoded("Audio", data), mime_type)
 
 
-@dataclass(frozen=True, slots=True)
-class File:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class File(FrozenValue):
     """A document or any other file for the model, as raw bytes.
 
     Attributes:
@@ -190,8 +192,8 @@ class File:
         return cls(_decoded("File", data), mime_type, name, uri)
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceLink:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ResourceLink(FrozenValue):
     """A link to a resource the model may ask for, rather than its content.
 
     Attributes:
@@ -219,8 +221,8 @@ PART_TYPES: frozenset[type] = frozenset({Text, Image, Audio, File, ResourceLink}
 """The classes of `ContentPart`, for checks by exact type."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class ToolReturn(Generic[_T]):
+@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
+class ToolReturn(FrozenValue, Generic[_T]):
     """A tool's return that says apart what the host, the model and nobody else get.
 
     Args:

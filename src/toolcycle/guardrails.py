@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from toolcycle._value import FrozenValue
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
@@ -45,8 +47,8 @@ GuardrailStage: TypeAlias = Literal["input", "output"]
 """When a guardrail runs: before the tool (``"input"``) or after it (``"output"``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class GuardrailCall:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class GuardrailCall(FrozenValue):
     """The call a guardrail decides about.
 
     Attributes:
@@ -71,8 +73,8 @@ class GuardrailCall:
     content: tuple[ContentPart, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class GuardrailDecision:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class GuardrailDecision(FrozenValue):
     """A guardrail's answer; make one with `allow`, `reject` or `stop`.
 
     Attributes:

@@ -5,8 +5,6 @@ changes are persisted by plan executors) and validated when users build them.
 None of them has behaviour beyond small conveniences.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator

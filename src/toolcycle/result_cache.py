@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolcycle._value import FrozenValue
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
@@ -35,8 +37,8 @@ _DEFAULT_ENTRIES = 1024
 _DEFAULT_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class CachePolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class CachePolicy(FrozenValue):
     """How long a tool's results are kept, under which key, and for whom.
 
     Args:

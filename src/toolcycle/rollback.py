@@ -19,21 +19,17 @@ or meets a link is refused and nothing is written, so an edited, persisted
 change cannot make a rollback write anywhere else.
 """
 
-from __future__ import annotations
-
 import base64
 import hashlib
+import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
 from toolcycle.models import BoundResource, Change
-
-if TYPE_CHECKING:
-    import os
 
 __all__ = [
     "DEFAULT_UNDO_HANDLERS",

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolcycle._value import FrozenValue
+
 __all__ = ["DRAFT_2020_12", "ValidationLimits"]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
 
 
-@dataclass(frozen=True, slots=True)
-class ValidationLimits:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ValidationLimits(FrozenValue):
     """Caps applied before anything reaches the validator. All are inclusive.
 
     Attributes:
