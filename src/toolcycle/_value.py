@@ -32,7 +32,11 @@ class FrozenValue:
 
     @reprlib.recursive_repr()
     def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)  # type: ignore[arg-type]
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)  # type: ignore[arg-type]
+            if f.repr
+        )
         return f"{type(self).__qualname__}({shown})"
 
     def __eq__(self, other: object) -> bool:
