@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,25 @@ def _running(pid: int) -> bool:
 def children() -> set[int]:
     """Every descendant of this test process, zombies included."""
     return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def in_thread(scenario: Callable[[], Coroutine[Any, Any, Any]], timeout: float = 10.0) -> Any:
+    """Run ``scenario`` under asyncio.run on a thread of its own, bounded; return its result."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(asyncio.run(scenario()))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="host-loop")
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), f"the scenario did not finish within {timeout} s"
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from mcp.types import ToolAnnotations
 from toolcycle import CancellationToken, ToolCancelledError, ToolRuntime
 from toolcycle.sources.mcp import McpServer
 
-from .conftest import register
+from .conftest import in_thread, register
 
 WAIT = 10.0
 
@@ -34,25 +34,6 @@ def _where() -> MCPServer:
         return threading.current_thread().name
 
     return server
-
-
-def _in_thread(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run ``scenario`` under asyncio.run on a thread of its own, bounded; return its result."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(asyncio.run(scenario()))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, name="host-loop")
-    thread.start()
-    thread.join(WAIT)
-    assert not thread.is_alive(), f"the scenario did not finish within {WAIT} s"
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
 
 
 async def _settled(predicate: Callable[[], bool]) -> bool:
@@ -91,7 +72,7 @@ def test_a_runtime_scope_connection_stays_on_the_mcp_thread() -> None:
 
     with ToolRuntime() as runtime:
         runtime.register_source(McpServer.in_process(_where(), scope="runtime"))
-        assert _in_thread(lambda: scenario(runtime)) == {"result": "toolcycle-mcp"}
+        assert in_thread(lambda: scenario(runtime)) == {"result": "toolcycle-mcp"}
 
 
 async def test_sync_calls_and_other_loops_are_handed_to_the_plans_loop(
@@ -167,7 +148,7 @@ def test_ending_the_plan_on_its_loop_closes_the_connection_there(
             opened = dict(sessions)
         return opened
 
-    assert _in_thread(scenario) == {"opened": 1}
+    assert in_thread(scenario) == {"opened": 1}
     assert sessions == {"opened": 1, "closed": 1}
 
 
@@ -184,7 +165,7 @@ def test_a_sync_plan_end_inside_the_loop_does_not_wait_on_that_loop(
         # The plan has ended; the session closes once this loop runs again.
         return await _settled(lambda: sessions.get("closed") == 1)
 
-    assert _in_thread(scenario)
+    assert in_thread(scenario)
     assert sessions == {"opened": 1, "closed": 1}
 
 
@@ -199,9 +180,9 @@ def test_a_plan_that_outlives_its_loop_reconnects_on_the_next_one(
     async def call(a: int) -> Any:
         return (await runtime.aexecute("add", {"a": a, "b": 1}, ctx)).output
 
-    assert _in_thread(lambda: call(1)) == {"sum": 2}
+    assert in_thread(lambda: call(1)) == {"sum": 2}
     assert sessions == {"opened": 1, "closed": 1}  # asyncio.run cancelled its task
-    assert _in_thread(lambda: call(2)) == {"sum": 3}
+    assert in_thread(lambda: call(2)) == {"sum": 3}
     runtime.end_plan(ctx)
     assert sessions == {"opened": 2, "closed": 2}
 
@@ -298,7 +279,7 @@ def test_ending_a_plan_after_its_loop_closed_completes(
     async def call() -> Any:
         return (await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)).output
 
-    assert _in_thread(call) == {"sum": 2}
+    assert in_thread(call) == {"sum": 2}
     runtime.end_plan(ctx)
     assert sessions == {"opened": 1, "closed": 1}
 

@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -18,28 +17,9 @@ from toolcycle import ToolActivationError, ToolRuntime
 from toolcycle.sources.mcp import McpServer, _child, _loop, _sharing, _stdio
 from toolcycle.sources.mcp._stdio import StdioSpec, _Writer
 
-from .conftest import SERVERS, children, register, stdio, wait_for, wait_gone
+from .conftest import SERVERS, children, in_thread, register, stdio, wait_for, wait_gone
 
 WAIT = 10.0
-
-
-def _in_thread(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run ``scenario`` under asyncio.run on a thread of its own, bounded; return its result."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(asyncio.run(scenario()))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, name="host-loop")
-    thread.start()
-    thread.join(3 * WAIT)
-    assert not thread.is_alive(), f"the scenario did not finish within {3 * WAIT} s"
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
 
 
 def _server_pid(source: McpServer, plan_id: str) -> int:
@@ -179,7 +159,7 @@ def test_a_loop_closed_by_asyncio_run_ends_its_process_and_the_plan_still_ends(
         result = await runtime.aexecute("add", {"a": 1, "b": 1}, ctx)
         return result.output, _server_pid(source, ctx.plan_id)
 
-    output, pid = _in_thread(call)
+    output, pid = in_thread(call, 3 * WAIT)
     assert output == {"sum": 2}
     assert wait_gone([pid]) == []
     runtime.end_plan(ctx)
