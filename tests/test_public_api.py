@@ -739,6 +739,9 @@ _DEFERRED = (
     "pydantic.type_adapter",
     "toolcycle._docstrings",
     "toolcycle._signatures",
+    # Loaded with the first guardrail or rollback (their names are lazy in toolcycle).
+    "toolcycle.guardrails",
+    "toolcycle.rollback",
 )
 
 
@@ -762,6 +765,22 @@ def _loaded_after(code: str) -> list[str]:
 def test_import_defers_jsonschema_structlog_and_the_models_validators() -> None:
     """``import toolcycle`` loads no validation engine, structlog or signature reader; builds no model."""
     assert _loaded_after("import toolcycle") == []
+
+
+def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
+    """A lazily loaded name is the class its module defines, listed by dir(), then cached."""
+    import toolcycle
+    import toolcycle.guardrails
+    import toolcycle.rollback
+
+    for name in ("Checkpoint", "RollbackConflictError", "RollbackReport", "UndoOutcome"):
+        assert getattr(toolcycle, name) is getattr(toolcycle.rollback, name)
+    for name in ("Guardrail", "GuardrailCall", "GuardrailDecision"):
+        assert getattr(toolcycle, name) is getattr(toolcycle.guardrails, name)
+        assert name in vars(toolcycle)  # the next lookup skips __getattr__
+    assert set(toolcycle.__all__) <= set(dir(toolcycle))
+    with pytest.raises(AttributeError, match="no attribute 'Checkpiont'"):
+        _ = toolcycle.Checkpiont  # type: ignore[attr-defined]
 
 
 def test_a_first_call_loads_jsonschema_but_not_structlog_while_logging_is_off() -> None:

@@ -8,6 +8,8 @@ and tracing every call.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from toolcycle._version import __version__
 from toolcycle.approvals import ApprovalDecision, ApprovalRequest, Resumption, current_resumption
 from toolcycle.cache import ToolLifecycleCache
@@ -39,7 +41,6 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
-from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
 from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
     ApprovalRecord,
@@ -66,10 +67,40 @@ from toolcycle.protocols import PlanHost, ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.retries import RetryPolicy
-from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 from toolcycle.runtime import CallStream, ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
+
+if TYPE_CHECKING:
+    from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
+    from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
+
+_LAZY = {
+    "Guardrail": "toolcycle.guardrails",
+    "GuardrailCall": "toolcycle.guardrails",
+    "GuardrailDecision": "toolcycle.guardrails",
+    "Checkpoint": "toolcycle.rollback",
+    "RollbackConflictError": "toolcycle.rollback",
+    "RollbackReport": "toolcycle.rollback",
+    "UndoOutcome": "toolcycle.rollback",
+}
+"""Public names whose module loads on first use: many programs never guard or roll back."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolcycle' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ApprovalDecision",

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from toolcycle.cancellation import CancellationToken
 from toolcycle.models import BoundResource, Change, ProgressEvent
-from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler, undo_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.durable import DurablePlan
+    from toolcycle.rollback import Checkpoint, RollbackReport, UndoHandler
 
     ProgressReporter = Callable[[float, float | None, str | None], None]
 
@@ -350,6 +350,8 @@ class ToolExecutionContext:
 
     def checkpoint(self) -> Checkpoint:
         """Mark the current end of the plan's changes, to roll back to later."""
+        from toolcycle.rollback import Checkpoint  # loaded with the first checkpoint
+
         with self._lock:
             return Checkpoint(plan_id=self.plan_id, index=len(self._changes))
 
@@ -371,6 +373,8 @@ class ToolExecutionContext:
         Raises:
             ValueError: ``to`` belongs to another plan or lies beyond the record.
         """
+        from toolcycle.rollback import Checkpoint, RollbackReport, undo_changes
+
         marker = to if to is not None else Checkpoint(plan_id=self.plan_id, index=0)
         if marker.plan_id != self.plan_id:
             raise ValueError(

@@ -21,6 +21,7 @@ schema, so cycles end.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -80,14 +81,15 @@ class RedactionPolicy:
     schema_marks: bool = True
     min_length: int = 3
     safe_keys: str | None = DEFAULT_SAFE_KEYS
-    _compiled: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _safe: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _readers: dict[int, SchemaReader] = field(init=False, repr=False, compare=False)
     _hits: dict[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_compiled", _compile(self.key_pattern))
-        object.__setattr__(self, "_safe", _compile(self.safe_keys))
+        for pattern in (self.key_pattern, self.safe_keys):
+            # A pattern of the caller's is compiled now, so that a bad one fails here.
+            # The defaults wait for the first key judged: import builds a default policy.
+            if pattern is not None and pattern not in (DEFAULT_SENSITIVE_KEYS, DEFAULT_SAFE_KEYS):
+                _compile(pattern)
         object.__setattr__(self, "_readers", {})
         object.__setattr__(self, "_hits", {})  # key -> whether the pattern makes it secret
 
@@ -219,9 +221,10 @@ class RedactionPolicy:
 
     def _matches(self, key: object) -> bool:
         text = _text(key)
-        if self._compiled is None or text is None or self._compiled.search(text) is None:
+        pattern, safe = self.key_pattern, self.safe_keys
+        if pattern is None or text is None or _compile(pattern).search(text) is None:
             return False
-        return self._safe is None or self._safe.fullmatch(text) is None
+        return safe is None or _compile(safe).fullmatch(text) is None
 
     def _add(self, value: object, found: set[str]) -> None:
         """Add sensitive ``value`` to ``found``, in each form a message may show it."""
@@ -382,5 +385,7 @@ def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(pieces)
 
 
-def _compile(pattern: str | None) -> re.Pattern[str] | None:
-    return None if pattern is None else re.compile(pattern, re.IGNORECASE)
+@functools.lru_cache(maxsize=64)
+def _compile(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled once: `_matches` asks only for keys it has not judged."""
+    return re.compile(pattern, re.IGNORECASE)

@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from toolcycle.content import PART_TYPES
 from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
 from toolcycle.execution._invoke import caller_cancelled
-from toolcycle.guardrails import GuardrailCall, GuardrailDecision
 from toolcycle.models import GuardrailRecord, ToolResult
 from toolcycle.runtime._rich import RICH_TYPES, read_rich
 
 if TYPE_CHECKING:
     from toolcycle.content import ContentPart
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.guardrails import GuardrailStage
+    from toolcycle.guardrails import GuardrailCall, GuardrailStage
     from toolcycle.models import Change
     from toolcycle.runtime._caching import Kept
     from toolcycle.runtime._guardset import Guard
@@ -250,6 +249,8 @@ class GuardStep:
         changes: list[Change] | None,
     ) -> ToolResult | None:
         """Record one decision; the failed result of a rejection, or raise for a stop."""
+        from toolcycle.guardrails import GuardrailDecision  # loaded by the guardrail itself
+
         if type(answer) is not GuardrailDecision:
             self._trip(
                 call,
@@ -322,6 +323,9 @@ def _call_of(
     output: Any,
     content: tuple[ContentPart, ...] = (),
 ) -> GuardrailCall:
+    # Loaded with the first guarded call: a program without guardrails never needs it.
+    from toolcycle.guardrails import GuardrailCall
+
     return GuardrailCall(
         tool_name=call.name,
         arguments=types.MappingProxyType(data),
