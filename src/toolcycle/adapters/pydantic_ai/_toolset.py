@@ -31,6 +31,7 @@ from toolcycle import (
     ToolCancelledError,
     ToolRuntimeError,
 )
+from toolcycle._construct import trusted
 from toolcycle.adapters.pydantic_ai._content import tool_return
 from toolcycle.approvals import fingerprint
 from toolcycle.capabilities import is_allowed
@@ -208,7 +209,10 @@ class ToolcycleToolset(AbstractToolset[Any]):
         tool_name = self._names.get(name, name)
         call: Any
         if type(tool_args) is dict:
-            call = ToolCall.model_construct(id=call_id, name=tool_name, arguments=tool_args)
+            # Unvalidated, as model_construct would leave it (the runtime validates the
+            # arguments against the tool's schema), at a quarter of its cost.
+            values = {"id": call_id, "name": tool_name, "arguments": tool_args, "format": "plain"}
+            call = trusted(ToolCall, values, None)
         else:  # the runtime words what is wrong with arguments that are not an object
             call = {"id": call_id, "name": tool_name, "arguments": tool_args}
         try:
