@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -518,28 +519,54 @@ def test_a_denied_resume_from_async_code_answers_without_running(rt: ToolRuntime
 # -- across processes -------------------------------------------------------------------
 
 
+def _resumed_by_four_threads(resume: Callable[[], Any]) -> list[Any]:
+    """Run ``resume`` on four threads that start together: each one's output, or error name."""
+    start = threading.Barrier(4, timeout=WAIT)
+    results: list[Any] = []
+
+    def run() -> None:
+        start.wait()
+        try:
+            results.append(resume())
+        except ToolApprovalError as exc:
+            results.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    return results
+
+
 def test_two_runtimes_sharing_a_file_ledger_resume_a_call_once(
     tmp_path: Path, rt: ToolRuntime
 ) -> None:
     """Another process (here another runtime) sharing the ledger cannot run it again."""
     pending = _defer(rt, {"to": "ann"}).pending
     assert pending is not None
-    results: list[Any] = []
 
-    def resume_in_own_runtime() -> None:
+    def resume_in_own_runtime() -> Any:
         with ToolRuntime(approval_ledger=FileApprovalLedger(tmp_path)) as other:
             other.register(send)
             with other.plan() as ctx:
-                try:
-                    results.append(other.resume(pending, True, ctx).output)
-                except ToolApprovalError as exc:
-                    results.append(type(exc).__name__)
+                return other.resume(pending, True, ctx).output
 
-    threads = [threading.Thread(target=resume_in_own_runtime) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT)
+    results = _resumed_by_four_threads(resume_in_own_runtime)
+    assert sorted(results) == ["ToolApprovalError"] * 3 + ["sent to ann"]
+    assert len(ran) == 1
+
+
+def test_first_resumes_racing_on_the_default_ledger_run_the_call_once(rt: ToolRuntime) -> None:
+    """The default ledger is made by the first resume; racing first resumes share it."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    def resume() -> Any:
+        with rt.plan() as ctx:
+            return rt.resume(pending, True, ctx).output
+
+    results = _resumed_by_four_threads(resume)
     assert sorted(results) == ["ToolApprovalError"] * 3 + ["sent to ann"]
     assert len(ran) == 1
 

@@ -516,8 +516,9 @@ def _keyed_by_plan(runtime: ToolRuntime, plan_ids: Iterable[str]) -> list[str]:
                 key in ids or (isinstance(key, tuple) and ids & set(key)) for key in value
             ):
                 found.append(f"{type(owner).__name__}.{attribute}")
-    # The walk must reach the parts that keep per-plan state, or it proves nothing.
-    assert {"ToolLifecycleCache", "Activator", "MemoryApprovalLedger"} <= set(seen.values())
+    # The walk must reach the parts that keep per-plan state, or it proves nothing
+    # (the Resumer holds the approval ledger, made by the first resume).
+    assert {"ToolLifecycleCache", "Activator", "Resumer"} <= set(seen.values())
     return found
 
 

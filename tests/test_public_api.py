@@ -195,7 +195,9 @@ ALLOWED = {
     "rollback": {"_confined", "models"},
     "context": {"approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
-    "approvals": {"_value", "models"},  # models for annotations only, under TYPE_CHECKING
+    "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
+    # models for annotations only, under TYPE_CHECKING
+    "approvals": {"_approval_rule", "_value", "models"},
     "agent._approve": {"approvals", "context", "errors", "models", "redaction"},
     "protocols": {"context", "models"},
     "validation._ecma": set(),
@@ -370,6 +372,7 @@ ALLOWED = {
         "runtime._record",
     },
     "runtime._approvals": {
+        "_approval_rule",
         "agent._approve",
         "execution._invoke",
         "approvals",
@@ -739,7 +742,9 @@ _DEFERRED = (
     "pydantic.type_adapter",
     "toolcycle._docstrings",
     "toolcycle._signatures",
-    # Loaded with the first guardrail or rollback (their names are lazy in toolcycle).
+    # Loaded with the first approval, guardrail or rollback (their names are lazy in toolcycle).
+    "toolcycle.approvals",
+    "toolcycle.agent._approve",
     "toolcycle.guardrails",
     "toolcycle.rollback",
 )
@@ -770,9 +775,12 @@ def test_import_defers_jsonschema_structlog_and_the_models_validators() -> None:
 def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
     """A lazily loaded name is the class its module defines, listed by dir(), then cached."""
     import toolcycle
+    import toolcycle.approvals
     import toolcycle.guardrails
     import toolcycle.rollback
 
+    for name in ("ApprovalDecision", "ApprovalRequest", "Resumption", "current_resumption"):
+        assert getattr(toolcycle, name) is getattr(toolcycle.approvals, name)
     for name in ("Checkpoint", "RollbackConflictError", "RollbackReport", "UndoOutcome"):
         assert getattr(toolcycle, name) is getattr(toolcycle.rollback, name)
     for name in ("Guardrail", "GuardrailCall", "GuardrailDecision"):
@@ -798,3 +806,21 @@ def test_a_first_call_loads_jsonschema_but_not_structlog_while_logging_is_off() 
     loaded = _loaded_after(first_call)
     assert {"jsonschema", "referencing"} <= set(loaded)
     assert "structlog" not in loaded
+    # A call that needs no approval, guardrail or checkpoint loads none of their modules.
+    assert not {"toolcycle.approvals", "toolcycle.guardrails", "toolcycle.rollback"} & set(loaded)
+
+
+def test_a_call_that_needs_approval_loads_the_approvals_module() -> None:
+    """The approval step imports what it needs when a call first asks."""
+    asked = (
+        "from toolcycle import ToolRuntime, tool\n"
+        "@tool(writes=True)\n"
+        "def save(text: str) -> str:\n"
+        "    return text\n"
+        "runtime = ToolRuntime()\n"
+        "runtime.register(save)\n"
+        "with runtime.plan('p', approver=lambda request: True) as ctx:\n"
+        "    assert runtime.execute('save', {'text': 'x'}, ctx).success\n"
+    )
+    loaded = _loaded_after(asked)
+    assert {"toolcycle.approvals", "toolcycle.agent._approve"} <= set(loaded)

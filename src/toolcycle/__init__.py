@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._version import __version__
-from toolcycle.approvals import ApprovalDecision, ApprovalRequest, Resumption, current_resumption
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.callables import AsyncFunctionTool, FunctionTool, tool, wrap
 from toolcycle.cancellation import CancellationToken
@@ -72,10 +71,20 @@ from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
 from toolcycle.validation import ValidationLimits
 
 if TYPE_CHECKING:
+    from toolcycle.approvals import (
+        ApprovalDecision,
+        ApprovalRequest,
+        Resumption,
+        current_resumption,
+    )
     from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
     from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
 
 _LAZY = {
+    "ApprovalDecision": "toolcycle.approvals",
+    "ApprovalRequest": "toolcycle.approvals",
+    "Resumption": "toolcycle.approvals",
+    "current_resumption": "toolcycle.approvals",
     "Guardrail": "toolcycle.guardrails",
     "GuardrailCall": "toolcycle.guardrails",
     "GuardrailDecision": "toolcycle.guardrails",
@@ -84,7 +93,8 @@ _LAZY = {
     "RollbackReport": "toolcycle.rollback",
     "UndoOutcome": "toolcycle.rollback",
 }
-"""Public names whose module loads on first use: many programs never guard or roll back."""
+"""Public names whose module loads on first use: many programs never ask for approval, guard
+or roll back."""
 
 
 def __getattr__(name: str) -> Any:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
+from toolcycle._approval_rule import ApprovalRule, needs_approval
 from toolcycle._value import FrozenValue
 
 if TYPE_CHECKING:
@@ -267,30 +268,6 @@ Approver: TypeAlias = (
 
 ``True`` means approve and ``False`` deny (with a generic reason).
 """
-
-ApprovalRule: TypeAlias = "Literal['writes', 'all', 'flagged'] | Callable[[ToolDescriptor], bool]"
-"""Which calls of a plan need approval; see `needs_approval`."""
-
-
-def needs_approval(descriptor: ToolDescriptor, rule: ApprovalRule) -> bool:
-    """Whether a call of the tool needs approval under a plan's rule.
-
-    A tool's own ``capability.requires_approval`` is honoured by the named rules:
-    True always asks, False never asks under ``"writes"``.
-
-    - ``"writes"`` (the default): tools that write, and tools that ask for it;
-    - ``"all"``: every call;
-    - ``"flagged"``: only tools whose capability says ``requires_approval=True``;
-    - a callable: whatever it returns for the descriptor (it decides alone).
-    """
-    flag = descriptor.capability.requires_approval
-    if callable(rule):
-        return bool(rule(descriptor))
-    if rule == "all" or flag is True:
-        return True
-    if rule == "flagged" or flag is False:
-        return False
-    return descriptor.capability.writes
 
 
 class ApprovalLedger(Protocol):

@@ -1,22 +1,18 @@
-"""Approvals: the pipeline's approval step, and resuming deferred calls through the ledger."""
+"""Approvals: the pipeline's approval step, and resuming deferred calls through the ledger.
+
+Every call asks `Approvals.needed`, which reads the tool's capability and the
+plan's rule only. What asking, deciding and resuming take (``toolcycle.approvals``
+and ``toolcycle.agent._approve``) is imported by the first call that needs an
+approval or a resume: most programs never ask.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.agent._approve import (
-    DENIED,
-    PENDING,
-    check_resume,
-    decision_from,
-    denial,
-    no_approver,
-    pending_for,
-    record_of,
-    request_for,
-)
-from toolcycle.approvals import ApprovalDecision, Resumption, _resumption, needs_approval
+from toolcycle._approval_rule import needs_approval
 from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
@@ -27,7 +23,7 @@ from toolcycle.tracing import get_logger, lifecycle_event
 if TYPE_CHECKING:
     from contextvars import Token
 
-    from toolcycle.approvals import ApprovalLedger, ApprovalRequest
+    from toolcycle.approvals import ApprovalDecision, ApprovalLedger, ApprovalRequest, Resumption
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, PendingApproval
     from toolcycle.runtime._shared import Call, Catalog, Entry, Runner, Settings
@@ -62,6 +58,8 @@ class Approvals:
 
     def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
         """Ask the plan's approver from sync code; None means run the call."""
+        from toolcycle.agent._approve import decision_from, no_approver
+
         request = self._request(call, entry, data)
         approver = call.ctx.approver
         if approver is None:
@@ -78,6 +76,8 @@ class Approvals:
 
     async def aask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
         """Ask the plan's approver from async code (a sync one runs on the pool)."""
+        from toolcycle.agent._approve import decision_from, no_approver
+
         request = self._request(call, entry, data)
         approver = call.ctx.approver
         if approver is None:
@@ -98,6 +98,8 @@ class Approvals:
         return self._decided(call, request, decision_from(answer, request))
 
     def _request(self, call: Call, entry: Entry, data: dict[str, Any]) -> ApprovalRequest:
+        from toolcycle.agent._approve import request_for
+
         return request_for(
             entry.descriptor,
             data,
@@ -111,6 +113,8 @@ class Approvals:
         self, call: Call, request: ApprovalRequest, decision: ApprovalDecision
     ) -> ToolResult | None:
         """Record the decision; the result to return for a denial or a deferral."""
+        from toolcycle.agent._approve import PENDING, pending_for, record_of
+
         lifecycle_event(
             "tool.approval",
             tool=call.name,
@@ -141,6 +145,8 @@ class Approvals:
 
     def denied(self, call: Call, decision: ApprovalDecision) -> ToolResult:
         """Trace the call as denied; the failed result to answer with."""
+        from toolcycle.agent._approve import DENIED, denial
+
         message = denial(call.name, decision)
         trace = self._steps.emit(call, "denied", error_message=message, error_type=DENIED)
         error = trace.error if trace is not None else message  # redacted by the trace
@@ -156,7 +162,8 @@ class Resumer:
         catalog: the registered tools (a resumed call's tool must still exist).
         runner: runs an approved call (the pipeline).
         settings: the runtime's shared settings (whether it is closed).
-        ledger: where each resumed call is claimed, so that none runs twice.
+        ledger: where each resumed call is claimed, so that none runs twice; None
+            for a `MemoryApprovalLedger`, made by the first resume.
     """
 
     def __init__(
@@ -166,14 +173,26 @@ class Resumer:
         catalog: Catalog,
         runner: Runner,
         settings: Settings,
-        ledger: ApprovalLedger,
+        ledger: ApprovalLedger | None,
     ) -> None:
         self._approvals = approvals
         self._steps = steps
         self._catalog = catalog
         self._runner = runner
         self._settings = settings
-        self.ledger = ledger
+        self._ledger = ledger
+        self._making = threading.Lock()  # two first resumes must share one ledger
+
+    @property
+    def ledger(self) -> ApprovalLedger:
+        """The ledger resumed calls are claimed in."""
+        if self._ledger is None:
+            with self._making:
+                if self._ledger is None:
+                    from toolcycle.approvals import MemoryApprovalLedger
+
+                    self._ledger = MemoryApprovalLedger()
+        return self._ledger
 
     def resume(
         self,
@@ -184,6 +203,8 @@ class Resumer:
         idle_timeout: float | None,
     ) -> ToolResult:
         """Claim the call, then run it or deny it (see `ToolRuntime.resume`)."""
+        from toolcycle.approvals import _resumption
+
         record, chosen, approval = self._claim(pending, decision, ctx)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
@@ -205,6 +226,8 @@ class Resumer:
         idle_timeout: float | None,
     ) -> ToolResult:
         """Async twin of `resume`."""
+        from toolcycle.approvals import _resumption
+
         record, chosen, approval = self._claim(pending, decision, ctx)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
@@ -222,6 +245,8 @@ class Resumer:
         self, pending: Any, decision: Any, ctx: ToolExecutionContext
     ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
         """Check a resume and claim the call in the ledger (see `ToolRuntime.resume`)."""
+        from toolcycle.agent._approve import check_resume, record_of
+
         self._settings.check_open()
 
         def precheck(record: PendingApproval) -> None:
@@ -260,6 +285,8 @@ class Resumer:
 
 
 def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
+    from toolcycle.approvals import ApprovalDecision
+
     error = f"{type(exc).__name__}: {error_text(exc)}"
     scrub = call.record.scrub  # the approver may have quoted an argument
     _log.warning(
@@ -275,6 +302,8 @@ def _resuming(
     record: PendingApproval, decision: ApprovalDecision
 ) -> Token[Resumption | None] | None:
     """Hand the answer to a tool that deferred its own call; the token to undo it with."""
+    from toolcycle.approvals import Resumption, _resumption
+
     if record.request is None:
         return None
     return _resumption.set(Resumption(record.request, decision.reply, record.approval_id))

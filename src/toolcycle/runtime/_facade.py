@@ -7,7 +7,6 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
-from toolcycle.approvals import MemoryApprovalLedger
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
@@ -158,10 +157,11 @@ class ToolRuntime:
             abandon_timeout=abandon_timeout,
         )
         self._steps = steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
-        ledger = approval_ledger if approval_ledger is not None else MemoryApprovalLedger()
         approvals = Approvals(steps, invoker, settings)
         self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
-        self._resumer = Resumer(approvals, steps, self._tools, self._pipeline, settings, ledger)
+        self._resumer = Resumer(
+            approvals, steps, self._tools, self._pipeline, settings, approval_ledger
+        )
 
     @functools.cached_property
     def _dispatcher(self) -> Dispatcher:

@@ -99,8 +99,10 @@ class McpServer:
             ``mode="auto"`` always speaks its own era, as with the SDK's ``Client``.
         requests: handlers for what servers ask during a call, shared by
             several servers (`McpRequests`); the next four win over it.
-        on_elicit, on_sample, roots, on_log: see `McpRequests` and
-            docs/sources/mcp.md.
+        on_elicit: answers elicitations (see `McpRequests` and docs/sources/mcp.md).
+        on_sample: runs the host's model for sampling requests.
+        roots: the roots to list to the server.
+        on_log: sees every log message the server sends.
     """
 
     skip_invalid_schemas = True
