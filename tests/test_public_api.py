@@ -791,6 +791,19 @@ def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
         _ = toolcycle.Checkpiont  # type: ignore[attr-defined]
 
 
+def test_the_lazily_loaded_modules_are_attributes_of_the_package_as_before() -> None:
+    """``toolcycle.approvals`` and its siblings work after a bare ``import toolcycle``."""
+    probe = (
+        "import sys, toolcycle\n"
+        "assert 'toolcycle.rollback' not in sys.modules\n"
+        "assert toolcycle.rollback.Checkpoint is toolcycle.Checkpoint\n"
+        "assert toolcycle.approvals.FileApprovalLedger.__name__ == 'FileApprovalLedger'\n"
+        "assert callable(toolcycle.guardrails.allow)\n"
+        "assert {'approvals', 'guardrails', 'rollback'} <= set(dir(toolcycle))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
+
+
 def test_a_first_call_loads_jsonschema_but_not_structlog_while_logging_is_off() -> None:
     """Validation needs jsonschema; an unconfigured host's logging never loads structlog."""
     first_call = (

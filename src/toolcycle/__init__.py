@@ -96,20 +96,26 @@ _LAZY = {
 """Public names whose module loads on first use: many programs never ask for approval, guard
 or roll back."""
 
+_LAZY_MODULES = frozenset({"approvals", "guardrails", "rollback"})
+"""Those modules themselves, which ``import toolcycle`` used to load: ``toolcycle.rollback``
+still works without its own import."""
+
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"toolcycle.{name}")  # which sets the attribute
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolcycle' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # found directly from now on
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
 
 
 __all__ = [
