@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -535,6 +536,32 @@ def test_in_one_step_only_the_first_call_needing_approval_asks(use_async: bool) 
     assert "__interrupt__" not in done
 
 
+def _note_and_send(
+    runtime: ToolRuntime, ctx: ToolExecutionContext, note: str, use_async: bool
+) -> Callable[[Any], Any]:
+    """A graph whose first step calls ``note`` and ``send`` together; what runs it."""
+    config = {"configurable": {"thread_id": f"{note}-{use_async}"}}
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("done")
+        calls = [_call("n1", note, {"text": "hi"}), _call("t1", "send", {"to": "ann"})]
+        return AIMessage("", tool_calls=calls)
+
+    agent = _agent(
+        ScriptedChatModel(respond=respond),
+        langchain_tools(runtime, ctx),
+        checkpointer=InMemorySaver(),
+    )
+
+    def run(value: Any) -> Any:
+        if use_async:
+            return asyncio.run(asyncio.wait_for(agent.ainvoke(value, config), WAIT))
+        return agent.invoke(value, config)
+
+    return run
+
+
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_a_call_of_the_paused_step_does_not_run_again_when_it_resumes(use_async: bool) -> None:
     """LangGraph runs the node again on resume; the answer of the call that ran is replayed."""
@@ -548,30 +575,50 @@ def test_a_call_of_the_paused_step_does_not_run_again_when_it_resumes(use_async:
         return "noted"
 
     runtime.register(note)
-    config = {"configurable": {"thread_id": f"sibling-{use_async}"}}
-
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if isinstance(messages[-1], ToolMessage):
-            return AIMessage("done")
-        calls = [_call("n1", "note", {"text": "hi"}), _call("t1", "send", {"to": "ann"})]
-        return AIMessage("", tool_calls=calls)
-
-    def run(agent: Any, value: Any) -> Any:
-        if use_async:
-            return asyncio.run(asyncio.wait_for(agent.ainvoke(value, config), WAIT))
-        return agent.invoke(value, config)
-
     with runtime, runtime.plan(approver=_defer) as ctx:
-        agent = _agent(
-            ScriptedChatModel(respond=respond),
-            langchain_tools(runtime, ctx),
-            checkpointer=InMemorySaver(),
-        )
-        run(agent, {"messages": [("user", "note and send")]})
-        done = run(agent, Command(resume=True))
+        run = _note_and_send(runtime, ctx, "note", use_async)
+        run({"messages": [("user", "note and send")]})
+        done = run(Command(resume=True))
     assert notes == ["hi"] and sent == ["ann"]
     answers = {m.tool_call_id: m.content for m in done["messages"] if isinstance(m, ToolMessage)}
     assert answers == {"n1": "noted", "t1": "sent to ann"}
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_step_pauses_only_once_its_running_calls_have_answered(use_async: bool) -> None:
+    """A call still running when its step pauses answers first, so resuming replays it.
+
+    LangGraph abandons a node's other calls when one of them pauses the run; a sync
+    tool's body already running on a thread would finish unremembered and run again.
+    """
+    runtime, _, sent = _send_setup()
+    started, gate, asked = threading.Event(), threading.Event(), threading.Event()
+    notes: list[str] = []
+
+    @tool(writes=False)
+    def slow_note(text: str) -> str:
+        """Keep a note, once the test lets it."""
+        started.set()
+        assert gate.wait(WAIT)
+        notes.append(text)
+        return "noted"
+
+    def defer(request: Any) -> ApprovalDecision:
+        asked.set()
+        return ApprovalDecision.defer("a person decides")
+
+    runtime.register(slow_note)
+    with runtime, runtime.plan(approver=defer) as ctx:
+        run = _note_and_send(runtime, ctx, "slow_note", use_async)
+        first = threading.Thread(target=run, args=({"messages": [("user", "go")]},))
+        first.start()
+        # The call that pauses has asked while the other one is still running.
+        assert started.wait(WAIT) and asked.wait(WAIT)
+        gate.set()
+        first.join(WAIT)
+        assert not first.is_alive()
+        run(Command(resume=True))
+    assert notes == ["hi"] and sent == ["ann"]
 
 
 def test_the_answers_kept_for_re_runs_are_bounded(runtime: ToolRuntime) -> None:

@@ -7,6 +7,7 @@ what has to hold across those runs of a node (see `GraphSteps`).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
@@ -18,18 +19,21 @@ from pydantic import ValidationError
 from toolcycle import ApprovalDecision
 
 try:
+    from langgraph.errors import GraphInterrupt
     from langgraph.types import interrupt
 
     _interrupt: Callable[[Any], Any] | None = interrupt
+    _PAUSES: tuple[type[BaseException], ...] = (GraphInterrupt,)
 except ImportError:  # pragma: no cover - without LangGraph a deferred call stays pending
     _interrupt = None
+    _PAUSES = ()
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle import PendingApproval
 
-__all__ = ["GraphSteps", "Key", "Resume", "graph_key"]
+__all__ = ["GraphSteps", "Key", "Pause", "Resume", "graph_key"]
 
 
 class Resume(NamedTuple):
@@ -37,6 +41,12 @@ class Resume(NamedTuple):
 
     pending: PendingApproval
     decision: ApprovalDecision | bool
+
+
+class Pause(NamedTuple):
+    """The graph pauses for a decision: raise ``error`` once the step's other calls answered."""
+
+    error: BaseException
 
 
 Key: TypeAlias = tuple[str, str, str]
@@ -57,11 +67,17 @@ class GraphSteps:
     that needs a decision asks for one; any other is told to call again. The record the
     graph showed is the one resumed, so the runtime's ledger claims the call a person
     saw. And in a step where a call asked, the other calls' answers are replayed when
-    the node runs again rather than their tools run twice.
+    the node runs again rather than their tools run twice: the pause waits until the
+    calls of its step that are running have answered (`enter`, `leave`, `await_others`),
+    because LangGraph abandons them when the node raises, and a sync tool's body that
+    was cancelled mid-run still finishes on its thread, unremembered.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._running: dict[tuple[str, str], int] = {}
+        self._waiting: dict[tuple[str, str], list[asyncio.Future[None]]] = {}
         self._askers: dict[tuple[str, str], str] = {}
         self._shown: dict[Key, PendingApproval] = {}
         self._answers: OrderedDict[Key, ToolMessage] = OrderedDict()
@@ -83,11 +99,57 @@ class GraphSteps:
                     self._answers.popitem(last=False)
         return answer
 
-    def settle(self, key: Key | None, pending: PendingApproval) -> Resume | str | None:
-        """The record and decision to resume with, pausing the graph first if need be.
+    def enter(self, key: Key | None) -> None:
+        """Count a call of a graph step as running (see `leave`)."""
+        if key is not None:
+            with self._lock:
+                self._running[key[:2]] = self._running.get(key[:2], 0) + 1
+
+    def leave(self, key: Key | None) -> None:
+        """The call answered (or failed): wake a pause that waits for it."""
+        if key is None:
+            return
+        step = key[:2]
+        with self._lock:
+            left = self._running[step] - 1
+            if left:
+                self._running[step] = left
+            else:
+                del self._running[step]
+            self._changed.notify_all()
+            woken = self._waiting.pop(step, []) if left <= 1 else []
+        for waiter in woken:
+            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+
+    def wait_others(self, key: Key) -> None:
+        """From a sync call about to pause: until the other running calls of its step answer.
+
+        The calls of a sync ``ToolNode`` step run on an executor's threads; one not
+        started yet is not waited for, and runs to its end when the executor closes.
+        """
+        step = key[:2]
+        with self._changed:
+            self._changed.wait_for(lambda: self._running.get(step, 0) <= 1)
+
+    async def await_others(self, key: Key) -> None:
+        """Async twin of `wait_others`, for calls that run as tasks of one loop."""
+        # The step's calls were all scheduled before this one ran: one turn of the
+        # loop lets each take its first step, where it enters, before they are counted.
+        await asyncio.sleep(0)
+        step = key[:2]
+        with self._lock:
+            if self._running.get(step, 0) <= 1:
+                return
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(step, []).append(waiter)
+        await waiter
+
+    def settle(self, key: Key | None, pending: PendingApproval) -> Resume | Pause | str | None:
+        """The record and decision to resume with, or the pause that asks for them.
 
         Returns the error text for a call that may not ask in this step, and None
         outside a graph run (or without a tool call id), where nothing can pause.
+        A `Pause` is for the caller to raise once the step's other calls answered.
         """
         if key is None or _interrupt is None:
             return None
@@ -100,10 +162,18 @@ class GraphSteps:
             shown = self._shown.get(key)
             if shown is None or shown.fingerprint != pending.fingerprint:
                 shown = self._shown[key] = pending
-        answer = _interrupt(_approval_request(shown))  # pauses the graph the first time
+        try:
+            answer = _interrupt(_approval_request(shown))  # pauses the graph the first time
+        except _PAUSES as pause:
+            return Pause(pause)
         with self._lock:
             self._shown.pop(key, None)
         return Resume(shown, _decision(answer))
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # its pause may have been cancelled meanwhile
+        waiter.set_result(None)
 
 
 def graph_key(tool_call_id: str | None) -> Key | None:

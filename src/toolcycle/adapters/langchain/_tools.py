@@ -10,7 +10,7 @@ from pydantic import PrivateAttr
 
 from toolcycle import ToolApprovalError
 from toolcycle.adapters.langchain._blocks import content_blocks
-from toolcycle.adapters.langchain._graph import GraphSteps, graph_key
+from toolcycle.adapters.langchain._graph import GraphSteps, Pause, graph_key
 
 if TYPE_CHECKING:
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
@@ -78,20 +78,32 @@ class _RuntimeTool(BaseTool):
         earlier = self._graph.replay(key)
         if earlier is not None:
             return earlier
-        return self._graph.remember(key, self._call(arguments, tool_call_id, key))
+        self._graph.enter(key)
+        try:
+            return self._graph.remember(key, self._call(arguments, tool_call_id, key))
+        finally:
+            self._graph.leave(key)
 
     async def _arun(self, arguments: str | dict[str, Any], tool_call_id: str | None) -> Any:
         key = graph_key(tool_call_id)
         earlier = self._graph.replay(key)
         if earlier is not None:
             return earlier
-        return self._graph.remember(key, await self._acall(arguments, tool_call_id, key))
+        self._graph.enter(key)
+        try:
+            return self._graph.remember(key, await self._acall(arguments, tool_call_id, key))
+        finally:
+            self._graph.leave(key)
 
     def _call(self, arguments: Any, tool_call_id: str | None, key: Key | None) -> Any:
         call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
         result = self._runtime.call(call, self._plan)
         if result.pending is not None:
             settled = self._graph.settle(key, result.pending)
+            if isinstance(settled, Pause):
+                assert key is not None  # only a call in a graph step pauses
+                self._graph.wait_others(key)
+                raise settled.error
             if isinstance(settled, str):
                 return self._reply(tool_call_id, error=settled)
             if settled is not None:
@@ -106,6 +118,10 @@ class _RuntimeTool(BaseTool):
         result = await self._runtime.acall(call, self._plan)
         if result.pending is not None:
             settled = self._graph.settle(key, result.pending)
+            if isinstance(settled, Pause):
+                assert key is not None  # only a call in a graph step pauses
+                await self._graph.await_others(key)
+                raise settled.error
             if isinstance(settled, str):
                 return self._reply(tool_call_id, error=settled)
             if settled is not None:
