@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import inspect
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from toolcycle import (
+    Audio,
     CachePolicy,
     File,
     GuardrailDecision,
     Image,
+    RedactionPolicy,
+    ResourceLink,
     Text,
     ToolReturn,
     ValidationLimits,
 )
-from toolcycle._value import FrozenValue
+from toolcycle._value import FrozenValue, frozen_value
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
@@ -81,3 +87,77 @@ def test_the_public_values_stay_frozen_dataclasses_with_their_behaviour() -> Non
     assert hash(ValidationLimits()) == hash(ValidationLimits())
     assert {GuardrailDecision("allow"), GuardrailDecision("allow")} == {GuardrailDecision("allow")}
     assert CachePolicy(ttl=5) == CachePolicy(ttl=5) != CachePolicy(ttl=6)
+
+
+_FROZEN_VALUES = (Text, Image, Audio, File, ResourceLink, ToolReturn)
+_FROZEN_VALUES += (CachePolicy, ValidationLimits, RedactionPolicy)
+
+
+@pytest.mark.parametrize("cls", _FROZEN_VALUES, ids=lambda cls: cls.__name__)
+def test_a_frozen_values_init_takes_its_fields_in_order_with_their_defaults(cls: type) -> None:
+    """Its own ``__init__`` matches its fields, so ``replace`` and introspection stay right."""
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    declared = [f for f in dataclasses.fields(cls) if f.init]
+    assert [p.name for p in parameters] == [f.name for f in declared]
+    for parameter, declared_field in zip(parameters, declared, strict=True):
+        assert parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        if cls is ToolReturn:  # its content is any iterable of parts, kept as a tuple
+            continue
+        expected = (
+            inspect.Parameter.empty
+            if declared_field.default is dataclasses.MISSING
+            else declared_field.default
+        )
+        assert parameter.default == expected, f"{cls.__name__}.{parameter.name}"
+    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert "__slots__" in cls.__dict__  # slotted, as before: no instance __dict__
+
+
+def _samples() -> list[Any]:
+    return [
+        Text("hi"),
+        Image(b"\x89PNG", "image/png"),
+        Audio(b"RIFF", "audio/wav"),
+        File(b"a,b", "text/csv", "a.csv", "file:///a.csv"),
+        ResourceLink("res://x", "x", "text/plain", "an x"),
+        ToolReturn({"n": 1}, [Text("t")], {"k": "v"}),
+        CachePolicy(ttl=5, scope="runtime"),
+        ValidationLimits(max_schema_depth=8),
+        RedactionPolicy(key_pattern="pin", min_length=4),
+    ]
+
+
+@pytest.mark.parametrize("value", _samples(), ids=lambda value: type(value).__name__)
+def test_a_frozen_value_refuses_changes_and_survives_pickle_copy_and_replace(value: Any) -> None:
+    """Assigning or deleting a field raises as a frozen dataclass does; copies are equal."""
+    name = dataclasses.fields(value)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, name, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(value, name)
+    assert pickle.loads(pickle.dumps(value)) == value
+    assert copy.copy(value) == value and copy.deepcopy(value) == value
+    assert dataclasses.replace(value) == value
+    assert dataclasses.asdict(value) == dataclasses.asdict(copy.deepcopy(value))
+
+
+def test_a_frozen_dataclass_may_subclass_a_frozen_value() -> None:
+    """The class records itself as frozen, so ``@dataclass(frozen=True)`` may extend it."""
+
+    @dataclass(frozen=True)
+    class Captioned(Text):
+        caption: str = ""
+
+    value = Captioned("hi", "a greeting")
+    assert value.text == "hi" and value.caption == "a greeting"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.caption = "no"  # type: ignore[misc]
+
+
+def test_frozen_value_refuses_a_class_without_its_own_init() -> None:
+    """The decorator generates no ``__init__``: a class that lacks one is told so at once."""
+    with pytest.raises(TypeError, match="must define __init__"):
+
+        @frozen_value
+        class _Bare(FrozenValue):
+            x: int

@@ -180,7 +180,7 @@ ALLOWED = {
     "agent._messages": set(),
     "agent._parts": {"content"},
     "content": {"_value"},
-    "redaction": {"validation._applicators"},
+    "redaction": {"_value", "validation._applicators"},
     "validation._applicators": set(),
     "agent._names": set(),
     "agent._schemas": set(),
@@ -747,6 +747,11 @@ _DEFERRED = (
     "toolcycle.agent._approve",
     "toolcycle.guardrails",
     "toolcycle.rollback",
+    # Loaded with the first stream, instrumentation, durable plan's call or runtime.
+    "toolcycle.runtime._stream",
+    "toolcycle.instrumentation",
+    "toolcycle.runtime._durable",
+    "toolcycle.validation._limits",
 )
 
 
@@ -786,6 +791,17 @@ def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
     for name in ("Guardrail", "GuardrailCall", "GuardrailDecision"):
         assert getattr(toolcycle, name) is getattr(toolcycle.guardrails, name)
         assert name in vars(toolcycle)  # the next lookup skips __getattr__
+    from toolcycle.instrumentation import Instrumentation
+    from toolcycle.runtime._stream import CallStream
+    from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
+
+    assert toolcycle.CallStream is CallStream and toolcycle.runtime.CallStream is CallStream
+    assert toolcycle.Instrumentation is Instrumentation
+    assert toolcycle.ValidationLimits is ValidationLimits
+    assert toolcycle.validation.ValidationLimits is ValidationLimits
+    assert toolcycle.validation.DRAFT_2020_12 == DRAFT_2020_12
+    with pytest.raises(AttributeError, match="no attribute 'CallStraem'"):
+        _ = toolcycle.runtime.CallStraem  # type: ignore[attr-defined]
     assert set(toolcycle.__all__) <= set(dir(toolcycle))
     with pytest.raises(AttributeError, match="no attribute 'Checkpiont'"):
         _ = toolcycle.Checkpiont  # type: ignore[attr-defined]

@@ -40,7 +40,6 @@ from toolcycle.errors import (
     ToolSchemaValidationError,
     ToolSkippedWarning,
 )
-from toolcycle.instrumentation import Instrumentation
 from toolcycle.models import (
     ApprovalRecord,
     BoundResource,
@@ -66,9 +65,8 @@ from toolcycle.protocols import PlanHost, ToolInstance, ToolSource
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import CachePolicy, ResultCache
 from toolcycle.retries import RetryPolicy
-from toolcycle.runtime import CallStream, ToolRuntime
+from toolcycle.runtime import ToolRuntime
 from toolcycle.tracing import NullTracer, StructlogTracer, TraceListener, Tracer
-from toolcycle.validation import ValidationLimits
 
 if TYPE_CHECKING:
     from toolcycle.approvals import (
@@ -78,7 +76,10 @@ if TYPE_CHECKING:
         current_resumption,
     )
     from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
+    from toolcycle.instrumentation import Instrumentation
     from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
+    from toolcycle.runtime import CallStream
+    from toolcycle.validation import ValidationLimits
 
 _LAZY = {
     "ApprovalDecision": "toolcycle.approvals",
@@ -92,9 +93,13 @@ _LAZY = {
     "RollbackConflictError": "toolcycle.rollback",
     "RollbackReport": "toolcycle.rollback",
     "UndoOutcome": "toolcycle.rollback",
+    "CallStream": "toolcycle.runtime",
+    "Instrumentation": "toolcycle.instrumentation",
+    "ValidationLimits": "toolcycle.validation",
 }
-"""Public names whose module loads on first use: many programs never ask for approval, guard
-or roll back."""
+"""Public names whose module loads on first use: many programs never ask for approval, guard,
+roll back, stream a call or instrument the runtime, and the validation engine loads with the
+first runtime."""
 
 _LAZY_MODULES = frozenset({"approvals", "guardrails", "rollback"})
 """Those modules themselves, which ``import toolcycle`` used to load: ``toolcycle.rollback``

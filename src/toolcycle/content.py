@@ -20,10 +20,10 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 
-from toolcycle._value import FrozenValue
+from toolcycle._value import FrozenValue, frozen_value
 
 __all__ = [
     "PART_TYPES",
@@ -43,6 +43,7 @@ ContentKind: TypeAlias = Literal["text", "image", "audio", "file", "resource_lin
 """The kind of a content part, as traces and spans name it."""
 
 _T = TypeVar("_T")
+_set = object.__setattr__  # how a frozen value's __init__ sets its fields
 
 
 def _check_mime(owner: str, mime_type: object, prefix: str = "") -> None:
@@ -76,7 +77,7 @@ def _decoded(owner: str, text: str) -> bytes:
         raise ValueError(f"{owner}.from_base64 got text that is not base64: {exc}") from exc
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class Text(FrozenValue):
     """Text for the model.
 
@@ -87,12 +88,13 @@ class Text(FrozenValue):
     text: str
     type: ClassVar[Literal["text"]] = "text"
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.text, str):
-            raise TypeError(f"Text.text must be a str, got {type(self.text).__name__}")
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"Text.text must be a str, got {type(text).__name__}")
+        _set(self, "text", text)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class Image(FrozenValue):
     """An image for the model, as raw bytes.
 
@@ -109,9 +111,10 @@ class Image(FrozenValue):
     mime_type: str
     type: ClassVar[Literal["image"]] = "image"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _raw("Image", self.data))
-        _check_mime("Image", self.mime_type, "image/")
+    def __init__(self, data: bytes, mime_type: str) -> None:
+        _set(self, "data", _raw("Image", data))
+        _check_mime("Image", mime_type, "image/")
+        _set(self, "mime_type", mime_type)
 
     @classmethod
     def from_base64(cls, data: str, mime_type: str) -> Image:
@@ -123,7 +126,7 @@ class Image(FrozenValue):
         return cls(_decoded("Image", data), mime_type)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class Audio(FrozenValue):
     """Audio for the model, as raw bytes.
 
@@ -140,9 +143,10 @@ class Audio(FrozenValue):
     mime_type: str
     type: ClassVar[Literal["audio"]] = "audio"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _raw("Audio", self.data))
-        _check_mime("Audio", self.mime_type, "audio/")
+    def __init__(self, data: bytes, mime_type: str) -> None:
+        _set(self, "data", _raw("Audio", data))
+        _check_mime("Audio", mime_type, "audio/")
+        _set(self, "mime_type", mime_type)
 
     @classmethod
     def from_base64(cls, data: str, mime_type: str) -> Audio:
@@ -154,7 +158,7 @@ class Audio(FrozenValue):
         return cls(_decoded("Audio", data), mime_type)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class File(FrozenValue):
     """A document or any other file for the model, as raw bytes.
 
@@ -176,9 +180,14 @@ class File(FrozenValue):
     uri: str | None = None
     type: ClassVar[Literal["file"]] = "file"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _raw("File", self.data))
-        _check_mime("File", self.mime_type)
+    def __init__(
+        self, data: bytes, mime_type: str, name: str | None = None, uri: str | None = None
+    ) -> None:
+        _set(self, "data", _raw("File", data))
+        _check_mime("File", mime_type)
+        _set(self, "mime_type", mime_type)
+        _set(self, "name", name)
+        _set(self, "uri", uri)
 
     @classmethod
     def from_base64(
@@ -192,7 +201,7 @@ class File(FrozenValue):
         return cls(_decoded("File", data), mime_type, name, uri)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class ResourceLink(FrozenValue):
     """A link to a resource the model may ask for, rather than its content.
 
@@ -209,9 +218,19 @@ class ResourceLink(FrozenValue):
     description: str | None = None
     type: ClassVar[Literal["resource_link"]] = "resource_link"
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.uri, str) or not self.uri:
-            raise ValueError(f"ResourceLink.uri must be a non-empty str, got {self.uri!r}")
+    def __init__(
+        self,
+        uri: str,
+        name: str | None = None,
+        mime_type: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        if not isinstance(uri, str) or not uri:
+            raise ValueError(f"ResourceLink.uri must be a non-empty str, got {uri!r}")
+        _set(self, "uri", uri)
+        _set(self, "name", name)
+        _set(self, "mime_type", mime_type)
+        _set(self, "description", description)
 
 
 ContentPart: TypeAlias = Text | Image | Audio | File | ResourceLink
@@ -221,7 +240,7 @@ PART_TYPES: frozenset[type] = frozenset({Text, Image, Audio, File, ResourceLink}
 """The classes of `ContentPart`, for checks by exact type."""
 
 
-@dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)
+@frozen_value
 class ToolReturn(FrozenValue, Generic[_T]):
     """A tool's return that says apart what the host, the model and nobody else get.
 
@@ -250,9 +269,9 @@ class ToolReturn(FrozenValue, Generic[_T]):
     ) -> None:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"ToolReturn.metadata must be a mapping, got {type(metadata).__name__}")
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "content", parts_of(content, "ToolReturn.content"))
-        object.__setattr__(self, "metadata", dict(metadata or {}))
+        _set(self, "value", value)
+        _set(self, "content", parts_of(content, "ToolReturn.content"))
+        _set(self, "metadata", dict(metadata or {}))
 
 
 def parts_of(content: object, where: str) -> tuple[ContentPart, ...]:

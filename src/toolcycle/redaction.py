@@ -25,9 +25,10 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from toolcycle._value import FrozenValue, frozen_value
 from toolcycle.validation._applicators import Applied, SchemaReader
 
 __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "RedactionPolicy"]
@@ -61,8 +62,8 @@ the same digits out of every message of the call.
 """
 
 
-@dataclass(frozen=True, slots=True)
-class RedactionPolicy:
+@frozen_value
+class RedactionPolicy(FrozenValue):
     """Which argument values are secret, for `ToolRuntime(redaction=...)`.
 
     Attributes:
@@ -84,14 +85,25 @@ class RedactionPolicy:
     _readers: dict[int, SchemaReader] = field(init=False, repr=False, compare=False)
     _hits: dict[str, bool] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        for pattern in (self.key_pattern, self.safe_keys):
+    def __init__(
+        self,
+        key_pattern: str | None = DEFAULT_SENSITIVE_KEYS,
+        schema_marks: bool = True,
+        min_length: int = 3,
+        safe_keys: str | None = DEFAULT_SAFE_KEYS,
+    ) -> None:
+        for pattern in (key_pattern, safe_keys):
             # A pattern of the caller's is compiled now, so that a bad one fails here.
             # The defaults wait for the first key judged: import builds a default policy.
             if pattern is not None and pattern not in (DEFAULT_SENSITIVE_KEYS, DEFAULT_SAFE_KEYS):
                 _compile(pattern)
-        object.__setattr__(self, "_readers", {})
-        object.__setattr__(self, "_hits", {})  # key -> whether the pattern makes it secret
+        _set = object.__setattr__
+        _set(self, "key_pattern", key_pattern)
+        _set(self, "schema_marks", schema_marks)
+        _set(self, "min_length", min_length)
+        _set(self, "safe_keys", safe_keys)
+        _set(self, "_readers", {})
+        _set(self, "_hits", {})  # key -> whether the pattern makes it secret
 
     def secrets(self, arguments: Any, schema: Any) -> tuple[str, ...]:
         """The sensitive values (and keys) in ``arguments``, longest first, as text shows them."""

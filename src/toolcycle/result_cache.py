@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolcycle._value import FrozenValue
+from toolcycle._value import FrozenValue, frozen_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
@@ -34,10 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["CachePolicy", "ResultCache"]
 
 _DEFAULT_ENTRIES = 1024
+_set = object.__setattr__  # how a frozen value's __init__ sets its fields
 _DEFAULT_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class CachePolicy(FrozenValue):
     """How long a tool's results are kept, under which key, and for whom.
 
@@ -61,17 +61,24 @@ class CachePolicy(FrozenValue):
     key: Callable[[dict[str, Any]], Any] | None = None
     scope: Literal["plan", "runtime"] = "plan"
 
-    def __post_init__(self) -> None:
-        ttl = self.ttl
+    def __init__(
+        self,
+        ttl: float,
+        key: Callable[[dict[str, Any]], Any] | None = None,
+        scope: Literal["plan", "runtime"] = "plan",
+    ) -> None:
         if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf:
             raise ValueError(
                 f"ttl must be positive, finite seconds, got {ttl!r}; "
                 "for example CachePolicy(ttl=60) keeps results for a minute"
             )
-        if self.scope not in ("plan", "runtime"):
-            raise ValueError(f"scope must be 'plan' or 'runtime', got {self.scope!r}")
-        if self.key is not None and not callable(self.key):
-            raise TypeError(f"key must be a function of the input or None, got {self.key!r}")
+        if scope not in ("plan", "runtime"):
+            raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
+        if key is not None and not callable(key):
+            raise TypeError(f"key must be a function of the input or None, got {key!r}")
+        _set(self, "ttl", ttl)
+        _set(self, "key", key)
+        _set(self, "scope", scope)
 
 
 class ResultCache:

@@ -21,7 +21,19 @@ durable plan's call whole to its engine, to record or replay. They never import 
 ``_facade`` builds them and hands each the others it needs.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from toolcycle.runtime._facade import ToolRuntime
-from toolcycle.runtime._stream import CallStream
+
+if TYPE_CHECKING:
+    from toolcycle.runtime._stream import CallStream
 
 __all__ = ["CallStream", "ToolRuntime"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CallStream":  # its module loads with the first stream, or here
+        from toolcycle.runtime._stream import CallStream
+
+        return CallStream
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,6 @@ from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
-from toolcycle.runtime._stream import CallStream
 from toolcycle.tracing import StructlogTracer
 
 if TYPE_CHECKING:
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._dispatcher import Dispatcher
     from toolcycle.runtime._shared import PlanOptions
+    from toolcycle.runtime._stream import CallStream
     from toolcycle.tracing import TraceListener, Tracer
     from toolcycle.validation import ValidationLimits
 
@@ -433,6 +433,8 @@ class ToolRuntime:
         wait for a slow consumer, the oldest dropped first. See docs/concepts/progress.md.
         Raises as `aexecute`, from the iteration; a bad ``max_buffered`` raises at once.
         """
+        from toolcycle.runtime._stream import CallStream  # loaded by the first stream
+
         run = self._pipeline.aexecute
         return CallStream(
             lambda listen: run(name, params, ctx, timeout, idle_timeout, progress=listen),
@@ -516,6 +518,8 @@ class ToolRuntime:
 
         As `astream` for a model's tool call; raises only as `acall` does.
         """
+        from toolcycle.runtime._stream import CallStream
+
         run = self._dispatcher.acall
         return CallStream(
             lambda listen: run(tool_call, ctx, timeout, idle_timeout, listen), max_buffered

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from toolcycle.agent._dispatch import REFUSED, refusal
 from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.models import ToolResult, Validation
-from toolcycle.runtime._durable import arun_durably, run_durably
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
 from toolcycle.runtime._running import ToolStages
@@ -140,6 +139,8 @@ class CallPipeline:
         """`_run` under the plan's durable engine, which records the call or replays it."""
         # Its own method: a closure in `execute` would make a cell of each of its
         # variables on every call, durable or not.
+        from toolcycle.runtime._durable import run_durably  # durable plans are rare
+
         engine = call.ctx.durable
         assert engine is not None  # the caller checked
         return run_durably(
@@ -178,6 +179,8 @@ class CallPipeline:
         self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
     ) -> ToolResult:
         """Async twin of `_durably`."""
+        from toolcycle.runtime._durable import arun_durably
+
         engine = call.ctx.durable
         assert engine is not None  # the caller checked
         return await arun_durably(

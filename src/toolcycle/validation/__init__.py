@@ -38,11 +38,10 @@ about a third of what ``import toolcycle`` would otherwise cost.
 
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
-
 if TYPE_CHECKING:
     from toolcycle.validation._compiled import CompiledSchema, validate_input, validate_output
     from toolcycle.validation._compiler import VALIDATOR_BACKENDS, SchemaCompiler
+    from toolcycle.validation._limits import DRAFT_2020_12, ValidationLimits
 
 __all__ = [
     "DRAFT_2020_12",
@@ -56,6 +55,7 @@ __all__ = [
 
 _COMPILED = frozenset({"CompiledSchema", "validate_input", "validate_output"})
 _COMPILER = frozenset({"SchemaCompiler", "VALIDATOR_BACKENDS"})
+_LIMITS = frozenset({"DRAFT_2020_12", "ValidationLimits"})
 
 
 def __getattr__(name: str) -> Any:
@@ -69,4 +69,8 @@ def __getattr__(name: str) -> Any:
         import toolcycle.validation._compiler as compiler
 
         return getattr(compiler, name)
+    if name in _LIMITS:
+        import toolcycle.validation._limits as limits
+
+        return getattr(limits, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,9 +6,7 @@ runtime, not with the package.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from toolcycle._value import FrozenValue
+from toolcycle._value import FrozenValue, frozen_value
 
 __all__ = ["DRAFT_2020_12", "ValidationLimits"]
 
@@ -16,7 +14,7 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen_value
 class ValidationLimits(FrozenValue):
     """Caps applied before anything reaches the validator. All are inclusive.
 
@@ -37,3 +35,20 @@ class ValidationLimits(FrozenValue):
     max_instance_depth: int = 64
     max_integer_bits: int = 4096
     max_pattern_length: int = 1_000
+
+    def __init__(
+        self,
+        max_schema_bytes: int = 1_000_000,
+        max_schema_depth: int = 64,
+        max_instance_nodes: int = 100_000,
+        max_instance_depth: int = 64,
+        max_integer_bits: int = 4096,
+        max_pattern_length: int = 1_000,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "max_schema_bytes", max_schema_bytes)
+        _set(self, "max_schema_depth", max_schema_depth)
+        _set(self, "max_instance_nodes", max_instance_nodes)
+        _set(self, "max_instance_depth", max_instance_depth)
+        _set(self, "max_integer_bits", max_integer_bits)
+        _set(self, "max_pattern_length", max_pattern_length)
