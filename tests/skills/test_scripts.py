@@ -18,6 +18,11 @@ import pytest
 
 from toolcycle import CancellationToken, NullTracer, ToolCancelledError, ToolRuntime
 from toolcycle.sources.skills import Skill, SkillDirectory, SkillLimits
+from toolcycle.sources.skills._scripts import _GRACE_SECONDS
+
+# A cancelled script ends when its reaper answers SIGTERM; only a reaper that did not
+# would leave the call waiting out the grace period. Well under it, on a loaded machine.
+PROMPT = _GRACE_SECONDS - 0.5
 
 NAME = "tool-kit"
 TOOL = f"{NAME}.run_script"
@@ -520,7 +525,7 @@ def test_cancelling_the_plan_ends_a_script_run_with_execute_at_once(runtime, tmp
         error, raised_at = outcome[0]
         assert isinstance(error, ToolCancelledError), repr(error)
         assert "stop now" in str(error)
-        assert raised_at - cancelled_at < 0.5
+        assert raised_at - cancelled_at < PROMPT
         # The script is reaped before the call returns; its grandchild has been
         # sent SIGKILL with the group and is gone a moment later.
         script, grandchild = pids
@@ -547,7 +552,7 @@ async def test_cancelling_the_plan_ends_a_script_awaited_with_aexecute_at_once(
         token.cancel("stop now")
         with pytest.raises(ToolCancelledError, match="stop now"):
             await asyncio.wait_for(task, 5)
-        assert time.monotonic() - cancelled_at < 0.5
+        assert time.monotonic() - cancelled_at < PROMPT
         assert not running(pid)
         assert group(pid) == []
 
