@@ -537,6 +537,12 @@ def print_scale(
             f"  of which what it cannot do without (asyncio, logging, one pydantic model) "
             f"= {floor_ms:.0f} ms, toolcycle's own share = {best_ms - floor_ms:.0f} ms"
         )
+    cpu_ms = module.import_cpu_ms()
+    if cpu_ms is not None:
+        print(
+            f"  import toolcycle beyond that floor in the processes' CPU time (user + system, "
+            f"median of paired rounds) = {cpu_ms:+.1f} ms"
+        )
     first = timings.get("time_scale_import_first_call")
     if first is not None:
         print(

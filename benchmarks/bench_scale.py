@@ -31,6 +31,8 @@
   loads (it should load none). The import benchmarks run in turns, one process
   of each per round, so the restated target (`benchmarks.targets`) compares
   ``import toolcycle`` with the floor of its dependencies round by round.
+  `import_cpu_ms` gives the same difference in the processes' own CPU time
+  (user and system), which a busy machine's scheduling does not add to.
 
 Threads, concurrency and input size use the jsonschema-rs backend when it is
 installed (`FAST_BACKEND`); input size also runs with jsonschema.
@@ -42,6 +44,7 @@ import asyncio
 import atexit
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -151,6 +154,9 @@ _failed: dict[str, list[int]] = {"threads": [], "concurrent": []}
 _cpu: dict[str, list[float]] = {}
 """The process's CPU time of each timed thread run, by ``"<work>_<threads>"``, kept too."""
 
+_import_cpu: dict[str, list[float]] = {}
+"""The CPU time (user and system) of each timed import process, by its program."""
+
 
 def setup() -> None:
     """Build the runtimes and inputs, warm every benchmark once and check its result."""
@@ -192,6 +198,7 @@ def setup() -> None:
         raise RuntimeError("a warm-up call on the shared plan failed")
     for code in ("pass", "import toolcycle", FLOOR, FIRST_CALL):
         _python(code)  # caches the bytecode, so that no timed run compiles
+    _import_cpu.clear()
 
 
 def teardown() -> None:
@@ -357,7 +364,11 @@ def _python(code: str) -> None:
     if code not in _warmed:
         subprocess.run([sys.executable, "-c", code], check=True, env=env)
         _warmed.add(code)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    _import_cpu.setdefault(code, []).append(used)
 
 
 def time_scale_import_toolcycle() -> None:
@@ -436,6 +447,17 @@ def loaded_extras() -> list[str]:
 def failures() -> dict[str, int]:
     """Calls of the shared plan that did not succeed, by benchmark (all should)."""
     return {name: sum(counts) for name, counts in _failed.items()}
+
+
+def import_cpu_ms() -> float | None:
+    """``import toolcycle`` beyond the floor in CPU time, ms: the median of paired rounds.
+
+    None before both have run. Rounds pair as the wall-clock target's do (setup's
+    warming runs are not counted).
+    """
+    ours, floor = _import_cpu.get("import toolcycle", []), _import_cpu.get(FLOOR, [])
+    pairs = [(a - b) * 1e3 for a, b in zip(ours, floor, strict=False)]
+    return statistics.median(pairs) if pairs else None
 
 
 def cpu_ratios() -> dict[str, float]:

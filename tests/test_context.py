@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+
 import pytest
 
 from toolcycle import BoundResource, Change, ToolExecutionContext
@@ -91,3 +94,34 @@ def test_resource_lookup_by_kind_and_name() -> None:
         ctx.resource("workspace")
     with pytest.raises(LookupError, match="no resource of kind 'database'"):
         ctx.resource("database")
+
+
+def test_the_context_init_takes_its_fields_and_its_repr_is_a_dataclass_repr() -> None:
+    """Its own ``__init__`` takes each init field by the same name, in order, with its default.
+
+    A field with a factory default takes None, which makes a fresh value, as the
+    factory did; the repr shows the fields a dataclass would, in its format.
+    """
+    parameters = list(inspect.signature(ToolExecutionContext.__init__).parameters.values())[1:]
+    declared = [f for f in dataclasses.fields(ToolExecutionContext) if f.init]
+    assert [p.name for p in parameters] == [f.name for f in declared]
+    for parameter, declared_field in zip(parameters, declared, strict=True):
+        if declared_field.default is not dataclasses.MISSING:
+            assert parameter.default == declared_field.default, parameter.name
+        elif declared_field.default_factory is not dataclasses.MISSING:
+            assert parameter.default is None, parameter.name
+        assert parameter.kind is (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if declared_field.name == "plan_id"
+            else inspect.Parameter.KEYWORD_ONLY
+        )
+    first, second = ToolExecutionContext("p"), ToolExecutionContext("p")
+    assert first.cancellation_token is not second.cancellation_token
+    assert first.metadata == {} and first.metadata is not second.metadata
+    metadata = {"tenant": "a"}
+    assert ToolExecutionContext("p", metadata=metadata).metadata is metadata  # kept, not copied
+    shown = ", ".join(
+        f"{f.name}={getattr(first, f.name)!r}" for f in dataclasses.fields(first) if f.repr
+    )
+    assert repr(first) == f"ToolExecutionContext({shown})"
+    assert repr(first).startswith("ToolExecutionContext(plan_id='p', read_only=False, ")

@@ -193,7 +193,7 @@ ALLOWED = {
     "cancellation": {"errors"},
     "_confined": set(),
     "rollback": {"_confined", "models"},
-    "context": {"approvals", "cancellation", "durable", "models", "rollback"},
+    "context": {"_value", "approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
     # models for annotations only, under TYPE_CHECKING

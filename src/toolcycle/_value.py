@@ -34,7 +34,7 @@ import reprlib
 from dataclasses import FrozenInstanceError, dataclass, field, fields
 from typing import Any, TypeVar, dataclass_transform
 
-__all__ = ["FrozenValue", "frozen_value"]
+__all__ = ["FrozenValue", "fields_repr", "frozen_value"]
 
 _V = TypeVar("_V", bound=type)
 
@@ -60,14 +60,8 @@ class FrozenValue:
 
     __slots__ = ()
 
-    @reprlib.recursive_repr()
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}"
-            for f in fields(self)  # type: ignore[arg-type]
-            if f.repr
-        )
-        return f"{type(self).__qualname__}({shown})"
+        return fields_repr(self)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -97,6 +91,13 @@ class FrozenValue:
     def __setstate__(self, state: list[Any]) -> None:
         for f, value in zip(fields(self), state, strict=True):  # type: ignore[arg-type]
             object.__setattr__(self, f.name, value)
+
+
+@reprlib.recursive_repr()
+def fields_repr(value: Any) -> str:
+    """What a dataclass's generated ``__repr__`` returns: its class and shown fields."""
+    shown = ", ".join(f"{f.name}={getattr(value, f.name)!r}" for f in fields(value) if f.repr)
+    return f"{type(value).__qualname__}({shown})"
 
 
 def _compared(value: Any) -> tuple[Any, ...]:
