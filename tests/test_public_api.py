@@ -800,6 +800,8 @@ def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
     assert toolcycle.ValidationLimits is ValidationLimits
     assert toolcycle.validation.ValidationLimits is ValidationLimits
     assert toolcycle.validation.DRAFT_2020_12 == DRAFT_2020_12
+    assert set(toolcycle.validation.__all__) <= set(dir(toolcycle.validation))
+    assert set(toolcycle.runtime.__all__) <= set(dir(toolcycle.runtime))
     with pytest.raises(AttributeError, match="no attribute 'CallStraem'"):
         _ = toolcycle.runtime.CallStraem  # type: ignore[attr-defined]
     assert set(toolcycle.__all__) <= set(dir(toolcycle))
