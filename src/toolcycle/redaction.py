@@ -42,6 +42,7 @@ _CUT = "..."  # how a message ends a value it shows only the start of
 _MIN_CUT = 4  # a shorter start of a secret is too little to hide (or to tell apart)
 _MAX_READERS = 256  # the schemas a policy remembers what it read of
 _MAX_KEYS = 4096  # the keys a policy remembers its verdict on
+_set = object.__setattr__  # how a frozen value's __init__ sets its fields
 
 DEFAULT_SENSITIVE_KEYS = (
     r"pass(word|wd|phrase)?|secret|token|api[-_]?key|authorization|credential|"
@@ -97,7 +98,6 @@ class RedactionPolicy(FrozenValue):
             # The defaults wait for the first key judged: import builds a default policy.
             if pattern is not None and pattern not in (DEFAULT_SENSITIVE_KEYS, DEFAULT_SAFE_KEYS):
                 _compile(pattern)
-        _set = object.__setattr__
         _set(self, "key_pattern", key_pattern)
         _set(self, "schema_marks", schema_marks)
         _set(self, "min_length", min_length)

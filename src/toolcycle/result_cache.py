@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["CachePolicy", "ResultCache"]
 
 _DEFAULT_ENTRIES = 1024
-_set = object.__setattr__  # how a frozen value's __init__ sets its fields
 _DEFAULT_BYTES = 16 * 1024 * 1024
+_set = object.__setattr__  # how a frozen value's __init__ sets its fields
 
 
 @frozen_value

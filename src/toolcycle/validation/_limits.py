@@ -10,6 +10,8 @@ from toolcycle._value import FrozenValue, frozen_value
 
 __all__ = ["DRAFT_2020_12", "ValidationLimits"]
 
+_set = object.__setattr__  # how a frozen value's __init__ sets its fields
+
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The ``$schema`` URI of draft 2020-12, the dialect of a schema that names none."""
 
@@ -45,7 +47,6 @@ class ValidationLimits(FrozenValue):
         max_integer_bits: int = 4096,
         max_pattern_length: int = 1_000,
     ) -> None:
-        _set = object.__setattr__
         _set(self, "max_schema_bytes", max_schema_bytes)
         _set(self, "max_schema_depth", max_schema_depth)
         _set(self, "max_instance_nodes", max_instance_nodes)
