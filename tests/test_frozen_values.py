@@ -9,6 +9,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic
 import pytest
 
 from toolcycle import (
@@ -20,6 +21,7 @@ from toolcycle import (
     RedactionPolicy,
     ResourceLink,
     Text,
+    ToolResult,
     ToolReturn,
     ValidationLimits,
 )
@@ -152,6 +154,22 @@ def test_a_frozen_dataclass_may_subclass_a_frozen_value() -> None:
     assert value.text == "hi" and value.caption == "a greeting"
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.caption = "no"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="Text.text must be a str"):  # its generated __init__
+        Captioned(5)  # type: ignore[arg-type]  # still runs Text's checks
+
+
+def test_a_result_validated_from_data_checks_its_parts_as_their_init_does() -> None:
+    """A part pydantic builds without ``__init__`` still runs its checks: a bad part is refused.
+
+    Bytes under a ``text/plain`` type are no image or audio: the union settles on a file.
+    """
+    data = {"success": True, "content": [{"data": b"x", "mime_type": "text/plain"}]}
+    (part,) = ToolResult.model_validate(data).content
+    assert type(part) is File and part.mime_type == "text/plain"
+    with pytest.raises(pydantic.ValidationError, match="ResourceLink.uri must be a non-empty"):
+        ToolResult.model_validate({"success": True, "content": [{"uri": ""}]})
+    result = ToolResult(success=True, content=(Text("hi"), Image(b"\x89PNG", "image/png")))
+    assert ToolResult.model_validate(result.model_dump()) == result
 
 
 def test_frozen_value_refuses_a_class_without_its_own_init() -> None:

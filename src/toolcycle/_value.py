@@ -8,8 +8,11 @@ and compiles each one when the class is defined: about 0.2 ms apiece on Python
 same:
 
 - it writes its own ``__init__``, which sets each field with
-  ``object.__setattr__`` (and checks it, where a dataclass would need
-  ``__post_init__``);
+  ``object.__setattr__`` and then calls ``__post_init__``, where the class checks
+  its values, as a generated ``__init__`` would. pydantic, which builds a
+  dataclass held in a model's field without calling ``__init__``, and a
+  dataclass that subclasses one call ``__post_init__`` too, so the checks hold
+  for them as well;
 - `FrozenValue` gives the other five, which read the class's dataclass fields
   exactly as the generated ones do (``repr``, ``compare`` and ``hash`` of each
   field), only by looking them up on each call, which no call path of the

@@ -89,9 +89,12 @@ class Text(FrozenValue):
     type: ClassVar[Literal["text"]] = "text"
 
     def __init__(self, text: str) -> None:
-        if not isinstance(text, str):
-            raise TypeError(f"Text.text must be a str, got {type(text).__name__}")
         _set(self, "text", text)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError(f"Text.text must be a str, got {type(self.text).__name__}")
 
 
 @frozen_value
@@ -112,9 +115,13 @@ class Image(FrozenValue):
     type: ClassVar[Literal["image"]] = "image"
 
     def __init__(self, data: bytes, mime_type: str) -> None:
-        _set(self, "data", _raw("Image", data))
-        _check_mime("Image", mime_type, "image/")
+        _set(self, "data", data)
         _set(self, "mime_type", mime_type)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        _set(self, "data", _raw("Image", self.data))
+        _check_mime("Image", self.mime_type, "image/")
 
     @classmethod
     def from_base64(cls, data: str, mime_type: str) -> Image:
@@ -144,9 +151,13 @@ class Audio(FrozenValue):
     type: ClassVar[Literal["audio"]] = "audio"
 
     def __init__(self, data: bytes, mime_type: str) -> None:
-        _set(self, "data", _raw("Audio", data))
-        _check_mime("Audio", mime_type, "audio/")
+        _set(self, "data", data)
         _set(self, "mime_type", mime_type)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        _set(self, "data", _raw("Audio", self.data))
+        _check_mime("Audio", self.mime_type, "audio/")
 
     @classmethod
     def from_base64(cls, data: str, mime_type: str) -> Audio:
@@ -183,11 +194,15 @@ class File(FrozenValue):
     def __init__(
         self, data: bytes, mime_type: str, name: str | None = None, uri: str | None = None
     ) -> None:
-        _set(self, "data", _raw("File", data))
-        _check_mime("File", mime_type)
+        _set(self, "data", data)
         _set(self, "mime_type", mime_type)
         _set(self, "name", name)
         _set(self, "uri", uri)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        _set(self, "data", _raw("File", self.data))
+        _check_mime("File", self.mime_type)
 
     @classmethod
     def from_base64(
@@ -225,12 +240,15 @@ class ResourceLink(FrozenValue):
         mime_type: str | None = None,
         description: str | None = None,
     ) -> None:
-        if not isinstance(uri, str) or not uri:
-            raise ValueError(f"ResourceLink.uri must be a non-empty str, got {uri!r}")
         _set(self, "uri", uri)
         _set(self, "name", name)
         _set(self, "mime_type", mime_type)
         _set(self, "description", description)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.uri, str) or not self.uri:
+            raise ValueError(f"ResourceLink.uri must be a non-empty str, got {self.uri!r}")
 
 
 ContentPart: TypeAlias = Text | Image | Audio | File | ResourceLink

@@ -133,8 +133,9 @@ _scope_lock = threading.Lock()
 _call_scope: ContextVar[_CallScope | None] = ContextVar("toolcycle_call_scope", default=None)
 
 
-# Its own __init__ and __repr__ (init=False, repr=False): a dataclass compiles the ones
-# it generates from source at import, about 1 ms for this class's fields.
+# Its own __init__ and __repr__ (init=False, repr=False), written as a dataclass would
+# write them: a dataclass compiles the ones it generates from source at import, about
+# 1 ms for this class's fields.
 @dataclass(slots=True, eq=False, weakref_slot=True, init=False, repr=False)
 class ToolExecutionContext:
     """Plan id, plan flags, bound resources, cancellation and recorded changes.
@@ -207,28 +208,10 @@ class ToolExecutionContext:
         host: Any = None,
         durable: DurablePlan | None = None,
     ) -> None:
-        if not isinstance(plan_id, str) or not plan_id:
-            raise ValueError(f"plan_id must be a non-empty string, got {plan_id!r}")
-        for name, value in (("timeout", timeout), ("idle_timeout", idle_timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
-        if not (callable(approval) or approval in ("writes", "all", "flagged")):
-            raise ValueError(
-                f"approval must be 'writes', 'all', 'flagged' or a function of the "
-                f"descriptor, got {approval!r}"
-            )
-        if approval != "writes" and approver is None:
-            raise ValueError(f"approval={approval!r} needs an approver; pass approver= as well")
-        if approver is not None and not callable(approver):
-            raise TypeError(f"approver must be callable, got {approver!r}")
-        bound = tuple(resources)
-        for resource in bound:
-            if not isinstance(resource, BoundResource):
-                raise TypeError(f"resources must be BoundResource objects, got {resource!r}")
         self.plan_id = plan_id
         self.read_only = read_only
         self.requires_checkpoint = requires_checkpoint
-        self.resources = bound
+        self.resources = resources  # type: ignore[assignment]  # a tuple once checked
         self.cancellation_token = (
             cancellation_token if cancellation_token is not None else CancellationToken()
         )
@@ -244,6 +227,31 @@ class ToolExecutionContext:
         self._lock = threading.Lock()
         self._ended = False
         self._revealed = frozenset()
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.plan_id, str) or not self.plan_id:
+            raise ValueError(f"plan_id must be a non-empty string, got {self.plan_id!r}")
+        for name in ("timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+        if not (callable(self.approval) or self.approval in ("writes", "all", "flagged")):
+            raise ValueError(
+                f"approval must be 'writes', 'all', 'flagged' or a function of the "
+                f"descriptor, got {self.approval!r}"
+            )
+        if self.approval != "writes" and self.approver is None:
+            raise ValueError(
+                f"approval={self.approval!r} needs an approver; pass approver= as well"
+            )
+        if self.approver is not None and not callable(self.approver):
+            raise TypeError(f"approver must be callable, got {self.approver!r}")
+        resources: Iterable[BoundResource] = self.resources
+        self.resources = tuple(resources)
+        for resource in self.resources:
+            if not isinstance(resource, BoundResource):
+                raise TypeError(f"resources must be BoundResource objects, got {resource!r}")
 
     def __repr__(self) -> str:
         return fields_repr(self)

@@ -93,15 +93,18 @@ class RedactionPolicy(FrozenValue):
         min_length: int = 3,
         safe_keys: str | None = DEFAULT_SAFE_KEYS,
     ) -> None:
-        for pattern in (key_pattern, safe_keys):
-            # A pattern of the caller's is compiled now, so that a bad one fails here.
-            # The defaults wait for the first key judged: import builds a default policy.
-            if pattern is not None and pattern not in (DEFAULT_SENSITIVE_KEYS, DEFAULT_SAFE_KEYS):
-                _compile(pattern)
         _set(self, "key_pattern", key_pattern)
         _set(self, "schema_marks", schema_marks)
         _set(self, "min_length", min_length)
         _set(self, "safe_keys", safe_keys)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        for pattern in (self.key_pattern, self.safe_keys):
+            # A pattern of the caller's is compiled now, so that a bad one fails here.
+            # The defaults wait for the first key judged: import builds a default policy.
+            if pattern is not None and pattern not in (DEFAULT_SENSITIVE_KEYS, DEFAULT_SAFE_KEYS):
+                _compile(pattern)
         _set(self, "_readers", {})
         _set(self, "_hits", {})  # key -> whether the pattern makes it secret
 

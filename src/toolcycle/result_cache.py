@@ -67,18 +67,22 @@ class CachePolicy(FrozenValue):
         key: Callable[[dict[str, Any]], Any] | None = None,
         scope: Literal["plan", "runtime"] = "plan",
     ) -> None:
+        _set(self, "ttl", ttl)
+        _set(self, "key", key)
+        _set(self, "scope", scope)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        ttl = self.ttl
         if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf:
             raise ValueError(
                 f"ttl must be positive, finite seconds, got {ttl!r}; "
                 "for example CachePolicy(ttl=60) keeps results for a minute"
             )
-        if scope not in ("plan", "runtime"):
-            raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
-        if key is not None and not callable(key):
-            raise TypeError(f"key must be a function of the input or None, got {key!r}")
-        _set(self, "ttl", ttl)
-        _set(self, "key", key)
-        _set(self, "scope", scope)
+        if self.scope not in ("plan", "runtime"):
+            raise ValueError(f"scope must be 'plan' or 'runtime', got {self.scope!r}")
+        if self.key is not None and not callable(self.key):
+            raise TypeError(f"key must be a function of the input or None, got {self.key!r}")
 
 
 class ResultCache:
