@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from toolcycle import Audio, File, Image, ResourceLink, Text, ToolReturn
+from toolcycle import Audio, File, Image, ResourceLink, Text, ToolResult, ToolReturn
 from toolcycle.content import part_size, parts_of
 
 
@@ -99,3 +99,18 @@ def test_parts_of_keeps_a_tuple_of_parts_and_checks_every_item_of_one() -> None:
     assert parts_of(parts, "content") is parts
     with pytest.raises(TypeError, match=r"content\[1\] is a str, not a content part"):
         parts_of((Text("a"), "b"), "content")
+
+
+def test_a_result_with_binary_parts_survives_a_json_round_trip() -> None:
+    """A JSON dump holds the parts' bytes as (URL-safe) base64; validating the dump decodes them."""
+    raw = b"\x89PNG\r\n\x1a\n\x00\xff"
+    result = ToolResult(
+        success=True,
+        output={"n": 1},
+        content=(Text("chart"), Image(raw, "image/png"), File(raw, "application/pdf", "a.pdf")),
+    )
+    dumped = result.model_dump_json()
+    assert base64.urlsafe_b64encode(raw).decode() in dumped
+    again = ToolResult.model_validate_json(dumped)
+    assert again == result
+    assert again.content[1].data == raw  # type: ignore[union-attr]

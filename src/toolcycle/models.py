@@ -222,6 +222,7 @@ class ToolResult(BaseModel):
         arbitrary_types_allowed=True,
         defer_build=True,
         ser_json_bytes="base64",  # a content part's raw bytes, in a JSON dump
+        val_json_bytes="base64",  # and back from it
     )
 
     success: bool
