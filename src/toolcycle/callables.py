@@ -263,7 +263,25 @@ def wrap(
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    writes: bool = True,
+    checkpointable: bool = False,
+    sequential: bool = False,
+    requires_approval: bool | None = None,
+    tags: Iterable[str] = (),
+    idempotent: bool = False,
+    max_retries: int | None = None,
+    retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
+    input_guardrails: Iterable[Guardrail] = (),
+    output_guardrails: Iterable[Guardrail] = (),
+    defer_loading: bool = False,
+) -> FunctionTool: ...
 
 
 @overload
@@ -306,6 +324,8 @@ def tool(
     defer_loading: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorate a function to make it a tool: ``@tool`` or ``@tool(name=..., writes=False)``.
+
+    ``tool(fn, writes=False)`` is the same as ``@tool(writes=False)`` on ``fn``.
 
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.

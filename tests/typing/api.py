@@ -108,6 +108,14 @@ def retries_usage() -> None:
         raise ToolFailed("offline")
 
     assert_type(fetch, FunctionTool)
+
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    # The function and the options in one call, as `@tool(...)` on it.
+    assert_type(tool(lookup, name="find_city", writes=False), FunctionTool)
+    assert_type(tool(lookup), FunctionTool)
     assert_type(fetch.max_retries, int | None)
     assert_type(fetch.retry_policy, RetryPolicy | None)
     with ToolRuntime(max_retries=1, retry=policy) as runtime:
