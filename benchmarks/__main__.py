@@ -300,10 +300,10 @@ def print_mcp_ratios(results: dict[str, float], runs: dict[str, list[float]]) ->
     # What code run between two SDK calls costs there, against what it costs alone.
     work = results["time_mcp_caller_work"]
     between = results["time_mcp_direct_inprocess_with_work"] - results["time_mcp_direct_inprocess"]
-    ours = results["time_mcp_aexecute_inprocess"] - results["time_mcp_sdk_client_inprocess"]
+    added = results["time_mcp_aexecute_inprocess"] - results["time_mcp_sdk_client_inprocess"]
     print(
         f"caller work between SDK calls: {between:.1f} us, alone: {work:.1f} us; "
-        f"an in-process aexecute on its loop adds {ours:.1f} us to Client(server).call_tool"
+        f"an in-process aexecute on its loop adds {added:.1f} us to Client(server).call_tool"
     )
     ratio = (
         results["time_mcp_aexecute_inprocess_with_work"]
@@ -390,7 +390,7 @@ def print_peers(
     module: ModuleType, timings: dict[str, tuple[float, float]], targets: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The contestants' table, then toolcycle against the bare call and against each peer."""
-    summary = module.summary(timings)
+    summary: dict[str, Any] = module.summary(timings)
     rows, reference = summary["rows"], summary["reference"]
     base = rows[reference]["best_us"]
     width = max(len(label) for label in [*rows, *summary["skipped"]])
@@ -465,7 +465,7 @@ def print_scale(
     module: ModuleType, timings: dict[str, tuple[float, float]], targets: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Cost per object by input size, then threads, concurrency and import time."""
-    summary = module.summary(timings)
+    summary: dict[str, Any] = module.summary(timings)
     backends = summary["backends"]
     print(f"{'objects':>9}" + "".join(f"  {backend + ' us/object':>24}" for backend in backends))
     for size in summary["sizes"]:

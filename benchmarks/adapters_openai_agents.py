@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any
 
-from agents import function_tool
+from agents import FunctionTool, function_tool
 from agents.tool_context import ToolContext
 
 from toolcycle import NullTracer, ToolRuntime, tool
@@ -53,6 +53,7 @@ async def _measure(rounds: int, calls: int) -> dict[str, Any]:
         runtime.register(tool(add, writes=False))
         async with runtime.aplan() as plan:
             [adapted] = function_tools(runtime, plan)
+            assert isinstance(adapted, FunctionTool)
             through = adapted.on_invoke_tool
             call = {"type": "function_call", "call_id": "c", "name": "add", "arguments": ARGUMENTS}
 

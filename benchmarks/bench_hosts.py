@@ -160,6 +160,7 @@ def _start_ray(cpus: int) -> str:
     import ray
 
     here = importlib.import_module("benchmarks.bench_hosts")
+    assert here.__file__ is not None
     root = str(pathlib.Path(here.__file__).parents[1])
     paths = [root, *(path for path in sys.path if path)]
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from benchmarks.asv.common import PARAMS, AddTool
+from benchmarks.asv.common import PARAMS, AddTool, Backend
 from toolcycle import NullTracer, ToolDescriptor, ToolRuntime
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 """The repository root, where the fresh interpreters start."""
 
-BACKEND = "jsonschema-rs" if importlib.util.find_spec("jsonschema_rs") is not None else "jsonschema"
+BACKEND: Backend = (
+    "jsonschema-rs" if importlib.util.find_spec("jsonschema_rs") is not None else "jsonschema"
+)
 """The validator backend of every measurement."""
 
 WARMUP_CALLS = 10_000
@@ -84,7 +86,8 @@ DETAILS: dict[str, dict[str, Any]] = {}
 
 def _rss() -> int:
     gc.collect()
-    return psutil.Process().memory_info().rss
+    rss: int = psutil.Process().memory_info().rss
+    return rss
 
 
 def _runtime() -> ToolRuntime:
@@ -282,7 +285,8 @@ def _in_fresh_process(case: str) -> dict[str, Any]:
         text=True,
         check=True,
     )
-    return json.loads(done.stdout.splitlines()[-1])
+    measured: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return measured
 
 
 def setup() -> None:

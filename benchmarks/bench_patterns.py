@@ -46,8 +46,9 @@ def load() -> list[dict[str, Any]]:
 def attack(entry: dict[str, Any], length: int) -> str:
     """The attack string of ``entry``: its unit repeated, then its tail, ``length`` long."""
     body = length - len(entry["tail"])
-    unit = entry["repeat"]
-    return (unit * (body // len(unit) + 1))[:body] + entry["tail"]
+    unit: str = entry["repeat"]
+    tail: str = entry["tail"]
+    return (unit * (body // len(unit) + 1))[:body] + tail
 
 
 def setup() -> None:

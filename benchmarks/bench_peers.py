@@ -70,6 +70,7 @@ from benchmarks.asv.common import (
     PARAMS,
     AddTool,
     AsyncAddTool,
+    Backend,
     add,
     add_fields,
     add_fields_async,
@@ -79,12 +80,12 @@ from toolcycle import NullTracer, ToolRuntime, tool
 try:
     import jsonschema_rs
 except ImportError:  # pragma: no cover - depends on the environment
-    jsonschema_rs = None
+    jsonschema_rs = None  # type: ignore[assignment]
 
 try:
     from langchain_core.tools import StructuredTool
 except ImportError:  # pragma: no cover
-    StructuredTool = None
+    StructuredTool = None  # type: ignore[misc, assignment]
 
 try:
     from pydantic_ai import RunContext
@@ -94,15 +95,17 @@ try:
     from pydantic_ai.toolsets import FunctionToolset
     from pydantic_ai.usage import RunUsage
 except ImportError:  # pragma: no cover
-    FunctionToolset = None
+    FunctionToolset = None  # type: ignore[misc, assignment]
 
 try:
     from agents import function_tool
     from agents.tool_context import ToolContext
 except ImportError:  # pragma: no cover
-    function_tool = None
+    function_tool = None  # type: ignore[assignment]
 
-BACKENDS = ("jsonschema", "jsonschema-rs") if jsonschema_rs is not None else ("jsonschema",)
+BACKENDS: tuple[Backend, ...] = (
+    ("jsonschema", "jsonschema-rs") if jsonschema_rs is not None else ("jsonschema",)
+)
 """The validator backends measured here, by their ``ToolRuntime(validator=...)`` name."""
 
 FAST_BACKEND = BACKENDS[-1]

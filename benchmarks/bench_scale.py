@@ -54,7 +54,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.asv.common import PARAMS, AddTool, CountTool, add, items_input
+from benchmarks.asv.common import PARAMS, AddTool, Backend, CountTool, add, items_input
 from toolcycle import (
     NullTracer,
     ToolDescriptor,
@@ -66,7 +66,7 @@ from toolcycle import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-BACKENDS = (
+BACKENDS: tuple[Backend, ...] = (
     ("jsonschema", "jsonschema-rs")
     if importlib.util.find_spec("jsonschema_rs") is not None
     else ("jsonschema",)
@@ -122,7 +122,7 @@ class NapTool(AddTool):
     def discover(self) -> ToolDescriptor:
         return super().discover().model_copy(update={"name": "nap"})
 
-    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         await asyncio.sleep(NAP_SECONDS)
         return add(params)
 

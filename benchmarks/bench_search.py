@@ -26,7 +26,7 @@ import itertools
 import time
 from typing import Any
 
-from toolcycle import NullTracer, ToolDescriptor, ToolRuntime
+from toolcycle import NullTracer, ToolCapability, ToolDescriptor, ToolRuntime
 from toolcycle.agent._names import resolve
 from toolcycle.agent._search import SearchIndex
 from toolcycle.capabilities import is_allowed
@@ -86,7 +86,7 @@ def descriptors() -> list[ToolDescriptor]:
                     "type": "object",
                     "properties": {f"{thing}_id": {"type": "string"}, "note": {"type": "string"}},
                 },
-                capability={"writes": verb in {"create", "update", "delete"}},
+                capability=ToolCapability(writes=verb in {"create", "update", "delete"}),
                 defer_loading=True,
             )
         )

@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skills_ref import read_properties
+from skills_ref import read_properties  # type: ignore[import-untyped]
 
 from toolcycle import NullTracer, ToolRuntime
 from toolcycle.sources.skills import SkillDirectory

@@ -21,6 +21,7 @@ from .common import (
     PARAMS,
     AddTool,
     AsyncAddTool,
+    Backend,
     CountTool,
     add,
     add_fields,
@@ -28,7 +29,7 @@ from .common import (
     items_input,
 )
 
-BACKENDS = ("jsonschema", "jsonschema-rs")
+BACKENDS: tuple[Backend, ...] = ("jsonschema", "jsonschema-rs")
 """The validator backends, by their ``ToolRuntime(validator=...)`` name."""
 
 OPENAI_CALL = {
@@ -46,7 +47,7 @@ SYNC_OPENAI_CALL = {
 """The same call of the ``@tool`` sync function."""
 
 
-def _runtime(validator: str, **options: Any) -> ToolRuntime:
+def _runtime(validator: Backend, **options: Any) -> ToolRuntime:
     """A runtime with ``validator``; asv skips the case when that backend is not installed."""
     if validator == "jsonschema-rs" and importlib.util.find_spec("jsonschema_rs") is None:
         raise NotImplementedError("jsonschema-rs is not installed")
@@ -66,7 +67,7 @@ class Execute:
     params = BACKENDS
     param_names = ("validator",)
 
-    def setup(self, validator: str) -> None:
+    def setup(self, validator: Backend) -> None:
         self.runtime = runtime = _runtime(validator)
         for instance in (AddTool(), AsyncAddTool(), tool(add_fields), tool(add_fields_async)):
             runtime.register(instance)
@@ -77,19 +78,19 @@ class Execute:
         _check(runtime.call(SYNC_OPENAI_CALL, self.ctx).output)
         _check(self.loop.run_until_complete(runtime.acall(OPENAI_CALL, self.ctx)).output)
 
-    def teardown(self, validator: str) -> None:
+    def teardown(self, validator: Backend) -> None:
         self.runtime.close()
         self.loop.close()
 
-    def time_execute(self, validator: str) -> None:
+    def time_execute(self, validator: Backend) -> None:
         """``execute`` of the sync tool."""
         self.runtime.execute("add", PARAMS, self.ctx)
 
-    def time_execute_tool_function(self, validator: str) -> None:
+    def time_execute_tool_function(self, validator: Backend) -> None:
         """``execute`` of an ``@tool`` function (schema from its signature)."""
         self.runtime.execute("add_fields", PARAMS, self.ctx)
 
-    def time_call(self, validator: str) -> None:
+    def time_call(self, validator: Backend) -> None:
         """``call`` of an OpenAI-format tool call (JSON arguments) of an ``@tool`` function."""
         self.runtime.call(SYNC_OPENAI_CALL, self.ctx)
 
@@ -103,15 +104,15 @@ class Execute:
         for _ in range(ASYNC_BATCH):
             await runtime.acall(OPENAI_CALL, ctx)
 
-    def time_aexecute_batch(self, validator: str) -> None:
+    def time_aexecute_batch(self, validator: Backend) -> None:
         """100 awaited ``aexecute`` calls of the async tool, on the caller's loop."""
         self.loop.run_until_complete(self._aexecute("aadd"))
 
-    def time_aexecute_sync_tool_batch(self, validator: str) -> None:
+    def time_aexecute_sync_tool_batch(self, validator: Backend) -> None:
         """100 awaited ``aexecute`` calls of the sync tool, which runs on the thread pool."""
         self.loop.run_until_complete(self._aexecute("add"))
 
-    def time_acall_batch(self, validator: str) -> None:
+    def time_acall_batch(self, validator: Backend) -> None:
         """100 awaited ``acall`` of an OpenAI-format call of an ``@tool`` async function."""
         self.loop.run_until_complete(self._acall())
 
@@ -157,7 +158,7 @@ class InputSize:
     params = (BACKENDS, (1_000, 10_000))
     param_names = ("validator", "objects")
 
-    def setup(self, validator: str, objects: int) -> None:
+    def setup(self, validator: Backend, objects: int) -> None:
         self.runtime = _runtime(validator)
         self.runtime.register(CountTool())
         self.ctx = self.runtime.new_context("asv")
@@ -165,13 +166,13 @@ class InputSize:
         if self.runtime.execute("count", self.input, self.ctx).output != {"count": objects}:
             raise RuntimeError("the items tool did not count its input")
 
-    def teardown(self, validator: str, objects: int) -> None:
+    def teardown(self, validator: Backend, objects: int) -> None:
         self.runtime.close()
 
-    def time_execute(self, validator: str, objects: int) -> None:
+    def time_execute(self, validator: Backend, objects: int) -> None:
         """One call; the cost is validating and copying the input."""
         self.runtime.execute("count", self.input, self.ctx)
 
-    def peakmem_execute(self, validator: str, objects: int) -> None:
+    def peakmem_execute(self, validator: Backend, objects: int) -> None:
         """Peak resident memory of the process through one call (input built in setup)."""
         self.runtime.execute("count", self.input, self.ctx)

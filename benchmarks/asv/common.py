@@ -15,9 +15,12 @@ The module imports nothing from the rest of ``benchmarks``: asv imports its suit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from toolcycle import ToolCapability, ToolDescriptor, ToolExecutionContext
+
+Backend = Literal["jsonschema", "jsonschema-rs"]
+"""A validator backend, as ``ToolRuntime(validator=...)`` names it."""
 
 ASYNC_BATCH = 100
 """Calls awaited per run of an async benchmark, so that starting the loop does not swamp them."""
@@ -83,7 +86,7 @@ class AsyncAddTool(AddTool):
     def discover(self) -> ToolDescriptor:
         return super().discover().model_copy(update={"name": "aadd"})
 
-    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:  # type: ignore[override]
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         return add(params)
 
 

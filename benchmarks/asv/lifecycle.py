@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolcycle import NullTracer, ToolDescriptor, ToolRuntime, tool
+from toolcycle import NullTracer, ProviderFormat, ToolDescriptor, ToolRuntime, tool
 
 from .common import PARAMS, AddTool, AsyncAddTool, add_fields, add_fields_async
 
@@ -80,7 +80,7 @@ class ToolDefinitions:
     params = ("openai", "anthropic")
     param_names = ("format",)
 
-    def setup(self, format: str) -> None:
+    def setup(self, format: ProviderFormat) -> None:
         self.runtime = runtime = ToolRuntime(tracer=NullTracer())
         for index in range(TOOL_COUNT // 2):
             runtime.register(tool(name=f"add_{index}")(add_fields))
