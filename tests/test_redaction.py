@@ -198,6 +198,9 @@ def test_an_error_message_keeps_a_token_budget_readable() -> None:
     assert result.error == "max_tokens=9000 is over the model's limit"
 
 
+_PASSWORD = {"type": "object", "properties": {"password": {"type": "string"}}}
+
+
 def _checked(schema: dict[str, Any]) -> ToolRuntime:
     """A runtime with one read-only tool ``t`` of that input schema."""
     runtime = ToolRuntime(tracer=NullTracer())
@@ -566,6 +569,33 @@ def test_a_secret_used_as_a_key_under_a_sensitive_parent_is_hidden() -> None:
     assert result.error == "refused {'api_keys': {'[redacted]': '[redacted]'}}"
     assert result.call is not None and result.call.arguments == {"api_keys": "[redacted]"}
     assert secret not in result.model_dump_json() + traces[0].model_dump_json()
+
+
+@pytest.mark.parametrize("secret", ["sk-live-KEY123456", "sk/live~KEY123456"])
+def test_a_secret_key_is_hidden_from_the_pointers_of_validation_issues(secret: str) -> None:
+    """An issue's pointer names the keys on its way, escaped as RFC 6901 says (/ is ~1)."""
+    tokens = {"type": "object", "additionalProperties": {"type": "integer"}}
+    runtime = _checked({"type": "object", "properties": {"tokens": tokens}})
+    with runtime, capture_traces(runtime) as traces, runtime.plan() as ctx:
+        result = runtime.call({"id": "k", "name": "t", "arguments": {"tokens": {secret: "x"}}}, ctx)
+    assert result.validation is not None
+    assert [issue.pointer for issue in result.validation.issues] == ["/tokens/[redacted]"]
+    exported = result.model_dump_json() + traces[0].model_dump_json()
+    assert "KEY123456" not in exported
+
+
+def test_a_secret_quoted_as_ascii_json_is_scrubbed() -> None:
+    """json.dumps escapes non-ASCII by default: that form of a secret is hidden too."""
+    secret = "pässwörd-Geheim"
+
+    def boom(params: Any, ctx: Any) -> Any:
+        raise PermissionError(f"rejected {json.dumps(params)}")
+
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(FakeTool(name="t", input_schema=_PASSWORD, output=boom))
+    with runtime, runtime.plan() as ctx:
+        result = runtime.execute("t", {"password": secret}, ctx)
+    assert result.error == 'rejected {"password": "[redacted]"}'
 
 
 def test_keys_of_a_dict_of_secret_keys_are_hidden() -> None:

@@ -161,7 +161,8 @@ class RedactionPolicy(FrozenValue):
         """``text`` with every secret replaced by ``[redacted]``.
 
         ``secrets`` come from `secrets`, in each form a message may quote them
-        (plain, inside a ``repr``, inside JSON). A message that cuts a long
+        (plain, inside a ``repr``, inside JSON with or without its non-ASCII
+        escaped, as a key in a JSON Pointer). A message that cuts a long
         value short ends it with ``...``: the start of a secret right before
         that mark is replaced too, down to `_MIN_CUT` characters. The work is
         linear in the length of ``text`` and of each secret.
@@ -250,7 +251,10 @@ class RedactionPolicy(FrozenValue):
             return
         found.add(text)
         found.add(repr(text)[1:-1])  # how the value shows inside a quoted repr
-        found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON
+        found.add(json.dumps(text, ensure_ascii=False)[1:-1])  # ... and inside JSON,
+        found.add(json.dumps(text)[1:-1])  # ... with its non-ASCII escaped (json's default)
+        # ... and as a key in a JSON Pointer (RFC 6901), as validation issues name it.
+        found.add(text.replace("~", "~0").replace("/", "~1"))
 
 
 def _collect(policy: RedactionPolicy, top: Applied, value: Any, found: set[str]) -> None:

@@ -169,8 +169,10 @@ _WITHHELD = (
 
 
 def _scrubbed(validation: Validation, scrub: Callable[[str], str]) -> Validation:
+    # The pointer too: it names the keys on the way, and a key may be a secret.
     issues = tuple(
-        issue.model_copy(update={"message": scrub(issue.message)}) for issue in validation.issues
+        issue.model_copy(update={"pointer": scrub(issue.pointer), "message": scrub(issue.message)})
+        for issue in validation.issues
     )
     return validation.model_copy(update={"issues": issues})
 
