@@ -27,6 +27,7 @@ from toolcycle import (
     wrap,
 )
 from toolcycle._passthrough import argument_fields
+from toolcycle.testing import FakeTool
 from toolcycle.validation import SchemaCompiler
 
 
@@ -343,6 +344,38 @@ def test_outputs_are_serialised_through_the_return_annotation() -> None:
     assert made.trace is not None and made.trace.output_valid is True
     assert box.output == {"width": 1.5, "label": ""}
     assert red.output == "red"
+
+
+class Account(BaseModel):
+    """A model whose JSON names differ from its fields."""
+
+    user_id: int = Field(alias="userId")
+    full_name: str = Field(serialization_alias="fullName")
+
+
+def test_a_model_output_uses_the_aliases_its_output_schema_names() -> None:
+    """The schema (serialisation mode) names userId and fullName: so does the output."""
+
+    @tool(writes=False)
+    def account(uid: int) -> Account:
+        """The account tool of this test."""
+        return Account(userId=uid, full_name="Ada")
+
+    class Raw(FakeTool):
+        def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+            return {"account": Account(userId=2, full_name="Bo")}
+
+    with ToolRuntime(strict_output=True) as runtime:
+        runtime.register(account)
+        runtime.register(Raw(name="raw"))
+        schema = runtime.descriptor("account").output_schema
+        with runtime.plan() as ctx:
+            result = runtime.execute("account", {"uid": 7}, ctx)
+            raw = runtime.execute("raw", {}, ctx)
+    assert schema is not None and schema["required"] == ["userId", "fullName"]
+    assert result.success and result.output == {"userId": 7, "fullName": "Ada"}
+    assert result.trace is not None and result.trace.output_valid is True
+    assert raw.output == {"account": {"userId": 2, "fullName": "Bo"}}
 
 
 def test_no_output_schema_without_annotation_or_for_none() -> None:

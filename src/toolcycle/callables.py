@@ -196,7 +196,8 @@ class FunctionTool:
             return result
         if self._passes is not None and self._passes(result):  # it would serialise to itself
             return result
-        return self._returns.dump_python(result, mode="json")
+        # By alias: the output schema (serialisation mode) names the fields so.
+        return self._returns.dump_python(result, mode="json", by_alias=True)
 
 
 class AsyncFunctionTool(FunctionTool):

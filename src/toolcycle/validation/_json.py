@@ -171,7 +171,7 @@ class _Walker:
     def _dump(model: BaseModel) -> Any:
         """Dump a model in JSON mode; its serialisation errors become ours."""
         try:
-            return model.model_dump(mode="json")
+            return model.model_dump(mode="json", by_alias=True)  # the keys its schema names
         except RecursionError:
             raise
         except Exception as exc:  # pydantic's PydanticSerializationError is a ValueError
