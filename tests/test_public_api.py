@@ -213,6 +213,7 @@ ALLOWED = {
         "models",
     },
     "validation._re2_keywords": {"validation._ecma", "validation._patterns"},
+    "validation._aligned": set(),
     "validation._survey": {"validation._backends", "validation._json", "validation._patterns"},
     "validation._compiled": {
         "validation._backends",
@@ -224,6 +225,7 @@ ALLOWED = {
     "validation._compiler": {
         "validation._backends",
         "validation._compiled",
+        "validation._aligned",
         "validation._json",
         "validation._limits",
         "validation._re2_keywords",

@@ -51,13 +51,13 @@ def test_auto_falls_back_to_jsonschema_without_the_extra(monkeypatch: pytest.Mon
 def test_an_unknown_validator_name_is_a_clear_error() -> None:
     """validator= takes one of three names; anything else says which."""
     with pytest.raises(ValueError, match="'auto', 'jsonschema', 'jsonschema-rs'.*'fastest'"):
-        ToolRuntime(validator="fastest")  # type: ignore[arg-type]
+        ToolRuntime(validator="fastest")
 
 
 @pytest.mark.parametrize("backend", BOTH)
 def test_each_backend_runs_a_tool_and_reports_issues_alike(backend: str) -> None:
     """A good call succeeds and a bad one is rejected with pointer and keyword, on both."""
-    with ToolRuntime(validator=backend) as runtime:  # type: ignore[arg-type]
+    with ToolRuntime(validator=backend) as runtime:
         assert runtime.validator == backend
         runtime.register(FakeTool(name="t", input_schema=OBJECT))
         with runtime.plan() as ctx:
@@ -88,7 +88,7 @@ def test_each_backend_runs_a_tool_and_reports_issues_alike(backend: str) -> None
 def test_both_backends_name_the_same_first_issue(schema: Any, value: Any) -> None:
     """The most relevant issue has the same pointer and keyword whichever engine found it."""
     first = {
-        backend: SchemaCompiler(backend=backend).compile(schema).check(value).issues[0]  # type: ignore[arg-type]
+        backend: SchemaCompiler(backend=backend).compile(schema).check(value).issues[0]
         for backend in BOTH
     }
     assert (first["jsonschema"].pointer, first["jsonschema"].keyword) == (
@@ -100,7 +100,7 @@ def test_both_backends_name_the_same_first_issue(schema: Any, value: Any) -> Non
 @pytest.mark.parametrize("backend", BOTH)
 def test_the_issue_list_is_built_only_for_a_failing_value(backend: str) -> None:
     """A valid value costs one yes/no check; the detailed errors wait for a failure."""
-    compiled = SchemaCompiler(backend=backend).compile(OBJECT)  # type: ignore[arg-type]
+    compiled = SchemaCompiler(backend=backend).compile(OBJECT)
     calls: list[Any] = []
     checker = compiled._checker
 
@@ -123,7 +123,7 @@ def test_the_issue_list_is_built_only_for_a_failing_value(backend: str) -> None:
 def test_both_backends_apply_the_same_caps(backend: str) -> None:
     """Size, depth and integer caps hold before either engine sees the value."""
     limits = ValidationLimits(max_instance_nodes=10, max_instance_depth=3, max_integer_bits=16)
-    compiled = SchemaCompiler(limits=limits, backend=backend).compile({})  # type: ignore[arg-type]
+    compiled = SchemaCompiler(limits=limits, backend=backend).compile({})
     keywords = [
         compiled.validate(value)[1].issues[0].keyword
         for value in (list(range(20)), [[[["deep"]]]], 2**40)
@@ -135,7 +135,7 @@ def test_more_than_twenty_issues_are_capped_on_both() -> None:
     """At most 20 issues, shallow first, whichever backend found them."""
     schema = {"items": {"type": "string"}, "type": "object"}
     for backend in BOTH:
-        verdict = SchemaCompiler(backend=backend).compile(schema).check(list(range(50)))  # type: ignore[arg-type]
+        verdict = SchemaCompiler(backend=backend).compile(schema).check(list(range(50)))
         assert len(verdict.issues) == 20
         assert verdict.issues[0].pointer == ""
 
@@ -144,7 +144,7 @@ def test_both_engines_read_patterns_as_ecma_262() -> None:
     r"""\p{L} and \cJ are ECMA-262: both backends accept them and give the same verdicts."""
     for pattern, good, bad in (("^\\p{L}+$", "héllo", "h3llo"), ("^\\cJ$", "\n", "J")):
         for backend in ("jsonschema", "jsonschema-rs"):
-            compiled = SchemaCompiler(backend=backend).compile(  # type: ignore[arg-type]
+            compiled = SchemaCompiler(backend=backend).compile(
                 {"type": "string", "pattern": pattern}
             )
             assert compiled.check(good).valid and not compiled.check(bad).valid
@@ -164,7 +164,7 @@ def test_ascii_classes_agree_between_engines() -> None:
     schema = {"type": "string", "pattern": "^\\d+$"}
     bengali = "\u09ea\u09e8"
     for backend in ("jsonschema", "jsonschema-rs"):
-        compiled = SchemaCompiler(backend=backend).compile(schema)  # type: ignore[arg-type]
+        compiled = SchemaCompiler(backend=backend).compile(schema)
         assert not compiled.check(bengali).valid and compiled.check("42").valid
 
 
@@ -203,7 +203,7 @@ def test_no_backend_ever_retrieves_a_reference(backend: str, schema_server: str)
     """A $ref to a live server is refused, and the server never hears from us."""
     remote = f"{schema_server}/integer.json"
     with pytest.raises(ToolSchemaValidationError, match="never retrieved"):
-        SchemaCompiler(backend=backend).compile({"$ref": remote})  # type: ignore[arg-type]
+        SchemaCompiler(backend=backend).compile({"$ref": remote})
     assert _CountingHandler.requests == []
 
 
@@ -220,7 +220,7 @@ def test_pre_loaded_documents_serve_both_engines() -> None:
     uri = "https://schemas.example.com/count.json"
     documents = {uri: {"type": "integer", "minimum": 0}}
     for backend in BOTH:
-        compiled = SchemaCompiler(documents, backend=backend).compile(  # type: ignore[arg-type]
+        compiled = SchemaCompiler(documents, backend=backend).compile(
             {"properties": {"n": {"$ref": uri}}}
         )
         assert compiled.check({"n": 3}).valid
@@ -273,3 +273,42 @@ def test_reading_a_listing_message_handles_unusual_text() -> None:
     assert _listed("no listing here") == []
     assert _listed("('x' was unexpected") == []
     assert _listed("(" + "(" * 5_000 + " was unexpected)") == []
+
+
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+@pytest.mark.parametrize(
+    ("divisor", "value", "valid"),
+    [
+        (0.01, 1.13, True),  # 1.13 / 0.01 is 112.99999999999999 in binary floats
+        (0.1, 0.3, True),
+        (0.0001, 0.6999000000000001, False),  # a quotient that rounds to whole is not one
+        (0.0001, 0.0075, True),
+        (0.123456789, 1e308, False),  # the quotient overflows a float
+        (1e-8, 12391239123.0, True),
+        (0.5, 1.5, True),
+        (3, 7, False),  # a whole-number divisor: checked as usual
+    ],
+)
+def test_a_fractional_multiple_of_is_decided_on_the_decimals_json_writes(
+    backend: str, divisor: float, value: float, valid: bool
+) -> None:
+    """Both backends read 1.13 as JSON writes it: a multiple of 0.01."""
+    compiled = SchemaCompiler(backend=backend).compile({"multipleOf": divisor})
+    assert compiled.check(value).valid is valid
+
+
+def test_a_huge_integer_is_divided_by_a_fractional_multiple_of_exactly() -> None:
+    """A value of 4,001 digits over 0.1 needs a quotient of 4,002 digits: no overflow."""
+    compiled = SchemaCompiler(backend="jsonschema").compile({"multipleOf": 0.1})
+    assert compiled.check(10**4000).valid
+
+
+@pytest.mark.parametrize("backend", ["jsonschema", "jsonschema-rs"])
+def test_dependencies_holds_under_2020_12_on_both_backends(backend: str) -> None:
+    """The draft 7 keyword, still applied by 2020-12 validators for compatibility."""
+    compiled = SchemaCompiler(backend=backend).compile(
+        {"dependencies": {"card": ["billing"], "vip": {"required": ["tier"]}}}
+    )
+    assert not compiled.check({"card": 1}).valid
+    assert not compiled.check({"vip": True}).valid
+    assert compiled.check({"card": 1, "billing": "x", "vip": True, "tier": 2}).valid

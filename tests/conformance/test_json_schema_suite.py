@@ -50,14 +50,6 @@ NO_FORMAT_ASSERTION_VOCABULARY: Known = (
     ),
     AssertionError,
 )
-NO_DEPENDENCIES: Known = (
-    (
-        "`dependencies` is a draft 7 keyword, not part of 2020-12, and the 2020-12 validator "
-        "ignores it"
-    ),
-    AssertionError,
-)
-
 # (file, group description, case description or ANY) -> the known disagreement.
 MANDATORY_KNOWN: dict[tuple[str, str, str], Known] = {
     (
@@ -67,34 +59,7 @@ MANDATORY_KNOWN: dict[tuple[str, str, str], Known] = {
     ): NO_VOCABULARIES,
 }
 
-_DEPS = "optional/dependencies-compatibility.json"
-OPTIONAL_KNOWN: dict[tuple[str, str, str], Known] = {
-    **{
-        (_DEPS, group, case): NO_DEPENDENCIES
-        for group, case in [
-            ("single dependency", "missing dependency"),
-            ("multiple dependents required", "missing dependency"),
-            ("multiple dependents required", "missing other dependency"),
-            ("multiple dependents required", "missing both dependencies"),
-            ("dependencies with escaped characters", "CRLF missing dependent"),
-            ("dependencies with escaped characters", "quoted quotes missing dependent"),
-            ("single schema dependency", "wrong type"),
-            ("single schema dependency", "wrong type other"),
-            ("single schema dependency", "wrong type both"),
-            ("boolean subschemas", "object with property having schema false is invalid"),
-            ("boolean subschemas", "object with both properties is invalid"),
-            ("schema dependencies with escaped characters", "quoted quote"),
-            (
-                "schema dependencies with escaped characters",
-                "quoted tab invalid under dependent schema",
-            ),
-            (
-                "schema dependencies with escaped characters",
-                "quoted quote invalid under dependent schema",
-            ),
-        ]
-    },
-}
+OPTIONAL_KNOWN: dict[tuple[str, str, str], Known] = {}
 
 
 RS_NO_FORMAT_ASSERTION_VOCABULARY: Known = (

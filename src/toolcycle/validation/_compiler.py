@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcycle.errors import ToolSchemaValidationError
 from toolcycle.models import Validation, ValidationIssue
+from toolcycle.validation._aligned import aligned_classes
 from toolcycle.validation._backends import (
     BACKEND_NAMES,
     BackendSchemaError,
@@ -80,7 +81,8 @@ def _engine() -> _Engine:
     from referencing.exceptions import Unresolvable
     from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
 
-    # Each draft's validator class, with its regular expressions run on RE2.
+    # Each draft's validator class, with its regular expressions run on RE2 and a
+    # fractional multipleOf and the legacy dependencies as jsonschema-rs has them.
     classes = re2_classes(
         dict(
             zip(
@@ -96,6 +98,7 @@ def _engine() -> _Engine:
             )
         )
     )
+    classes = aligned_classes(classes)
     specifications = (DRAFT202012, DRAFT201909, DRAFT7, DRAFT6, DRAFT4)
     return _Engine(
         dialects={
