@@ -403,6 +403,37 @@ def test_the_result_limit_can_be_switched_off() -> None:
     assert not result.truncated and len(result.output) == 5_000_000
 
 
+@pytest.mark.parametrize("limit", [-1, 0, 10, 99, 1.5e3, "200", True])
+def test_a_result_limit_with_no_room_for_the_marker_is_refused_where_it_is_given(
+    limit: object,
+) -> None:
+    """Below 100 bytes a cut output could not hold its marker: refused, not exceeded."""
+    with pytest.raises(ValueError, match="max_result_bytes must be None"):
+        ToolRuntime(max_result_bytes=limit)  # type: ignore[arg-type]
+    with ToolRuntime() as runtime:
+        with pytest.raises(ValueError, match="at least 100 bytes"):
+            runtime.max_result_bytes = limit  # type: ignore[assignment]
+        assert runtime.max_result_bytes == 1_048_576
+
+
+def test_the_smallest_result_limit_holds_for_any_output() -> None:
+    """At 100 bytes, an output of 10 MB is cut to fit, marker and all."""
+    with ToolRuntime(max_result_bytes=100) as runtime:
+        runtime.register(FakeTool(output="é" * 5_000_000))
+        with runtime.plan() as ctx:
+            result = runtime.execute("fake", {}, ctx)
+    assert result.truncated and result.trace is not None
+    assert result.trace.result_size_bytes <= 100 < result.trace.original_size_bytes
+
+
+def test_redaction_takes_a_policy_or_none() -> None:
+    """A wrong value is refused where it is given, not at the first call."""
+    with pytest.raises(TypeError, match="RedactionPolicy or None"):
+        ToolRuntime(redaction="off")  # type: ignore[arg-type]
+    with ToolRuntime() as runtime, pytest.raises(TypeError, match="RedactionPolicy"):
+        runtime.redaction = {"key_pattern": "pw"}  # type: ignore[assignment]
+
+
 @pytest.mark.parametrize("limit", [0, 10, 60, 61, 62, 100, 1000])
 def test_cut_output_fits_the_limit_or_keeps_only_the_marker(limit: int) -> None:
     """The cut text fits the limit whenever the marker does; otherwise it is the marker alone."""

@@ -20,7 +20,7 @@ from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._retries import check_max_retries, default_policy
-from toolcycle.runtime._shared import Option, Settings
+from toolcycle.runtime._shared import Option, Settings, check_result_limit
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer
 
@@ -54,6 +54,15 @@ if TYPE_CHECKING:
 __all__ = ["ToolRuntime"]
 
 _DEFAULT_REDACTION = RedactionPolicy()
+
+
+def _check_redaction(value: Any) -> RedactionPolicy | None:
+    """``redaction`` as given, once it is a `RedactionPolicy` or None (redaction off)."""
+    if value is not None and not isinstance(value, RedactionPolicy):
+        raise TypeError(
+            f"redaction must be a toolcycle.RedactionPolicy or None (off), got {value!r}"
+        )
+    return value
 
 
 class ToolRuntime:
@@ -124,8 +133,8 @@ class ToolRuntime:
     ) -> None:
         self._settings = settings = Settings(
             strict_output,
-            max_result_bytes,
-            redaction,
+            check_result_limit(max_result_bytes),
+            _check_redaction(redaction),
             auto_activate,
             check_max_retries(max_retries, "max_retries"),
             default_policy(retry),
@@ -184,8 +193,8 @@ class ToolRuntime:
         self.close()
 
     strict_output: Option[bool] = Option("strict_output")
-    max_result_bytes: Option[int | None] = Option("max_result_bytes")
-    redaction: Option[RedactionPolicy | None] = Option("redaction")
+    max_result_bytes: Option[int | None] = Option("max_result_bytes", check_result_limit)
+    redaction: Option[RedactionPolicy | None] = Option("redaction", _check_redaction)
     auto_activate: Option[bool] = Option("auto_activate")
 
     @property

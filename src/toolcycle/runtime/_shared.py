@@ -133,10 +133,15 @@ class Settings:
 
 
 class Option(Generic[T]):
-    """A public attribute of the façade that reads and writes one of its `Settings`."""
+    """A public attribute of the façade that reads and writes one of its `Settings`.
 
-    def __init__(self, name: str) -> None:
+    ``check`` refuses a bad value (raising) and returns the one to keep; it runs
+    when the attribute is set, as the constructor runs it on its argument.
+    """
+
+    def __init__(self, name: str, check: Callable[[Any], T] | None = None) -> None:
         self._name = name
+        self._check = check
         self.__doc__ = f"The ``{name}`` option (see `ToolRuntime`); may be changed."
 
     @overload
@@ -150,6 +155,8 @@ class Option(Generic[T]):
         return value
 
     def __set__(self, owner: object, value: T) -> None:
+        if self._check is not None:
+            value = self._check(value)
         setattr(owner._settings, self._name, value)  # type: ignore[attr-defined]
 
 
@@ -409,6 +416,23 @@ def here() -> object:
     except RuntimeError:  # no event loop runs in this thread
         task = None
     return task if task is not None else threading.get_ident()
+
+
+MIN_RESULT_BYTES = 100
+"""The smallest ``max_result_bytes``: a cut output's marker alone takes up to 60 bytes."""
+
+
+def check_result_limit(value: Any) -> int | None:
+    """``max_result_bytes`` as given, once it is None or a whole number of bytes that fits."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or value < MIN_RESULT_BYTES
+    ):
+        raise ValueError(
+            f"max_result_bytes must be None (no limit) or a whole number of at least "
+            f"{MIN_RESULT_BYTES} bytes, got {value!r}; a cut output ends with a marker that "
+            "needs the room"
+        )
+    return value
 
 
 def check_limits(timeout: float | None, idle_timeout: float | None) -> None:
