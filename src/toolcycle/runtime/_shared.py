@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from toolcycle.validation import CompiledSchema
 
 __all__ = [
+    "MIN_RESULT_BYTES",
     "ApprovalStep",
     "Call",
     "Catalog",
@@ -51,6 +52,7 @@ __all__ = [
     "Runner",
     "Settings",
     "check_limits",
+    "check_result_limit",
     "deadlines",
     "here",
     "smaller",
