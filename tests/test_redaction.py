@@ -319,6 +319,94 @@ def test_a_write_only_mark_behind_a_ref_or_in_a_branch_is_honoured(schema: dict[
     assert policy.masked({"pin": "983271"}, schema) == {"pin": "[redacted]"}
 
 
+_PIN = {"type": "string", "writeOnly": True}
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        (  # "#/..." inside a subschema with its own $id points into that subschema
+            {
+                "properties": {"auth": {"$ref": "https://example.com/auth"}},
+                "$defs": {
+                    "auth": {
+                        "$id": "https://example.com/auth",
+                        "properties": {"pin": {"$ref": "#/$defs/pin"}},
+                        "$defs": {"pin": _PIN},
+                    }
+                },
+            },
+            {"auth": {"pin": "983271"}},
+        ),
+        (  # a relative reference to a subschema's $id
+            {
+                "$id": "https://example.com/root.json",
+                "properties": {"pin": {"$ref": "pin.json"}},
+                "$defs": {"pin": {"$id": "pin.json", **_PIN}},
+            },
+            {"pin": "983271"},
+        ),
+        (  # an absolute reference back into the document itself
+            {
+                "$id": "https://example.com/login.json",
+                "properties": {"pin": {"$ref": "https://example.com/login.json#/$defs/pin"}},
+                "$defs": {"pin": _PIN},
+            },
+            {"pin": "983271"},
+        ),
+        (  # draft 7's dependencies, in its schema form
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "properties": {"user": {"type": "string"}},
+                "dependencies": {"user": {"properties": {"pin": _PIN}}},
+            },
+            {"user": "bob", "pin": "983271"},
+        ),
+        (  # draft 2019-09's $recursiveRef
+            {
+                "$schema": "https://json-schema.org/draft/2019-09/schema",
+                "$recursiveAnchor": True,
+                "properties": {"pin": _PIN, "child": {"$recursiveRef": "#"}},
+            },
+            {"child": {"pin": "983271"}},
+        ),
+    ],
+    ids=["ref-in-embedded-resource", "relative-ref", "absolute-ref", "dependencies", "recursive"],
+)
+def test_a_mark_is_found_through_every_kind_of_reference(
+    schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    """References resolve against the nearest $id, as validation resolves them."""
+    schema = {"type": "object", **schema}
+
+    def boom(params: Any, ctx: Any) -> Any:
+        raise RuntimeError(f"login failed for {params}")
+
+    with ToolRuntime() as runtime:
+        runtime.register(FakeTool(name="login", input_schema=schema, output=boom))
+        with capture_traces(runtime) as traces, runtime.plan() as ctx:
+            result = runtime.call({"id": "1", "name": "login", "arguments": arguments}, ctx)
+    assert result.error is not None and "[redacted]" in result.error
+    assert "983271" not in result.model_dump_json() + traces[0].model_dump_json()
+
+
+def test_values_under_a_reference_to_a_preloaded_document_count_as_secret() -> None:
+    """Redaction cannot read a schema outside the document: it fails closed."""
+    account = "https://schemas.example.com/account.json"
+    schema = {"type": "object", "properties": {"account": {"$ref": account}, "note": {}}}
+    documents = {account: {"type": "object", "properties": {"id": {"type": "string"}}}}
+
+    def boom(params: Any, ctx: Any) -> Any:
+        raise RuntimeError(f"refused {params}")
+
+    with ToolRuntime(schema_documents=documents) as runtime:
+        runtime.register(FakeTool(name="t", input_schema=schema, output=boom))
+        with runtime.plan() as ctx:
+            arguments = {"account": {"id": "acct-7781"}, "note": "shown"}
+            result = runtime.call({"id": "1", "name": "t", "arguments": arguments}, ctx)
+    assert result.error == "refused {'account': {'id': '[redacted]'}, 'note': 'shown'}"
+
+
 class Creds(BaseModel):
     user: str
     pin: SecretStr

@@ -4,9 +4,10 @@ Redaction walks a value beside its schema and asks, at each step, which schema
 objects describe the value there. JSON Schema reaches them through its
 applicator keywords; `SchemaReader` follows all of them:
 
-- to the same value: local ``$ref`` and ``$dynamicRef`` (JSON pointers and
-  ``$anchor``/``$dynamicAnchor`` names), ``allOf``, ``anyOf``, ``oneOf``,
-  ``if``, ``then``, ``else`` and ``dependentSchemas``;
+- to the same value: ``$ref``, ``$dynamicRef`` and ``$recursiveRef`` (resolved
+  against the nearest ``$id``, by `toolcycle.validation._resources`), ``allOf``,
+  ``anyOf``, ``oneOf``, ``if``, ``then``, ``else``, ``dependentSchemas`` and the
+  schema form of draft 7's ``dependencies``;
 - to the value under a key: ``properties``, ``patternProperties``,
   ``additionalProperties`` and ``unevaluatedProperties`` (and ``propertyNames``
   to the key itself);
@@ -15,7 +16,10 @@ applicator keywords; `SchemaReader` follows all of them:
 
 It answers with every schema that *might* apply (a conditional, a branch, a
 pattern are not evaluated: running a pattern from a schema could take very
-long), which is what redaction wants: a mark on any of them counts. Every walk
+long), which is what redaction wants: a mark on any of them counts. A reference
+that leads out of the document (to a pre-loaded schema) cannot be read here: it
+stands for `UNREAD`, a schema carrying both marks, so the values under it count
+as marked (redaction fails closed). Every walk
 keeps its own stack and visits each schema object once, so no depth raises
 `RecursionError` and a ``$ref`` cycle ends.
 """
@@ -23,12 +27,16 @@ keeps its own stack and visits each schema object once, so no depth raises
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+
+from toolcycle.validation._resources import Resources
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["Applied", "SchemaReader"]
+__all__ = ["UNREAD", "Applied", "SchemaReader"]
+
+UNREAD: dict[str, Any] = {"writeOnly": True, "x-sensitive": True}
+"""What a reference this reader cannot follow stands for: a schema that marks its value."""
 
 _MAX_KEPT = 10_000
 """A reader remembers this many combinations of subschemas at most (a bound on memory)."""
@@ -115,13 +123,13 @@ class SchemaReader:
         marked: whether one schema object carries the mark being looked for.
     """
 
-    __slots__ = ("_anchors", "_applied", "_marked", "_top", "root")
+    __slots__ = ("_applied", "_marked", "_resources", "_top", "root")
 
     def __init__(self, root: Any, marked: Callable[[dict[str, Any]], bool]) -> None:
         self.root = root
         self._marked = marked
         self._applied: dict[tuple[int, ...], tuple[Applied, tuple[Any, ...]]] = {}
-        self._anchors: dict[str, list[Any]] | None = None
+        self._resources: Resources | None = None  # indexed when a reference is first met
         self._top: Applied | None = None
 
     def top(self) -> Applied:
@@ -172,28 +180,38 @@ class SchemaReader:
                 continue
             seen.add(id(schema))
             parts.append(schema)
-            for keyword in ("$ref", "$dynamicRef"):
+            for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
                 ref = schema.get(keyword)
-                if isinstance(ref, str) and ref.startswith("#"):
-                    pending.extend(self._targets(ref))
+                if isinstance(ref, str):
+                    pending.extend(self._targets(schema, keyword, ref))
             for keyword in ("allOf", "anyOf", "oneOf"):
                 branches = schema.get(keyword)
                 if isinstance(branches, list):
                     pending.extend(branches)
             pending.extend(schema.get(keyword) for keyword in ("if", "then", "else"))
-            dependent = schema.get("dependentSchemas")
-            if isinstance(dependent, dict):
-                pending.extend(dependent.values())
+            for keyword in ("dependentSchemas", "dependencies"):  # the latter: draft 7
+                dependent = schema.get(keyword)
+                if isinstance(dependent, dict):
+                    pending.extend(dependent.values())  # a list of names is not a dict
         return parts
 
-    def _targets(self, ref: str) -> list[Any]:
-        """What a local reference ("#", "#/$defs/A", "#name") points at in the root."""
-        fragment = unquote(ref[1:])
-        if fragment == "" or fragment.startswith("/"):
-            return [_pointer(self.root, fragment)]
-        if self._anchors is None:
-            self._anchors = _anchors(self.root)
-        return self._anchors.get(fragment, [])
+    def _targets(self, schema: dict[str, Any], keyword: str, ref: str) -> list[Any]:
+        """Every schema the reference ``ref`` of ``schema`` might lead to.
+
+        A dynamic reference might lead to any schema with its anchor name (which
+        one depends on the path a validation took), a recursive one to any with
+        ``$recursiveAnchor``: all of them count.
+        """
+        resources = self._resources
+        if resources is None:
+            resources = self._resources = Resources(self.root)
+        found = resources.resolve(ref, resources.base(schema))
+        targets = [UNREAD] if found is None else list(found)
+        if keyword == "$dynamicRef" and "#" in ref:
+            targets += resources.dynamic(ref.rsplit("#", 1)[1])
+        elif keyword == "$recursiveRef":
+            targets += resources.recursive()
+        return targets
 
 
 def _arrays(part: dict[str, Any], applied: Applied) -> None:
@@ -219,37 +237,3 @@ def _has(named: Any, key: Any) -> bool:
         return isinstance(named, dict) and key in named
     except TypeError:  # an unhashable key of some mapping: no schema names it
         return False
-
-
-def _pointer(root: Any, pointer: str) -> Any:
-    """What a JSON pointer ("", "/$defs/A", "/items/0") points at in ``root``; None if nothing."""
-    target = root
-    for part in pointer.split("/")[1:]:
-        key = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict):
-            target = target.get(key)
-        elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
-            target = target[int(key)]
-        else:
-            return None
-    return target
-
-
-def _anchors(root: Any) -> dict[str, list[Any]]:
-    """Every ``$anchor`` and ``$dynamicAnchor`` in ``root``, by name."""
-    found: dict[str, list[Any]] = {}
-    pending, seen = [root], set()
-    while pending:
-        node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, dict):
-            for keyword in ("$anchor", "$dynamicAnchor"):
-                name = node.get(keyword)
-                if isinstance(name, str):
-                    found.setdefault(name, []).append(node)
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return found
