@@ -176,6 +176,42 @@ def test_a_rule_other_than_writes_without_an_approver_is_refused_at_plan_start(
         ToolExecutionContext("p", approver="yes")  # type: ignore[arg-type]
 
 
+def _broken_rule(descriptor: Any) -> bool:
+    raise KeyError("tier")
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["plain", "guarded"])
+def test_an_approval_rule_that_raises_stops_every_call_for_the_host_with_a_trace(
+    guarded: bool,
+) -> None:
+    """Fail closed, loudly: each entry point raises ToolApprovalError with one error trace."""
+    from toolcycle.guardrails import allow
+    from toolcycle.testing import capture_traces
+
+    fake = FakeTool("deploy", writes=True)
+    guards = [lambda call, ctx: allow()] if guarded else None
+    approver = Approver()
+    with ToolRuntime(input_guardrails=guards) as runtime:
+        runtime.register(fake)
+        with capture_traces(runtime) as traces:
+            with runtime.plan(approver=approver, approval=_broken_rule) as ctx:
+                with pytest.raises(ToolApprovalError, match="approval rule") as sync:
+                    runtime.execute("deploy", {}, ctx)
+                with pytest.raises(ToolApprovalError, match="KeyError"):
+                    runtime.call({"id": "c1", "name": "deploy", "arguments": {}}, ctx)
+
+                async def main() -> None:
+                    with pytest.raises(ToolApprovalError, match="approval rule"):
+                        await runtime.aexecute("deploy", {}, ctx)
+
+                asyncio.run(main())
+    assert isinstance(sync.value.__cause__, KeyError)
+    assert [t.status for t in traces] == ["error", "error", "error"]
+    assert all("KeyError" in (t.error or "") for t in traces)
+    assert approver.requests == []
+    assert fake.stages() == ["discover"]  # nothing activated, nothing run
+
+
 # -- what each answer does --------------------------------------------------------------
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
+from toolcycle.errors import ToolApprovalError, ToolCancelledError, ToolRuntimeError, error_text
 from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import ToolResult
 from toolcycle.runtime._shared import check_limits
@@ -54,7 +54,25 @@ class Approvals:
             return False
         if call.ctx.approver is None:
             return entry.descriptor.capability.requires_approval is True
-        return needs_approval(entry.descriptor, call.ctx.approval)
+        try:
+            return needs_approval(entry.descriptor, call.ctx.approval)
+        except Exception as exc:
+            self._rule_failed(call, exc)
+
+    def _rule_failed(self, call: Call, exc: Exception) -> NoReturn:
+        """Trace the call and raise for the host: a broken rule is its bug, not the model's.
+
+        It fails closed as a broken guardrail does: the call does not run, and
+        a denial would only have the model retry around a rule that fails every time.
+        """
+        error = ToolApprovalError(
+            f"the approval rule of plan {call.ctx.plan_id!r} raised "
+            f"{type(exc).__name__}: {error_text(exc)}; the call was not run",
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+        )
+        self._steps.emit(call, "error", error=error)
+        raise error from exc
 
     def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
         """Ask the plan's approver from sync code; None means run the call."""
