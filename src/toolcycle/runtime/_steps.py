@@ -182,10 +182,12 @@ class CallSteps:
 
     def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
         """Steps 6 and 7 on what the tool returned, and the trace."""
-        if self._retries.failing:  # some call failed in a way the model may fix
-            self._retries.returned(call)
+        retries = self._retries
+        failing = retries.failing  # some call failed in a way the model may fix
+        if failing:
+            retries.returned(call)  # before the trace ends: it says which retry this was
         settings = self._settings
-        return output_result(
+        result = output_result(
             self._traces,
             call.record,
             call.ctx,
@@ -197,6 +199,9 @@ class CallSteps:
             settings.max_result_bytes,
             call.answers,
         )
+        if failing and result.success:  # a failed return leaves the count, as a raise does
+            retries.succeeded(call)
+        return result
 
     def cache_hit(self, call: Call, kept: Kept) -> ToolResult:
         """The result of a call answered from the result cache, and its trace."""
