@@ -176,6 +176,42 @@ def test_a_rule_other_than_writes_without_an_approver_is_refused_at_plan_start(
         ToolExecutionContext("p", approver="yes")  # type: ignore[arg-type]
 
 
+def _broken_rule(descriptor: Any) -> bool:
+    raise KeyError("tier")
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["plain", "guarded"])
+def test_an_approval_rule_that_raises_stops_every_call_for_the_host_with_a_trace(
+    guarded: bool,
+) -> None:
+    """Fail closed, loudly: each entry point raises ToolApprovalError with one error trace."""
+    from toolcycle.guardrails import allow
+    from toolcycle.testing import capture_traces
+
+    fake = FakeTool("deploy", writes=True)
+    guards = [lambda call, ctx: allow()] if guarded else None
+    approver = Approver()
+    with ToolRuntime(input_guardrails=guards) as runtime:
+        runtime.register(fake)
+        with capture_traces(runtime) as traces:
+            with runtime.plan(approver=approver, approval=_broken_rule) as ctx:
+                with pytest.raises(ToolApprovalError, match="approval rule") as sync:
+                    runtime.execute("deploy", {}, ctx)
+                with pytest.raises(ToolApprovalError, match="KeyError"):
+                    runtime.call({"id": "c1", "name": "deploy", "arguments": {}}, ctx)
+
+                async def main() -> None:
+                    with pytest.raises(ToolApprovalError, match="approval rule"):
+                        await runtime.aexecute("deploy", {}, ctx)
+
+                asyncio.run(main())
+    assert isinstance(sync.value.__cause__, KeyError)
+    assert [t.status for t in traces] == ["error", "error", "error"]
+    assert all("KeyError" in (t.error or "") for t in traces)
+    assert approver.requests == []
+    assert fake.stages() == ["discover"]  # nothing activated, nothing run
+
+
 # -- what each answer does --------------------------------------------------------------
 
 
@@ -449,6 +485,68 @@ def test_resume_refuses_a_plan_that_may_not_run_it_without_spending_the_approval
     assert ran == []
     with rt.plan() as later:
         assert rt.resume(pending, True, later).output == "sent to ann"  # not spent above
+
+
+def test_resume_refuses_bad_limits_without_spending_the_approval(rt: ToolRuntime) -> None:
+    """A timeout that is not seconds is the host's mistake: the corrected resume still runs."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    with rt.plan() as later:
+        with pytest.raises(ValueError, match="timeout must be"):
+            rt.resume(pending, True, later, timeout=0)
+        with pytest.raises(ValueError, match="idle_timeout must be"):
+            rt.resume(pending, True, later, idle_timeout=math.nan)
+        assert ran == []
+        assert rt.resume(pending, True, later, timeout=WAIT).output == "sent to ann"
+
+
+def test_resume_refuses_a_cancelled_plan_without_spending_the_approval(
+    rt: ToolRuntime,
+) -> None:
+    """A plan cancelled before the resume raises ToolCancelledError; another plan may run it."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    with rt.plan() as cancelled:
+        cancelled.cancellation_token.cancel("user left")
+        with pytest.raises(ToolCancelledError, match="user left"):
+            rt.resume(pending, True, cancelled)
+    assert ran == []
+    with rt.plan() as later:
+        assert rt.resume(pending, True, later).output == "sent to ann"
+
+
+def test_resume_refuses_a_second_context_of_an_open_plan_without_spending_the_approval(
+    rt: ToolRuntime,
+) -> None:
+    """A context whose plan id another open context holds is refused; the right one runs it."""
+    from toolcycle import ToolRuntimeError
+
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    with rt.plan("shared") as first:
+        with pytest.raises(ToolRuntimeError, match="already open"):
+            rt.resume(pending, True, ToolExecutionContext("shared"))
+        assert ran == []
+        assert rt.resume(pending, True, first).output == "sent to ann"
+
+
+def test_aresume_refuses_like_resume_without_spending_the_approval(rt: ToolRuntime) -> None:
+    """The async twin checks the limits and the plan before the claim too."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    async def main() -> ToolResult:
+        async with rt.aplan() as cancelled:
+            cancelled.cancellation_token.cancel()
+            with pytest.raises(ToolCancelledError):
+                await rt.aresume(pending, True, cancelled)
+        async with rt.aplan() as later:
+            with pytest.raises(ValueError, match="timeout must be"):
+                await rt.aresume(pending, True, later, timeout=-1)
+            return await rt.aresume(pending, True, later)
+
+    assert asyncio.run(main()).output == "sent to ann"
+    assert ran == [{"to": "ann", "body": ""}]
 
 
 def test_a_call_from_a_model_keeps_its_tool_call_through_defer_and_resume(

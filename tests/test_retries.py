@@ -18,6 +18,7 @@ from toolcycle import (
     ToolDescriptor,
     ToolExecutionContext,
     ToolFailed,
+    ToolResult,
     ToolRuntime,
     tool,
 )
@@ -114,6 +115,48 @@ def test_a_call_that_returns_starts_the_count_anew_and_says_which_retry_it_was(
     assert found.success and found.trace is not None and found.trace.retry == 2
     assert again.retryable and again.retries_left == 2
     assert plain.trace is not None and plain.trace.retry == 1
+
+
+class _Shaky:
+    """A hand-written tool (its output unchecked on the way out) that fails as told."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="shaky",
+            capability=ToolCapability(writes=False),
+            output_schema={"type": "integer"},
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        how = params["how"]
+        if how == "retry":
+            raise ModelRetry("try again")
+        return {
+            "off_schema": "not an int",
+            "not_json": {1, 2},
+            "reported": ToolResult(success=False, error="nope", error_type="Nope"),
+        }[how]
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["off_schema", "not_json", "reported"])
+def test_a_call_that_returns_a_failure_leaves_the_count_alone(how: str) -> None:
+    """Only a successful return starts the count anew; a failed one, like a raise, does not."""
+    with ToolRuntime(tracer=NullTracer(), strict_output=True) as runtime:
+        runtime.register(_Shaky())
+        with runtime.plan(read_only=True) as ctx:
+            first = runtime.execute("shaky", {"how": "retry"}, ctx)
+            failed = runtime.execute("shaky", {"how": how}, ctx)
+            again = runtime.execute("shaky", {"how": "retry"}, ctx)
+    assert first.retries_left == 1
+    assert not failed.success and failed.retries_left is None
+    assert failed.trace is not None and failed.trace.retry == 1  # one failure came before it
+    assert again.retries_left == 0 and not again.retryable
 
 
 def test_counts_are_per_plan_and_per_tool(runtime: ToolRuntime) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 
 from toolcycle import BoundResource, Change, ToolExecutionContext, ToolRuntime
 from toolcycle.builtins import workspace_tools
+
+WAIT = 5.0
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -148,6 +151,54 @@ def test_a_failing_handler_is_reported_as_failed() -> None:
     report = ctx.rollback(handlers={"x": broken})
     assert report.outcomes[0].status == "failed" and "OSError" in report.outcomes[0].message
     assert len(ctx.changes) == 1
+
+
+def _rolled_back_in_a_thread(ctx: ToolExecutionContext, **options: Any) -> Any:
+    """``ctx.rollback(**options)`` on its own thread, waited for WAIT seconds at most."""
+    reports: list[Any] = []
+    worker = threading.Thread(target=lambda: reports.append(ctx.rollback(**options)), daemon=True)
+    worker.start()
+    worker.join(WAIT)
+    assert not worker.is_alive(), "the rollback did not finish: a handler deadlocked it"
+    return reports[0]
+
+
+def test_an_undo_handler_may_record_and_read_its_plans_changes() -> None:
+    """A compensating change recorded during the rollback is kept after what was not undone."""
+    ctx = ToolExecutionContext("p")
+    before = Change(kind="ticket.create", target="T-0")
+    ctx.record_change(before)
+    marker = ctx.checkpoint()
+    opened = Change(kind="ticket.create", target="T-1")
+    unknown = Change(kind="mail.send", target="ann")
+    ctx.record_change(opened)
+    ctx.record_change(unknown)
+    seen: list[int] = []
+
+    def close_ticket(change: Change) -> None:
+        seen.append(len(ctx.changes))
+        ctx.record_change(Change(kind="ticket.close", target=change.target))
+
+    report = _rolled_back_in_a_thread(ctx, to=marker, handlers={"ticket.create": close_ticket})
+    assert [o.status for o in report.outcomes] == ["unsupported", "undone"]
+    assert seen == [3]
+    closing = Change(kind="ticket.close", target="T-1")
+    assert [(c.kind, c.target) for c in ctx.changes] == [
+        (before.kind, before.target),
+        (unknown.kind, unknown.target),
+        (closing.kind, closing.target),
+    ]
+
+
+def test_an_undo_handler_cannot_roll_back_its_own_plan() -> None:
+    """A nested rollback would undo the same changes twice: it fails that change instead."""
+    ctx = ToolExecutionContext("p")
+    ctx.record_change(Change(kind="x", target="t"))
+    report = _rolled_back_in_a_thread(ctx, handlers={"x": lambda change: ctx.rollback()})
+    assert report.outcomes[0].status == "failed"
+    assert "undo handler" in report.outcomes[0].message
+    assert len(ctx.changes) == 1
+    assert ctx.rollback(handlers={"x": lambda change: None}).complete  # not left stuck
 
 
 def test_checkpoints_belong_to_their_plan() -> None:

@@ -311,6 +311,16 @@ class ToolLifecycleCache:
         with self._lock:
             self._open(ctx)
 
+    def check_owner(self, ctx: ToolExecutionContext) -> None:
+        """Refuse, as `admit` would, a context whose plan id another open context holds.
+
+        Opens nothing: for a check that must come before something is spent.
+        """
+        with self._lock:
+            plan = self._plans.get(ctx.plan_id)
+            if plan is not None and plan.ctx is not ctx:
+                raise _taken(ctx)
+
     def _open(self, ctx: ToolExecutionContext) -> _Plan:
         if ctx.ended:
             raise _ended(ctx)
@@ -320,11 +330,7 @@ class ToolLifecycleCache:
         elif plan.ctx is not ctx:
             # Two contexts of one plan id would share activations, and ending one
             # would deactivate the other's tools under it.
-            raise ToolRuntimeError(
-                f"plan {ctx.plan_id!r} is already open with another context; end it "
-                "first, or give this plan an id of its own",
-                plan_id=ctx.plan_id,
-            )
+            raise _taken(ctx)
         return plan
 
     def _take(self, ctx: ToolExecutionContext) -> list[Activation]:
@@ -388,6 +394,14 @@ class ToolLifecycleCache:
 def _ended(ctx: ToolExecutionContext) -> ToolRuntimeError:
     return ToolRuntimeError(
         f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+        plan_id=ctx.plan_id,
+    )
+
+
+def _taken(ctx: ToolExecutionContext) -> ToolRuntimeError:
+    return ToolRuntimeError(
+        f"plan {ctx.plan_id!r} is already open with another context; end it "
+        "first, or give this plan an id of its own",
         plan_id=ctx.plan_id,
     )
 

@@ -188,6 +188,8 @@ class ToolExecutionContext:
     durable: DurablePlan | None = field(default=None, kw_only=True, repr=False)
     _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _undoing: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+    _rolling_back: bool = field(default=False, init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
     _revealed: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
@@ -225,6 +227,8 @@ class ToolExecutionContext:
         self.durable = durable
         self._changes = []
         self._lock = threading.Lock()
+        self._undoing = threading.RLock()
+        self._rolling_back = False
         self._ended = False
         self._revealed = frozenset()
         self.__post_init__()
@@ -413,10 +417,12 @@ class ToolExecutionContext:
         workspaces this plan binds, found from each change's workspace name and
         relative target, never from a path stored in the change. Undone changes leave ``changes``; those
         that could not be undone (a conflict, no handler, an error) stay, in
-        order, and are listed in the report with the reason.
+        order, and are listed in the report with the reason. Changes recorded
+        while it runs (a handler's compensating change, say) stay after them.
 
         Raises:
             ValueError: ``to`` belongs to another plan or lies beyond the record.
+            RuntimeError: an undo handler of this plan's rollback rolls it back again.
         """
         from toolcycle.rollback import Checkpoint, RollbackReport, undo_changes
 
@@ -425,16 +431,33 @@ class ToolExecutionContext:
             raise ValueError(
                 f"checkpoint of plan {marker.plan_id!r} cannot roll back plan {self.plan_id!r}"
             )
-        with self._lock:
-            if not 0 <= marker.index <= len(self._changes):
-                raise ValueError(
-                    f"checkpoint index {marker.index} is beyond the {len(self._changes)} "
-                    "changes recorded"
+        # One rollback at a time, so that none undoes a change another is undoing.
+        # Reentrant, so that a handler rolling back its own plan is refused, not stuck.
+        with self._undoing:
+            if self._rolling_back:
+                raise RuntimeError(
+                    f"an undo handler cannot roll back plan {self.plan_id!r}, which it is "
+                    "rolling back"
                 )
-            later = self._changes[marker.index :]
-            outcomes = undo_changes(later, handlers, resources=self.resources)
+            with self._lock:
+                if not 0 <= marker.index <= len(self._changes):
+                    raise ValueError(
+                        f"checkpoint index {marker.index} is beyond the {len(self._changes)} "
+                        "changes recorded"
+                    )
+                later = self._changes[marker.index :]
+            # The handlers run unlocked: one may record a compensating change, read
+            # the changes, or run a tool of the plan.
+            self._rolling_back = True
+            try:
+                outcomes = undo_changes(later, handlers, resources=self.resources)
+            finally:
+                self._rolling_back = False
             kept = [o.change for o in reversed(outcomes) if o.status != "undone"]
-            self._changes[marker.index :] = kept
+            with self._lock:
+                # Only a rollback removes changes, so ``later`` is still in place;
+                # what was recorded meanwhile follows it, and stays.
+                self._changes[marker.index :] = kept + self._changes[marker.index + len(later) :]
         return RollbackReport(checkpoint=marker, outcomes=outcomes)
 
     def resource(self, kind: str, name: str | None = None) -> BoundResource:

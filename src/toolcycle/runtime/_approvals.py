@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
-from toolcycle.capabilities import check_capabilities
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolCancelledError, ToolRuntimeError, error_text
+from toolcycle.errors import ToolApprovalError, ToolCancelledError, ToolRuntimeError, error_text
 from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import ToolResult
+from toolcycle.runtime._shared import check_limits
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger, ApprovalRequest, Resumption
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, PendingApproval
-    from toolcycle.runtime._shared import Call, Catalog, Entry, Runner, Settings
+    from toolcycle.runtime._shared import Call, Entry, Runner, Settings
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["Approvals", "Resumer"]
@@ -54,7 +54,25 @@ class Approvals:
             return False
         if call.ctx.approver is None:
             return entry.descriptor.capability.requires_approval is True
-        return needs_approval(entry.descriptor, call.ctx.approval)
+        try:
+            return needs_approval(entry.descriptor, call.ctx.approval)
+        except Exception as exc:
+            self._rule_failed(call, exc)
+
+    def _rule_failed(self, call: Call, exc: Exception) -> NoReturn:
+        """Trace the call and raise for the host: a broken rule is its bug, not the model's.
+
+        It fails closed as a broken guardrail does: the call does not run, and
+        a denial would only have the model retry around a rule that fails every time.
+        """
+        error = ToolApprovalError(
+            f"the approval rule of plan {call.ctx.plan_id!r} raised "
+            f"{type(exc).__name__}: {error_text(exc)}; the call was not run",
+            tool_name=call.name,
+            plan_id=call.ctx.plan_id,
+        )
+        self._steps.emit(call, "error", error=error)
+        raise error from exc
 
     def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
         """Ask the plan's approver from sync code; None means run the call."""
@@ -158,8 +176,7 @@ class Resumer:
 
     Args:
         approvals: traces a resumed denial.
-        steps: opens the record of a resumed denial.
-        catalog: the registered tools (a resumed call's tool must still exist).
+        steps: opens the record of a resumed denial, and checks a resume's plan.
         runner: runs an approved call (the pipeline).
         settings: the runtime's shared settings (whether it is closed).
         ledger: where each resumed call is claimed, so that none runs twice; None
@@ -170,14 +187,12 @@ class Resumer:
         self,
         approvals: Approvals,
         steps: CallSteps,
-        catalog: Catalog,
         runner: Runner,
         settings: Settings,
         ledger: ApprovalLedger | None,
     ) -> None:
         self._approvals = approvals
         self._steps = steps
-        self._catalog = catalog
         self._runner = runner
         self._settings = settings
         self._ledger = ledger
@@ -205,7 +220,7 @@ class Resumer:
         """Claim the call, then run it or deny it (see `ToolRuntime.resume`)."""
         from toolcycle.approvals import _resumption
 
-        record, chosen, approval = self._claim(pending, decision, ctx)
+        record, chosen, approval = self._claim(pending, decision, ctx, timeout, idle_timeout)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -228,7 +243,7 @@ class Resumer:
         """Async twin of `resume`."""
         from toolcycle.approvals import _resumption
 
-        record, chosen, approval = self._claim(pending, decision, ctx)
+        record, chosen, approval = self._claim(pending, decision, ctx, timeout, idle_timeout)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -242,7 +257,12 @@ class Resumer:
         return _answering(result, record)
 
     def _claim(
-        self, pending: Any, decision: Any, ctx: ToolExecutionContext
+        self,
+        pending: Any,
+        decision: Any,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
     ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
         """Check a resume and claim the call in the ledger (see `ToolRuntime.resume`)."""
         from toolcycle.agent._approve import check_resume, record_of
@@ -251,15 +271,17 @@ class Resumer:
 
         def precheck(record: PendingApproval) -> None:
             # Refusals that do not spend the approval: the call stays resumable.
+            # Everything the run would refuse before the tool starts is checked here.
             if not isinstance(ctx, ToolExecutionContext):
                 raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
+            check_limits(timeout, idle_timeout)
             if ctx.ended:
                 raise ToolRuntimeError(
                     f"plan {ctx.plan_id!r} has ended; resume the call in an open plan",
                     tool_name=record.tool_name,
                     plan_id=ctx.plan_id,
                 )
-            check_capabilities(self._catalog.entry(record.tool_name).descriptor, ctx)
+            self._steps.precheck(record.tool_name, ctx)
 
         record, chosen = check_resume(pending, decision, self.ledger, precheck)
         approval = record_of(

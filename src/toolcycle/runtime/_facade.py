@@ -168,9 +168,7 @@ class ToolRuntime:
         self._steps = steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
         approvals = Approvals(steps, invoker, settings)
         self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
-        self._resumer = Resumer(
-            approvals, steps, self._tools, self._pipeline, settings, approval_ledger
-        )
+        self._resumer = Resumer(approvals, steps, self._pipeline, settings, approval_ledger)
 
     @functools.cached_property
     def _dispatcher(self) -> Dispatcher:
@@ -595,6 +593,8 @@ class ToolRuntime:
             ToolApprovalError: the record was changed or already resumed, or the
                 decision defers or belongs to another call.
             ToolRuntimeError: (and its subclasses) refused before the claim.
+            ToolCancelledError: the plan was cancelled; refused before the claim.
+            ValueError: a limit that is not positive seconds; refused before the claim.
         """
         return self._resumer.resume(pending, decision, ctx, timeout, idle_timeout)
 

@@ -3,7 +3,7 @@
 A *model retry* is the model calling a tool again after a failure it can fix:
 an invalid input, or the tool raising `ModelRetry`. `ModelRetries` counts such
 failures per plan (kept with the plan's context, gone with it) and per tool;
-a call of the tool that returns resets the count, so ``max_retries`` bounds a
+a call of the tool that returns a successful result resets the count, so ``max_retries`` bounds a
 model stuck on one mistake, not the mistakes of a long plan. While retries
 remain the failed result says so and what to fix; past the limit it says the
 limit was reached.
@@ -102,11 +102,17 @@ class ModelRetries:
         return failed_result(traces, call.record, outcome, changes, hint, left)
 
     def returned(self, call: Call) -> None:
-        """The tool ran and returned: note which retry that was, and start counting anew."""
+        """The tool ran and returned: note which retry that was (`succeeded` resets)."""
+        counts = self._counts.get(call.ctx)
+        if counts:
+            call.record.retry = counts.get(call.name, 0)
+
+    def succeeded(self, call: Call) -> None:
+        """The call returned a successful result: count its tool's failures anew."""
         counts = self._counts.get(call.ctx)
         if counts:
             with self._lock:
-                call.record.retry = counts.pop(call.name, 0)
+                counts.pop(call.name, None)
 
     def _count(self, call: Call, limit: int, fix: str) -> tuple[int, str]:
         """Count one failure; the retries left after it, and what to tell the model."""

@@ -135,6 +135,18 @@ class CallSteps:
             _reveal(call, name, ctx)
         return entry
 
+    def precheck(self, name: str, ctx: ToolExecutionContext) -> None:
+        """The refusals of `check` and `admit` for an open plan, made early and untraced.
+
+        For a resume, which must refuse before it claims the call: the later
+        checks then find nothing new (barring a race with the plan's end).
+        """
+        entry = self._catalog.entry(name)
+        if ctx.cancellation_token.is_cancelled:
+            raise _plan_cancelled(ctx, name)
+        check_capabilities(entry.descriptor, ctx)
+        self._cache.check_owner(ctx)
+
     def admit(self, call: Call, owner: object) -> Flight:
         """Count the call among its plan's calls in flight; refused once the plan ends."""
         try:
@@ -170,10 +182,12 @@ class CallSteps:
 
     def returned(self, call: Call, entry: Entry, output: Any, changes: list[Change]) -> ToolResult:
         """Steps 6 and 7 on what the tool returned, and the trace."""
-        if self._retries.failing:  # some call failed in a way the model may fix
-            self._retries.returned(call)
+        retries = self._retries
+        failing = retries.failing  # some call failed in a way the model may fix
+        if failing:
+            retries.returned(call)  # before the trace ends: it says which retry this was
         settings = self._settings
-        return output_result(
+        result = output_result(
             self._traces,
             call.record,
             call.ctx,
@@ -185,6 +199,9 @@ class CallSteps:
             settings.max_result_bytes,
             call.answers,
         )
+        if failing and result.success:  # a failed return leaves the count, as a raise does
+            retries.succeeded(call)
+        return result
 
     def cache_hit(self, call: Call, kept: Kept) -> ToolResult:
         """The result of a call answered from the result cache, and its trace."""
@@ -203,11 +220,7 @@ class CallSteps:
         if isinstance(cause, ToolCancelledError):
             error = cause
         elif token.is_cancelled:
-            reason = token.reason
-            error = ToolCancelledError(
-                f"plan {call.ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
-                reason=reason,
-            )
+            error = _plan_cancelled(call.ctx, call.name)
         elif call.flight is not None and call.flight.ended:
             error = ToolCancelledError(
                 f"tool {call.name!r} was stopped: plan {call.ctx.plan_id!r} ended while it ran",
@@ -303,6 +316,16 @@ class CallSteps:
         if callable(hook):
             call.record.listen(hook)
         return observer
+
+
+def _plan_cancelled(ctx: ToolExecutionContext, name: str) -> ToolCancelledError:
+    reason = ctx.cancellation_token.reason
+    return ToolCancelledError(
+        f"plan {ctx.plan_id!r} was cancelled" + (f": {reason}" if reason else ""),
+        reason=reason,
+        tool_name=name,
+        plan_id=ctx.plan_id,
+    )
 
 
 def _reveal(call: Call, name: str, ctx: ToolExecutionContext) -> None:
