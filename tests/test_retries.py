@@ -172,6 +172,21 @@ def test_counts_are_per_plan_and_per_tool(runtime: ToolRuntime) -> None:
     assert other_plan.retries_left == 1 and other_plan.retryable
 
 
+def test_the_retry_hint_names_the_tool_as_the_model_was_offered_it() -> None:
+    """A dotted name is offered renamed to OpenAI; the hint asks for that name, not ours."""
+    save = tool(name="notes.save", writes=False)(lookup.fn)
+    with ToolRuntime(tracer=NullTracer()) as runtime, runtime.plan() as ctx:
+        runtime.register(save)
+        [offered] = [d["function"]["name"] for d in runtime.tool_definitions(ctx)]
+        first = runtime.call(_call(offered, '{"key": "nope"}'), ctx)
+        last = runtime.call(_call(offered, '{"key": 1}'), ctx)
+        direct = runtime.execute("notes.save", {"key": "nope"}, ctx)
+    assert offered != "notes.save"
+    assert first.error is not None and f"call {offered!r} again (1 retry left)" in first.error
+    assert last.error is not None and f"The retry limit of tool {offered!r}" in last.error
+    assert direct.error is not None and "The retry limit of tool 'notes.save'" in direct.error
+
+
 def test_max_retries_zero_allows_no_retry(runtime: ToolRuntime) -> None:
     """With max_retries=0 the first model-fixable failure is final."""
     runtime.register(divide, max_retries=0)

@@ -125,7 +125,8 @@ class ModelRetries:
             self.failing = True
         call.record.retry = before
         left = max(0, limit - before)
-        name = call.name
+        # The name the model knows the tool by: a provider's format may rename it.
+        name = call.name if call.answers is None else call.answers.name
         if left:
             retries = "1 retry" if left == 1 else f"{left} retries"
             return left, f"\n{fix} and call {name!r} again ({retries} left)."
