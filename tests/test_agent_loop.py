@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -696,6 +696,64 @@ def test_absent_nulls_are_dropped_inside_a_ref_to_defs_or_definitions() -> None:
     assert drop_absent_nulls(arguments, schema) == {"old": {}, "deep": {}, "missing": {"x": None}}
 
 
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int = 9
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    lives: int = 1
+
+
+class Box(BaseModel):
+    width: int
+    height: int = 1
+
+
+def adopt(pet: Cat | Dog) -> str:
+    """Adopt a pet."""
+    return f"{pet.kind} with {pet.lives} lives"
+
+
+def stack(items: list[Cat] | list[Box]) -> int:
+    """Stack things."""
+    return len(items)
+
+
+@pytest.mark.parametrize(
+    ("fn", "arguments", "output"),
+    [
+        (adopt, {"pet": {"kind": "cat", "lives": None}}, "cat with 9 lives"),
+        (adopt, {"pet": {"kind": "dog", "lives": None}}, "dog with 1 lives"),
+        (stack, {"items": [{"width": 2, "height": None}]}, 1),
+        (stack, {"items": [{"kind": "cat", "lives": None}]}, 1),
+    ],
+    ids=["cat", "dog", "list-of-box", "list-of-cat"],
+)
+def test_strict_nulls_are_dropped_in_branches_alike_in_shape(
+    fn: Any, arguments: dict[str, Any], output: Any
+) -> None:
+    """Cat | Dog share their fields: the const of kind tells them apart; items by their keys."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool(writes=False)(fn))
+        with runtime.plan() as ctx:
+            [definition] = runtime.tool_definitions(ctx, format="openai", strict=True)
+            assert definition["function"]["strict"] is True
+            call = {"id": "c1", "type": "function", "function": {"name": fn.__name__}}
+            call["function"]["arguments"] = json.dumps(arguments)
+            result = runtime.call(call, ctx)
+    assert result.success, result.error
+    assert result.output == output
+
+
+def test_an_optional_null_property_is_not_made_null_twice_for_strict_mode() -> None:
+    """type: null stays as it is; ["null", "null"] is not a valid type list."""
+    schema = {"type": "object", "properties": {"nothing": {"type": "null"}}}
+    strict = openai_strict(schema)
+    assert strict is not None and strict["properties"]["nothing"] == {"type": "null"}
+
+
 def test_absent_nulls_are_dropped_in_the_one_anyof_branch_that_fits() -> None:
     """An optional model or list is followed; of two models, the one declaring the value's keys."""
 
@@ -728,10 +786,15 @@ def test_absent_nulls_are_dropped_in_the_one_anyof_branch_that_fits() -> None:
         "place": {"street": "u"},
         "address": {"street": "v", "zip": None},
     }
+    # Two branches alike: the null means "left out" under both, so it goes either way;
+    # under one it may be a value, and which branch the model meant cannot be told.
     text = {"type": "object", "properties": {"n": {"type": "string"}}}
     number = {"type": "object", "properties": {"n": {"type": "number"}}}
     either = {"type": "object", "properties": {"x": {"anyOf": [text, number]}}}
-    assert drop_absent_nulls({"x": {"n": None}}, either) == {"x": {"n": None}}
+    assert drop_absent_nulls({"x": {"n": None}}, either) == {"x": {}}
+    nullable = {"type": "object", "properties": {"n": {"type": ["number", "null"]}}}
+    unsure = {"type": "object", "properties": {"x": {"anyOf": [text, nullable]}}}
+    assert drop_absent_nulls({"x": {"n": None}}, unsure) == {"x": {"n": None}}
 
 
 def test_a_recursive_ref_schema_drops_absent_nulls_at_every_level() -> None:
