@@ -133,6 +133,8 @@ def _adapt(node: Any) -> None:
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` that also accepts null, which stands for a property left out."""
     kind = schema.get("type")
+    if kind == "null":
+        return schema  # null already (a second "null" would make the type list invalid)
     if isinstance(kind, str) and "enum" not in schema and "const" not in schema:
         return {**schema, "type": [kind, "null"]}
     if isinstance(kind, list) and "enum" not in schema and "const" not in schema:
@@ -192,15 +194,20 @@ def _drop(value: Any, schema: Any, root: Any, seen: frozenset[str], depth: int) 
             or key in required
             or _accepts_null(properties.get(key), root, frozenset())
         }
-    branch = _only_branch(value, schema.get("anyOf"), root, seen)
+    branch = _only_branch(value, schema.get("anyOf"), root, seen, depth)
     return value if branch is None else _drop(value, branch, root, seen, depth)
 
 
-def _only_branch(value: Any, branches: Any, root: Any, seen: frozenset[str]) -> Any:
+def _only_branch(value: Any, branches: Any, root: Any, seen: frozenset[str], depth: int) -> Any:
     """The one ``anyOf`` branch whose items or properties can describe ``value``, if just one.
 
     Of several objects declaring all of ``value``'s keys, the one declaring exactly
-    those wins: strict mode sends every property of the branch it chose.
+    those wins: strict mode sends every property of the branch it chose. Branches
+    alike in shape (``Cat | Dog`` with the same fields, ``list[Cat] | list[Dog]``)
+    are told apart by the values: a ``const``, an ``enum`` or a type that one
+    branch's property has and the value does not match rules that branch out. If
+    several still fit but dropping nulls under each gives the same value, any will do.
+    (An item is judged the same way, and by its keys: strict mode closes every object.)
     """
     if not isinstance(branches, list):
         return None
@@ -220,7 +227,64 @@ def _only_branch(value: Any, branches: Any, root: Any, seen: frozenset[str]) -> 
             fits.append((branch, set(properties)))
     if len(fits) > 1 and isinstance(value, dict):
         fits = [fit for fit in fits if fit[1] == value.keys()]
+    if len(fits) > 1:
+        fits = [fit for fit in fits if _could_be(value, fit[0], root, seen, depth)]
+    if len(fits) > 1:
+        dropped = [_drop(value, branch, root, seen, depth) for branch, _ in fits]
+        if all(kept == dropped[0] for kept in dropped[1:]):
+            return fits[0][0]
     return fits[0][0] if len(fits) == 1 else None
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def _could_be(value: Any, schema: Any, root: Any, seen: frozenset[str], depth: int) -> bool:
+    """Whether ``value`` might match ``schema``, judged on ``const``, ``enum`` and ``type``.
+
+    Nulls are ignored (they are what is being dropped), and so is every other
+    keyword: False only when a value certainly contradicts the schema.
+    """
+    if value is None or depth <= 0:
+        return True
+    schema, seen = _resolve(schema, root, seen)
+    if not isinstance(schema, dict):
+        return schema is not False
+    if "const" in schema and not _same(value, schema["const"]):
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and not any(_same(value, option) for option in enum):
+        return False
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        is_bool = type(value) is bool
+        if not isinstance(value, _JSON_TYPES[kind]) or (is_bool and kind != "boolean"):
+            return False
+    properties, items = schema.get("properties"), schema.get("items")
+    if isinstance(value, dict) and isinstance(properties, dict):
+        # Strict mode closes every object: a key it does not declare rules it out.
+        return value.keys() <= properties.keys() and all(
+            _could_be(item, properties[key], root, frozenset(), depth - 1)
+            for key, item in value.items()
+        )
+    if isinstance(value, list) and isinstance(items, dict):
+        return all(_could_be(item, items, root, frozenset(), depth - 1) for item in value)
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        return any(_could_be(value, branch, root, seen, depth) for branch in branches)
+    return True
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """JSON equality: ``True`` is not ``1``."""
+    return value == expected and (type(value) is bool) == (type(expected) is bool)
 
 
 def _accepts_null(schema: Any, root: Any, seen: frozenset[str]) -> bool:
