@@ -657,6 +657,75 @@ def test_a_plain_dict_result_with_a_non_json_leaf_still_goes_through_pydantic(
     }
 
 
+_REPEATERS = '''
+def plain({name}: str, times: int = 1) -> str:
+    """Repeat a text.
+
+    Args:
+        {name}: the text.
+    """
+    return {name} * times
+
+
+def checked({name}: Annotated[str, Field(min_length=1)], times: int = 1) -> str:
+    """Repeat a text that is not empty."""
+    return {name} * times
+'''
+
+
+@pytest.mark.parametrize(
+    "reserved", ["model_config", "model_dump", "model_validate", "model_fields", "json", "_text"]
+)
+def test_a_parameter_named_like_a_pydantic_attribute_keeps_its_name(
+    runtime: ToolRuntime, reserved: str
+) -> None:
+    """Names pydantic keeps for itself are in the schema and arrive, read directly or not."""
+    namespace: dict[str, Any] = {"Annotated": Annotated, "Field": Field}
+    exec(_REPEATERS.format(name=reserved), namespace)  # noqa: S102 - the name is the case
+    for name in ("plain", "checked"):
+        wrapped = tool(namespace[name], writes=False)
+        schema = wrapped.discover().input_schema
+        assert list(schema["properties"]) == [reserved, "times"]
+        assert schema["required"] == [reserved]
+        runtime.register(wrapped)
+    described = tool(namespace["plain"]).discover().input_schema["properties"][reserved]
+    assert described == {"description": "the text.", "type": "string"}
+    ctx = runtime.new_context("p")
+    for name in ("plain", "checked"):
+        for times in (2, 2.0):  # plain reads 2 directly; pydantic makes 2.0 an int
+            result = runtime.execute(name, {reserved: "ab", "times": times}, ctx)
+            assert (result.success, result.output) == (True, "abab")
+
+
+def test_a_reserved_parameter_name_clashes_with_an_alias_like_any_other() -> None:
+    """An alias taking a reserved parameter's name is refused as two parameters in one."""
+
+    def fn(model_config: str, other: Annotated[str, Field(alias="model_config")]) -> None: ...
+
+    with pytest.raises(ToolDefinitionError, match="both map"):
+        tool(fn)
+
+
+class _Refused:
+    """A type whose pydantic schema fails with a plain ValueError."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        raise ValueError("no schema for this")
+
+
+def test_a_parameter_pydantic_cannot_take_is_named_in_the_definition_error() -> None:
+    """Any error building the arguments model is a ToolDefinitionError naming the parameter."""
+
+    def opaque(count: int, thing: _Opaque) -> None: ...
+    def refused(count: int, thing: _Refused) -> None: ...
+
+    with pytest.raises(ToolDefinitionError, match="parameter 'thing' of tool 'opaque' has an"):
+        tool(opaque)
+    with pytest.raises(ToolDefinitionError, match="parameter 'thing' .*no schema for this"):
+        tool(refused)
+
+
 def _constrained(x: Annotated[int, Field(ge=1)]) -> int: ...
 def _container(x: list[int]) -> int: ...
 def _injected(x: int, ctx: ToolExecutionContext) -> int: ...
