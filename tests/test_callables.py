@@ -216,6 +216,55 @@ def test_the_description_is_the_whole_first_paragraph_of_the_docstring() -> None
     assert descriptor.input_schema["properties"]["b"]["description"] == "the second."
 
 
+def test_a_first_line_ending_in_a_colon_is_the_description_not_a_section() -> None:
+    """Only a known section heading ends the description; "these currencies:" is prose."""
+
+    def convert(amount: float, currency: str) -> str: ...
+    def pick(options: list[str]) -> str: ...
+
+    convert.__doc__ = """Convert an amount into one of these currencies:
+
+        EUR, USD or GBP, at today's rate.
+
+        Args:
+            amount: how much.
+            currency: the target currency.
+        """
+    pick.__doc__ = """Pick one of the options, given as
+        Name:
+        a list of names.
+        """
+    descriptor = wrap(convert).discover()
+    assert descriptor.description == "Convert an amount into one of these currencies:"
+    assert descriptor.input_schema["properties"]["currency"]["description"] == (
+        "the target currency."
+    )
+    assert wrap(pick).discover().description == (
+        "Pick one of the options, given as Name: a list of names."
+    )
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "Do it.\nArgs:\n    a: the first.",
+        "Do it.\nReturns:\n    the result.",
+        "Do it.\nSee Also:\n    another tool.",
+        "Do it.\nParameters\n----------\na : int\n    the first.",
+        "Do it.\n:param a: the first.",
+        "Do it.\n:returns: the result.",
+    ],
+    ids=["google-args", "google-returns", "google-see-also", "numpy", "sphinx", "sphinx-returns"],
+)
+def test_a_section_heading_right_under_the_summary_ends_the_description(doc: str) -> None:
+    """A Google, NumPy or Sphinx section with no blank line before it is not description."""
+
+    def fn(a: int) -> None: ...
+
+    fn.__doc__ = doc
+    assert wrap(fn).discover().description == "Do it."
+
+
 def test_keyword_args_and_other_parameters_sections_describe_parameters() -> None:
     """Google ``Keyword Args:`` and NumPy ``Other Parameters`` describe parameters too."""
 
