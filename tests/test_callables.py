@@ -629,6 +629,17 @@ def test_a_signature_schema_or_name_that_cannot_be_used_fails_at_decoration() ->
         wrap(lambda_free, name=" spaced ")
 
 
+def test_an_optional_return_annotation_gives_its_output_schema() -> None:
+    """``-> int | None`` has neither a title nor a name, and is described all the same."""
+
+    @tool(writes=False)
+    def maybe(n: int) -> int | None:
+        """Return a positive number, or nothing."""
+        return n if n > 0 else None
+
+    assert maybe.discover().output_schema == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+
 def test_a_function_annotated_to_return_a_tool_result_reports_its_own_failure() -> None:
     """``-> ToolResult`` (alone or in a union) passes the result on; it is not made JSON."""
 

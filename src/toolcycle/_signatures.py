@@ -272,7 +272,8 @@ def _adapter_of(
             f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
             tool_name=name,
         ) from exc
-    if schema.get("title") == getattr(annotation, "__name__", None):
+    title = schema.get("title")
+    if title is not None and title == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to
     return adapter, schema
 
