@@ -216,6 +216,55 @@ def test_the_description_is_the_whole_first_paragraph_of_the_docstring() -> None
     assert descriptor.input_schema["properties"]["b"]["description"] == "the second."
 
 
+def test_a_first_line_ending_in_a_colon_is_the_description_not_a_section() -> None:
+    """Only a known section heading ends the description; "these currencies:" is prose."""
+
+    def convert(amount: float, currency: str) -> str: ...
+    def pick(options: list[str]) -> str: ...
+
+    convert.__doc__ = """Convert an amount into one of these currencies:
+
+        EUR, USD or GBP, at today's rate.
+
+        Args:
+            amount: how much.
+            currency: the target currency.
+        """
+    pick.__doc__ = """Pick one of the options, given as
+        Name:
+        a list of names.
+        """
+    descriptor = wrap(convert).discover()
+    assert descriptor.description == "Convert an amount into one of these currencies:"
+    assert descriptor.input_schema["properties"]["currency"]["description"] == (
+        "the target currency."
+    )
+    assert wrap(pick).discover().description == (
+        "Pick one of the options, given as Name: a list of names."
+    )
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "Do it.\nArgs:\n    a: the first.",
+        "Do it.\nReturns:\n    the result.",
+        "Do it.\nSee Also:\n    another tool.",
+        "Do it.\nParameters\n----------\na : int\n    the first.",
+        "Do it.\n:param a: the first.",
+        "Do it.\n:returns: the result.",
+    ],
+    ids=["google-args", "google-returns", "google-see-also", "numpy", "sphinx", "sphinx-returns"],
+)
+def test_a_section_heading_right_under_the_summary_ends_the_description(doc: str) -> None:
+    """A Google, NumPy or Sphinx section with no blank line before it is not description."""
+
+    def fn(a: int) -> None: ...
+
+    fn.__doc__ = doc
+    assert wrap(fn).discover().description == "Do it."
+
+
 def test_keyword_args_and_other_parameters_sections_describe_parameters() -> None:
     """Google ``Keyword Args:`` and NumPy ``Other Parameters`` describe parameters too."""
 
@@ -580,6 +629,17 @@ def test_a_signature_schema_or_name_that_cannot_be_used_fails_at_decoration() ->
         wrap(lambda_free, name=" spaced ")
 
 
+def test_an_optional_return_annotation_gives_its_output_schema() -> None:
+    """``-> int | None`` has neither a title nor a name, and is described all the same."""
+
+    @tool(writes=False)
+    def maybe(n: int) -> int | None:
+        """Return a positive number, or nothing."""
+        return n if n > 0 else None
+
+    assert maybe.discover().output_schema == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+
 def test_a_function_annotated_to_return_a_tool_result_reports_its_own_failure() -> None:
     """``-> ToolResult`` (alone or in a union) passes the result on; it is not made JSON."""
 
@@ -655,6 +715,75 @@ def test_a_plain_dict_result_with_a_non_json_leaf_still_goes_through_pydantic(
         "point": {"x": 1, "y": 0},
         "tags": ["a"],
     }
+
+
+_REPEATERS = '''
+def plain({name}: str, times: int = 1) -> str:
+    """Repeat a text.
+
+    Args:
+        {name}: the text.
+    """
+    return {name} * times
+
+
+def checked({name}: Annotated[str, Field(min_length=1)], times: int = 1) -> str:
+    """Repeat a text that is not empty."""
+    return {name} * times
+'''
+
+
+@pytest.mark.parametrize(
+    "reserved", ["model_config", "model_dump", "model_validate", "model_fields", "json", "_text"]
+)
+def test_a_parameter_named_like_a_pydantic_attribute_keeps_its_name(
+    runtime: ToolRuntime, reserved: str
+) -> None:
+    """Names pydantic keeps for itself are in the schema and arrive, read directly or not."""
+    namespace: dict[str, Any] = {"Annotated": Annotated, "Field": Field}
+    exec(_REPEATERS.format(name=reserved), namespace)  # noqa: S102 - the name is the case
+    for name in ("plain", "checked"):
+        wrapped = tool(namespace[name], writes=False)
+        schema = wrapped.discover().input_schema
+        assert list(schema["properties"]) == [reserved, "times"]
+        assert schema["required"] == [reserved]
+        runtime.register(wrapped)
+    described = tool(namespace["plain"]).discover().input_schema["properties"][reserved]
+    assert described == {"description": "the text.", "type": "string"}
+    ctx = runtime.new_context("p")
+    for name in ("plain", "checked"):
+        for times in (2, 2.0):  # plain reads 2 directly; pydantic makes 2.0 an int
+            result = runtime.execute(name, {reserved: "ab", "times": times}, ctx)
+            assert (result.success, result.output) == (True, "abab")
+
+
+def test_a_reserved_parameter_name_clashes_with_an_alias_like_any_other() -> None:
+    """An alias taking a reserved parameter's name is refused as two parameters in one."""
+
+    def fn(model_config: str, other: Annotated[str, Field(alias="model_config")]) -> None: ...
+
+    with pytest.raises(ToolDefinitionError, match="both map"):
+        tool(fn)
+
+
+class _Refused:
+    """A type whose pydantic schema fails with a plain ValueError."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        raise ValueError("no schema for this")
+
+
+def test_a_parameter_pydantic_cannot_take_is_named_in_the_definition_error() -> None:
+    """Any error building the arguments model is a ToolDefinitionError naming the parameter."""
+
+    def opaque(count: int, thing: _Opaque) -> None: ...
+    def refused(count: int, thing: _Refused) -> None: ...
+
+    with pytest.raises(ToolDefinitionError, match="parameter 'thing' of tool 'opaque' has an"):
+        tool(opaque)
+    with pytest.raises(ToolDefinitionError, match="parameter 'thing' .*no schema for this"):
+        tool(refused)
 
 
 def _constrained(x: Annotated[int, Field(ge=1)]) -> int: ...

@@ -8,8 +8,10 @@ Three styles are understood, because all three are common in the wild:
   followed by indented text;
 - Sphinx: ``:param name: text`` (or ``:param type name: text``) fields.
 
-The summary is the first paragraph. Anything the parser does not recognise is
-ignored rather than guessed at.
+The summary is the first paragraph, cut short only by a section heading the
+styles know (``Returns:``, ``Raises:``, a NumPy underlined heading, a Sphinx
+field): a first line ending in a colon, such as "one of these:", is prose.
+Anything the parser does not recognise is ignored rather than guessed at.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ _GOOGLE_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 _NUMPY_ENTRY = re.compile(r"^(\w+)\s*(?::.*)?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
+_SPHINX_FIELD = re.compile(r"^:\w+(?:\s[^:]*)?:(?:\s|$)")
+# The Google (napoleon) section names; NumPy's are told by their underline.
+_SECTION_NAMES = _GOOGLE_HEADERS | {
+    "attention", "attributes", "caution", "danger", "error", "example", "examples",
+    "hint", "important", "methods", "note", "notes", "other parameters", "raise",
+    "raises", "receive", "receives", "references", "return", "returns", "see also",
+    "tip", "todo", "warn", "warning", "warnings", "warns", "yield", "yields",
+}  # fmt: skip
 
 
 class Docstring:
@@ -42,17 +52,22 @@ def parse_docstring(doc: str | None) -> Docstring:
         return Docstring("", {})
     lines = inspect.cleandoc(doc).splitlines()
     summary_lines: list[str] = []
-    for line in lines:
-        if not line.strip() or _is_section_start(line):
+    for index, line in enumerate(lines):
+        if not line.strip() or _is_section_start(lines, index):
             break
         summary_lines.append(line.strip())
     params = _google(lines) or _numpy(lines) or _sphinx(lines)
     return Docstring(" ".join(summary_lines), params)
 
 
-def _is_section_start(line: str) -> bool:
-    stripped = line.strip()
-    return stripped.startswith(":") or bool(_SECTION.match(stripped))
+def _is_section_start(lines: list[str], index: int) -> bool:
+    stripped = lines[index].strip()
+    header = _SECTION.match(stripped)
+    if header is not None and header.group(1).lower() in _SECTION_NAMES:
+        return True
+    if _SPHINX_FIELD.match(stripped):
+        return True
+    return index + 1 < len(lines) and _is_underline(lines[index + 1])
 
 
 def _join(parts: list[str]) -> str:

@@ -32,7 +32,7 @@ from toolcycle.errors import ToolDefinitionError
 from toolcycle.models import ToolResult
 
 if typing.TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from toolcycle._passthrough import Field
 
@@ -136,14 +136,19 @@ def arguments_model(
             parameters.append(Parameter(parameter.name, parameter.name, annotation))
             continue
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        field_info = pydantic.Field(default=default)
+        options: dict[str, Any] = {"default": default}
         text = descriptions.get(parameter.name)
-        if text and not _has_description(annotation):
-            field_info = pydantic.Field(default=default, description=text)
+        if text and not _annotation_sets(annotation, "description"):
+            options["description"] = text
         field = parameter.name
-        fields[field] = (annotation, field_info)
+        if _reserved(field):
+            # The model keeps the name for itself; the argument keeps it as an alias.
+            field = _internal_name(field, len(parameters), signature.parameters)
+            if not _annotation_sets(annotation, "alias", "validation_alias"):
+                options["alias"] = parameter.name
+        fields[field] = (annotation, pydantic.Field(**options))
         parameters.append(Parameter(parameter.name, field, None))
-    model = _create_model(name, fields)
+    model = _create_model(name, fields, {p.field: p.name for p in parameters})
     for field, info in model.model_fields.items():
         public = info.alias or field
         if public in aliases:
@@ -156,18 +161,57 @@ def arguments_model(
     return tuple(parameters), model, argument_fields(signature, hints)
 
 
-def _create_model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
+def _reserved(name: str) -> bool:
+    """Whether pydantic would not take ``name`` as a field of the arguments model.
+
+    It drops a leading underscore (a private attribute) and ``model_config`` (the
+    model's configuration) without a word, and refuses or warns about a name
+    that shadows a `BaseModel` attribute (``model_dump``, ``json``, ...).
+    """
+    return name.startswith("_") or hasattr(BaseModel, name)
+
+
+def _internal_name(name: str, index: int, taken: Mapping[str, object]) -> str:
+    """A field name for a reserved parameter, free of every parameter's name."""
+    field = f"p{index}_{name.strip('_')}"
+    while field in taken or _reserved(field):
+        field += "_"
+    return field
+
+
+def _create_model(name: str, fields: dict[str, Any], parameters: dict[str, str]) -> type[BaseModel]:
+    """The arguments model; a field pydantic refuses is reported by its parameter's name."""
     try:
-        return pydantic.create_model(
-            f"{_camel(name)}Arguments",
-            __config__=ConfigDict(arbitrary_types_allowed=False, populate_by_name=True),
-            **fields,
+        return _model(name, fields)
+    except Exception as exc:
+        culprit = next((field for field in fields if _fails(name, field, fields)), None)
+        where = (
+            f"parameter {parameters[culprit]!r} of tool {name!r}" if culprit else f"tool {name!r}"
         )
-    except _PYDANTIC_ERRORS as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r} has a parameter annotation that is not JSON-compatible: {exc}",
-            tool_name=name,
-        ) from exc
+        if isinstance(exc, _PYDANTIC_ERRORS):
+            problem = f"{where} has an annotation that is not JSON-compatible: {exc}"
+        else:
+            problem = f"{where} cannot be made an argument: {exc}"
+        raise ToolDefinitionError(problem, tool_name=name) from exc
+
+
+def _fails(name: str, field: str, fields: dict[str, Any]) -> bool:
+    try:
+        _model(name, {field: fields[field]})
+    except Exception:
+        return True
+    return False
+
+
+def _model(name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    return pydantic.create_model(
+        f"{_camel(name)}Arguments",
+        # No protected namespaces: a name that would shadow pydantic is renamed (_reserved).
+        __config__=ConfigDict(
+            arbitrary_types_allowed=False, populate_by_name=True, protected_namespaces=()
+        ),
+        **fields,
+    )
 
 
 def arguments_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
@@ -228,7 +272,8 @@ def _adapter_of(
             f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
             tool_name=name,
         ) from exc
-    if schema.get("title") == getattr(annotation, "__name__", None):
+    title = schema.get("title")
+    if title is not None and title == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to
     return adapter, schema
 
@@ -260,13 +305,14 @@ def _rich(annotation: Any) -> bool:
     return False
 
 
-def _has_description(annotation: Any) -> bool:
-    """Whether ``Annotated[..., Field(description=...)]`` already describes a parameter."""
+def _annotation_sets(annotation: Any, *attributes: str) -> bool:
+    """Whether ``Annotated[..., Field(...)]`` already sets one of these field attributes."""
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
     return any(
-        isinstance(meta, pydantic.fields.FieldInfo) and meta.description
+        isinstance(meta, pydantic.fields.FieldInfo) and getattr(meta, attribute)
         for meta in typing.get_args(annotation)[1:]
+        for attribute in attributes
     )
 
 

@@ -7,11 +7,17 @@
 | ``anthropic`` | Messages API: ``{"name", "description", "input_schema"}`` |
 | ``gemini`` | a function declaration: ``{"name", "description", "parametersJsonSchema"}`` |
 | ``mcp`` | an MCP ``Tool``: ``{"name", "description", "inputSchema", "outputSchema", "annotations"}`` |
+
+MCP's ``outputSchema`` is declared only for an output schema of objects. A client
+(the MCP SDK's ``ClientSession`` among them) checks each result's
+``structuredContent`` against it, and the result message sends an object output
+there, but no other value: MCP wants an object at the root of both (up to protocol
+2025-11-25), and the message knows only the value, not the tool's schema.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._schemas import openai_strict
@@ -54,8 +60,23 @@ def definition(
     if format == "gemini":
         return {"name": name, "description": description, "parametersJsonSchema": schema}
     tool: dict[str, Any] = {"name": name, "description": description, "inputSchema": schema}
-    if descriptor.output_schema is not None:
-        tool["outputSchema"] = descriptor.output_schema
+    if _objects(descriptor.output_schema):
+        tool["outputSchema"] = {"type": "object", **descriptor.output_schema}
     hints = {key: value for key, value in descriptor.annotations.items() if key.endswith("Hint")}
     tool["annotations"] = {**hints, "readOnlyHint": not descriptor.capability.writes}
     return tool
+
+
+def _objects(schema: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    """Whether every value of ``schema`` is an object, by its type or its root's ``$ref``."""
+    seen: set[str] = set()
+    current: Any = schema
+    while isinstance(current, dict):
+        if current.get("type") == "object":
+            return True
+        ref = current.get("$ref")  # a recursive model's schema refers to its own definition
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/") or ref in seen:
+            return False
+        seen.add(ref)
+        current = (schema or {}).get("$defs", {}).get(ref.removeprefix("#/$defs/"))
+    return False
