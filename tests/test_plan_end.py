@@ -394,6 +394,30 @@ def test_a_late_sync_activate_after_the_plan_ended_is_deactivated_once() -> None
     assert tool.stages == ["activate", "deactivate"]
 
 
+class GatedAsyncDeactivate(GatedActivate):
+    """GatedActivate whose ``deactivate`` is a coroutine, which needs an event loop."""
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        self.stages.append("deactivate")
+        self.deactivated.set()
+
+
+def test_an_async_deactivate_of_a_tool_activated_after_the_runtime_closed_still_runs() -> None:
+    """close() gives up on a slow activate; once it returns, it is undone on a loop of its own."""
+    tool = GatedAsyncDeactivate()
+    runtime = ToolRuntime(tracer=NullTracer(), drain_timeout=0.05)
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    caller, outcome = _in_thread(lambda: runtime.execute("gated", {}, ctx))
+    assert tool.entered.wait(WAIT)
+    runtime.close()  # the plan ends without the activation; the runtime's loop stops
+    tool.gate.set()
+    caller.join(WAIT)
+    assert tool.deactivated.wait(WAIT)
+    assert tool.stages == ["activate", "deactivate"]
+    assert isinstance(outcome[0], ToolRuntimeError)
+
+
 def test_a_timed_out_call_after_its_plan_ended_leaves_nothing_for_a_later_plan() -> None:
     """A sync call abandoned by the end, then timed out, is not waited for by the next plan."""
     tool = Stubborn()

@@ -11,12 +11,14 @@ raises never changes that outcome.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolcycle.errors import ToolDeactivationError
 from toolcycle.execution._invoke import own_loop, plan_loop
-from toolcycle.execution._threads import InvokeTimeoutError
+from toolcycle.execution._threads import InvokeTimeoutError, in_thread
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
@@ -126,11 +128,15 @@ class LifecycleCalls:
         """
         timeout = self._deactivate_timeout
         instance = activation.instance
+        loop = own_loop(instance)
         with self._watched("deactivate", activation.name, ctx):
             try:
-                self._invoker.call(
-                    instance.deactivate, ctx, timeout=timeout, loop=own_loop(instance)
-                )
+                if loop is None and self._invoker.portal.closed and _is_async(instance):
+                    # The runtime closed while the tool activated (a late activation
+                    # is undone here): its loop is gone, so the coroutine gets its own.
+                    in_thread(_run_alone, (instance.deactivate, ctx), timeout)
+                else:
+                    self._invoker.call(instance.deactivate, ctx, timeout=timeout, loop=loop)
             except InvokeTimeoutError:
                 raise _hung(activation, ctx, timeout) from None
         lifecycle_event("tool.deactivated", tool=activation.name, plan_id=ctx.plan_id)
@@ -173,6 +179,19 @@ class LifecycleCalls:
                     observer.finish(error)
                 except Exception as exc:
                     _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
+
+
+def _is_async(instance: ToolInstance) -> bool:
+    return inspect.iscoroutinefunction(instance.deactivate)
+
+
+def _run_alone(fn: Callable[..., Any], ctx: ToolExecutionContext) -> None:
+    """Run the coroutine function ``fn(ctx)`` to its end on a loop of its own, then close it."""
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(fn(ctx))
+    finally:
+        loop.close()
 
 
 def _hung(

@@ -140,6 +140,11 @@ class Portal:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called: the portal runs nothing any more."""
+        return self._closed
+
     def in_portal_thread(self) -> bool:
         """Whether the current thread is the portal's own loop thread."""
         return self._thread is not None and threading.current_thread() is self._thread

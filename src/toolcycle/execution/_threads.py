@@ -90,8 +90,12 @@ def straggler_of(running: concurrent.futures.Future[Any]) -> Straggler:
     return straggler
 
 
-def in_thread(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline) -> Any:
+def in_thread(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | Deadline | None
+) -> Any:
     """Run ``fn`` on a fresh daemon thread and wait for it no longer than ``timeout``.
+
+    None waits as long as it runs.
 
     Raises:
         InvokeTimeoutError: the limit passed first; ``fn`` runs on, as its straggler.
