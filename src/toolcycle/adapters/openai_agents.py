@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 try:
     from agents import (
@@ -58,11 +58,8 @@ from toolcycle import (
     ToolDescriptor,
     ToolRuntimeError,
 )
-from toolcycle.agent._deferred import SEARCH_TOOL
-from toolcycle.agent._definitions import definition as tool_definition
-from toolcycle.agent._names import provider_name
+from toolcycle.adapters._offers import offers, waiting
 from toolcycle.approvals import fingerprint, needs_approval
-from toolcycle.capabilities import is_allowed
 from toolcycle.errors import error_text
 
 if TYPE_CHECKING:
@@ -71,13 +68,12 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
     from toolcycle.approvals import ApprovalRule
-    from toolcycle.models import ProviderFormat
 
 __all__ = ["SdkFunctionTool", "from_function_tool", "function_tools", "reject"]
 
 _APPROVALS = uuid.UUID("6f0c2b8e-4a1d-5c3e-9b7a-2d4e6f8a0c1e")
 """The namespace of the approval ids made from the SDK's call ids."""
-_FORMAT: ProviderFormat = "openai-responses"
+_FORMAT: Final = "openai-responses"
 _APPROVED = ApprovalDecision.approve(
     reason="approved in the OpenAI Agents SDK run (RunState.approve)"
 )
@@ -118,23 +114,23 @@ def function_tools(
     runtime's local search (docs/tool-search.md): a tool it finds is offered from
     the run's next turn. That needs the extra ``search``, as local search does.
 
+    The plan stays the caller's: open it before the run and end it after.
+
     Raises:
         ImportError: a deferred tool waits and ``bm25s`` (extra ``search``) is missing.
         ValueError: a deferred tool waits and a registered tool is named ``search_tools``.
-
-    The plan stays the caller's: open it before the run and end it after.
     """
     tools: list[Tool] = []
-    waiting: list[str] = []  # the deferred tools not yet revealed
+    hidden: list[str] = []  # the deferred tools not yet revealed
     enabled: bool | _Enabled
-    for descriptor, definition in _offered(runtime, plan):
+    for descriptor, definition in offers(runtime, plan, _FORMAT, strict=True):
         if descriptor is None:  # search_tools, answered by the runtime; never asks
-            enabled = _Enabled(plan, waiting, revealed=False)
+            enabled = _Enabled(plan, hidden, revealed=False)
             tools.append(_function_tool(runtime, plan, definition, None, enabled))
             continue
         asks = _needs_approval(descriptor, plan, approval)
-        if descriptor.defer_loading and descriptor.name not in plan.revealed_tools:
-            waiting.append(descriptor.name)
+        if waiting(descriptor, plan):
+            hidden.append(descriptor.name)
             enabled = _Enabled(plan, [descriptor.name], revealed=True)
         else:
             enabled = True
@@ -204,7 +200,7 @@ async def reject(
         ValueError: the item is not a call of one of the plan's tools.
         ToolApprovalError: the call was decided before (approved and run, say).
     """
-    offered = _offered(runtime, plan)
+    offered = offers(runtime, plan, _FORMAT, strict=True)
     names = {definition["name"]: d.name for d, definition in offered if d is not None}
     name = names.get(item.tool_name or "")
     if name is None:
@@ -215,34 +211,6 @@ async def reject(
     )
     state.reject(item, rejection_message=result.error)
     return result
-
-
-def _offered(
-    runtime: ToolRuntime, plan: ToolExecutionContext
-) -> list[tuple[ToolDescriptor | None, dict[str, Any]]]:
-    """Each tool the plan may run with its Responses API definition; None for the search.
-
-    Definitions pair with descriptors by name: they leave out the deferred tools
-    that wait for a search and add ``search_tools`` (local search, as the SDK's
-    hosted ``tool_search`` cannot search the runtime), last. The waiting tools
-    are defined as they will be once revealed.
-    """
-    definitions = runtime.tool_definitions(plan, format=_FORMAT, strict=True, search="local")
-    by_name = {definition["name"]: definition for definition in definitions}
-    offered: list[tuple[ToolDescriptor | None, dict[str, Any]]] = []
-    for descriptor in runtime.descriptors():
-        if not is_allowed(descriptor, plan):
-            continue
-        definition = by_name.pop(provider_name(descriptor.name, _FORMAT), None)
-        if definition is None:
-            if not descriptor.defer_loading:
-                continue  # registered since the definitions were made
-            definition = tool_definition(descriptor, _FORMAT, strict=True)
-        offered.append((descriptor, definition))
-    search = by_name.get(SEARCH_TOOL)
-    if search is not None:
-        offered.append((None, search))
-    return offered
 
 
 def _needs_approval(
