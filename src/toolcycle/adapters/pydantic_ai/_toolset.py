@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
@@ -32,11 +32,9 @@ from toolcycle import (
     ToolRuntimeError,
 )
 from toolcycle._construct import trusted
+from toolcycle.adapters._offers import offers, waiting
 from toolcycle.adapters.pydantic_ai._content import tool_return
-from toolcycle.agent._deferred import SEARCH_TOOL
-from toolcycle.agent._names import provider_name
 from toolcycle.approvals import fingerprint
-from toolcycle.capabilities import is_allowed
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -47,7 +45,6 @@ if TYPE_CHECKING:
         ToolResult,
         ToolRuntime,
     )
-    from toolcycle.models import ProviderFormat
 
 __all__ = ["ToolcycleToolset"]
 
@@ -68,7 +65,7 @@ _PASS_THROUGH = SchemaValidator(core_schema.any_schema())
 
 # The format of the definitions offered and of the calls sent: pydantic-ai's tool
 # names follow OpenAI's rules.
-_FORMAT: ProviderFormat = "openai"
+_FORMAT: Final = "openai"
 
 _WAITING = "waiting for the decision of the agent's caller (pydantic-ai's deferred tools)"
 
@@ -172,21 +169,12 @@ class ToolcycleToolset(AbstractToolset[Any]):
         plan = self._open_plan()
         if self._pending:
             await self._settle_denials(ctx, plan)
-        offered = self._runtime.tool_definitions(plan, format=_FORMAT)
-        # By name, not position: the definitions leave out deferred tools still waiting
-        # and add search_tools, and a tool may be registered in between.
-        allowed = {
-            provider_name(d.name, _FORMAT): d
-            for d in self._runtime.descriptors()
-            if is_allowed(d, plan)
-        }
         tools: dict[str, ToolsetTool[Any]] = {}
-        for offer in offered:
+        for descriptor, offer in offers(self._runtime, plan, _FORMAT, strict=False):
+            if descriptor is not None and waiting(descriptor, plan):
+                continue  # shown once a search finds it
             function = offer["function"]
             name = function["name"]
-            descriptor = allowed.get(name)
-            if descriptor is None and name != SEARCH_TOOL:
-                continue  # unregistered since the definitions were made
             tools[name] = ToolsetTool(
                 toolset=self,
                 tool_def=ToolDefinition(
