@@ -9,6 +9,8 @@
   host. A result with content parts answers with the SDK's structured tool outputs
   (``ToolOutputText``, ``ToolOutputImage``, ``ToolOutputFileContent``), built from
   the runtime's Responses API message.
+- Deferred tools are found with the runtime's ``search_tools``, offered as one
+  more function tool; each is enabled (``is_enabled``) once revealed in the plan.
 - `from_function_tool` is the other way: an SDK ``FunctionTool`` as a toolcycle
   `ToolInstance`, run under a plan's capabilities, validation and traces.
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 try:
     from agents import (
@@ -56,11 +58,14 @@ from toolcycle import (
     ToolDescriptor,
     ToolRuntimeError,
 )
+from toolcycle.adapters._offers import offers, waiting
 from toolcycle.approvals import fingerprint, needs_approval
-from toolcycle.capabilities import is_allowed
 from toolcycle.errors import error_text
 
 if TYPE_CHECKING:
+    from agents.agent import AgentBase
+    from agents.run_context import RunContextWrapper
+
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
     from toolcycle.approvals import ApprovalRule
 
@@ -68,6 +73,7 @@ __all__ = ["SdkFunctionTool", "from_function_tool", "function_tools", "reject"]
 
 _APPROVALS = uuid.UUID("6f0c2b8e-4a1d-5c3e-9b7a-2d4e6f8a0c1e")
 """The namespace of the approval ids made from the SDK's call ids."""
+_FORMAT: Final = "openai-responses"
 _APPROVED = ApprovalDecision.approve(
     reason="approved in the OpenAI Agents SDK run (RunState.approve)"
 )
@@ -102,23 +108,77 @@ def function_tools(
     model calls a tool it was not offered, unless the run's config says
     ``tool_not_found_behavior="return_error_to_model"``.
 
+    Deferred tools (``defer_loading=True``) are in the list too, each enabled
+    (the SDK's ``is_enabled``) only once revealed in the plan, and a
+    ``search_tools`` function tool, enabled while any waits, answers through the
+    runtime's local search (docs/tool-search.md): a tool it finds is offered from
+    the run's next turn. That needs the extra ``search``, as local search does.
+
     The plan stays the caller's: open it before the run and end it after.
+
+    Raises:
+        ImportError: a deferred tool waits and ``bm25s`` (extra ``search``) is missing.
+        ValueError: a deferred tool waits and a registered tool is named ``search_tools``.
     """
     tools: list[Tool] = []
-    for descriptor, definition in _offered(runtime, plan):
+    hidden: list[str] = []  # the deferred tools not yet revealed
+    enabled: bool | _Enabled
+    for descriptor, definition in offers(runtime, plan, _FORMAT, strict=True):
+        if descriptor is None:  # search_tools, answered by the runtime; never asks
+            enabled = _Enabled(plan, hidden, revealed=False)
+            tools.append(_function_tool(runtime, plan, definition, None, enabled))
+            continue
         asks = _needs_approval(descriptor, plan, approval)
-        invoke = _Invoke(runtime, plan, definition["name"], descriptor.name if asks else None)
-        tools.append(
-            FunctionTool(
-                name=definition["name"],
-                description=definition["description"],
-                params_json_schema=descriptor.input_schema if asks else definition["parameters"],
-                on_invoke_tool=invoke,
-                strict_json_schema=False if asks else definition["strict"],
-                needs_approval=asks,
-            )
-        )
+        if waiting(descriptor, plan):
+            hidden.append(descriptor.name)
+            enabled = _Enabled(plan, [descriptor.name], revealed=True)
+        else:
+            enabled = True
+        tool = _function_tool(runtime, plan, definition, descriptor if asks else None, enabled)
+        tools.append(tool)
     return tools
+
+
+def _function_tool(
+    runtime: ToolRuntime,
+    plan: ToolExecutionContext,
+    definition: dict[str, Any],
+    asks: ToolDescriptor | None,
+    enabled: bool | _Enabled,
+) -> FunctionTool:
+    """One offered tool; ``asks`` is the descriptor of a tool that needs approval."""
+    name = definition["name"]
+    return FunctionTool(
+        name=name,
+        description=definition["description"],
+        params_json_schema=definition["parameters"] if asks is None else asks.input_schema,
+        on_invoke_tool=_Invoke(runtime, plan, name, None if asks is None else asks.name),
+        strict_json_schema=definition["strict"] if asks is None else False,
+        needs_approval=asks is not None,
+        is_enabled=enabled,
+    )
+
+
+class _Enabled:
+    """The ``is_enabled`` of a tool that depends on deferred tools being revealed.
+
+    A deferred tool is enabled once revealed (``revealed=True``); ``search_tools``
+    while any deferred tool waits. The SDK asks before each turn, so a tool that a
+    search finds in one turn is offered in the next.
+    """
+
+    __slots__ = ("_names", "_plan", "_revealed")
+
+    def __init__(self, plan: ToolExecutionContext, names: list[str], *, revealed: bool) -> None:
+        self._plan = plan
+        self._names = names
+        self._revealed = revealed
+
+    def __call__(self, ctx: RunContextWrapper[Any], agent: AgentBase[Any]) -> bool:
+        shown = self._plan.revealed_tools
+        if self._revealed:
+            return all(name in shown for name in self._names)
+        return any(name not in shown for name in self._names)
 
 
 async def reject(
@@ -140,7 +200,8 @@ async def reject(
         ValueError: the item is not a call of one of the plan's tools.
         ToolApprovalError: the call was decided before (approved and run, say).
     """
-    names = {definition["name"]: d.name for d, definition in _offered(runtime, plan)}
+    offered = offers(runtime, plan, _FORMAT, strict=True)
+    names = {definition["name"]: d.name for d, definition in offered if d is not None}
     name = names.get(item.tool_name or "")
     if name is None:
         raise ValueError(f"{item.tool_name!r} is not a toolcycle tool of plan {plan.plan_id!r}")
@@ -150,15 +211,6 @@ async def reject(
     )
     state.reject(item, rejection_message=result.error)
     return result
-
-
-def _offered(
-    runtime: ToolRuntime, plan: ToolExecutionContext
-) -> list[tuple[ToolDescriptor, dict[str, Any]]]:
-    """Each tool the plan may run, with its definition for the Responses API."""
-    definitions = runtime.tool_definitions(plan, format="openai-responses", strict=True)
-    descriptors = [d for d in runtime.descriptors() if is_allowed(d, plan)]
-    return list(zip(descriptors, definitions, strict=True))
 
 
 def _needs_approval(

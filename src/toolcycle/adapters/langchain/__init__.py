@@ -16,6 +16,10 @@ so capabilities, validation, approvals, timeouts, redaction, traces and spans ho
   graph's client sees the approval request, and ``Command(resume=decision)`` resumes the
   call through ``runtime.resume``, which claims it in the runtime's approval ledger.
 
+Deferred tools are found with ``search_tools``, which names what it finds as LangChain
+holds it; ``langchain_tools(runtime, plan, include_deferred=True)`` is the list for a
+``ToolNode`` that must run them, the model being bound to a fresh list at each step.
+
 `from_langchain(tool)` makes any LangChain tool a toolcycle tool, described by its
 ``args_schema`` and run through its own ``invoke`` or ``ainvoke``.
 """

@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool
 from pydantic import PrivateAttr
 
 from toolcycle import ToolApprovalError
+from toolcycle.adapters._offers import offers, waiting
 from toolcycle.adapters.langchain._blocks import content_blocks
 from toolcycle.adapters.langchain._graph import GraphSteps, Pause, graph_key
 
@@ -19,19 +20,31 @@ if TYPE_CHECKING:
 __all__ = ["langchain_tools"]
 
 
-def langchain_tools(runtime: ToolRuntime, plan: ToolExecutionContext) -> list[BaseTool]:
+def langchain_tools(
+    runtime: ToolRuntime, plan: ToolExecutionContext, *, include_deferred: bool = False
+) -> list[BaseTool]:
     """The tools the plan of ``plan`` may run, as LangChain tools that call ``runtime``.
 
     The names are the ones ``tool_definitions`` offers OpenAI (a name a provider would
     refuse is mapped, and mapped back on each call); a read-only plan gets no tool that
     writes. The plan stays the caller's to end, after the run that uses the tools.
 
+    The list is what the model is to be shown now: deferred tools (``defer_loading``)
+    once revealed in the plan, and ``search_tools`` while any waits, which the runtime
+    answers with the names of the tools it finds, as here. Bind the model to a fresh
+    list at each step. ``include_deferred=True`` adds the deferred tools still
+    waiting: the list for a ``ToolNode`` built once, which must run whatever a later
+    search finds.
+
     Raises:
         ToolRuntimeError: the plan has ended or the runtime is closed.
+        ImportError: a deferred tool waits and ``bm25s`` (extra ``search``) is missing.
     """
     tools: list[BaseTool] = []
     graph = GraphSteps()
-    for definition in runtime.tool_definitions(plan, format="openai"):
+    for descriptor, definition in offers(runtime, plan, "openai", strict=False):
+        if not include_deferred and descriptor is not None and waiting(descriptor, plan):
+            continue
         function = definition["function"]
         tools.append(
             _RuntimeTool(
@@ -96,7 +109,7 @@ class _RuntimeTool(BaseTool):
             self._graph.leave(key)
 
     def _call(self, arguments: Any, tool_call_id: str | None, key: Key | None) -> Any:
-        call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
+        call = self._tool_call(arguments, tool_call_id)
         result = self._runtime.call(call, self._plan)
         if result.pending is not None:
             settled = self._graph.settle(key, result.pending)
@@ -114,7 +127,7 @@ class _RuntimeTool(BaseTool):
         return self._answer(result, tool_call_id)
 
     async def _acall(self, arguments: Any, tool_call_id: str | None, key: Key | None) -> Any:
-        call = {"id": tool_call_id, "name": self.name, "arguments": arguments}
+        call = self._tool_call(arguments, tool_call_id)
         result = await self._runtime.acall(call, self._plan)
         if result.pending is not None:
             settled = self._graph.settle(key, result.pending)
@@ -130,6 +143,12 @@ class _RuntimeTool(BaseTool):
                 except ToolApprovalError as error:
                     return self._reply(tool_call_id, error=str(error))
         return self._answer(result, tool_call_id)
+
+    def _tool_call(self, arguments: Any, tool_call_id: str | None) -> dict[str, Any]:
+        # In the format the name comes from: a search then names the tools it finds as
+        # LangChain holds them.
+        function = {"name": self.name, "arguments": arguments}
+        return {"id": tool_call_id, "type": "function", "function": function}
 
     def _answer(self, result: ToolResult, tool_call_id: str | None) -> Any:
         if result.success and result.content:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
@@ -32,9 +32,9 @@ from toolcycle import (
     ToolRuntimeError,
 )
 from toolcycle._construct import trusted
+from toolcycle.adapters._offers import offers, waiting
 from toolcycle.adapters.pydantic_ai._content import tool_return
 from toolcycle.approvals import fingerprint
-from toolcycle.capabilities import is_allowed
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -62,6 +62,10 @@ _RETRY = frozenset(
 # pydantic-ai cannot check a raw JSON Schema; the runtime does, so the arguments pass
 # through unchanged (JSON text is parsed, nothing else is done to it).
 _PASS_THROUGH = SchemaValidator(core_schema.any_schema())
+
+# The format of the definitions offered and of the calls sent: pydantic-ai's tool
+# names follow OpenAI's rules.
+_FORMAT: Final = "openai"
 
 _WAITING = "waiting for the decision of the agent's caller (pydantic-ai's deferred tools)"
 
@@ -119,7 +123,6 @@ class ToolcycleToolset(AbstractToolset[Any]):
         self._plan = plan
         # Shared by the run copies: a call deferred in one run is decided in a later one.
         self._pending: dict[str, PendingApproval] = {}
-        self._names: dict[str, str] = {}
         self._per_run = False
         self._entries = 0
 
@@ -138,7 +141,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
         if self._plan is not None:
             return self
         run = copy.copy(self)
-        run._per_run, run._entries, run._names = True, 0, {}
+        run._per_run, run._entries = True, 0
         return run
 
     async def __aenter__(self) -> Self:
@@ -158,32 +161,31 @@ class ToolcycleToolset(AbstractToolset[Any]):
         return None
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """The tools the plan may run, with their JSON schemas as they are."""
+        """The tools the plan may run, with their JSON schemas as they are.
+
+        Asked at every step, so a deferred tool that ``search_tools`` found in one
+        step is offered from the next; ``search_tools`` is offered while any waits.
+        """
         plan = self._open_plan()
         if self._pending:
             await self._settle_denials(ctx, plan)
-        allowed = [d for d in self._runtime.descriptors() if is_allowed(d, plan)]
-        offered = self._runtime.tool_definitions(plan, format="openai")
-        if len(allowed) != len(offered):  # pragma: no cover - a registration in between
-            return await self.get_tools(ctx)
         tools: dict[str, ToolsetTool[Any]] = {}
-        names: dict[str, str] = {}
-        for descriptor, offer in zip(allowed, offered, strict=True):
+        for descriptor, offer in offers(self._runtime, plan, _FORMAT, strict=False):
+            if descriptor is not None and waiting(descriptor, plan):
+                continue  # shown once a search finds it
             function = offer["function"]
             name = function["name"]
-            names[name] = descriptor.name
             tools[name] = ToolsetTool(
                 toolset=self,
                 tool_def=ToolDefinition(
                     name=name,
                     description=function["description"] or None,
                     parameters_json_schema=function["parameters"],
-                    sequential=descriptor.capability.sequential,
+                    sequential=descriptor is not None and descriptor.capability.sequential,
                 ),
                 max_retries=ctx.max_retries,
                 args_validator=_PASS_THROUGH,
             )
-        self._names = names
         return tools
 
     async def call_tool(
@@ -206,15 +208,17 @@ class ToolcycleToolset(AbstractToolset[Any]):
                 pending = _pending_in(ctx.tool_call_metadata)
             if pending is not None:
                 return await self._resume(pending, tool_args, plan)
-        tool_name = self._names.get(name, name)
+        # In the format the tools are offered in, under the offered name: the runtime
+        # maps it back, and a search answers with the names the model can call.
         call: Any
         if type(tool_args) is dict:
             # Unvalidated, as model_construct would leave it (the runtime validates the
             # arguments against the tool's schema), at a quarter of its cost.
-            values = {"id": call_id, "name": tool_name, "arguments": tool_args, "format": "plain"}
+            values = {"id": call_id, "name": name, "arguments": tool_args, "format": _FORMAT}
             call = trusted(ToolCall, values, None)
         else:  # the runtime words what is wrong with arguments that are not an object
-            call = {"id": call_id, "name": tool_name, "arguments": tool_args}
+            function = {"name": name, "arguments": tool_args}
+            call = {"id": call_id, "type": "function", "function": function}
         try:
             result = await self._runtime.acall(call, plan)
         except ToolCancelledError as error:

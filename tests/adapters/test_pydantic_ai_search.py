@@ -1,0 +1,149 @@
+"""Deferred tools in pydantic-ai runs: found through search_tools, then called.
+
+Every run uses pydantic-ai's own FunctionModel, scripted step by step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from toolcycle import ToolRuntime, tool
+from toolcycle.adapters.pydantic_ai import ToolcycleToolset
+
+pytest.importorskip("bm25s")
+
+WAIT = 10.0
+ISSUE = "github_create_issue_e877a647"  # the name github.create_issue is offered under
+
+
+@tool(writes=False)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(name="github.create_issue", writes=False, defer_loading=True)
+def create_issue(repo: str, title: str) -> str:
+    """Create an issue in a GitHub repository."""
+    return f"created {title!r} in {repo}"
+
+
+@tool(writes=False, defer_loading=True)
+def slack_post(channel: str, text: str) -> str:
+    """Post a message to a Slack channel."""
+    return "posted"
+
+
+@pytest.fixture
+def runtime() -> Iterator[ToolRuntime]:
+    """A runtime with one tool shown and two deferred ones."""
+    with ToolRuntime(keep_traces=10) as runtime:
+        runtime.register(add)
+        runtime.register(create_issue)
+        runtime.register(slack_post)
+        yield runtime
+
+
+def _returned(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
+    """The tool returns the model was shown, by call id."""
+    return {
+        part.tool_call_id: part
+        for message in messages
+        for part in getattr(message, "parts", [])
+        if isinstance(part, ToolReturnPart)
+    }
+
+
+class Script:
+    """A FunctionModel script: each step sees the offered tools and the returns so far."""
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps = list(steps)
+        self.offered: list[list[str]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.offered.append([t.name for t in info.function_tools])
+        step = self.steps[len(self.offered) - 1]
+        parts = step(_returned(messages)) if callable(step) else step
+        return ModelResponse(parts=parts)
+
+
+async def test_a_run_finds_a_deferred_tool_with_search_tools_and_calls_it(
+    runtime: ToolRuntime,
+) -> None:
+    """The search answers through the runtime; the tool it finds is offered at the next step."""
+
+    def call_what_was_found(returned: dict[str, ToolReturnPart]) -> list[Any]:
+        found = returned["s1"].content["tools"]
+        assert [tool["name"] for tool in found] == [ISSUE]  # the name it is offered under
+        return [ToolCallPart(ISSUE, {"repo": "o/r", "title": "bug"}, tool_call_id="c1")]
+
+    def answer(returned: dict[str, ToolReturnPart]) -> list[Any]:
+        return [TextPart(str(returned["c1"].content))]
+
+    script = Script(
+        [ToolCallPart("search_tools", {"query": "open a github issue"}, tool_call_id="s1")],
+        call_what_was_found,
+        answer,
+    )
+    agent = Agent(FunctionModel(script), toolsets=[ToolcycleToolset(runtime)])
+    result = await asyncio.wait_for(agent.run("file a bug"), WAIT)
+
+    assert result.output == "created 'bug' in o/r"
+    assert script.offered == [
+        ["add", "search_tools"],
+        ["add", ISSUE, "search_tools"],
+        ["add", ISSUE, "search_tools"],
+    ]
+    traces = runtime.recent_traces()
+    assert [(t.tool_name, t.tool_call_id, t.status) for t in traces] == [
+        ("search_tools", "s1", "ok"),
+        ("github.create_issue", "c1", "ok"),
+    ]
+    assert traces[0].revealed_tools == ("github.create_issue",)
+
+
+async def test_a_search_with_one_deferred_tool_runs_the_search_not_the_tool() -> None:
+    """The search call is the search, however many tools wait for it."""
+    script = Script(
+        [ToolCallPart("search_tools", {"query": "github issue"}, tool_call_id="s1")],
+        lambda returned: [TextPart(json.dumps(returned["s1"].content))],
+    )
+    with ToolRuntime() as runtime:
+        runtime.register(add)
+        runtime.register(create_issue)
+        agent = Agent(FunctionModel(script), toolsets=[ToolcycleToolset(runtime)])
+        result = await asyncio.wait_for(agent.run("find"), WAIT)
+
+    assert json.loads(result.output)["tools"][0]["name"] == ISSUE
+
+
+async def test_a_bad_search_is_a_retry_and_the_search_goes_once_nothing_waits(
+    runtime: ToolRuntime,
+) -> None:
+    """A search without a query is the model's to fix; with all found, no search is offered."""
+
+    def retried_then_search_again(returned: dict[str, ToolReturnPart]) -> list[Any]:
+        assert returned["s1"].outcome == "retried"
+        assert "needs a 'query'" in str(returned["s1"].content)
+        return [ToolCallPart("search_tools", {"query": "github slack", "limit": 5})]
+
+    script = Script(
+        [ToolCallPart("search_tools", {"limit": 2}, tool_call_id="s1")],
+        retried_then_search_again,
+        [TextPart("found")],
+    )
+    agent = Agent(FunctionModel(script), toolsets=[ToolcycleToolset(runtime)])
+    await asyncio.wait_for(agent.run("find"), WAIT)
+
+    assert script.offered[-1] == ["add", ISSUE, "slack_post"]
+    statuses = [(t.tool_name, t.status) for t in runtime.recent_traces()]
+    assert statuses == [("search_tools", "invalid_input"), ("search_tools", "ok")]
