@@ -12,6 +12,7 @@ import pytest
 
 from toolcycle import (
     NullTracer,
+    RetryPolicy,
     ToolActivationError,
     ToolCancelledError,
     ToolDescriptor,
@@ -68,6 +69,13 @@ class Stubborn(Polite):
         self.stages.append("stopped")
         self.done.set()
         return "finished"
+
+
+class Rerunnable(Stubborn):
+    """A `Stubborn` tool that is idempotent, so that a `RetryPolicy` may run it again."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name=self.name, capability={"writes": False, "idempotent": True})
 
 
 class Endless:
@@ -232,6 +240,34 @@ def test_a_call_still_running_after_drain_timeout_is_abandoned_and_traced_so(
     assert "plan.calls_abandoned" in caplog.text
     [trace] = traces
     assert trace.abandoned and outcome[0].trace.abandoned
+
+
+@pytest.mark.parametrize(
+    ("timeout", "retry"),
+    [(None, None), (WAIT, None), (None, RetryPolicy(attempts=2, backoff=0, jitter=0))],
+    ids=["pool", "own-thread", "retrying"],
+)
+async def test_a_sync_call_whose_caller_was_cancelled_is_waited_for_before_deactivating(
+    draining: Callable[[str], bool], timeout: float | None, retry: RetryPolicy | None
+) -> None:
+    """Its thread runs on after the awaiting task is cancelled; the plan end waits for it."""
+    tool = Rerunnable()
+    with ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT) as runtime:
+        runtime.register(tool, retry=retry)
+        ctx = runtime.new_context("p")
+        call = asyncio.ensure_future(runtime.aexecute("stubborn", {}, ctx, timeout=timeout))
+        assert await asyncio.to_thread(tool.started.wait, WAIT)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+        try:
+            assert await asyncio.to_thread(draining, "p")
+            assert tool.stages == ["activate", "execute"]  # nothing deactivated under it
+        finally:
+            tool.release.set()
+        assert await asyncio.wait_for(ender, WAIT) == []
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
 
 
 @pytest.mark.parametrize("timeout", [None, 60.0], ids=["no-limit", "limit"])
