@@ -270,6 +270,39 @@ async def test_a_sync_call_whose_caller_was_cancelled_is_waited_for_before_deact
     assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
 
 
+async def test_an_aend_plan_cancelled_while_it_drains_still_waits_for_the_call_then_ends(
+    draining: Callable[[str], bool], log_waiter: Callable[..., Any]
+) -> None:
+    """Cancelled (twice) while it waits, the end goes on waiting, deactivates, then re-raises."""
+    tool = Stubborn()
+    cancelled = log_waiter("toolcycle.lifecycle", "plan.end_cancelled", logging.DEBUG)
+    with ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        call = asyncio.ensure_future(runtime.aexecute("stubborn", {}, ctx))
+        assert await asyncio.to_thread(tool.started.wait, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+
+        def heard(times: int) -> bool:
+            with cancelled.changed:
+                return cancelled.changed.wait_for(lambda: len(cancelled.plans) == times, WAIT)
+
+        try:
+            assert await asyncio.to_thread(draining, "p")
+            ender.cancel()
+            assert await asyncio.to_thread(heard, 1)
+            ender.cancel()  # as a cancel scope does, at every await
+            assert await asyncio.to_thread(heard, 2)
+            assert tool.stages == ["activate", "execute"]  # nothing deactivated under the call
+        finally:
+            tool.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(ender, WAIT)
+        assert (await asyncio.wait_for(call, WAIT)).success
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+    assert ctx.ended
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0], ids=["no-limit", "limit"])
 def test_a_call_whose_event_loop_closed_does_not_hold_up_the_plan_end(
     caplog: pytest.LogCaptureFixture, timeout: float | None

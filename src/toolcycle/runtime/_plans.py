@@ -112,12 +112,13 @@ class PlanRegistry:
         if flights is None:
             return []
         if flights:
-            owner = here()
-            try:
-                await asyncio.to_thread(self._drain, ctx, flights, owner)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._aend(ctx))
-                raise
+            drain = asyncio.ensure_future(asyncio.to_thread(self._drain, ctx, flights, here()))
+            # Cancelled meanwhile, the end must not deactivate tools under calls still
+            # running: it ends the plan after the drain all the same, then re-raises.
+            cancelled = await _despite_cancellation(drain, ctx.plan_id)
+            if cancelled is not None:
+                await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
+                raise cancelled
         return await self._aend(ctx)
 
     def end_all(self) -> None:
@@ -171,6 +172,25 @@ class PlanRegistry:
         stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
         if stuck:
             _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
+
+
+async def _despite_cancellation(
+    task: asyncio.Future[Any], plan_id: str
+) -> asyncio.CancelledError | None:
+    """Wait for ``task`` to end, however often the awaiting task is cancelled meanwhile.
+
+    Returns:
+        The first cancellation, for the caller to raise once it is done; None if none came.
+    """
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            lifecycle_event("plan.end_cancelled", plan_id=plan_id)
+            cancelled = cancelled or exc
+    task.result()  # raises if the work itself was cancelled (its loop is shutting down)
+    return cancelled
 
 
 def _abandon(ctx: ToolExecutionContext, flights: list[Flight], event: str) -> None:
