@@ -359,7 +359,29 @@ def test_drain_timeout_must_be_seconds() -> None:
             ToolRuntime(drain_timeout=bad)
 
 
-def test_a_tool_that_ends_its_own_plan_is_not_waited_for() -> None:
+# How a call reaches its tool: by execute (from a plain thread or from inside a coroutine)
+# or aexecute, with a time limit or without. Between them the tool runs inline, on a fresh
+# thread, on the worker pool, on the portal's loop, or in a task of its own.
+SELF_END_WAYS = [
+    ("sync", "execute", None),
+    ("sync", "execute", WAIT),
+    ("sync", "execute in a task", None),
+    ("sync", "aexecute", None),
+    ("sync", "aexecute", WAIT),
+    ("async", "execute", None),
+    ("async", "aexecute", None),
+    ("async", "aexecute", WAIT),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "how", "timeout"),
+    SELF_END_WAYS,
+    ids=[f"{kind} tool, {how}{', limit' if limit else ''}" for kind, how, limit in SELF_END_WAYS],
+)
+def test_a_tool_that_ends_its_own_plan_is_not_waited_for(
+    kind: str, how: str, timeout: float | None
+) -> None:
     """Ending the plan from inside one of its calls does not wait for that call."""
     holder: dict[str, Any] = {}
 
@@ -368,12 +390,28 @@ def test_a_tool_that_ends_its_own_plan_is_not_waited_for() -> None:
         holder["runtime"].end_plan(holder["ctx"])
         return "closed"
 
+    async def aclose() -> str:
+        """End the plan this call runs in, from async code."""
+        await holder["runtime"].aend_plan(holder["ctx"])
+        return "closed"
+
+    async def inside(runtime: ToolRuntime, ctx: ToolExecutionContext, name: str) -> Any:
+        if how == "aexecute":
+            return await runtime.aexecute(name, {}, ctx, timeout=timeout)
+        return runtime.execute(name, {}, ctx, timeout=timeout)
+
+    tool = closer if kind == "sync" else aclose
     with ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT) as runtime:
-        runtime.register(closer)
-        holder["runtime"], holder["ctx"] = runtime, runtime.new_context()
+        runtime.register(tool)
+        ctx = holder["ctx"] = runtime.new_context()
+        holder["runtime"] = runtime
         with capture_traces(runtime) as traces:
-            assert runtime.execute("closer", {}, holder["ctx"]).output == "closed"
-    assert holder["ctx"].ended and not traces[0].abandoned
+            if how == "execute":
+                result = runtime.execute(tool.__name__, {}, ctx, timeout=timeout)
+            else:
+                result = asyncio.run(inside(runtime, ctx, tool.__name__))
+    assert result.output == "closed"
+    assert ctx.ended and not traces[0].abandoned
 
 
 # -- a call's limit covers the activation it triggers ----------------------------------

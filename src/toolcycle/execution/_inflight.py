@@ -153,6 +153,17 @@ class Flight:
         self.left = straggler.finished
         straggler.when_done(lambda _error: self.group.drop(self))
 
+    def is_caller(self, owner: object, scope: _CallScope | None) -> bool:
+        """Whether code in thread or task ``owner``, in call ``scope``, is this call itself.
+
+        The tool may run on another thread or task than the caller that owns the
+        flight (the pool, a thread of its own, the portal), but its call scope
+        goes with it. The owner counts only while it still waits for the call.
+        """
+        return (scope is not None and scope is self._scope) or (
+            self.owner == owner and self.left is None
+        )
+
 
 class Flights:
     """The calls in flight of one plan."""
