@@ -12,6 +12,7 @@ import pytest
 
 from toolcycle import (
     NullTracer,
+    RetryPolicy,
     ToolActivationError,
     ToolCancelledError,
     ToolDescriptor,
@@ -68,6 +69,13 @@ class Stubborn(Polite):
         self.stages.append("stopped")
         self.done.set()
         return "finished"
+
+
+class Rerunnable(Stubborn):
+    """A `Stubborn` tool that is idempotent, so that a `RetryPolicy` may run it again."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name=self.name, capability={"writes": False, "idempotent": True})
 
 
 class Endless:
@@ -234,6 +242,67 @@ def test_a_call_still_running_after_drain_timeout_is_abandoned_and_traced_so(
     assert trace.abandoned and outcome[0].trace.abandoned
 
 
+@pytest.mark.parametrize(
+    ("timeout", "retry"),
+    [(None, None), (WAIT, None), (None, RetryPolicy(attempts=2, backoff=0, jitter=0))],
+    ids=["pool", "own-thread", "retrying"],
+)
+async def test_a_sync_call_whose_caller_was_cancelled_is_waited_for_before_deactivating(
+    draining: Callable[[str], bool], timeout: float | None, retry: RetryPolicy | None
+) -> None:
+    """Its thread runs on after the awaiting task is cancelled; the plan end waits for it."""
+    tool = Rerunnable()
+    with ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT) as runtime:
+        runtime.register(tool, retry=retry)
+        ctx = runtime.new_context("p")
+        call = asyncio.ensure_future(runtime.aexecute("stubborn", {}, ctx, timeout=timeout))
+        assert await asyncio.to_thread(tool.started.wait, WAIT)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+        try:
+            assert await asyncio.to_thread(draining, "p")
+            assert tool.stages == ["activate", "execute"]  # nothing deactivated under it
+        finally:
+            tool.release.set()
+        assert await asyncio.wait_for(ender, WAIT) == []
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+
+
+async def test_an_aend_plan_cancelled_while_it_drains_still_waits_for_the_call_then_ends(
+    draining: Callable[[str], bool], log_waiter: Callable[..., Any]
+) -> None:
+    """Cancelled (twice) while it waits, the end goes on waiting, deactivates, then re-raises."""
+    tool = Stubborn()
+    cancelled = log_waiter("toolcycle.lifecycle", "plan.end_cancelled", logging.DEBUG)
+    with ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        call = asyncio.ensure_future(runtime.aexecute("stubborn", {}, ctx))
+        assert await asyncio.to_thread(tool.started.wait, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+
+        def heard(times: int) -> bool:
+            with cancelled.changed:
+                return cancelled.changed.wait_for(lambda: len(cancelled.plans) == times, WAIT)
+
+        try:
+            assert await asyncio.to_thread(draining, "p")
+            ender.cancel()
+            assert await asyncio.to_thread(heard, 1)
+            ender.cancel()  # as a cancel scope does, at every await
+            assert await asyncio.to_thread(heard, 2)
+            assert tool.stages == ["activate", "execute"]  # nothing deactivated under the call
+        finally:
+            tool.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(ender, WAIT)
+        assert (await asyncio.wait_for(call, WAIT)).success
+    assert tool.stages == ["activate", "execute", "stopped", "deactivate"]
+    assert ctx.ended
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0], ids=["no-limit", "limit"])
 def test_a_call_whose_event_loop_closed_does_not_hold_up_the_plan_end(
     caplog: pytest.LogCaptureFixture, timeout: float | None
@@ -290,7 +359,29 @@ def test_drain_timeout_must_be_seconds() -> None:
             ToolRuntime(drain_timeout=bad)
 
 
-def test_a_tool_that_ends_its_own_plan_is_not_waited_for() -> None:
+# How a call reaches its tool: by execute (from a plain thread or from inside a coroutine)
+# or aexecute, with a time limit or without. Between them the tool runs inline, on a fresh
+# thread, on the worker pool, on the portal's loop, or in a task of its own.
+SELF_END_WAYS = [
+    ("sync", "execute", None),
+    ("sync", "execute", WAIT),
+    ("sync", "execute in a task", None),
+    ("sync", "aexecute", None),
+    ("sync", "aexecute", WAIT),
+    ("async", "execute", None),
+    ("async", "aexecute", None),
+    ("async", "aexecute", WAIT),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "how", "timeout"),
+    SELF_END_WAYS,
+    ids=[f"{kind} tool, {how}{', limit' if limit else ''}" for kind, how, limit in SELF_END_WAYS],
+)
+def test_a_tool_that_ends_its_own_plan_is_not_waited_for(
+    kind: str, how: str, timeout: float | None
+) -> None:
     """Ending the plan from inside one of its calls does not wait for that call."""
     holder: dict[str, Any] = {}
 
@@ -299,12 +390,28 @@ def test_a_tool_that_ends_its_own_plan_is_not_waited_for() -> None:
         holder["runtime"].end_plan(holder["ctx"])
         return "closed"
 
+    async def aclose() -> str:
+        """End the plan this call runs in, from async code."""
+        await holder["runtime"].aend_plan(holder["ctx"])
+        return "closed"
+
+    async def inside(runtime: ToolRuntime, ctx: ToolExecutionContext, name: str) -> Any:
+        if how == "aexecute":
+            return await runtime.aexecute(name, {}, ctx, timeout=timeout)
+        return runtime.execute(name, {}, ctx, timeout=timeout)
+
+    tool = closer if kind == "sync" else aclose
     with ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT) as runtime:
-        runtime.register(closer)
-        holder["runtime"], holder["ctx"] = runtime, runtime.new_context()
+        runtime.register(tool)
+        ctx = holder["ctx"] = runtime.new_context()
+        holder["runtime"] = runtime
         with capture_traces(runtime) as traces:
-            assert runtime.execute("closer", {}, holder["ctx"]).output == "closed"
-    assert holder["ctx"].ended and not traces[0].abandoned
+            if how == "execute":
+                result = runtime.execute(tool.__name__, {}, ctx, timeout=timeout)
+            else:
+                result = asyncio.run(inside(runtime, ctx, tool.__name__))
+    assert result.output == "closed"
+    assert ctx.ended and not traces[0].abandoned
 
 
 # -- a call's limit covers the activation it triggers ----------------------------------

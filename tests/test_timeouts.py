@@ -492,12 +492,23 @@ def test_a_timed_out_tool_that_will_not_stop_is_waited_for_only_a_while(monkeypa
     assert result.trace is not None and result.trace.status == "timed_out"
 
 
-def test_an_async_plan_end_cancelled_while_it_waits_for_abandoned_calls_still_ends() -> None:
-    """Aplan ends the plan on cancellation too, even in its wait for a left-behind call."""
+def test_an_async_plan_end_cancelled_while_it_waits_for_abandoned_calls_still_ends(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """Aplan, cancelled in its wait for a left-behind call, waits on, then ends the plan."""
     tool = Stubborn()
     runtime = ToolRuntime(tracer=NullTracer(), abandon_timeout=WAIT)
     runtime.register(tool)
     seen: dict[str, ToolExecutionContext] = {}
+    cancelled = log_waiter("toolcycle.lifecycle", "plan.end_cancelled", logging.DEBUG)
+
+    def release_once_cancelled() -> None:
+        # Only then: a plan end that did not wait would deactivate under the running tool.
+        if cancelled.wait("p"):
+            tool.release.set()
+
+    releaser = threading.Thread(target=release_once_cancelled)
+    releaser.start()
 
     async def main() -> None:
         async with runtime.aplan("p") as ctx:
@@ -510,9 +521,10 @@ def test_an_async_plan_end_cancelled_while_it_waits_for_abandoned_calls_still_en
         with pytest.raises(asyncio.CancelledError):
             asyncio.run(main())
         assert seen["ctx"].ended
-        assert tool.deactivated_after_done == [False]
+        assert tool.deactivated_after_done == [True]
     finally:
         tool.release.set()
+        releaser.join(WAIT)
         runtime.close()
 
 

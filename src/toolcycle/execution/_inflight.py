@@ -3,8 +3,9 @@
 A call is *admitted* once its checks have passed and *released* when its caller
 has the result. Ending a plan closes its `Flights` (later calls are refused),
 cancels every call still in flight and waits for them, within a limit. A sync
-call left running at its own timeout stays in flight until its thread ends, so
-the plan's end waits for it too before deactivating the plan's tools.
+call left running (at its own timeout, or when its caller's task is cancelled)
+stays in flight until its thread ends, so the plan's end waits for it too before
+deactivating the plan's tools.
 
 When a plan has ended, nothing here is keyed by its id: a call that finishes
 late only drops itself from the `Flights` object it was admitted to, which the
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from toolcycle.cancellation import CancellationToken
     from toolcycle.context import _CallScope
+    from toolcycle.execution._threads import Straggler
 
 __all__ = ["Flight", "Flights", "wait_for"]
 
@@ -48,8 +50,8 @@ class Flight:
 
     Attributes:
         ended: the plan ended while the call was in flight.
-        left: the call timed out while a sync thread of it ran on: set when that
-            thread ends; None otherwise.
+        left: the caller gave up (a timeout, a cancelled task) while a sync thread
+            of the call ran on: set when that thread ends; None otherwise.
         done: the flight is over (its caller has the result and no thread of it runs).
         record: the call's trace record; the plan's end marks it ``abandoned``
             when it stops waiting for the call.
@@ -143,15 +145,24 @@ class Flight:
         owner = self.owner
         return isinstance(owner, asyncio.Task) and owner.get_loop().is_closed()
 
-    def leave(self, finished: threading.Event, when_done: Callable[..., object]) -> None:
+    def leave(self, straggler: Straggler) -> None:
         """The caller gives up on a sync thread that runs on: stay until it ends.
 
-        Args:
-            finished: set when the thread has ended.
-            when_done: registers a callback for the thread's end (``Straggler.when_done``).
+        The caller's limit passed, or its task was cancelled; Python cannot stop the thread.
         """
-        self.left = finished
-        when_done(lambda _error: self.group.drop(self))
+        self.left = straggler.finished
+        straggler.when_done(lambda _error: self.group.drop(self))
+
+    def is_caller(self, owner: object, scope: _CallScope | None) -> bool:
+        """Whether code in thread or task ``owner``, in call ``scope``, is this call itself.
+
+        The tool may run on another thread or task than the caller that owns the
+        flight (the pool, a thread of its own, the portal), but its call scope
+        goes with it. The owner counts only while it still waits for the call.
+        """
+        return (scope is not None and scope is self._scope) or (
+            self.owner == owner and self.left is None
+        )
 
 
 class Flights:

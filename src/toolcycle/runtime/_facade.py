@@ -380,7 +380,11 @@ class ToolRuntime:
         return self._plans.end_plan(ctx)
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
-        """Async twin of `end_plan`; cancelled while it waits, it still ends the plan."""
+        """Async twin of `end_plan`.
+
+        Cancelled while it waits for the plan's calls, it goes on waiting (within the
+        same limits), ends the plan, and then raises the cancellation.
+        """
         return await self._plans.aend_plan(ctx)
 
     # -- calls ------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import CancellationToken
-from toolcycle.context import ToolExecutionContext
+from toolcycle.context import ToolExecutionContext, _call_scope
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
 from toolcycle.runtime._shared import here
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from toolcycle.cache import ToolLifecycleCache
+    from toolcycle.context import _CallScope
     from toolcycle.errors import ToolDeactivationError
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._lifecycle import LifecycleCalls
@@ -112,12 +113,15 @@ class PlanRegistry:
         if flights is None:
             return []
         if flights:
-            owner = here()
-            try:
-                await asyncio.to_thread(self._drain, ctx, flights, owner)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._aend(ctx))
-                raise
+            drain = asyncio.ensure_future(
+                asyncio.to_thread(self._drain, ctx, flights, here(), _call_scope.get())
+            )
+            # Cancelled meanwhile, the end must not deactivate tools under calls still
+            # running: it ends the plan after the drain all the same, then re-raises.
+            cancelled = await _despite_cancellation(drain, ctx.plan_id)
+            if cancelled is not None:
+                await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
+                raise cancelled
         return await self._aend(ctx)
 
     def end_all(self) -> None:
@@ -146,15 +150,22 @@ class PlanRegistry:
         return errors
 
     def _drain(
-        self, ctx: ToolExecutionContext, flights: tuple[Flight, ...], owner: object = None
+        self,
+        ctx: ToolExecutionContext,
+        flights: tuple[Flight, ...],
+        owner: object = None,
+        scope: _CallScope | None = None,
     ) -> None:
         """Stop the plan's calls in flight and wait for them, within the limits.
 
-        A call made from the thread or task that ends the plan (a tool ending its
-        own plan) is not waited for: it could only finish once this returns.
+        A call made from the thread or task that ends the plan, or whose tool is
+        the code ending it (a tool ending its own plan), is not waited for: it
+        could only finish once this returns. ``owner`` and ``scope`` say where the
+        ending code runs (`aend_plan` drains on a worker thread); by default, here.
         """
-        owner = owner if owner is not None else here()
-        waiting = [f for f in flights if f.owner != owner or f.left is not None]
+        if owner is None:
+            owner, scope = here(), _call_scope.get()
+        waiting = [f for f in flights if not f.is_caller(owner, scope)]
         reason = f"plan {ctx.plan_id!r} ended while the call ran"
         lifecycle_event("plan.draining", plan_id=ctx.plan_id, calls=len(waiting))
         for flight in waiting:
@@ -171,6 +182,25 @@ class PlanRegistry:
         stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
         if stuck:
             _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
+
+
+async def _despite_cancellation(
+    task: asyncio.Future[Any], plan_id: str
+) -> asyncio.CancelledError | None:
+    """Wait for ``task`` to end, however often the awaiting task is cancelled meanwhile.
+
+    Returns:
+        The first cancellation, for the caller to raise once it is done; None if none came.
+    """
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            lifecycle_event("plan.end_cancelled", plan_id=plan_id)
+            cancelled = cancelled or exc
+    task.result()  # raises if the work itself was cancelled (its loop is shutting down)
+    return cancelled
 
 
 def _abandon(ctx: ToolExecutionContext, flights: list[Flight], event: str) -> None:

@@ -273,6 +273,8 @@ async def arun_attempts(
     attempts: list[RetryAttempt] = []
     record.attempts = attempts
     sleep = _ASleep(token, record, call.ctx.cancellation_token)
+    # A sync attempt runs on when the caller's task is cancelled: it stays in flight.
+    on_abandon = call.flight.leave if call.flight is not None else None
     async for step in tenacity.AsyncRetrying(
         **_options(tenacity, entry.retry, deadline), sleep=sleep
     ):
@@ -286,6 +288,7 @@ async def arun_attempts(
                     token=token,
                     timeout=deadline,
                     coroutine=entry.coroutine,
+                    on_abandon=on_abandon,
                     task=task,
                 )
             except BaseException as exc:

@@ -190,6 +190,7 @@ class ToolStages:
                 finally:
                     watch.release()
             else:
+                flight = call.flight
                 output = await self._invoker.acall(
                     entry.instance.execute,
                     data,
@@ -197,6 +198,9 @@ class ToolStages:
                     token=token,
                     timeout=timeout,
                     coroutine=entry.coroutine,
+                    # A sync tool runs on when its caller's task is cancelled: the
+                    # call stays in flight, so its plan's end waits for it.
+                    on_abandon=flight.leave if flight is not None else None,
                     task=task,
                 )
         except InvokeTimeoutError as exc:

@@ -252,7 +252,7 @@ class CallSteps:
         straggler = exc.straggler
         if straggler is not None and call.flight is not None:
             # In flight until its thread ends: the plan's end waits for it.
-            call.flight.leave(straggler.finished, straggler.when_done)
+            call.flight.leave(straggler)
         return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
 
     def refused(
