@@ -6,7 +6,13 @@ import asyncio
 
 import pytest
 
-from toolcycle import ToolDeactivationError, ToolLifecycleCache, ToolRuntime, ToolRuntimeError
+from toolcycle import (
+    ToolCancelledError,
+    ToolDeactivationError,
+    ToolLifecycleCache,
+    ToolRuntime,
+    ToolRuntimeError,
+)
 from toolcycle.cache import Activation
 from toolcycle.testing import FakeTool, make_context
 
@@ -94,7 +100,7 @@ def test_activation_finished_after_plan_end_is_not_cached() -> None:
     activation, _ = cache.begin(ctx, "late", FakeTool())
     assert cache.end_plan(ctx, lambda a, c: None) == []
     assert not cache.finish(ctx, activation, None)
-    assert isinstance(activation.error, ToolRuntimeError)
+    assert isinstance(activation.error, ToolCancelledError)
 
 
 def test_begin_on_an_ended_plan_raises() -> None:

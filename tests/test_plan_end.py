@@ -487,6 +487,29 @@ def test_a_waiter_gives_up_at_its_own_limit() -> None:
 # -- sync activates that outlive their callers --------------------------------------------
 
 
+def test_a_call_whose_plan_ends_while_its_sync_activate_runs_is_cancelled(
+    draining: Callable[[str], bool],
+) -> None:
+    """The same ToolCancelledError as for an async activate; the late activation is undone."""
+    tool = GatedActivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        with capture_traces(runtime) as traces:
+            caller, outcome = _in_thread(lambda: runtime.execute("gated", {}, ctx))
+            assert tool.entered.wait(WAIT)
+            ender, ended = _in_thread(lambda: runtime.end_plan(ctx))
+            assert draining("p")
+            tool.gate.set()
+            caller.join(WAIT)
+            ender.join(WAIT)
+    [error] = outcome
+    assert isinstance(error, ToolCancelledError), error
+    assert "ended while tool 'gated' was activating" in str(error)
+    assert [trace.status for trace in traces] == ["cancelled"]
+    assert tool.stages == ["activate", "deactivate"] and ended == [[]]
+
+
 def test_a_late_sync_activate_after_the_plan_ended_is_deactivated_once() -> None:
     """activate_timeout passes, the plan ends, then activate succeeds: it is undone once."""
     tool = GatedActivate()
@@ -522,7 +545,7 @@ def test_an_async_deactivate_of_a_tool_activated_after_the_runtime_closed_still_
     caller.join(WAIT)
     assert tool.deactivated.wait(WAIT)
     assert tool.stages == ["activate", "deactivate"]
-    assert isinstance(outcome[0], ToolRuntimeError)
+    assert isinstance(outcome[0], ToolCancelledError)
 
 
 def test_a_timed_out_call_after_its_plan_ended_leaves_nothing_for_a_later_plan() -> None:

@@ -72,7 +72,7 @@ def test_plan_ending_during_activation_deactivates_the_tool(
         def call() -> None:
             try:
                 runtime.execute("fake", {}, ctx)
-            except ToolRuntimeError as exc:
+            except ToolCancelledError as exc:
                 errors.append(exc)
 
         worker = threading.Thread(target=call)
@@ -353,7 +353,7 @@ def test_plan_ending_mid_activation_with_a_failing_deactivate_is_logged(
         def call() -> None:
             try:
                 runtime.execute("fake", {}, ctx)
-            except ToolRuntimeError as exc:
+            except ToolCancelledError as exc:
                 errors.append(exc)
 
         worker = threading.Thread(target=call)

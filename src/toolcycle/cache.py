@@ -32,7 +32,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolDeactivationError, ToolRuntimeError, error_text
+from toolcycle.errors import (
+    ToolCancelledError,
+    ToolDeactivationError,
+    ToolRuntimeError,
+    error_text,
+)
 from toolcycle.execution._inflight import Flights
 
 if TYPE_CHECKING:
@@ -213,10 +218,10 @@ class ToolLifecycleCache:
             elif current and plan is not None:
                 del plan.activations[activation.name]
         if error is None and not cached:
-            error = ToolRuntimeError(
-                f"plan {ctx.plan_id!r} ended while tool {activation.name!r} was activating",
-                tool_name=activation.name,
-                plan_id=ctx.plan_id,
+            # As an async activate is stopped, and as docs/concepts/plans.md says.
+            reason = f"plan {ctx.plan_id!r} ended while tool {activation.name!r} was activating"
+            error = ToolCancelledError(
+                reason, reason=reason, tool_name=activation.name, plan_id=ctx.plan_id
             )
         activation._finish(error)
         return cached

@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcycle import ToolDeactivationError, ToolLifecycleCache, ToolRuntimeError
+from toolcycle import (
+    ToolCancelledError,
+    ToolDeactivationError,
+    ToolLifecycleCache,
+    ToolRuntimeError,
+)
 from toolcycle.cache import Activation
 from toolcycle.testing import FakeTool, make_context
 
@@ -133,7 +138,7 @@ def test_any_thread_interleaving_activates_at_most_once_and_tears_down_exactly_o
             assert not o.cached, "a failed activation was cached"
             assert o.activation.error is o.error
         elif not o.cached:  # the plan ended while it was activating
-            assert isinstance(o.activation.error, ToolRuntimeError)
+            assert isinstance(o.activation.error, ToolCancelledError)
         else:
             assert o.activation.error is None
     outcome = {id(o.activation): o.activation.error for o in ledger.owned}
@@ -191,7 +196,7 @@ def test_sequential_operations_follow_the_exact_model(ops: list[Begin | Finish |
                 assert activation.error is error
                 assert not cache.is_active(ctx.plan_id, op.name), "a failed activation was cached"
             elif not cached:
-                assert isinstance(activation.error, ToolRuntimeError)
+                assert isinstance(activation.error, ToolCancelledError)
         else:
             torn.clear()
             assert cache.end_plan(ctx, teardown) == []
