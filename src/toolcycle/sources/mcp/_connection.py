@@ -235,10 +235,13 @@ class Connection:
                 request_state=request_state,
             )
         )
+        # So the server's own requests on this session can name the call (legacy era).
+        serving = self._answerer.serving(session) if self._answerer else contextlib.nullcontext()
         try:
             # Only the 2026-07-28 era can answer with InputRequiredResult.
             kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
-            return await session.send_request(request, kind, progress_callback=forward)
+            with serving:
+                return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
             raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
