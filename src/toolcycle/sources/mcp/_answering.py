@@ -73,9 +73,11 @@ _LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-# The call being sent, read by `Answerer.serving` on the connection's loop: the
-# send crosses loops through tasks, which copy it.
-_SENDING: ContextVar[RequestContext | None] = ContextVar("toolcycle_mcp_sending", default=None)
+# The call being sent and whose it is, read by `Answerer.serving` on the
+# connection's loop: the send crosses loops through tasks, which copy it.
+_SENDING: ContextVar[tuple[Answerer, RequestContext] | None] = ContextVar(
+    "toolcycle_mcp_sending", default=None
+)
 
 
 class _Deferred(Exception):
@@ -147,10 +149,11 @@ class Answerer:
     @contextlib.contextmanager
     def serving(self, session: object) -> Iterator[None]:
         """While the call `run` is sending is in flight on ``session``."""
-        call = _SENDING.get()
-        if call is None or call.server != self.server:
+        sending = _SENDING.get()
+        if sending is None or sending[0] is not self:
             yield
             return
+        call = sending[1]
         calls = self.active.setdefault(session, [])
         calls.append(call)
         try:
@@ -217,7 +220,7 @@ class Answerer:
                 return first
             return await self._run(self._context(tool_name, ctx), remote, params, send, first)
         call = self._context(tool_name, ctx)
-        sending = _SENDING.set(call if self.watching else None)
+        sending = _SENDING.set((self, call) if self.watching else None)
         try:
             return await self._run(call, remote, params, send)
         finally:
