@@ -190,7 +190,9 @@ def build(
             case "fail":
                 return types.CallToolResult(content=_text("it broke on purpose"), is_error=True)
             case "rpc_error":
-                raise MCPError(-32099, "a custom JSON-RPC failure", {"hint": "none"})
+                # -32000, the first server-defined code, is also the SDK's "connection closed".
+                code = int(args.get("code", -32099))
+                raise MCPError(code, "a custom JSON-RPC failure", {"hint": "none"})
             case "progress":
                 steps = int(args.get("steps", 3))
                 for step in range(1, steps + 1):

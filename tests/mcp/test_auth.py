@@ -129,6 +129,27 @@ def test_each_plan_presents_its_own_credentials_on_its_own_connection(
                 assert len(connections) == 2
 
 
+def test_discovery_during_a_plan_presents_the_fixed_credentials_not_the_plans(
+    url: str, tokens: Tokens, service: dict[str, str]
+) -> None:
+    """A re-listing while a plan's connection is open goes out with headers= alone."""
+    tokens.issue("dave-token-1", "dave")
+    source = McpServer.http(
+        url,
+        headers=service,
+        credentials=lambda ctx: {"Authorization": "Bearer dave-token-1"},
+        name="guarded",
+    )
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            assert whoami(runtime, ctx) == "dave"
+            start = len(tokens.presented)
+            assert [tool.discover().name for tool in source.tools()] == ["whoami", "echo"]
+            listed_with = set(tokens.presented[start:])
+    assert listed_with == {"service-token-0001"}
+
+
 def test_an_async_resolver_may_return_credentials_with_an_auth(url: str, tokens: Tokens) -> None:
     """The resolver may be a coroutine function and give an httpx2.Auth of its own."""
     token = tokens.issue("carol-token-1", "carol")

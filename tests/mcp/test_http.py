@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 
 from toolcycle import ToolActivationError, ToolRuntime
-from toolcycle.sources.mcp import McpServer, McpServerError
+from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError
 
 from .conftest import VALID_TOOLS, register, wait_for
 from .servers import build
@@ -61,6 +61,21 @@ def test_a_server_over_http_is_discovered_and_called_with_the_given_headers(
             assert runtime.execute("add", {"a": 20, "b": 22}, ctx).output == {"sum": 42}
             assert runtime.execute("fail", {}, ctx).error == "it broke on purpose"
     assert recorder.seen and all(h.get("x-test") == "secret-value" for h in recorder.seen)
+
+
+def test_a_server_error_with_code_32000_over_http_keeps_the_session(http_server) -> None:
+    """A live server's -32000 is its answer, with its code and data; the session goes on."""
+    url, recorder = http_server
+    with ToolRuntime() as runtime:
+        register(runtime, McpServer.http(url, name="web"))
+        with runtime.plan() as ctx:
+            result = runtime.execute("rpc_error", {"code": -32000}, ctx)
+            before = recorder.seen[-1].get("mcp-session-id")
+            assert runtime.execute("add", {"a": 1, "b": 1}, ctx).output == {"sum": 2}
+            after = recorder.seen[-1].get("mcp-session-id")
+    assert result.error_type == "McpCallError" and isinstance(result.exception, McpCallError)
+    assert (result.exception.code, result.exception.data) == (-32000, {"hint": "none"})
+    assert before is not None and after == before
 
 
 def test_a_server_that_is_not_listening_fails_registration_and_activation() -> None:

@@ -184,6 +184,20 @@ def test_a_json_rpc_error_gives_a_failed_result_with_the_code(runtime, in_proces
     assert (result.exception.code, result.exception.data) == (-32099, {"hint": "none"})
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_server_error_with_code_32000_is_the_servers_answer_not_a_lost_connection(
+    runtime, in_process, sessions, mode
+) -> None:
+    """-32000 is also the SDK's code for a closed connection; a live server's one is its own."""
+    register(runtime, in_process(mode=mode))
+    with runtime.plan() as ctx:
+        result = runtime.execute("rpc_error", {"code": -32000}, ctx)
+        assert runtime.execute("add", {"a": 1, "b": 1}, ctx).output == {"sum": 2}
+    assert result.error_type == "McpCallError" and isinstance(result.exception, McpCallError)
+    assert (result.exception.code, result.exception.data) == (-32000, {"hint": "none"})
+    assert sessions["opened"] == 2  # discovery, then the plan's one: no reconnection
+
+
 def test_progress_reaches_the_contexts_callback_and_is_counted_in_the_trace(
     runtime, in_process
 ) -> None:

@@ -14,10 +14,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 import pytest
+from mcp.client.session import ClientRequestContext
 
 from toolcycle import (
     ApprovalDecision,
@@ -296,7 +297,8 @@ def test_translations_keep_every_sampling_field_and_drop_content_outside_form_mo
     url = Elicitation("go", mode="url", url="https://x.invalid")
     assert elicit_result(ElicitAnswer.accept({"a": 1}), url).content is None
     answerer = Answerer("s", McpRequests(on_elicit=_answer))
-    assert answerer._latest() == RequestContext("s")
+    outside = ClientRequestContext(session=cast("Any", object()), request_id=1)
+    assert answerer._owner(outside) == RequestContext("s")
 
 
 def test_outside_a_resumed_call_there_is_no_resumption_and_no_call_id() -> None:

@@ -24,7 +24,7 @@ from toolcycle import (
     ToolRuntime,
     ToolRuntimeError,
 )
-from toolcycle.sources.mcp import McpServer, McpServerError, _stdio
+from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError, _stdio
 from toolcycle.sources.mcp._stdio import LineSplitter
 
 from .conftest import (
@@ -78,6 +78,19 @@ def test_a_crash_mid_call_fails_the_call_and_the_next_call_reconnects(runtime) -
         again = runtime.execute("add", {"a": 2, "b": 2}, ctx)
         assert again.output == {"sum": 4}
     assert wait_gone(children() - before) == []
+
+
+def test_a_server_error_with_code_32000_keeps_the_server_running(runtime) -> None:
+    """A live server's -32000 is its answer: McpCallError, and the same process serves on."""
+    register(runtime, stdio(name="remote"))
+    with runtime.plan() as ctx:
+        assert runtime.execute("add", {"a": 1, "b": 1}, ctx).success
+        serving = children()
+        result = runtime.execute("rpc_error", {"code": -32000}, ctx)
+        assert runtime.execute("add", {"a": 2, "b": 2}, ctx).output == {"sum": 4}
+        assert children() == serving
+    assert result.error_type == "McpCallError" and isinstance(result.exception, McpCallError)
+    assert (result.exception.code, result.exception.data) == (-32000, {"hint": "none"})
 
 
 def test_a_server_that_exits_at_start_fails_registration_with_its_stderr(runtime) -> None:

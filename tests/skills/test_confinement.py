@@ -161,6 +161,7 @@ def test_every_listed_file_is_readable_and_every_other_file_is_refused(tmp_path:
     folder = make_skill(tmp_path, "agreeing", files=dict(HIDDEN))
     os.symlink(".env", folder / "visible.md")
     os.symlink("references/guide.md", folder / "alias.md")
+    os.symlink("../SKILL.md", folder / "references" / "skill-link.md")
     on_disk = sorted(
         (Path(base) / name).relative_to(folder).as_posix()
         for base, _, names in os.walk(folder)
@@ -169,12 +170,22 @@ def test_every_listed_file_is_readable_and_every_other_file_is_refused(tmp_path:
     with ToolRuntime() as runtime:
         register(runtime, SkillDirectory(tmp_path))
         listed = call(runtime, "agreeing", {}).output["files"]
-        readable = [
-            path
-            for path in on_disk
-            if path != "SKILL.md" and call(runtime, "agreeing", {"path": path}).success
-        ]
+        readable = [path for path in on_disk if call(runtime, "agreeing", {"path": path}).success]
     assert listed == readable == ["alias.md", "references/guide.md"]
+
+
+@pytest.mark.parametrize("requested", ["SKILL.md", "./SKILL.md", "references/skill-link.md"])
+def test_the_skill_md_itself_is_not_readable_by_path(tmp_path: Path, requested: str) -> None:
+    """Its front matter is not offered: the instructions come only from a call without a path."""
+    extra = f"metadata:\n  internal: {SECRET}\n"
+    folder = make_skill(tmp_path, "notes", extra=extra, files={"references/guide.md": "Guide."})
+    os.symlink("../SKILL.md", folder / "references" / "skill-link.md")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        result = call(runtime, "notes", {"path": requested})
+    assert not result.success and result.error_type == "SkillFileError"
+    assert "SKILL.md" in (result.error or "") and "without a path" in (result.error or "")
+    assert SECRET not in str(result.output) + (result.error or "")
 
 
 # -- size caps -----------------------------------------------------------------------------------

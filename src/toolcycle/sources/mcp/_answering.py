@@ -16,9 +16,11 @@ sends that answer, checked against the requested schema, with the saved state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import uuid
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +46,7 @@ from toolcycle.sources.mcp._translate import (
 from toolcycle.validation import SchemaCompiler
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     from mcp.client.session import ClientRequestContext
 
@@ -71,6 +73,11 @@ _LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
+# The call being sent and whose it is, read by `Answerer.serving` on the
+# connection's loop: the send crosses loops through tasks, which copy it.
+_SENDING: ContextVar[tuple[Answerer, RequestContext] | None] = ContextVar(
+    "toolcycle_mcp_sending", default=None
+)
 
 
 class _Deferred(Exception):
@@ -105,7 +112,9 @@ class Answerer:
             h is not None for h in (requests.on_elicit, requests.on_sample, requests.roots)
         )
         """Whether calls must be remembered, so a legacy request can name its call."""
-        self.active: list[RequestContext] = []
+        self.active: dict[object, list[RequestContext]] = {}
+        """By session: the calls in flight on it. Each session's list is only
+        touched on that session's loop."""
 
     # -- the session's callbacks (legacy era; logging in both) --------------------------------
 
@@ -137,17 +146,36 @@ class Answerer:
             except Exception:
                 self.logger.exception("the on_log handler of MCP server %r raised", self.server)
 
-    def _latest(self) -> RequestContext:
-        # A legacy request does not say which call it serves: the latest one started.
-        return (
-            replace(self.active[-1], era="legacy") if self.active else RequestContext(self.server)
-        )
+    @contextlib.contextmanager
+    def serving(self, session: object) -> Iterator[None]:
+        """While the call `run` is sending is in flight on ``session``."""
+        sending = _SENDING.get()
+        if sending is None or sending[0] is not self:
+            yield
+            return
+        call = sending[1]
+        calls = self.active.setdefault(session, [])
+        calls.append(call)
+        try:
+            yield
+        finally:
+            calls.remove(call)
+            if not calls:
+                del self.active[session]
+
+    def _owner(self, request: ClientRequestContext) -> RequestContext:
+        # A legacy request names no call on the wire, only the session it came on:
+        # its one call in flight, or, with several, none rather than a guess.
+        calls = self.active.get(request.session, ())
+        if len(calls) == 1:
+            return replace(calls[0], era="legacy")
+        return RequestContext(self.server)
 
     async def _legacy_elicit(
-        self, _: ClientRequestContext, params: mcp_types.ElicitRequestParams
+        self, request: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
         question = elicitation_of(params)
-        answer = await self._ask(question, self._latest())
+        answer = await self._ask(question, self._owner(request))
         if answer.action == "defer":
             # The legacy session cannot outlive the call: the server hears a cancel.
             self.logger.warning(
@@ -159,12 +187,12 @@ class Answerer:
         return elicit_result(answer, question)
 
     async def _legacy_sample(
-        self, _: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
+        self, request: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
     ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
-        return await self._sample(params, self._latest())
+        return await self._sample(params, self._owner(request))
 
-    async def _legacy_roots(self, _: ClientRequestContext) -> mcp_types.ListRootsResult:
-        return await self._roots(self._latest())
+    async def _legacy_roots(self, request: ClientRequestContext) -> mcp_types.ListRootsResult:
+        return await self._roots(self._owner(request))
 
     # -- one call, in either era ------------------------------------------------------------
 
@@ -192,13 +220,11 @@ class Answerer:
                 return first
             return await self._run(self._context(tool_name, ctx), remote, params, send, first)
         call = self._context(tool_name, ctx)
-        if self.watching:
-            self.active.append(call)
+        sending = _SENDING.set((self, call) if self.watching else None)
         try:
             return await self._run(call, remote, params, send)
         finally:
-            if self.watching:
-                self.active.remove(call)
+            _SENDING.reset(sending)
 
     def _context(self, tool_name: str, ctx: ToolExecutionContext) -> RequestContext:
         return RequestContext(

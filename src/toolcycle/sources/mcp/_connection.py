@@ -235,10 +235,13 @@ class Connection:
                 request_state=request_state,
             )
         )
+        # So the server's own requests on this session can name the call (legacy era).
+        serving = self._answerer.serving(session) if self._answerer else contextlib.nullcontext()
         try:
             # Only the 2026-07-28 era can answer with InputRequiredResult.
             kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
-            return await session.send_request(request, kind, progress_callback=forward)
+            with serving:
+                return await session.send_request(request, kind, progress_callback=forward)
         except Exception as exc:
             raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
@@ -253,7 +256,9 @@ class Connection:
 
     async def _translate(self, exc: Exception) -> Exception:
         lost = self.broken or (
-            isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED
+            isinstance(exc, MCPError)
+            and exc.code == mcp_types.CONNECTION_CLOSED
+            and not await self._answers()
         )
         if lost and self._process is not None:
             # The session may notice the closed pipe before the process is reaped.
@@ -269,6 +274,28 @@ class Connection:
             mapped.stderr_tail = tuple(self._process.stderr_tail) if self._process else ()
         mapped.__cause__ = exc
         return self._vetted(mapped)
+
+    async def _answers(self) -> bool:
+        """Whether the server still answers a ping on this session, within `_FAULT_WAIT`.
+
+        The SDK reports a closed connection as error -32000, which is also the
+        first code of the range servers define for their own errors: only a
+        server that no longer answers has lost the connection. On a closed
+        session the ping fails at once, with no round trip.
+        """
+        session = self._session
+        if session is None or self.broken:
+            return False
+        with anyio.move_on_after(_FAULT_WAIT):
+            try:
+                await session.send_ping()
+            except MCPError as error:
+                # The 2026-07-28 era has no ping: "method not found" is still an answer.
+                return error.code == mcp_types.METHOD_NOT_FOUND
+            except Exception:
+                return False
+            return True
+        return False
 
     def _vetted(self, error: Exception) -> Exception:
         return error if self._vet is None else self._vet(error)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
 
 from toolcycle import (
     Audio,
@@ -212,7 +211,9 @@ def map_error(exc: BaseException, *, server: str, fault: str | None) -> Exceptio
         exc: the exception.
         server: the server's name, for the message.
         fault: what the transport knows when it has lost the server (exit code,
-            stderr tail), or None while the transport is healthy.
+            stderr tail), or None while the transport is healthy. It alone
+            makes an `MCPError` a lost connection: the code cannot, as the
+            SDK's "connection closed" (-32000) is also a code servers use.
 
     Returns:
         `McpServerError` when the connection is lost, `McpCallError` for a
@@ -221,7 +222,7 @@ def map_error(exc: BaseException, *, server: str, fault: str | None) -> Exceptio
     closed = isinstance(
         exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
     )
-    if isinstance(exc, MCPError) and (exc.code == CONNECTION_CLOSED or fault is not None):
+    if isinstance(exc, MCPError) and fault is not None:
         closed = True
     if closed:
         detail = f" ({fault})" if fault else ""

@@ -47,7 +47,9 @@ class RequestContext:
     Attributes:
         server: the server's name.
         tool_name: the tool's name in the runtime (with its prefix), or None
-            when the server asked outside any call toolcycle knows of.
+            when the server asked outside any call toolcycle knows of, or (legacy
+            era) on a connection with several calls in flight, which it cannot
+            tell apart.
         call_id: the runtime's id of the call (its trace's ``call_id``).
         plan: the plan's context, or None outside a call.
         token: the call's cancellation token; None outside a call.

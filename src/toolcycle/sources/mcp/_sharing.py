@@ -144,7 +144,10 @@ class Sharing:
             close_elsewhere(connection)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
-        """The server's tools, through a live connection on the MCP loop or a fresh one.
+        """The server's tools, through a live unbound connection on the MCP loop or a fresh one.
+
+        A connection bound to a plan's credentials is not used: discovery is
+        served by the fixed ``headers``/``auth`` alone, never by a user's token.
 
         Raises:
             McpServerError: the server could not be started or listed.
@@ -153,7 +156,9 @@ class Sharing:
             (
                 share.connection
                 for share in self._shares.values()
-                if share.home is None and _usable(share.connection)
+                if share.home is None
+                and share.endpoint is self._endpoint
+                and _usable(share.connection)
             ),
             None,
         )

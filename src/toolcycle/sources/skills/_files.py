@@ -25,6 +25,7 @@ __all__ = [
     "read_capped",
     "read_text",
     "real_inside",
+    "same_file",
 ]
 
 # Opening never follows a symlink in the last part (the path given is already
@@ -84,6 +85,25 @@ def real_inside(root: Path, path: Path) -> Path | None:
     """The real path of ``path`` if it is inside the real folder ``root``, else None."""
     real = Path(os.path.realpath(path))
     return real if root in real.parents else None
+
+
+def _identity(path: Path, *, regular: bool = False) -> tuple[int, int] | None:
+    """The device and inode of the file ``path`` leads to; None if missing (or not regular)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if regular and not stat.S_ISREG(found.st_mode):
+        return None
+    return found.st_dev, found.st_ino
+
+
+def same_file(path: Path, other: Path) -> bool:
+    """Whether two paths are one file, however named or linked; False if either is missing."""
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
 
 
 def _hidden(parts: tuple[str, ...]) -> bool:
@@ -179,14 +199,16 @@ def _unreadable(exc: OSError, requested: str) -> SkillFileError:
 def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str], bool]:
     """The regular files under ``root`` (relative, sorted), and whether the list was cut.
 
-    ``skill_file``, the ``SKILL.md`` at the top, is not listed: its body is the
-    instructions the list goes with.
+    ``skill_file``, the ``SKILL.md`` at the top, is not listed, nor is any other
+    name for it (a link): its body is the instructions the list goes with, and
+    its front matter is not offered.
 
     Hidden files and folders (a leading dot) are left out, as are symlinks whose
     target is outside ``root`` or hidden inside it: what `inside` refuses is not
     listed. Symlinked folders are not descended into, so a loop of links cannot
     trap the walk.
     """
+    skill = _identity(root / skill_file)
     found: list[str] = []
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
@@ -197,13 +219,10 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
             path = base / name
             if path.is_symlink():
                 real = Path(os.path.realpath(path))
-                if (
-                    root not in real.parents
-                    or _hidden(real.relative_to(root).parts)
-                    or not real.is_file()
-                ):
+                if root not in real.parents or _hidden(real.relative_to(root).parts):
                     continue
-            elif not path.is_file():
+            identity = _identity(path, regular=True)
+            if identity is None or identity == skill:
                 continue
             found.append(path.relative_to(root).as_posix())
             if len(found) > limit:

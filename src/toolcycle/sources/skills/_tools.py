@@ -12,6 +12,7 @@ from toolcycle.sources.skills._files import (
     inside,
     read_text,
     real_inside,
+    same_file,
 )
 from toolcycle.sources.skills._frontmatter import read_body
 from toolcycle.sources.skills._scripts import command_for, minimal_environment, run_script
@@ -205,6 +206,13 @@ class SkillTool:
             return output
         skill = self.skill
         path = inside(skill.path, requested)
+        if same_file(path, skill.location):
+            # Unlisted like any other file: its front matter is not for the model.
+            raise SkillFileError(
+                f"the path {requested!r} is the skill's {skill.location.name}, whose "
+                "instructions a call without a path returns; "
+                "the files it bundles are listed with them"
+            )
         text = read_text(path, requested, max_bytes=skill.limits.max_file_bytes)
         return {"path": requested, "text": text}
 
