@@ -510,6 +510,32 @@ def test_a_call_whose_plan_ends_while_its_sync_activate_runs_is_cancelled(
     assert tool.stages == ["activate", "deactivate"] and ended == [[]]
 
 
+def test_an_activate_that_outlives_its_calls_limit_and_its_plan_ends_quietly() -> None:
+    """The call's limit passes, the plan ends, then activate returns: undone, nothing raised.
+
+    It ends on the activate's own thread: an exception there would reach the host's
+    ``threading.excepthook`` (by default, a traceback printed to stderr).
+    """
+    tool = GatedActivate()
+    escaped: list[BaseException | None] = []
+    previous, threading.excepthook = threading.excepthook, lambda a: escaped.append(a.exc_value)
+    try:
+        with ToolRuntime(tracer=NullTracer()) as runtime:
+            runtime.register(tool)
+            with runtime.plan() as ctx:
+                result = runtime.execute("gated", {}, ctx, timeout=0.1)
+            tool.gate.set()
+            assert tool.deactivated.wait(WAIT)
+            for thread in threading.enumerate():  # the activate's thread ends after it
+                if thread.name == "toolcycle-call":
+                    thread.join(WAIT)
+    finally:
+        threading.excepthook = previous
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert tool.stages == ["activate", "deactivate"]
+    assert escaped == []
+
+
 def test_a_late_sync_activate_after_the_plan_ended_is_deactivated_once() -> None:
     """activate_timeout passes, the plan ends, then activate succeeds: it is undone once."""
     tool = GatedActivate()

@@ -292,7 +292,8 @@ class Activator:
         expires = activation.expires
         late = expires is not None and time.monotonic() > expires
         if error is None and not late:
-            with contextlib.suppress(ToolRuntimeError):  # the plan ended: _finish undid it
+            # The plan ended meanwhile (ToolCancelledError): _finish undid the activation.
+            with contextlib.suppress(ToolRuntimeError, ToolCancelledError):
                 self._finish(ctx, activation, None)
             return
         try:
