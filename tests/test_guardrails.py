@@ -553,6 +553,26 @@ def test_a_rejection_quoting_a_secret_is_redacted(runtime: ToolRuntime) -> None:
     assert result.trace is not None and "hunter2" not in str(result.trace.guardrails)
 
 
+@pytest.mark.parametrize("how", ["stop", "raise"])
+def test_a_stop_quoting_a_secret_raises_an_error_without_it(runtime: ToolRuntime, how: str) -> None:
+    """The GuardrailTripped the host catches (and logs) is redacted like the trace."""
+
+    @tool(writes=False)
+    def login(user: str, password: str) -> str:
+        """Log in."""
+        return user
+
+    def quote(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        if how == "raise":
+            raise ValueError(f"cannot check {call.arguments['password']}")
+        return stop(f"refusing {call.arguments['password']}")
+
+    runtime.register(login, input_guardrails=[quote])
+    with runtime.plan() as ctx, pytest.raises(GuardrailTripped) as caught:
+        runtime.execute("login", {"user": "u", "password": "hunter2"}, ctx)
+    assert "[redacted]" in str(caught.value) and "hunter2" not in str(caught.value)
+
+
 def test_a_rejection_without_a_message_says_which_guardrail(runtime: ToolRuntime) -> None:
     """An empty message is replaced by one naming the guardrail and the tool."""
     runtime.register(echo, input_guardrails=[lambda call, ctx: reject("")])

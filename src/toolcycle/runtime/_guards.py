@@ -303,6 +303,9 @@ class GuardStep:
         message: str,
         cause: Exception | None = None,
     ) -> NoReturn:
+        scrub = call.record.scrub
+        if scrub is not None:  # the host logs what it catches: no secret of the call in it
+            message = scrub(message)
         _note(call, guard, stage, "stop", message)
         error = GuardrailTripped(
             message,
