@@ -602,6 +602,28 @@ def test_the_command_line_prints_no_secret_of_a_failed_call(
     assert "no vault takes ['[redacted]']" in json.loads(out)["error"]
 
 
+def test_a_progress_message_quoting_a_secret_is_redacted_for_spans_and_listeners(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """Progress messages go to the span, a stream and on_progress: redacted in each."""
+
+    @tool(writes=False)
+    def login(user: str, password: str, ctx: ToolExecutionContext) -> str:
+        """Log in."""
+        ctx.report_progress(1, 2, f"trying {user}:{password}")
+        return user
+
+    provider, exporter = spans
+    heard: list[str | None] = []
+    runtime = ToolRuntime(instrumentation=OpenTelemetry(tracer_provider=provider))
+    runtime.register(login)
+    with runtime, runtime.plan(on_progress=lambda event: heard.append(event.message)) as ctx:
+        runtime.execute("login", {"user": "ada", "password": "hunter2-secret"}, ctx)
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "execute_tool login"]
+    shown = [event.attributes["message"] for event in span.events if event.attributes]
+    assert shown == heard == ["trying ada:[redacted]"]
+
+
 def test_a_call_to_an_unknown_tool_shows_none_of_its_argument_values(
     caplog: pytest.LogCaptureFixture, spans: tuple[TracerProvider, InMemorySpanExporter]
 ) -> None:

@@ -336,7 +336,8 @@ class ToolExecutionContext:
         Call it at the start of ``execute``; the function it returns may then be
         called from any thread or task, with ``(progress, total, message)``.
         Each report is counted in the call's trace and passed to ``on_progress``,
-        and to whoever else follows the call (its span, a stream of the call).
+        and to whoever else follows the call (its span, a stream of the call). Its
+        message is redacted like every message of the call.
         """
         scope = _call_scope.get()
         record = scope.record if scope is not None else None
@@ -349,6 +350,9 @@ class ToolExecutionContext:
             callback = self.on_progress
             if callback is None and not sinks:
                 return
+            scrub = getattr(record, "scrub", None)
+            if message is not None and scrub is not None:
+                message = scrub(message)  # it reaches spans and streams: the call's secrets not
             event = ProgressEvent(
                 tool_name=record.tool_name if record is not None else "",
                 plan_id=self.plan_id,
