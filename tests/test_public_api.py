@@ -245,7 +245,8 @@ ALLOWED = {
     "execution._portal": {"errors"},
     "execution._threads": {"execution._portal"},
     "execution._invoke": {"execution._portal", "execution._threads", "cancellation", "errors"},
-    "execution._inflight": {"cancellation", "context"},  # context for annotations only
+    # context and _threads for annotations only
+    "execution._inflight": {"cancellation", "context", "execution._threads"},
     "cache": {"execution._inflight", "context", "errors", "protocols"},
     "execution._lifecycle": {
         "execution._invoke",

@@ -106,7 +106,7 @@ def test_a_worker_that_exits_fails_its_call_with_the_exit_code(
     """A worker that ends itself is a death like any other, and the message says how."""
     with runtime.plan(host=host) as ctx:
         result = runtime.execute("exit_now", {"code": 3}, ctx)
-        plan = host._plans[ctx.plan_id]
+        plan = host.plan_of(ctx)
         assert plan.child is not None
         dead = plan.child
         _, pending = dead.send("execute", "where")  # nothing more reaches a dead worker
@@ -140,7 +140,7 @@ def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:
         runtime.register(box.where)
         ctx = runtime.new_context(host=host)
         stand_in = host.tool("where", box.where, ctx, asynchronous=False)
-        plan = host._plans[ctx.plan_id]
+        plan = host.plan_of(ctx)
         plan.close()
         with pytest.raises(ToolHostError, match="has ended"):
             stand_in.activate(ctx)

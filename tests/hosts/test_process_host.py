@@ -8,6 +8,7 @@ import signal
 import threading
 from pathlib import Path
 
+import hosts_toolbox as box
 import pytest
 from hosts_toolbox import lines
 
@@ -46,6 +47,20 @@ def test_each_plan_has_a_worker_of_its_own(runtime: ToolRuntime, host: ProcessHo
     with runtime.plan(host=host) as one, runtime.plan(host=host) as two:
         pids = {runtime.execute("where", {}, one).output, runtime.execute("where", {}, two).output}
     assert len(pids) == 2
+
+
+def test_two_runtimes_plans_with_one_id_each_keep_a_worker_of_their_own(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """A host shared by runtimes tells plans apart by context, not by an id callers choose."""
+    with ToolRuntime() as other:
+        other.register(box.where)
+        with runtime.plan("job-1", host=host) as mine:
+            first = runtime.execute("where", {}, mine).output
+            with other.plan("job-1", host=host, read_only=True) as theirs:
+                assert other.execute("where", {}, theirs).output not in (first, os.getpid())
+            again = runtime.execute("where", {}, mine)  # their end left my worker alone
+    assert again.success and again.output == first
 
 
 def test_a_trace_names_the_host_and_the_worker(runtime: ToolRuntime, host: ProcessHost) -> None:
@@ -199,7 +214,7 @@ def test_a_second_death_fails_the_plans_later_calls(
 
 def _wait_dead(host: ProcessHost, ctx: object) -> None:
     """Wait (bounded) until the host's reader has seen its worker's pipe close."""
-    plan = host._plans[ctx.plan_id]  # type: ignore[attr-defined]
+    plan = host.plan_of(ctx)
     assert plan.child is not None
     plan.child._reader.join(WAIT)
     assert plan.child.dead

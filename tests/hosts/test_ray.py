@@ -404,7 +404,7 @@ def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost)
     """Closing the host kills the actors; an open plan's next call says its plan has ended."""
     with rt.plan(host=host) as ctx:
         assert rt.execute("where", {}, ctx).success
-        plan = host._plans[ctx.plan_id]
+        plan = host.plan_of(ctx)
         host.close()
         assert host.actor(ctx) is None
         plan.cancel(1, None)  # no actor: nothing to cancel
@@ -443,7 +443,7 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
         with runtime.plan(host=host) as ctx:
             runtime.execute("where", {}, ctx)
             runtime.activate("change_something", ctx)
-            plan = host._plans[ctx.plan_id]
+            plan = host.plan_of(ctx)
             stage = _Stage(plan, plan.actor, None, "execute of tool 'where'", None)
             stage.failed(ray.exceptions.RaySystemError(""))
             stage.failed(ray.exceptions.RaySystemError(""))  # settled once: the second is dropped

@@ -78,7 +78,7 @@ class ProcessHost(HostBase["_Plan"]):
 
     def worker_pid(self, ctx: ToolExecutionContext) -> int | None:
         """The process id of the plan's current worker; None when it has none."""
-        plan = self._plans.get(ctx.plan_id)
+        plan = self.plan_of(ctx)
         child = plan.child if plan is not None else None
         return child.pid if child is not None else None
 

@@ -12,9 +12,9 @@ async ones (it awaits, and a cancellation of the awaiting task reaches the worke
 Both drive a `Placement`, which any host can implement.
 
 `HostBase` and `HostedPlan` are the bookkeeping `ProcessHost` and `RayHost` share:
-the host's plans by id under a lock, and each plan's stand-ins, active tools and
-one replacement of a dead worker. Each host adds only how its worker starts,
-takes a stage, cancels one and ends.
+the host's plans under a lock (by context: two plans may share an id), and each
+plan's stand-ins, active tools and one replacement of a dead worker. Each host adds
+only how its worker starts, takes a stage, cancels one and ends.
 """
 
 from __future__ import annotations
@@ -221,8 +221,13 @@ class HostedPlan(ABC):
                 self._fresh()
             if kind == "execute" and name not in self.live:
                 payload = self.payloads.get(name)
-                if payload is None:  # pragma: no cover - the runtime activates first
-                    return
+                if payload is None:  # the runtime activates first: never met in its use
+                    raise ToolHostError(
+                        f"tool {name!r} was never activated in host {self.host.name!r} for "
+                        f"plan {self.plan_id!r}",
+                        tool_name=name,
+                        plan_id=self.plan_id,
+                    )
                 try:
                     self.dispatch("activate", name, payload, None)[1].result()
                 except ToolHostError:
@@ -284,7 +289,7 @@ PlanT = TypeVar("PlanT", bound=HostedPlan)
 
 
 class HostBase(ABC, Generic[PlanT]):
-    """What every host keeps: its name, the tools it builds by import path, its plans by id.
+    """What every host keeps: its name, the tools it builds by import path, its plans.
 
     A host class says how to make one of its plans (`new_plan`); the rest of the
     `toolcycle.PlanHost` protocol, but ``placement``, is here.
@@ -306,7 +311,9 @@ class HostBase(ABC, Generic[PlanT]):
                 )
         self._name = name
         self._imports = imports
-        self._plans: dict[str, PlanT] = {}
+        # By the context itself, not its id: two runtimes sharing the host may give
+        # plans one id, and each must keep a worker (and a context) of its own.
+        self._plans: dict[int, PlanT] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -322,20 +329,24 @@ class HostBase(ABC, Generic[PlanT]):
         """A plan of this host, made at its first stand-in."""
         ...
 
+    def plan_of(self, ctx: ToolExecutionContext) -> PlanT | None:
+        """The host's plan for ``ctx``, if it has made one."""
+        return self._plans.get(id(ctx))  # the plan holds ctx: its id stays its own
+
     def tool(
         self, name: str, tool: ToolInstance, ctx: ToolExecutionContext, *, asynchronous: bool
     ) -> ToolInstance:
         """The stand-in that runs ``tool``'s stages in the plan's worker."""
         with self._lock:
-            plan = self._plans.get(ctx.plan_id)
+            plan = self._plans.get(id(ctx))
             if plan is None:
-                plan = self._plans[ctx.plan_id] = self.new_plan(ctx)
+                plan = self._plans[id(ctx)] = self.new_plan(ctx)
         return plan.stand_in(name, tool, asynchronous)
 
     def end(self, ctx: ToolExecutionContext) -> None:
         """The plan ended (its tools deactivated): let its worker go."""
         with self._lock:
-            plan = self._plans.pop(ctx.plan_id, None)
+            plan = self._plans.pop(id(ctx), None)
         if plan is not None:
             plan.close()
 

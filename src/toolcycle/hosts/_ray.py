@@ -100,12 +100,12 @@ class RayHost(HostBase["_Plan"]):
 
     def placement(self, ctx: ToolExecutionContext) -> str | None:
         """The Ray node id of the plan's actor, as its last stage reported it; None before."""
-        plan = self._plans.get(ctx.plan_id)
+        plan = self.plan_of(ctx)
         return plan.node if plan is not None else None
 
     def actor(self, ctx: ToolExecutionContext) -> Any:
         """The Ray actor handle of the plan's current actor; None when it has none."""
-        plan = self._plans.get(ctx.plan_id)
+        plan = self.plan_of(ctx)
         return plan.actor if plan is not None else None
 
     def close(self) -> None:
