@@ -274,7 +274,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as done:  # a usage error, --help, --version: argparse exits, main returns
+        return done.code if isinstance(done.code, int) else 2
     if args.command == "demo":
         return run_demo(sys.stdout)
     return run_command(args, sys.stdout, sys.stderr)
