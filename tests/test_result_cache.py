@@ -267,6 +267,25 @@ def test_a_key_function_replaces_the_input_part_of_the_key(rt: ToolRuntime) -> N
     assert hit.output["n"] == 1 and len(counted.runs) == 1
 
 
+def test_a_key_function_that_changes_its_input_changes_nothing_the_tool_gets(
+    rt: ToolRuntime,
+) -> None:
+    """It is given a copy: the tool runs with the arguments the call sent."""
+
+    def key(data: dict[str, Any]) -> Any:
+        data["n"] = 99
+        return data.pop("q")
+
+    counted = Counted(CachePolicy(ttl=60, key=key))
+    rt.register(counted.tool)
+    with rt.plan() as ctx:
+        first = rt.execute("lookup", {"q": "x", "n": 2}, ctx)
+        hit = rt.execute("lookup", {"q": "x", "n": 5}, ctx)
+    assert counted.runs == [{"q": "x", "n": 2}]
+    assert first.output == {"q": "x", "n": 2, "items": ["x", "x"]}
+    assert hit.trace is not None and hit.trace.cache_hit
+
+
 @pytest.mark.parametrize(
     "key", [lambda data: 1 / 0, lambda data: {1, 2}, lambda data: float("nan")]
 )

@@ -118,7 +118,9 @@ class CacheBinding:
     def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
         policy = self.policy
         try:
-            part = data if policy.key is None else policy.key(data)
+            # A copy for the host's function: one that changes what it is given must
+            # not change the input the tool then runs with.
+            part = data if policy.key is None else policy.key(copy.deepcopy(data))
             text = json.dumps(
                 part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
             )
