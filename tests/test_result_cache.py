@@ -169,6 +169,28 @@ def test_a_store_drops_only_the_ended_plans_entries() -> None:
     assert len(store) == 2 and store.drop_plan("p") == 0
 
 
+def test_a_plans_entries_are_all_dropped_when_one_expires_while_they_go() -> None:
+    """An entry that expires between being found and removed stops nothing (no KeyError)."""
+
+    class Ticking:
+        """A clock that moves a second each time it is read, once started."""
+
+        def __init__(self) -> None:
+            self.now, self.ticking = 1000.0, False
+
+        def __call__(self) -> float:
+            self.now += self.ticking
+            return self.now
+
+    clock = Ticking()
+    store = ResultCache(timer=clock)
+    store.put((1, ("plan", "p"), "a"), "A", 1, 1.5, "p")
+    store.put((1, ("plan", "p"), "b"), "B", 1, 100, "p")
+    clock.ticking = True
+    assert store.drop_plan("p") == 2
+    assert len(store) == 0
+
+
 # -- opting in --------------------------------------------------------------------------
 
 
@@ -265,6 +287,16 @@ def test_a_key_function_replaces_the_input_part_of_the_key(rt: ToolRuntime) -> N
         hit = rt.execute("lookup", {"q": "x", "n": 3}, ctx)
     assert hit.trace is not None and hit.trace.cache_hit
     assert hit.output["n"] == 1 and len(counted.runs) == 1
+
+
+def test_a_key_with_a_lone_surrogate_makes_the_call_skip_the_cache(rt: ToolRuntime) -> None:
+    """json.dumps writes it, UTF-8 cannot hold it: the call runs uncached, not fails."""
+    counted = Counted(CachePolicy(ttl=60, key=lambda data: data["q"] + "\ud800"))
+    rt.register(counted.tool)
+    with rt.plan() as ctx:
+        results = [rt.execute("lookup", {"q": "x"}, ctx) for _ in range(2)]
+    assert all(result.success for result in results) and len(counted.runs) == 2
+    assert len(rt.result_cache) == 0
 
 
 def test_a_key_function_that_changes_its_input_changes_nothing_the_tool_gets(

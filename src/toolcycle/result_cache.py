@@ -18,6 +18,7 @@ made on the first result kept, so a runtime without cached tools never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -178,11 +179,14 @@ class ResultCache:
         with self._lock:
             if plan_id not in self._plans:
                 return 0
-            self._plans.discard(plan_id)
             store = self._store
             doomed = [key for key in store if key[1] == ("plan", plan_id)]
             for key in doomed:
-                del store[key]
+                # An entry that expired since the list was made is removed all the same,
+                # but cachetools then raises KeyError: the rest must still go.
+                with contextlib.suppress(KeyError):
+                    del store[key]
+            self._plans.discard(plan_id)
             return len(doomed)
 
 

@@ -124,6 +124,7 @@ class CacheBinding:
             text = json.dumps(
                 part, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
             )
+            text.encode()  # a lone surrogate is JSON to json.dumps, but no UTF-8 (keep sizes it)
         except Exception as exc:  # the key function is the host's code: skip, do not fail
             _log.warning("result_cache.key_failed", tool=self.name, error=repr(exc))
             return None
