@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,18 @@ def test_rollback_restores_the_tree_byte_for_byte(ws: Workspace) -> None:
     assert report.complete and len(report.undone) == 6
     assert _tree(ws.root) == before
     assert ws.ctx.changes == ()
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755])
+def test_a_deleted_file_comes_back_with_its_permissions(ws: Workspace, mode: int) -> None:
+    """A private file is not restored readable by all (nor an executable one plain)."""
+    secret = ws.root / "secret.env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(mode)
+    assert ws("delete_file", path="secret.env").success
+    assert ws.ctx.rollback().complete
+    assert stat.S_IMODE(secret.stat().st_mode) == mode
+    assert secret.read_text() == "KEY=1\n"
 
 
 def test_rollback_undoes_only_what_came_after_the_checkpoint(ws: Workspace) -> None:

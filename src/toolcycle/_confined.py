@@ -201,22 +201,25 @@ class ConfinedRoot:
             finally:
                 os.close(fd)
 
-    def write_atomic(self, parts: Parts, data: bytes) -> None:
+    def write_atomic(self, parts: Parts, data: bytes, mode: int | None = None) -> None:
         """Replace (or create) the file at ``parts`` with ``data`` in one rename.
 
-        An existing file keeps its permission bits; a new one gets the default.
+        An existing file keeps its permission bits; a new one gets ``mode``, or the
+        default when None.
         """
         with self._parent(parts) as parent, _naming(shown(parts)):
             try:
-                mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+                found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
             except FileNotFoundError:
-                mode = None
+                found = None
             temp = f".{secrets.token_hex(8)}.toolcycle-tmp"
             fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=parent)
             try:
                 try:
-                    if mode is not None and stat.S_ISREG(mode):
-                        os.fchmod(fd, stat.S_IMODE(mode))
+                    if found is not None and stat.S_ISREG(found):
+                        os.fchmod(fd, stat.S_IMODE(found))
+                    elif found is None and mode is not None:
+                        os.fchmod(fd, mode)
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view) :]

@@ -110,6 +110,7 @@ def file_change(
     target: str,
     recorded_at: str | None = None,
     workspace: str | None = None,
+    mode: int | None = None,
 ) -> Change:
     """Build the change a file tool records: enough to undo it and to detect conflicts.
 
@@ -125,6 +126,8 @@ def file_change(
         recorded_at: when the change was made (ISO-8601 UTC).
         workspace: the name of the bound workspace; may be left out when the
             plan that rolls back binds only one.
+        mode: the permission bits of the file the change removed, which undoing it
+            gives back (a private file is not restored readable by all).
     """
     del path
     data: dict[str, str | None] = {
@@ -133,6 +136,8 @@ def file_change(
     }
     if workspace is not None:
         data["workspace"] = workspace
+    if mode is not None:
+        data["mode"] = format(stat.S_IMODE(mode), "o")
     return Change(
         kind=kind,
         target=target,
@@ -208,7 +213,16 @@ def _restore(change: Change, root: ConfinedRoot, parts: Parts) -> None:
         return
     for _ in root.make_dirs(parts[:-1]):
         pass  # a folder removed since is made again, inside the workspace only
-    root.write_atomic(parts, base64.b64decode(before))
+    root.write_atomic(parts, base64.b64decode(before), mode=_mode(change))
+
+
+def _mode(change: Change) -> int | None:
+    """The permission bits the change recorded (never set-id or sticky bits); None if none."""
+    text = change.data.get("mode")
+    try:
+        return None if text is None else int(text, 8) & 0o777
+    except ValueError:  # not written by file_change: restore with the default mode
+        return None
 
 
 def _remove_dir(change: Change, root: ConfinedRoot, parts: Parts) -> None:

@@ -48,6 +48,7 @@ class _Writer(WorkspaceTool):
         target: Parts,
         before: bytes | None,
         after: bytes | None,
+        mode: int | None = None,
     ) -> None:
         ctx.record_change(
             file_change(
@@ -58,6 +59,7 @@ class _Writer(WorkspaceTool):
                 target=shown(target),
                 recorded_at=now_iso(),
                 workspace=workspace.name,
+                mode=mode,
             )
         )
 
@@ -146,7 +148,7 @@ class DeleteFile(_Writer):
                 raise FileNotFoundError(f"{shown(target)} is not an existing file")
             before = root.read_bytes(target)
             root.unlink(target)
-            self._record(ctx, "file.delete", workspace, target, before, None)
+            self._record(ctx, "file.delete", workspace, target, before, None, info.st_mode)
         return {"path": shown(target), "deleted": True}
 
 
