@@ -128,6 +128,18 @@ def test_a_file_modified_after_the_change_is_reported_not_overwritten(ws: Worksp
             lambda root: (root / "d" / "f").write_text("x"),
             "no longer empty",
         ),
+        (
+            "delete_file",
+            {"path": "a.txt"},
+            lambda root: (root / "a.txt").mkdir(),
+            "no longer a regular file",
+        ),
+        (
+            "write_file",
+            {"path": "a.txt", "content": "t"},
+            lambda root: ((root / "a.txt").unlink(), (root / "a.txt").mkdir()),
+            "no longer a regular file",
+        ),
     ],
 )
 def test_other_conflicts_are_detected(

@@ -189,6 +189,8 @@ def _current(root: ConfinedRoot, parts: Parts) -> bytes | None:
         return None
     if stat.S_ISLNK(info.st_mode):
         raise ConfinementError(f"{shown(parts)} is now a symbolic link")
+    if not stat.S_ISREG(info.st_mode):  # someone put a folder (or a fifo) in its place
+        raise RollbackConflictError(f"{shown(parts)} is no longer a regular file")
     return root.read_bytes(parts)
 
 
