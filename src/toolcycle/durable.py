@@ -27,6 +27,13 @@ class DurablePlan(Protocol):
     the output and the changes together. The engine must call exactly one of
     ``call`` (run it now) or ``interrupted`` (it was running when an earlier
     process died), or return a result it recorded before.
+
+    An engine may also record the approval ledger's claim of a resumed call, with
+    two more methods, ``claim_once(ctx, tool_name, claim) -> bool`` and its async
+    twin ``aclaim_once`` (awaitable), where ``claim`` asks the ledger and returns
+    its answer. Recording it (True or False) lets a replayed plan get its claim
+    back: asked again, the ledger would refuse the call the plan itself claimed.
+    An engine without them has the ledger asked on every run.
     """
 
     def open(self, plan_id: str | None) -> str:

@@ -18,7 +18,6 @@ from toolcycle.models import ApprovalRecord, PendingApproval
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolcycle.approvals import ApprovalLedger
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolDescriptor
     from toolcycle.redaction import RedactionPolicy
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DENIED",
     "PENDING",
+    "check_claimed",
     "check_resume",
     "decision_from",
     "denial",
@@ -144,17 +144,16 @@ def pending_for(request: ApprovalRequest, decision: ApprovalDecision) -> Pending
 def check_resume(
     pending: Any,
     decision: Any,
-    ledger: ApprovalLedger,
     precheck: Callable[[PendingApproval], None],
 ) -> tuple[PendingApproval, ApprovalDecision]:
-    """The pending call and decision of a ``resume``, checked, and the call claimed.
+    """The pending call and decision of a ``resume``, checked; the caller claims the call.
 
-    ``precheck`` runs just before the claim and may raise to refuse the resume
-    while leaving the call resumable (the plan may not run the tool, say).
+    ``precheck`` runs last and may raise to refuse the resume while leaving the
+    call resumable (the plan may not run the tool, say).
 
     Raises:
-        ToolApprovalError: the record was changed, the decision defers or names
-            another call, or the call was resumed before.
+        ToolApprovalError: the record was changed, or the decision defers or
+            names another call.
         TypeError: ``pending`` or ``decision`` is of the wrong kind.
     """
     record = _pending(pending)
@@ -186,14 +185,22 @@ def check_resume(
             plan_id=record.plan_id,
         )
     precheck(record)
-    if not ledger.claim(record.approval_id):
+    return record, decision
+
+
+def check_claimed(record: PendingApproval, claimed: bool) -> None:
+    """Refuse a resume whose claim in the ledger failed.
+
+    Raises:
+        ToolApprovalError: the call was resumed before.
+    """
+    if not claimed:
         raise ToolApprovalError(
-            f"the pending call {record.approval_id} of {name!r} was resumed before; "
-            "a call runs at most once",
-            tool_name=name,
+            f"the pending call {record.approval_id} of {record.tool_name!r} was resumed "
+            "before; a call runs at most once",
+            tool_name=record.tool_name,
             plan_id=record.plan_id,
         )
-    return record, decision
 
 
 def _pending(value: Any) -> PendingApproval:

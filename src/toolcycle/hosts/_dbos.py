@@ -14,6 +14,11 @@ the call was running when an earlier process died: it is reported as failed
 with `ToolInterruptedError` (and that result is recorded), never run twice. An
 idempotent tool needs no marker: its unfinished call simply runs again.
 
+Resuming a deferred call (``runtime.resume``) claims it in the approval ledger
+as a step of its own (``toolcycle:<tool>:claimed``) before the call's steps, so
+a replay gets the recorded answer back instead of claiming the call again, which
+the ledger would refuse. A claim that raised is not recorded and is made again.
+
 Calls of a durable plan start one at a time: DBOS matches a resumed workflow's
 steps to its recorded ones by their order, so two calls running at once could be
 handed each other's results. A call that starts while another call of the same
@@ -242,6 +247,30 @@ class DBOSPlan:
             raise carried.error from None
         return live[0] if live else _replayed(ctx, recorded)
 
+    def claim_once(
+        self, ctx: ToolExecutionContext, tool_name: str, claim: Callable[[], bool]
+    ) -> bool:
+        """Claim a resumed call in the ledger as a step; a replay gets the recorded answer.
+
+        Raises:
+            ConcurrentCallError: another call of the plan is running.
+        """
+        entered = _enter(ctx, tool_name)
+        try:
+            return _claimed(f"{self._prefix}:{tool_name}:claimed", claim)
+        finally:
+            _leave(ctx, entered)
+
+    async def aclaim_once(
+        self, ctx: ToolExecutionContext, tool_name: str, claim: Callable[[], bool]
+    ) -> bool:
+        """Async twin of `claim_once`; DBOS runs the claim off the event loop."""
+        entered = _enter(ctx, tool_name)
+        try:
+            return await _aclaimed(f"{self._prefix}:{tool_name}:claimed", claim)
+        finally:
+            _leave(ctx, entered)
+
     @staticmethod
     def _began(name: str) -> bool:
         """Record that the call starts; False when an earlier run recorded it already."""
@@ -291,6 +320,34 @@ def _leave(ctx: ToolExecutionContext, entered: Token[frozenset[int]] | None) -> 
     _INSIDE.reset(entered)
     with _BUSY_LOCK:
         _BUSY.discard(id(ctx))
+
+
+def _carried(claim: Callable[[], bool]) -> Callable[[], bool]:
+    """The claim as a step: an error is carried past DBOS, unrecorded, to try again on resume."""
+
+    def step() -> bool:
+        try:
+            return bool(claim())
+        except BaseException as exc:
+            raise _Raised(exc) from None
+
+    return step
+
+
+def _claimed(name: str, claim: Callable[[], bool]) -> bool:
+    """Run the claim as the step ``name``, or give back its recorded answer."""
+    try:
+        return DBOS.run_step({"name": name}, _carried(claim))
+    except _Raised as carried:
+        raise carried.error from None
+
+
+async def _aclaimed(name: str, claim: Callable[[], bool]) -> bool:
+    """Async twin of `_claimed`."""
+    try:
+        return await DBOS.run_step_async({"name": name}, _carried(claim))
+    except _Raised as carried:
+        raise carried.error from None
 
 
 def _kept(result: ToolResult) -> ToolResult:

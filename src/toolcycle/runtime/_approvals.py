@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
@@ -174,6 +175,9 @@ class Approvals:
 class Resumer:
     """Finishes deferred calls: claims each in the ledger once, then runs or denies it.
 
+    In a durable plan whose engine records claims (``claim_once``), the claim is
+    one of the plan's recorded steps, so a replay does not claim the call again.
+
     Args:
         approvals: traces a resumed denial.
         steps: opens the record of a resumed denial, and checks a resume's plan.
@@ -218,9 +222,11 @@ class Resumer:
         idle_timeout: float | None,
     ) -> ToolResult:
         """Claim the call, then run it or deny it (see `ToolRuntime.resume`)."""
+        from toolcycle.agent._approve import check_claimed
         from toolcycle.approvals import _resumption
 
-        record, chosen, approval = self._claim(pending, decision, ctx, timeout, idle_timeout)
+        record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
+        check_claimed(record, self._claim(record, ctx))
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -241,9 +247,11 @@ class Resumer:
         idle_timeout: float | None,
     ) -> ToolResult:
         """Async twin of `resume`."""
+        from toolcycle.agent._approve import check_claimed
         from toolcycle.approvals import _resumption
 
-        record, chosen, approval = self._claim(pending, decision, ctx, timeout, idle_timeout)
+        record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
+        check_claimed(record, await self._aclaim(record, ctx))
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx)
         else:
@@ -256,7 +264,7 @@ class Resumer:
                     _resumption.reset(resuming)
         return _answering(result, record)
 
-    def _claim(
+    def _check(
         self,
         pending: Any,
         decision: Any,
@@ -264,7 +272,7 @@ class Resumer:
         timeout: float | None,
         idle_timeout: float | None,
     ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
-        """Check a resume and claim the call in the ledger (see `ToolRuntime.resume`)."""
+        """Check a resume before its claim (see `ToolRuntime.resume`)."""
         from toolcycle.agent._approve import check_resume, record_of
 
         self._settings.check_open()
@@ -283,11 +291,27 @@ class Resumer:
                 )
             self._steps.precheck(record.tool_name, ctx)
 
-        record, chosen = check_resume(pending, decision, self.ledger, precheck)
+        record, chosen = check_resume(pending, decision, precheck)
         approval = record_of(
             chosen, record.fingerprint, approval_id=record.approval_id, resumed=True
         )
         return record, chosen, approval
+
+    def _claim(self, record: PendingApproval, ctx: ToolExecutionContext) -> bool:
+        """Claim the call in the ledger; a durable plan's engine may record the answer.
+
+        A replayed plan must get its own claim's answer back: asked again, the
+        ledger would refuse the call this very plan claimed.
+        """
+        claim = partial(self.ledger.claim, record.approval_id)
+        once = getattr(ctx.durable, "claim_once", None)  # optional in `DurablePlan`
+        return claim() if once is None else bool(once(ctx, record.tool_name, claim))
+
+    async def _aclaim(self, record: PendingApproval, ctx: ToolExecutionContext) -> bool:
+        """Async twin of `_claim`."""
+        claim = partial(self.ledger.claim, record.approval_id)
+        once = getattr(ctx.durable, "aclaim_once", None)
+        return claim() if once is None else bool(await once(ctx, record.tool_name, claim))
 
     def _resumed_denial(
         self,
