@@ -18,13 +18,12 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
+from search_kit import ISSUE, deferred_runtime
 
-from toolcycle import ToolExecutionContext, ToolRuntime, tool
+from toolcycle import ToolExecutionContext, ToolRuntime
 from toolcycle.adapters.langchain import langchain_tools
 
 pytest.importorskip("bm25s")
-
-ISSUE = "github_create_issue_e877a647"  # the LangChain name of github.create_issue
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -45,32 +44,10 @@ class ScriptedChatModel(BaseChatModel):
         return self
 
 
-@tool(writes=False)
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(name="github.create_issue", writes=False, defer_loading=True)
-def create_issue(repo: str, title: str) -> str:
-    """Create an issue in a GitHub repository."""
-    return f"created {title!r} in {repo}"
-
-
-@tool(writes=False, defer_loading=True)
-def slack_post(channel: str, text: str) -> str:
-    """Post a message to a Slack channel."""
-    return "posted"
-
-
 @pytest.fixture
 def runtime() -> Iterator[ToolRuntime]:
     """A runtime with one tool shown and two deferred ones."""
-    with ToolRuntime(keep_traces=10) as runtime:
-        runtime.register(add)
-        runtime.register(create_issue)
-        runtime.register(slack_post)
-        yield runtime
+    yield from deferred_runtime()
 
 
 def _call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from agents import Agent, FunctionTool, RunConfig, Runner, set_tracing_disabled
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from search_kit import ISSUE, deferred_runtime
 
-from toolcycle import ToolRuntime, tool
+from toolcycle import ToolRuntime
 from toolcycle.adapters.openai_agents import function_tools, reject
 
 pytest.importorskip("bm25s")
 
 CONFIG = RunConfig(tracing_disabled=True)
-ISSUE = "github_create_issue_e877a647"  # the provider-safe name of github.create_issue
 
 
 @pytest.fixture(autouse=True)
@@ -35,32 +35,10 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@tool(writes=False)
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(name="github.create_issue", writes=False, defer_loading=True)
-def create_issue(repo: str, title: str) -> str:
-    """Create an issue in a GitHub repository."""
-    return f"created {title!r} in {repo}"
-
-
-@tool(writes=False, defer_loading=True)
-def slack_post(channel: str, text: str) -> str:
-    """Post a message to a Slack channel."""
-    return "posted"
-
-
 @pytest.fixture
 def runtime() -> Iterator[ToolRuntime]:
     """A runtime with one tool shown and two deferred ones."""
-    with ToolRuntime(keep_traces=10) as runtime:
-        runtime.register(add)
-        runtime.register(create_issue)
-        runtime.register(slack_post)
-        yield runtime
+    yield from deferred_runtime()
 
 
 def _names(call: ModelCall) -> list[str]:

@@ -14,42 +14,20 @@ import pytest
 from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from search_kit import ISSUE, add, create_issue, deferred_runtime
 
-from toolcycle import ToolRuntime, tool
+from toolcycle import ToolRuntime
 from toolcycle.adapters.pydantic_ai import ToolcycleToolset
 
 pytest.importorskip("bm25s")
 
 WAIT = 10.0
-ISSUE = "github_create_issue_e877a647"  # the name github.create_issue is offered under
-
-
-@tool(writes=False)
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(name="github.create_issue", writes=False, defer_loading=True)
-def create_issue(repo: str, title: str) -> str:
-    """Create an issue in a GitHub repository."""
-    return f"created {title!r} in {repo}"
-
-
-@tool(writes=False, defer_loading=True)
-def slack_post(channel: str, text: str) -> str:
-    """Post a message to a Slack channel."""
-    return "posted"
 
 
 @pytest.fixture
 def runtime() -> Iterator[ToolRuntime]:
     """A runtime with one tool shown and two deferred ones."""
-    with ToolRuntime(keep_traces=10) as runtime:
-        runtime.register(add)
-        runtime.register(create_issue)
-        runtime.register(slack_post)
-        yield runtime
+    yield from deferred_runtime()
 
 
 def _returned(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
