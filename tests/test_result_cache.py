@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -64,6 +64,13 @@ class Counted:
         @self.tool.on_activate
         def _activate(ctx: ToolExecutionContext) -> None:
             self.activations += 1
+
+
+class Plan:
+    """A plan as the store sees it: told apart by identity, and ended by hand."""
+
+    def __init__(self) -> None:
+        self.ended = False
 
 
 def _runtime(**options: Any) -> ToolRuntime:
@@ -150,23 +157,32 @@ def test_a_store_entry_expires_after_its_ttl() -> None:
 
 def test_a_store_that_never_kept_anything_is_empty_and_clear_forgets_all() -> None:
     """An unused store answers misses; clear() empties a used one."""
-    store = ResultCache()
+    store, plan = ResultCache(), Plan()
     assert len(store) == 0 and store.bytes_used == 0 and store.get("k") is None
-    assert store.drop_plan("p") == 0
+    assert store.drop_plan(plan) == 0
     store.clear()
-    store.put((1, ("plan", "p"), "a"), "A", 1, 10, "p")
+    store.put((1, ("plan", plan), "a"), "A", 1, 10, plan)
     store.clear()
-    assert len(store) == 0 and store.drop_plan("p") == 0
+    assert len(store) == 0 and store.drop_plan(plan) == 0
 
 
 def test_a_store_drops_only_the_ended_plans_entries() -> None:
     """drop_plan forgets one plan's entries and keeps the others and the runtime's."""
-    store = ResultCache()
-    store.put((1, ("plan", "p"), "a"), "A", 1, 10, "p")
-    store.put((1, ("plan", "q"), "a"), "A", 1, 10, "q")
+    store, p, q = ResultCache(), Plan(), Plan()
+    store.put((1, ("plan", p), "a"), "A", 1, 10, p)
+    store.put((1, ("plan", q), "a"), "A", 1, 10, q)
     store.put((1, ("runtime",), "a"), "A", 1, 10, None)
-    assert store.drop_plan("p") == 1
-    assert len(store) == 2 and store.drop_plan("p") == 0
+    p.ended = True
+    assert store.drop_plan(p) == 1
+    assert len(store) == 2 and store.drop_plan(p) == 0
+
+
+def test_a_store_keeps_nothing_more_for_a_plan_that_has_ended() -> None:
+    """Put refuses an entry of an ended plan: its drop may already have run."""
+    store, plan = ResultCache(), Plan()
+    plan.ended = True
+    assert not store.put((1, ("plan", plan), "a"), "A", 1, 10, plan)
+    assert len(store) == 0 and store.drop_plan(plan) == 0
 
 
 def test_a_plans_entries_are_all_dropped_when_one_expires_while_they_go() -> None:
@@ -182,12 +198,13 @@ def test_a_plans_entries_are_all_dropped_when_one_expires_while_they_go() -> Non
             self.now += self.ticking
             return self.now
 
-    clock = Ticking()
+    clock, plan = Ticking(), Plan()
     store = ResultCache(timer=clock)
-    store.put((1, ("plan", "p"), "a"), "A", 1, 1.5, "p")
-    store.put((1, ("plan", "p"), "b"), "B", 1, 100, "p")
+    store.put((1, ("plan", plan), "a"), "A", 1, 1.5, plan)
+    store.put((1, ("plan", plan), "b"), "B", 1, 100, plan)
     clock.ticking = True
-    assert store.drop_plan("p") == 2
+    plan.ended = True
+    assert store.drop_plan(plan) == 2
     assert len(store) == 0
 
 
@@ -492,6 +509,54 @@ def test_a_result_that_arrives_after_its_plan_ended_is_not_kept(rt: ToolRuntime)
     holder["ctx"] = ctx
     assert rt.execute("ender", {"k": 1}, ctx).success
     assert len(rt.result_cache) == 0
+
+
+class EndingFirst(ResultCache):
+    """A store that runs ``end`` once, just before it keeps the next result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.end: Callable[[], object] | None = None
+
+    def put(self, key: Any, value: Any, size: int, ttl: float, plan: Any) -> bool:
+        end, self.end = self.end, None
+        if end is not None:
+            end()
+        return super().put(key, value, size, ttl, plan)
+
+
+def test_a_plan_that_ends_while_its_result_is_being_kept_leaves_no_entry() -> None:
+    """The plan ends between the call's end and the store's put: nothing is kept for it."""
+    store = EndingFirst()
+    counted = Counted(CachePolicy(ttl=60))
+    with _runtime(result_cache=store) as rt:
+        rt.register(counted.tool)
+        ctx = rt.new_context(plan_id="p")
+        store.end = lambda: rt.end_plan(ctx)
+        assert rt.execute("lookup", {"q": "x"}, ctx).success
+        assert ctx.ended and store.end is None
+        assert len(store) == 0
+        with rt.plan(plan_id="p") as reused:  # a later plan of the same id starts empty
+            again = rt.execute("lookup", {"q": "x"}, reused)
+    assert again.trace is not None and not again.trace.cache_hit
+    assert len(counted.runs) == 2
+
+
+def test_ending_a_plan_keeps_the_entries_of_a_same_id_plan_of_another_runtime() -> None:
+    """Two runtimes share a store, each with a plan "p": ending one leaves the other's results."""
+    store = ResultCache()
+    first, second = Counted(CachePolicy(ttl=60)), Counted(CachePolicy(ttl=60))
+    with _runtime(result_cache=store) as one, _runtime(result_cache=store) as other:
+        one.register(first.tool)
+        other.register(second.tool)
+        with other.plan(plan_id="p") as kept:
+            other.execute("lookup", {"q": "x"}, kept)
+            with one.plan(plan_id="p") as ending:
+                one.execute("lookup", {"q": "x"}, ending)
+            assert len(store) == 1
+            hit = other.execute("lookup", {"q": "x"}, kept)
+    assert hit.trace is not None and hit.trace.cache_hit
+    assert len(second.runs) == 1 and len(store) == 0
 
 
 # -- checks a hit still passes ----------------------------------------------------------

@@ -179,6 +179,28 @@ class ConfinedRoot:
                 links or is over ``max_bytes``.
             OSError: it cannot be opened or read; the error names ``parts``.
         """
+        with self._regular(parts) as (fd, info):
+            data = _read_up_to(fd, None if max_bytes is None else max_bytes + 1)
+            if max_bytes is not None and len(data) > max_bytes:
+                size = max(info.st_size, len(data))
+                raise ConfinementError(
+                    f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}"
+                )
+            return data
+
+    def file_info(self, parts: Parts) -> os.stat_result:
+        """What the file at ``parts`` is, checked as `read_bytes` checks it, without reading it.
+
+        Raises:
+            ConfinementError: it is a link, not a regular file, or has several hard links.
+            OSError: it cannot be opened; the error names ``parts``.
+        """
+        with self._regular(parts) as (_, info):
+            return info
+
+    @contextmanager
+    def _regular(self, parts: Parts) -> Iterator[tuple[int, os.stat_result]]:
+        """The open descriptor of the regular, singly linked file at ``parts``, and its stat."""
         where = shown(parts)
         with self._parent(parts) as parent, _naming(where):
             fd = self._open_file(parts, parent)
@@ -191,13 +213,7 @@ class ConfinedRoot:
                         f"{where} has {info.st_nlink} hard links; a file linked more than "
                         "once may share its bytes with a file outside, so it is not used"
                     )
-                data = _read_up_to(fd, None if max_bytes is None else max_bytes + 1)
-                if max_bytes is not None and len(data) > max_bytes:
-                    size = max(info.st_size, len(data))
-                    raise ConfinementError(
-                        f"{where} is {size} bytes, over the limit of {max_bytes}"
-                    )
-                return data
+                yield fd, info
             finally:
                 os.close(fd)
 

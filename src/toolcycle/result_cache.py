@@ -7,10 +7,11 @@ both in entries and in bytes, and drops the least recently used entry first
 when either bound is reached.
 
 A cached result is found again by its key: the tool's registration, the scope
-(the plan's id for ``scope="plan"``, nothing for ``scope="runtime"``) and the
-canonical JSON of the validated input (keys sorted, no whitespace), or of what
-the policy's ``key`` function makes of that input. Entries of scope ``"plan"``
-are dropped when their plan ends.
+(the plan itself, its context, for ``scope="plan"``; nothing for
+``scope="runtime"``) and the canonical JSON of the validated input (keys sorted,
+no whitespace), or of what the policy's ``key`` function makes of that input.
+Entries of scope ``"plan"`` are dropped when their plan ends, and a plan that has
+ended keeps none: the check and the put happen under the lock that the drop takes.
 
 The store is `cachetools.TLRUCache` (an entry's time to live is its tool's),
 made on the first result kept, so a runtime without cached tools never loads it.
@@ -22,7 +23,7 @@ import contextlib
 import math
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolcycle._value import FrozenValue, frozen_value
 
@@ -36,6 +37,15 @@ __all__ = ["CachePolicy", "ResultCache"]
 _DEFAULT_ENTRIES = 1024
 _DEFAULT_BYTES = 16 * 1024 * 1024
 _set = object.__setattr__  # how a frozen value's __init__ sets its fields
+
+
+class _Plan(Protocol):
+    """A plan as the store sees it: hashed and compared by identity, and ended once."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the plan has ended; it must be true before its entries are dropped."""
+        ...
 
 
 @frozen_value
@@ -90,7 +100,8 @@ class ResultCache:
     """The bounded store of a runtime's cached results; thread-safe.
 
     Pass one to ``ToolRuntime(result_cache=...)`` to choose the bounds; a
-    runtime makes a default one otherwise. One store serves one runtime.
+    runtime makes a default one otherwise. One store may serve several runtimes:
+    their keys never collide, and the bounds then cover all of them.
 
     Args:
         max_entries: the most results kept at once (1024 by default).
@@ -118,7 +129,7 @@ class ResultCache:
         self._timer = timer
         self._lock = threading.Lock()
         self._store: Any = None  # a cachetools.TLRUCache once the first result is kept
-        self._plans: set[str] = set()  # plans that may still have entries
+        self._plans: set[_Plan] = set()  # plans that may still have entries
         self.hits = 0
         self.misses = 0
 
@@ -151,15 +162,20 @@ class ResultCache:
             self.hits += 1
             return found[0]
 
-    def put(self, key: Hashable, value: Any, size: int, ttl: float, plan_id: str | None) -> bool:
+    def put(self, key: Hashable, value: Any, size: int, ttl: float, plan: _Plan | None) -> bool:
         """Keep ``value`` under ``key`` for ``ttl`` seconds (the runtime's use).
 
-        ``plan_id`` names the plan whose end drops the entry (None: no plan's).
-        Returns whether it was kept: a value larger than ``max_bytes`` is not.
+        ``plan`` is the plan (its context) whose end drops the entry; None: no plan's.
+        Returns whether it was kept: a value larger than ``max_bytes`` is not, and
+        neither is one for a plan that has ended.
         """
         if size > self.max_bytes:
             return False
         with self._lock:
+            # Checked under the lock drop_plan takes, and a plan is marked ended before
+            # it is dropped: either this entry is in place for the drop, or it is refused.
+            if plan is not None and plan.ended:
+                return False
             store = self._store
             if store is None:
                 store = self._store = _new_store(self.max_bytes, self._timer)
@@ -167,26 +183,29 @@ class ResultCache:
                 while len(store) >= self.max_entries:
                     store.popitem()  # least recently used first
             store[key] = (value, ttl, size)
-            if plan_id is not None:
-                self._plans.add(plan_id)
+            if plan is not None:
+                self._plans.add(plan)
         return True
 
-    def drop_plan(self, plan_id: str) -> int:
-        """Forget the entries of the plan ``plan_id``; how many there were (the runtime's use).
+    def drop_plan(self, plan: _Plan) -> int:
+        """Forget the entries of ``plan``, which has ended; how many there were (the runtime's use).
 
-        Plan entries' keys start with ``("plan", plan_id)`` (see `runtime._caching`).
+        Plan entries' second key part is ``("plan", plan)`` (see `runtime._caching`). It is
+        the plan's context, not its id: another plan of the same id (a later one, or
+        one of another runtime sharing this store) keeps its entries.
         """
         with self._lock:
-            if plan_id not in self._plans:
+            if plan not in self._plans:
                 return 0
             store = self._store
-            doomed = [key for key in store if key[1] == ("plan", plan_id)]
+            scope = ("plan", plan)
+            doomed = [key for key in store if key[1] == scope]
             for key in doomed:
                 # An entry that expired since the list was made is removed all the same,
                 # but cachetools then raises KeyError: the rest must still go.
                 with contextlib.suppress(KeyError):
                     del store[key]
-            self._plans.discard(plan_id)
+            self._plans.discard(plan)
             return len(doomed)
 
 

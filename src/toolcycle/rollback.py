@@ -7,6 +7,10 @@ handlers here restore a workspace byte for byte from what the built-in tools
 record: the previous bytes (or the fact that there were none) and a digest of
 what the tool left behind.
 
+A file change whose previous bytes were too large to keep (the built-in tools'
+``max_undo_bytes``) records only their size: nothing can bring them back, and a
+rollback reports it ``unsupported`` and leaves the file alone.
+
 Before undoing a change, a handler checks that the target is still as the tool
 left it. If someone changed it since, the change is reported as a conflict and
 left alone: a rollback never overwrites work it did not make.
@@ -49,6 +53,10 @@ UndoHandler = Callable[[Change], None]
 
 class RollbackConflictError(Exception):
     """The target of a change was modified after the change; it is left as it is."""
+
+
+class _NotUndoableError(Exception):
+    """The change recorded no way back: its previous bytes were too large to keep."""
 
 
 class Checkpoint(BaseModel):
@@ -111,6 +119,7 @@ def file_change(
     recorded_at: str | None = None,
     workspace: str | None = None,
     mode: int | None = None,
+    before_not_kept: int | None = None,
 ) -> Change:
     """Build the change a file tool records: enough to undo it and to detect conflicts.
 
@@ -128,12 +137,28 @@ def file_change(
             plan that rolls back binds only one.
         mode: the permission bits of the file the change removed, which undoing it
             gives back (a private file is not restored readable by all).
+        before_not_kept: the size in bytes of previous bytes too large to keep
+            (``before`` is then None): the change records that size instead, and a
+            rollback reports it ``unsupported`` rather than undoing it.
+
+    Raises:
+        ValueError: ``before_not_kept`` is given together with ``before``.
     """
     del path
-    data: dict[str, str | None] = {
-        "before": None if before is None else base64.b64encode(before).decode("ascii"),
-        "after_sha256": None if after is None else digest(after),
-    }
+    data: dict[str, str | int | None]
+    if before_not_kept is None:
+        data = {
+            "before": None if before is None else base64.b64encode(before).decode("ascii"),
+            "after_sha256": None if after is None else digest(after),
+        }
+    elif before is not None:
+        raise ValueError(
+            "before_not_kept says the previous bytes were not kept; pass before=None with it"
+        )
+    else:
+        # Neither "before" nor "after_sha256" (``after`` is not needed): a handler that
+        # does not know this key then finds nothing it may restore or remove.
+        data = {"before_not_kept": before_not_kept}
     if workspace is not None:
         data["workspace"] = workspace
     if mode is not None:
@@ -248,6 +273,12 @@ def _confined(undo: _FileUndo, workspaces: Mapping[str, BoundResource]) -> UndoH
     """A handler that runs ``undo`` inside the change's workspace, opened afresh."""
 
     def handler(change: Change) -> None:
+        size = change.data.get("before_not_kept")
+        if size is not None:
+            raise _NotUndoableError(
+                f"{change.target}: its previous content ({size} bytes) was too large "
+                "to keep, so this change cannot be undone"
+            )
         parts = _plain_parts(change)
         workspace = _workspace_of(change, workspaces)
         try:
@@ -311,6 +342,8 @@ def undo_changes(
             continue
         try:
             handler(change)
+        except _NotUndoableError as exc:
+            outcomes.append(UndoOutcome(change=change, status="unsupported", message=str(exc)))
         except RollbackConflictError as exc:
             outcomes.append(UndoOutcome(change=change, status="conflict", message=str(exc)))
         except ConfinementError as exc:

@@ -3,6 +3,12 @@
 Each records one `Change` per file with what is needed to undo it (the previous
 bytes, or that there were none) and a digest of what it left, so a rollback can
 restore the workspace byte for byte and notice later edits by someone else.
+
+Previous bytes are kept up to ``max_undo_bytes`` (64 MiB by default); a file's size
+is taken from ``stat``, so a larger one is never read. Past the cap, a plan that
+requires checkpoints is refused before the file is touched (its change could not
+be undone); any other plan goes ahead and records the change as one that rollback
+reports ``unsupported``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,25 @@ if TYPE_CHECKING:
 
     from toolcycle import BoundResource, ToolExecutionContext
 
-__all__ = ["DeleteFile", "EditFile", "MakeDir", "WriteFile"]
+__all__ = ["DEFAULT_MAX_UNDO_BYTES", "DeleteFile", "EditFile", "MakeDir", "WriteFile"]
+
+DEFAULT_MAX_UNDO_BYTES = 64 * 1024 * 1024
+"""The most previous bytes a write tool keeps to undo one change, unless told otherwise."""
+
+
+def _undo_cap(max_undo_bytes: int) -> int:
+    """``max_undo_bytes`` checked: a whole number of bytes, 0 or more.
+
+    Raises:
+        ValueError: it is not.
+    """
+    value = max_undo_bytes
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"max_undo_bytes must be a whole number of bytes (0 or more), got {value!r}; "
+            f"for example {DEFAULT_MAX_UNDO_BYTES} (64 MiB)"
+        )
+    return value
 
 
 class _Writer(WorkspaceTool):
@@ -49,6 +73,7 @@ class _Writer(WorkspaceTool):
         before: bytes | None,
         after: bytes | None,
         mode: int | None = None,
+        not_kept: int | None = None,
     ) -> None:
         ctx.record_change(
             file_change(
@@ -60,6 +85,7 @@ class _Writer(WorkspaceTool):
                 recorded_at=now_iso(),
                 workspace=workspace.name,
                 mode=mode,
+                before_not_kept=not_kept,
             )
         )
 
@@ -71,7 +97,51 @@ class _Writer(WorkspaceTool):
             self._record(ctx, "dir.create", workspace, made, None, None)
 
 
-class WriteFile(_Writer):
+class _Undoable(_Writer):
+    """A write tool that keeps a file's previous bytes, up to ``max_undo_bytes``, to undo.
+
+    Args:
+        max_undo_bytes: the largest previous content kept for one change (64 MiB by
+            default). Past it, a plan that requires checkpoints is refused and any
+            other records a change that rollback reports ``unsupported``.
+
+    Raises:
+        ValueError: ``max_undo_bytes`` is not a whole number of bytes (0 or more).
+    """
+
+    def __init__(self, *, max_undo_bytes: int = DEFAULT_MAX_UNDO_BYTES) -> None:
+        self.max_undo_bytes = _undo_cap(max_undo_bytes)
+
+    def _previous(
+        self, ctx: ToolExecutionContext, root: ConfinedRoot, target: Parts, size: int
+    ) -> tuple[bytes | None, int | None]:
+        """The existing file's bytes to keep, or None and its size when they are over the cap.
+
+        ``size`` is the file's size from ``stat``: a file over the cap is never read.
+        """
+        cap = self.max_undo_bytes
+        if size <= cap:
+            return root.read_bytes(target, cap), None
+        root.file_info(target)  # checked as a read checks it (regular, one link), not read
+        return None, self._not_kept(ctx, target, size)
+
+    def _not_kept(self, ctx: ToolExecutionContext, target: Parts, size: int) -> int:
+        """``size``, once the plan allows a change it cannot undo.
+
+        Raises:
+            WorkspaceError: the plan requires checkpoints.
+        """
+        if ctx.requires_checkpoint:
+            raise WorkspaceError(
+                f"{shown(target)} is {size} bytes, more than the {self.max_undo_bytes} "
+                "bytes kept to undo a change (max_undo_bytes), and this plan requires "
+                "checkpoints, so it is left as it is; raise max_undo_bytes, or change "
+                "the file in a plan that does not require checkpoints"
+            )
+        return size
+
+
+class WriteFile(_Undoable):
     """Create or overwrite a text file."""
 
     name = "write_file"
@@ -88,15 +158,17 @@ class WriteFile(_Writer):
             info = root.lstat(target)
             if info is not None and stat.S_ISDIR(info.st_mode):
                 raise WorkspaceError(f"{shown(target)} is a directory")
-            before = None if info is None else root.read_bytes(target)
+            before, not_kept = (
+                (None, None) if info is None else self._previous(ctx, root, target, info.st_size)
+            )
             data = params["content"].encode("utf-8")
             self._make_dirs(ctx, workspace, root, target[:-1])
             root.write_atomic(target, data)
-            self._record(ctx, "file.write", workspace, target, before, data)
-        return {"path": shown(target), "bytes": len(data), "created": before is None}
+            self._record(ctx, "file.write", workspace, target, before, data, not_kept=not_kept)
+        return {"path": shown(target), "bytes": len(data), "created": info is None}
 
 
-class EditFile(_Writer):
+class EditFile(_Undoable):
     """Replace one exact, unique occurrence of a string in a text file."""
 
     name = "edit_file"
@@ -112,7 +184,10 @@ class EditFile(_Writer):
     }
     required = ("path", "old", "new")
 
-    def __init__(self, *, max_bytes: int = 1_000_000) -> None:
+    def __init__(
+        self, *, max_bytes: int = 1_000_000, max_undo_bytes: int = DEFAULT_MAX_UNDO_BYTES
+    ) -> None:
+        super().__init__(max_undo_bytes=max_undo_bytes)
         self.max_bytes = max_bytes
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
@@ -125,14 +200,18 @@ class EditFile(_Writer):
                 raise WorkspaceError(
                     f"the text to replace {where} in {shown(target)}; give a unique, exact excerpt"
                 )
-            before = text.encode("utf-8")
+            previous = text.encode("utf-8")
+            before: bytes | None = previous
+            not_kept = None
+            if len(previous) > self.max_undo_bytes:  # read to be edited (within max_bytes)
+                before, not_kept = None, self._not_kept(ctx, target, len(previous))
             after = text.replace(params["old"], params["new"], 1).encode("utf-8")
             root.write_atomic(target, after)
-            self._record(ctx, "file.write", workspace, target, before, after)
+            self._record(ctx, "file.write", workspace, target, before, after, not_kept=not_kept)
         return {"path": shown(target), "bytes": len(after)}
 
 
-class DeleteFile(_Writer):
+class DeleteFile(_Undoable):
     """Delete a file."""
 
     name = "delete_file"
@@ -146,9 +225,11 @@ class DeleteFile(_Writer):
             info = root.lstat(target)
             if info is None or not stat.S_ISREG(info.st_mode):
                 raise FileNotFoundError(f"{shown(target)} is not an existing file")
-            before = root.read_bytes(target)
+            before, not_kept = self._previous(ctx, root, target, info.st_size)
             root.unlink(target)
-            self._record(ctx, "file.delete", workspace, target, before, None, info.st_mode)
+            self._record(
+                ctx, "file.delete", workspace, target, before, None, info.st_mode, not_kept
+            )
         return {"path": shown(target), "deleted": True}
 
 

@@ -95,7 +95,7 @@ class CacheBinding:
         """Keep a successful result; failures, cut outputs and changes are never kept."""
         if not result.success or result.truncated or result.changes or result.pending is not None:
             return
-        if ctx.ended:  # its plan ended while the call ran: nothing would drop the entry
+        if ctx.ended:  # its plan ended while the call ran: whatever the scope, not kept
             return
         trace = result.trace
         assert trace is not None  # every result the pipeline returns has one
@@ -110,10 +110,11 @@ class CacheBinding:
         if result.metadata is not None:
             kept.metadata = copy.deepcopy(result.metadata)
         policy = self.policy
-        plan_id = ctx.plan_id if policy.scope == "plan" else None
+        # The store checks again, under its lock, that the plan has not ended since.
+        plan = ctx if policy.scope == "plan" else None
         # Counted against the store's bytes: the output's text, its parts' and the key's.
         weight = size + kept.content_bytes + len(key[2].encode())
-        self.store.put(key, kept, weight, policy.ttl, plan_id)
+        self.store.put(key, kept, weight, policy.ttl, plan)
 
     def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
         policy = self.policy
@@ -128,7 +129,9 @@ class CacheBinding:
         except Exception as exc:  # the key function is the host's code: skip, do not fail
             _log.warning("result_cache.key_failed", tool=self.name, error=repr(exc))
             return None
-        scope = ("plan", ctx.plan_id) if policy.scope == "plan" else ("runtime",)
+        # The context, not its id: two plans of one id (one after the other, or in two
+        # runtimes sharing the store) never see each other's results.
+        scope = ("plan", ctx) if policy.scope == "plan" else ("runtime",)
         return (self._serial, scope, text)
 
 

@@ -37,8 +37,8 @@ class PlanRegistry:
         settings: the runtime's shared settings (whether it is closed).
         before_plan: called before each new plan (the registry refreshes stale
             sources there).
-        after_plan: called with a plan's id once it has ended (the result cache
-            drops the plan's entries there).
+        after_plan: called with a plan's context once it has ended (the result
+            cache drops the plan's entries there).
         drain_timeout: see `ToolRuntime`.
         abandon_timeout: see `ToolRuntime`.
     """
@@ -50,7 +50,7 @@ class PlanRegistry:
         settings: Settings,
         *,
         before_plan: Callable[[], None],
-        after_plan: Callable[[str], object],
+        after_plan: Callable[[ToolExecutionContext], object],
         drain_timeout: float | None,
         abandon_timeout: float | None,
     ) -> None:
@@ -138,7 +138,7 @@ class PlanRegistry:
     def _ended(
         self, ctx: ToolExecutionContext, errors: list[ToolDeactivationError]
     ) -> list[ToolDeactivationError]:
-        self._after_plan(ctx.plan_id)
+        self._after_plan(ctx)
         for error in errors:
             _log.warning(
                 "tool.deactivate_failed",
