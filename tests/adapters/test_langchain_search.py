@@ -155,3 +155,26 @@ def test_a_deferred_tool_the_model_already_knows_runs_and_is_revealed(
 
     assert answer.status == "success"
     assert revealed == {"github.create_issue"}
+
+
+def test_an_agent_whose_model_calls_a_deferred_tool_by_name_runs_it(
+    runtime: ToolRuntime,
+) -> None:
+    """The ToolNode holds the waiting tools, so the call runs before any search and reveals it."""
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if not isinstance(last, ToolMessage):
+            return AIMessage("", tool_calls=[_call("c1", ISSUE, {"repo": "o/r", "title": "bug"})])
+        return AIMessage(f"{last.status}: {last.content}")
+
+    model = ScriptedChatModel(respond=respond)
+    with runtime.plan() as plan:
+        out = _agent(model, runtime, plan).invoke({"messages": [("user", "file a bug")]})
+        revealed = plan.revealed_tools
+
+    assert out["messages"][-1].content == "success: created 'bug' in o/r"
+    assert model.bound == [["add", "search_tools"], ["add", ISSUE, "search_tools"]]
+    assert revealed == {"github.create_issue"}
+    [trace] = runtime.recent_traces()
+    assert trace.revealed_tools == ("github.create_issue",)

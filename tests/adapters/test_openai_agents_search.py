@@ -11,12 +11,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import Agent, FunctionTool, RunConfig, Runner, set_tracing_disabled
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    ToolErrorFormatterArgs,
+    set_tracing_disabled,
+)
+from agents.exceptions import ModelBehaviorError
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from search_kit import ISSUE, deferred_runtime
 
 from toolcycle import ToolRuntime
-from toolcycle.adapters.openai_agents import function_tools, reject
+from toolcycle.adapters.openai_agents import function_tools, reject, tool_not_found_formatter
 
 pytest.importorskip("bm25s")
 
@@ -148,3 +157,81 @@ async def test_a_deferred_tool_asks_for_approval_and_reject_finds_it_by_name(
     assert denied.error_type == "ApprovalDenied" and "not today" in (denied.error or "")
     assert result.final_output == "refused"
     assert _output(model.calls[2], "c1") == denied.error
+
+
+async def test_without_the_formatter_the_sdk_fails_a_run_that_calls_a_waiting_tool(
+    runtime: ToolRuntime,
+) -> None:
+    """The SDK resolves names among the enabled tools only, and fails the run by default."""
+    model = ScriptedModel([[function_call(ISSUE, {"repo": "o/r", "title": "bug"}, call_id="c0")]])
+    async with runtime.aplan() as plan:
+        agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+        with pytest.raises(ModelBehaviorError, match=ISSUE):
+            await Runner.run(agent, "file a bug", run_config=CONFIG)
+
+    assert not runtime.recent_traces()
+
+
+async def test_a_waiting_tool_called_by_name_is_revealed_and_runs_when_called_again(
+    runtime: ToolRuntime,
+) -> None:
+    """The formatter answers the SDK's "not found" by revealing the tool, enabled next turn."""
+
+    def call_again(call: ModelCall) -> Any:
+        assert "call it again" in _output(call, "c0")
+        assert _names(call) == ["add", ISSUE, "search_tools"]
+        return [function_call(ISSUE, {"repo": "o/r", "title": "bug"}, call_id="c1")]
+
+    model = ScriptedModel(
+        [
+            [function_call(ISSUE, {"repo": "o/r", "title": "bug"}, call_id="c0")],
+            ModelStep.respond(call_again),
+            [assistant_message("filed")],
+        ]
+    )
+    async with runtime.aplan() as plan:
+        config = RunConfig(
+            tracing_disabled=True,
+            tool_not_found_behavior="return_error_to_model",
+            tool_error_formatter=tool_not_found_formatter(runtime, plan),
+        )
+        agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+        result = await Runner.run(agent, "file a bug", run_config=config)
+        revealed = plan.revealed_tools
+
+    assert result.final_output == "filed"
+    model.assert_complete()
+    assert _output(model.calls[2], "c1") == "created 'bug' in o/r"
+    assert revealed == {"github.create_issue"}
+    traces = runtime.recent_traces()
+    assert [(t.tool_name, t.tool_call_id) for t in traces] == [("github.create_issue", "c1")]
+
+
+async def test_the_formatter_leaves_other_names_and_errors_to_the_sdk(
+    runtime: ToolRuntime,
+) -> None:
+    """A name that is no deferred tool of the plan keeps the SDK's own message."""
+    model = ScriptedModel([[function_call("nope", {}, call_id="c0")], [assistant_message("sorry")]])
+    async with runtime.aplan() as plan:
+        formatter = tool_not_found_formatter(runtime, plan)
+        config = RunConfig(
+            tracing_disabled=True,
+            tool_not_found_behavior="return_error_to_model",
+            tool_error_formatter=formatter,
+        )
+        agent = Agent(name="a", tools=function_tools(runtime, plan), model=model)
+        await Runner.run(agent, "go", run_config=config)
+        failure = ToolErrorFormatterArgs(
+            kind="tool_exception",
+            tool_type="function",
+            tool_name=ISSUE,
+            call_id="c1",
+            default_message="the SDK's words",
+            run_context=RunContextWrapper(context=None),
+        )
+        other = formatter(failure)
+        revealed = plan.revealed_tools
+
+    assert _output(model.calls[1], "c0") == "Tool 'nope' not found."
+    assert other is None
+    assert revealed == set()

@@ -125,3 +125,45 @@ async def test_a_bad_search_is_a_retry_and_the_search_goes_once_nothing_waits(
     assert script.offered[-1] == ["add", ISSUE, "slack_post"]
     statuses = [(t.tool_name, t.status) for t in runtime.recent_traces()]
     assert statuses == [("search_tools", "invalid_input"), ("search_tools", "ok")]
+
+
+async def test_a_deferred_tool_called_by_name_is_offered_from_the_next_step(
+    runtime: ToolRuntime,
+) -> None:
+    """pydantic-ai refuses the call of a tool it was not given; the call reveals the tool."""
+
+    def called_again(returned: dict[str, ToolReturnPart]) -> list[Any]:
+        assert returned["c0"].outcome == "retried"  # pydantic-ai's answer: nothing ran
+        return [ToolCallPart(ISSUE, {"repo": "o/r", "title": "bug"}, tool_call_id="c1")]
+
+    script = Script(
+        [ToolCallPart(ISSUE, {"repo": "o/r", "title": "bug"}, tool_call_id="c0")],
+        called_again,
+        lambda returned: [TextPart(str(returned["c1"].content))],
+    )
+    agent = Agent(FunctionModel(script), toolsets=[ToolcycleToolset(runtime)])
+    result = await asyncio.wait_for(agent.run("file a bug"), WAIT)
+
+    assert result.output == "created 'bug' in o/r"
+    assert script.offered == [
+        ["add", "search_tools"],
+        ["add", ISSUE, "search_tools"],
+        ["add", ISSUE, "search_tools"],
+    ]
+    traces = runtime.recent_traces()
+    assert [(t.tool_name, t.tool_call_id) for t in traces] == [("github.create_issue", "c1")]
+
+
+async def test_search_tools_goes_in_the_step_that_reveals_the_last_waiting_tool() -> None:
+    """A call by name that leaves nothing to find withdraws search_tools from the next step."""
+    script = Script(
+        [ToolCallPart(ISSUE, {"repo": "o/r", "title": "bug"}, tool_call_id="c0")],
+        [TextPart("will call it now")],
+    )
+    with ToolRuntime() as runtime:
+        runtime.register(add)
+        runtime.register(create_issue)
+        agent = Agent(FunctionModel(script), toolsets=[ToolcycleToolset(runtime)])
+        await asyncio.wait_for(agent.run("file a bug"), WAIT)
+
+    assert script.offered == [["add", "search_tools"], ["add", ISSUE]]

@@ -11,6 +11,7 @@
   the runtime's Responses API message.
 - Deferred tools are found with the runtime's ``search_tools``, offered as one
   more function tool; each is enabled (``is_enabled``) once revealed in the plan.
+  `tool_not_found_formatter` reveals one that the model calls by name before.
 - `from_function_tool` is the other way: an SDK ``FunctionTool`` as a toolcycle
   `ToolInstance`, run under a plan's capabilities, validation and traces.
 
@@ -63,13 +64,22 @@ from toolcycle.approvals import fingerprint, needs_approval
 from toolcycle.errors import error_text
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agents import ToolErrorFormatterArgs
     from agents.agent import AgentBase
     from agents.run_context import RunContextWrapper
 
     from toolcycle import ToolExecutionContext, ToolResult, ToolRuntime
     from toolcycle.approvals import ApprovalRule
 
-__all__ = ["SdkFunctionTool", "from_function_tool", "function_tools", "reject"]
+__all__ = [
+    "SdkFunctionTool",
+    "from_function_tool",
+    "function_tools",
+    "reject",
+    "tool_not_found_formatter",
+]
 
 _APPROVALS = uuid.UUID("6f0c2b8e-4a1d-5c3e-9b7a-2d4e6f8a0c1e")
 """The namespace of the approval ids made from the SDK's call ids."""
@@ -112,7 +122,9 @@ def function_tools(
     (the SDK's ``is_enabled``) only once revealed in the plan, and a
     ``search_tools`` function tool, enabled while any waits, answers through the
     runtime's local search (docs/tool-search.md): a tool it finds is offered from
-    the run's next turn. That needs the extra ``search``, as local search does.
+    the run's next turn. That needs the extra ``search``, as local search does. A
+    deferred tool the model calls before it is enabled is not found, as above; see
+    `tool_not_found_formatter` for a run that reveals it instead.
 
     The plan stays the caller's: open it before the run and end it after.
 
@@ -179,6 +191,40 @@ class _Enabled:
         if self._revealed:
             return all(name in shown for name in self._names)
         return any(name not in shown for name in self._names)
+
+
+def tool_not_found_formatter(
+    runtime: ToolRuntime, plan: ToolExecutionContext
+) -> Callable[[ToolErrorFormatterArgs[Any]], str | None]:
+    """A ``RunConfig.tool_error_formatter`` that reveals a deferred tool called by name.
+
+    The SDK looks a call's name up among the tools enabled for the turn only, so a
+    model that calls a deferred tool before a search found it (it may know the tool)
+    never reaches the runtime, and nothing can run the call: the formatter gets
+    neither the arguments nor a way to answer with an output. With
+    ``tool_not_found_behavior="return_error_to_model"``, this formatter does what it
+    can of what the runtime does with such a call: it reveals the tool in the plan,
+    so that it is enabled from the next turn, and tells the model to call it again.
+    Any other name, and every other kind of error, keeps the SDK's own message.
+    """
+
+    def answer(error: ToolErrorFormatterArgs[Any]) -> str | None:
+        if error.kind != "tool_not_found":
+            return None
+        for descriptor, definition in offers(runtime, plan, _FORMAT, strict=True):
+            if (
+                descriptor is not None
+                and descriptor.defer_loading
+                and definition["name"] == error.tool_name
+            ):
+                plan.reveal_tools([descriptor.name])
+                return (
+                    f"tool {error.tool_name!r} was not loaded yet; it is loaded now and "
+                    "offered from your next turn: call it again"
+                )
+        return None
+
+    return answer
 
 
 async def reject(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
-from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
@@ -32,7 +32,7 @@ from toolcycle import (
     ToolRuntimeError,
 )
 from toolcycle._construct import trusted
-from toolcycle.adapters._offers import offers, waiting
+from toolcycle.adapters._offers import Offer, offers, waiting
 from toolcycle.adapters.pydantic_ai._content import tool_return
 from toolcycle.approvals import fingerprint
 
@@ -83,6 +83,28 @@ def _pending_in(metadata: Any) -> PendingApproval | None:
         return PendingApproval.model_validate(metadata["pending"])
     except ValidationError as error:
         raise ToolFailed(f"the deferred call handed back cannot be read: {error}") from error
+
+
+def _called_while_waiting(
+    messages: list[ModelMessage], found: list[Offer], plan: ToolExecutionContext
+) -> list[str]:
+    """The waiting deferred tools that the model's latest response called by name.
+
+    pydantic-ai looks a call's name up in the tools ``get_tools`` listed for the step
+    and answers one it does not find itself, before any toolset or hook sees the call;
+    the call is found in the run's messages instead, at the next step.
+    """
+    response = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+    if response is None or not response.tool_calls:
+        return []
+    names = {call.tool_name for call in response.tool_calls}
+    return [
+        descriptor.name
+        for descriptor, offer in found
+        if descriptor is not None
+        and offer["function"]["name"] in names
+        and waiting(descriptor, plan)
+    ]
 
 
 class ToolcycleToolset(AbstractToolset[Any]):
@@ -165,14 +187,22 @@ class ToolcycleToolset(AbstractToolset[Any]):
 
         Asked at every step, so a deferred tool that ``search_tools`` found in one
         step is offered from the next; ``search_tools`` is offered while any waits.
+        A waiting tool the model called by name is revealed too, as the runtime
+        reveals it: pydantic-ai refused that call as one of an unknown tool, since the
+        tool was not listed, and the tool is offered from the next step.
         """
         plan = self._open_plan()
         if self._pending:
             await self._settle_denials(ctx, plan)
+        found = offers(self._runtime, plan, _FORMAT, strict=False)
+        called = _called_while_waiting(ctx.messages, found, plan)
+        if called:
+            plan.reveal_tools(called)
+            found = offers(self._runtime, plan, _FORMAT, strict=False)  # search_tools may go
         tools: dict[str, ToolsetTool[Any]] = {}
-        for descriptor, offer in offers(self._runtime, plan, _FORMAT, strict=False):
+        for descriptor, offer in found:
             if descriptor is not None and waiting(descriptor, plan):
-                continue  # shown once a search finds it
+                continue  # shown once a search finds it or the model calls it
             function = offer["function"]
             name = function["name"]
             tools[name] = ToolsetTool(
