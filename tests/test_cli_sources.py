@@ -279,6 +279,38 @@ def test_workspace_usage_and_source_errors(
     assert words in result[2]
 
 
+@pytest.mark.parametrize("value", ["", "   "])
+@pytest.mark.parametrize(
+    ("option", "wanted"),
+    [
+        ("--mcp", "give the server's command line"),
+        ("--mcp-url", "give the server's URL"),
+        ("--skills", "give a folder ('.' for the current one)"),
+        ("--module", "give a dotted name or a file"),
+        ("--workspace", "give a folder ('.' for the current one)"),
+    ],
+)
+def test_a_blank_source_option_is_a_usage_error_reported_by_argparse(
+    capsys: pytest.CaptureFixture[str], option: str, wanted: str, value: str
+) -> None:
+    """An empty or all-space source is refused before anything loads: exit 2, usage and reason."""
+    code, out, err = run(capsys, "call", "read_file", option, value)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: toolcycle call ")
+    assert f"toolcycle call: error: argument {option}: {value!r} is blank; {wanted}" in err
+
+
+def test_an_empty_workspace_does_not_bind_the_current_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--workspace '' --writable is refused, rather than read as the folder the command runs in."""
+    monkeypatch.chdir(tmp_path)
+    write = ["call", "write_file", "--args", '{"path": "a.txt", "content": "x"}', "--writable"]
+    code, _, _ = run(capsys, *write, "--workspace", "")
+    assert code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_mcp_program_not_on_path_says_so_and_suggests_the_venv(tmp_path: Path) -> None:
     """Exit 3 and a one-line reason naming PATH and a virtual environment, no traceback."""
     done = run_process(

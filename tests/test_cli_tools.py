@@ -146,7 +146,7 @@ def test_a_refused_call_exits_1_and_says_why(capsys: pytest.CaptureFixture[str])
         (["tools", "--mcp", "'unclosed"], 2, "No closing quotation"),
         (["tools", "--skills", "/no/such/folder"], 3, "not a directory"),
         (["tools", "--mcp", "/no/such/server"], 3, "program '/no/such/server' does not exist"),
-        (["tools", "--mcp", ""], 3, "needs a command"),
+        (["tools", "--mcp", '""'], 2, "--mcp '\"\"' names no program to start"),
         (["tools", "--module", "no_such_module_here"], 3, "does not import"),
         (["tools", "--module", "json"], 3, "has no tools"),
     ],

@@ -178,7 +178,7 @@ ALLOWED = {
         "_lazy_trace",
     },
     "agent._messages": set(),
-    "agent._parts": {"content"},
+    "agent._parts": {"agent._messages", "content"},
     "content": {"_value"},
     "redaction": {"_value", "validation._applicators"},
     "validation._resources": set(),

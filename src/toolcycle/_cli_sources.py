@@ -25,7 +25,7 @@ from toolcycle import BoundResource, ToolInstance, ToolRuntime, ToolRuntimeError
 from toolcycle.builtins import workspace_tools
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import ModuleType
 
 __all__ = [
@@ -43,28 +43,37 @@ class SourceError(Exception):
 
 
 def source_options() -> argparse.ArgumentParser:
-    """A parent parser holding the source options every tool command takes."""
+    """A parent parser holding the source options every tool command takes.
+
+    A blank value (empty, or spaces only) is a usage error that argparse reports,
+    rather than a source to try: an empty folder would otherwise mean the current one.
+    """
     sources = argparse.ArgumentParser(add_help=False)
     group = sources.add_argument_group("sources (any number, in any mix)")
     group.add_argument(
         "--mcp", action="append", default=[], metavar="'COMMAND ARGS'",
+        type=_given("the server's command line, such as '.venv/bin/mcp-server-time'"),
         help="an MCP server to start over stdio, as one shell-quoted command line",
     )  # fmt: skip
     group.add_argument(
         "--mcp-url", action="append", default=[], metavar="URL",
+        type=_given("the server's URL, such as http://127.0.0.1:8000/mcp"),
         help="an MCP server to reach over streamable HTTP",
     )  # fmt: skip
     group.add_argument(
         "--skills", action="append", default=[], metavar="DIR",
+        type=_given("a folder ('.' for the current one)"),
         help="a folder of Agent Skills (or one skill folder)",
     )  # fmt: skip
     group.add_argument(
         "--module", action="append", default=[], metavar="MODULE",
+        type=_given("a dotted name or a file, such as mytools.basic or mytools/basic.py"),
         help="a module whose top-level tools (@tool functions, tool instances) to register: "
         "a dotted name found from the current folder (mytools.basic) or a file (mytools/basic.py)",
     )  # fmt: skip
     group.add_argument(
         "--workspace", action="append", default=[], metavar="DIR",
+        type=_given("a folder ('.' for the current one)"),
         help="a folder for the built-in workspace tools (read, list, search, write, edit, "
         "delete, mkdir); read-only unless --writable",
     )  # fmt: skip
@@ -73,6 +82,17 @@ def source_options() -> argparse.ArgumentParser:
         help="let the workspace tools change the --workspace folders",
     )  # fmt: skip
     return sources
+
+
+def _given(wanted: str) -> Callable[[str], str]:
+    """An argparse ``type`` that refuses a blank value, saying what to give instead."""
+
+    def check(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} is blank; give {wanted}")
+        return text
+
+    return check
 
 
 def has_sources(args: argparse.Namespace) -> bool:
@@ -118,9 +138,7 @@ def register_sources(
     """
     for command_line, words in zip(args.mcp, commands, strict=True):
         mcp = _import("toolcycle.sources.mcp")
-        if not words:
-            raise SourceError("--mcp needs a command")
-        _check_program(words[0])
+        _check_program(words[0])  # never blank: the option refuses it (see source_options)
         _register(runtime, mcp.McpServer.stdio(words[0], words[1:]), f"MCP server {command_line!r}")
     for url in args.mcp_url:
         mcp = _import("toolcycle.sources.mcp")

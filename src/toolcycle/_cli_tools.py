@@ -6,11 +6,11 @@ Each command builds a runtime from the sources named on the command line
 server it started.
 
 Exit codes: 0 success; 1 the call ran and failed (or was refused or timed
-out); 2 a usage error (bad ``--args`` or ``--timeout``, an ``--mcp`` command
-line with an unclosed quote, an unknown tool, no source, ``--writable``
-without ``--workspace``); 3 a source could not be loaded (a server that does
-not start or whose program is not found, a missing folder, a module that does
-not import).
+out); 2 a usage error (bad ``--args`` or ``--timeout``, a blank source
+option, an ``--mcp`` command line with an unclosed quote or no program, an
+unknown tool, no source, ``--writable`` without ``--workspace``); 3 a source
+could not be loaded (a server that does not start or whose program is not
+found, a missing folder, a module that does not import).
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             commands.append(shlex.split(command_line))
         except ValueError as exc:  # an unclosed quote or a trailing backslash
             print(f"toolcycle: --mcp {command_line!r} is not a shell command line: {exc}", file=err)
+            return EXIT_USAGE
+        if not commands[-1][0].strip():  # '""': quotes around nothing
+            print(f"toolcycle: --mcp {command_line!r} names no program to start", file=err)
             return EXIT_USAGE
     with import_path(), ToolRuntime() as runtime:
         try:

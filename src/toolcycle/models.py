@@ -293,7 +293,12 @@ class ToolResult(BaseModel):
         chosen = format or (call.format if call.format != "plain" else "openai")
         if self.content and self.success:
             messages = content_messages(
-                chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
+                chosen,
+                call_id=call.id,
+                name=call.name,
+                parts=self.content,
+                output=self.output,
+                truncated=self.truncated,
             )
             if len(messages) > 1:
                 raise ValueError(
@@ -312,6 +317,7 @@ class ToolResult(BaseModel):
             # Read from the private slot directly: `self._text` goes through
             # pydantic's `__getattr__`, which costs more than the rest of this.
             text=(self.__pydantic_private__ or {}).get("_text"),
+            truncated=self.truncated,
         )
 
     def to_messages(self, format: ProviderFormat | None = None) -> list[dict[str, Any]]:
@@ -334,7 +340,12 @@ class ToolResult(BaseModel):
             return [self.to_message(format)]
         chosen = format or (call.format if call.format != "plain" else "openai")
         return content_messages(
-            chosen, call_id=call.id, name=call.name, parts=self.content, output=self.output
+            chosen,
+            call_id=call.id,
+            name=call.name,
+            parts=self.content,
+            output=self.output,
+            truncated=self.truncated,
         )
 
     def raise_for_error(self) -> None:

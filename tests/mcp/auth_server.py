@@ -3,7 +3,7 @@
 Tokens live in a `Tokens` table the test changes while the server runs:
 issue one, revoke it (as when it expires mid-plan), look at which were used.
 The ``whoami`` tool answers with the identity the server's token verifier
-found for the request.
+found for the request; ``quote`` quotes the token back in an error's data.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
@@ -125,6 +126,22 @@ def build(tokens: Tokens, port: int) -> MCPServer:
     def echo(text: str) -> str:
         """Say ``text`` back."""
         return text
+
+    @server.tool()
+    def quote(leak: bool = True) -> str:
+        """Refuse with a JSON-RPC error whose ``data`` quotes the request's bearer token."""
+        access = get_access_token()
+        if access is None or not leak:
+            raise MCPError(-32001, "refused", {"hint": "try later", "attempts": [1, 2]})
+        token = access.token
+        raise MCPError(
+            -32001,
+            "refused",
+            {
+                "request": {"authorization": f"Bearer {token}", "attempts": 2},
+                "seen": [token, {token: "as a key"}, None, True],
+            },
+        )
 
     return server
 

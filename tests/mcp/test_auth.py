@@ -21,6 +21,7 @@ from mcp.shared.auth import (
     OAuthClientInformationFull,
     OAuthClientMetadata,
 )
+from mcp.shared.exceptions import MCPError
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -31,6 +32,7 @@ from toolcycle.sources.mcp import (
     FileTokenStorage,
     HttpCredentials,
     McpAuthError,
+    McpCallError,
     McpServer,
     McpTool,
     MemoryTokenStorage,
@@ -145,7 +147,8 @@ def test_discovery_during_a_plan_presents_the_fixed_credentials_not_the_plans(
         with runtime.plan() as ctx:
             assert whoami(runtime, ctx) == "dave"
             start = len(tokens.presented)
-            assert [tool.discover().name for tool in source.tools()] == ["whoami", "echo"]
+            names = [tool.discover().name for tool in source.tools()]
+            assert names == ["whoami", "echo", "quote"]
             listed_with = set(tokens.presented[start:])
     assert listed_with == {"service-token-0001"}
 
@@ -393,6 +396,33 @@ def test_a_plans_own_token_the_server_quotes_back_is_scrubbed(tokens: Tokens) ->
         with runtime.plan() as ctx:
             failed = runtime.execute("leak", {}, ctx)
     assert failed.error is not None and secret not in failed.error
+
+
+def test_a_token_the_server_quotes_in_its_error_data_is_scrubbed(
+    url: str, tokens: Tokens, caplog: pytest.LogCaptureFixture
+) -> None:
+    """McpCallError.data is scrubbed like the message: in its strings and keys, at any depth."""
+    secret = tokens.issue("judy-secret-token-3", "judy")
+    source = McpServer.http(url, headers={"Authorization": f"Bearer {secret}"}, name="guarded")
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            failed = runtime.execute("quote", {}, ctx)
+            clean = runtime.execute("quote", {"leak": False}, ctx)
+    error = failed.exception
+    assert isinstance(error, McpCallError) and error.code == -32001
+    assert error.data == {
+        "request": {"authorization": "[redacted]", "attempts": 2},  # the whole header value
+        "seen": ["[redacted]", {"[redacted]": "as a key"}, None, True],
+    }
+    # The SDK's own error, which carries the raw data, is no longer reachable from it.
+    assert error.__cause__ is None and error.__suppress_context__
+    logging.getLogger("host").error("the call failed: %r", error.data, exc_info=error)
+    (logged,) = [record for record in caplog.records if record.name == "host"]
+    assert secret not in logging.Formatter().format(logged)  # the traceback included
+    assert isinstance(clean.exception, McpCallError)  # nothing to hide: the data as sent
+    assert clean.exception.data == {"hint": "try later", "attempts": [1, 2]}
+    assert isinstance(clean.exception.__cause__, MCPError)
 
 
 def test_scrubbing_leaves_errors_without_a_text_message_and_providers_without_tokens() -> None:

@@ -104,9 +104,14 @@ def rich(text: str) -> ToolReturn[int]:
 TOOLS = [count, shout, words, points, size, mood, locate, tally, tree, maybe, rich]
 
 
-async def _answers(tools: list[FunctionTool], text: str) -> dict[str, mt.CallToolResult]:
-    """Each tool's result through the SDK's client, which checks it against the definition."""
-    with ToolRuntime() as runtime:
+async def _answers(
+    tools: list[FunctionTool], text: str, **options: Any
+) -> dict[str, mt.CallToolResult]:
+    """Each tool's result through the SDK's client, which checks it against the definition.
+
+    ``options`` go to the runtime (``max_result_bytes``, say).
+    """
+    with ToolRuntime(**options) as runtime:
         for function in tools:
             runtime.register(function)
         ctx = runtime.new_context("mcp")
@@ -150,6 +155,44 @@ async def test_the_mcp_client_accepts_every_result_against_its_declared_output_s
         "rich": None,
     }
     assert not any(answer.is_error for answer in answers.values())
+
+
+async def test_an_object_output_cut_to_max_result_bytes_is_an_error_the_client_accepts() -> None:
+    """A cut object cannot be structuredContent; as a success the SDK client would refuse it.
+
+    So it goes with isError (its text the cut output and the marker); a cut
+    string or list, for which no outputSchema is declared, stays a success.
+    """
+    long_text = " ".join(f"word{n}" for n in range(200))
+    answers = await _answers([tally, tree, shout, words], long_text, max_result_bytes=200)
+    for name in ("tally", "tree"):
+        answer = answers[name]
+        assert answer.is_error and answer.structured_content is None
+        (block,) = answer.content
+        assert isinstance(block, mt.TextContent)
+        assert block.text.startswith('{"') and "[cut: output was" in block.text
+    for name in ("shout", "words"):
+        answer = answers[name]
+        assert not answer.is_error and answer.structured_content is None
+        assert "[cut: output was" in answer.content[0].text  # type: ignore[union-attr]
+
+
+@tool(writes=False)
+def captioned(text: str) -> ToolReturn[dict[str, int]]:
+    """Count each word, and say how many there are."""
+    counts = {word: text.split().count(word) for word in text.split()}
+    return ToolReturn(counts, content=[Text(f"{len(counts)} distinct words")])
+
+
+async def test_a_cut_object_with_content_parts_is_an_error_and_cut_parts_alone_are_not() -> None:
+    """With content, only a cut value withholds structuredContent; cut parts leave it whole."""
+    many = " ".join(f"w{n}" for n in range(100))
+    answer = (await _answers([captioned], many, max_result_bytes=200))["captioned"]
+    assert answer.is_error and answer.structured_content is None
+    assert {block.type for block in answer.content} == {"text"}  # the parts, as cut
+    answer = (await _answers([rich], "a " * 300, max_result_bytes=200))["rich"]
+    assert not answer.is_error  # the parts were cut, the value (a number) was not
+    assert "cut or left out" in answer.content[-1].text  # type: ignore[union-attr]
 
 
 def _definitions(*functions: FunctionTool) -> dict[str, dict[str, Any]]:

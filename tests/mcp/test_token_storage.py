@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -77,3 +79,59 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
         asyncio.run(storage.set_client_info(CLIENT))
     assert [p.name for p in tmp_path.iterdir()] == ["user.json"]
     assert asyncio.run(storage.get_client_info()) is None
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """The common umask 022, under which a folder made with the default mode is 0755."""
+    before = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_every_folder_the_file_storage_creates_is_owner_only(
+    tmp_path: Path, open_umask: None
+) -> None:
+    """Each missing folder on the way to the file is made 0700, not only the last one."""
+    existing = tmp_path / "home"
+    existing.mkdir(mode=0o755)
+    path = existing / "config" / "app" / "tokens" / "user.json"
+    asyncio.run(FileTokenStorage(path).set_tokens(TOKEN))
+    created = [existing / "config", existing / "config" / "app", path.parent]
+    assert [_mode(folder) for folder in created] == [0o700, 0o700, 0o700]
+    assert _mode(existing) == 0o755  # it was there before: left as it was
+    assert _mode(path) == 0o600
+
+
+def test_a_folder_made_by_someone_else_meanwhile_is_used_and_left_as_it_is(
+    tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When another process creates a folder between the look and the mkdir, the write goes on."""
+    path = tmp_path / "shared" / "mine" / "user.json"
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(folder: Any, mode: int = 0o777) -> None:
+        if Path(folder).name == "shared":
+            real_mkdir(folder, 0o755)  # the other process wins the race
+        real_mkdir(folder, mode)
+
+    monkeypatch.setattr(os, "mkdir", racing_mkdir)
+    asyncio.run(FileTokenStorage(path).set_tokens(TOKEN))
+    assert _mode(tmp_path / "shared") == 0o755
+    assert _mode(path.parent) == 0o700
+    assert asyncio.run(FileTokenStorage(path).get_tokens()) == TOKEN
+
+
+def test_a_file_where_a_folder_should_be_fails_the_write(tmp_path: Path) -> None:
+    """A file in the way of the folders is an error, and nothing is written in its place."""
+    (tmp_path / "taken").write_text("a file")
+    path = tmp_path / "taken" / "tokens" / "user.json"
+    with pytest.raises(OSError, match="taken"):
+        asyncio.run(FileTokenStorage(path).set_tokens(TOKEN))
+    assert (tmp_path / "taken").read_text() == "a file"

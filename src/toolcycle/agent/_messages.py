@@ -10,14 +10,26 @@
 
 The text of a success is the output itself when it is a string, its JSON
 otherwise; the text of a failure is the error message.
+
+In MCP an object output goes as ``structuredContent`` too. An object the
+runtime cut to ``max_result_bytes`` is no object any more, and a client (the
+MCP SDK's ``ClientSession`` among them) rejects a success without
+``structuredContent`` from a tool that declares an ``outputSchema``; the
+message cannot see the tool's schema, so such a result goes with
+``isError: true``, its text the cut output and its marker (see `mcp_message`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["result_message"]
+__all__ = ["mcp_message", "result_message"]
+
+# How the runtime ends an output it cut to max_result_bytes (runtime/_results.py, cut_output).
+_CUT_START = " ...[cut: output was "
+_CUT_END = re.compile(r" \.\.\.\[cut: output was \d+ bytes, limit \d+\]")
 
 
 def result_message(
@@ -29,8 +41,12 @@ def result_message(
     output: Any,
     error: str | None,
     text: str | None = None,
+    truncated: bool = False,
 ) -> dict[str, Any]:
-    """The tool-result message for one call; ``text`` is the output's JSON, if known."""
+    """The tool-result message for one call; ``text`` is the output's JSON, if known.
+
+    ``truncated`` says the runtime cut the output to ``max_result_bytes``.
+    """
     if not success:
         text = error or "the tool call failed"
     elif isinstance(output, str):
@@ -54,10 +70,34 @@ def result_message(
         if call_id is not None:
             body["id"] = call_id
         return {"functionResponse": body}
-    message: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": not success}
-    if success and isinstance(output, dict):
+    content = [{"type": "text", "text": text}]
+    return mcp_message(content, success=success, output=output, truncated=truncated)
+
+
+def mcp_message(
+    content: list[dict[str, Any]], *, success: bool, output: Any, truncated: bool = False
+) -> dict[str, Any]:
+    """An MCP ``CallToolResult`` of ``content`` blocks, an object output as ``structuredContent``.
+
+    A success whose output is an object cut to ``max_result_bytes`` has no
+    object left to send, and a client checks ``structuredContent`` against the
+    tool's ``outputSchema`` on every success: it is sent as an error (see the
+    module docstring). A cut string, list or number never had an
+    ``outputSchema`` declared for it, so it stays a success.
+    """
+    failed = not success or (truncated and _cut_object(output))
+    message: dict[str, Any] = {"content": content, "isError": failed}
+    if not failed and isinstance(output, dict):
         message["structuredContent"] = output
     return message
+
+
+def _cut_object(output: Any) -> bool:
+    """Whether ``output`` is the runtime's cut of an object: ``{...`` and its marker."""
+    if type(output) is not str or not output.startswith("{"):
+        return False
+    start = output.rfind(_CUT_START)
+    return start > 0 and _CUT_END.fullmatch(output, start) is not None
 
 
 def _text(output: Any) -> str:

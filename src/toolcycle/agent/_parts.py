@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any, cast
 
+from toolcycle.agent._messages import mcp_message
 from toolcycle.content import Audio, File, Image, ResourceLink, Text
 
 if TYPE_CHECKING:
@@ -35,9 +36,18 @@ _OPENAI_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", 
 
 
 def content_messages(
-    format: str, *, call_id: str | None, name: str, parts: Sequence[ContentPart], output: Any
+    format: str,
+    *,
+    call_id: str | None,
+    name: str,
+    parts: Sequence[ContentPart],
+    output: Any,
+    truncated: bool = False,
 ) -> list[dict[str, Any]]:
-    """The messages for a successful result with content ``parts``, in ``format``."""
+    """The messages for a successful result with content ``parts``, in ``format``.
+
+    ``truncated`` says the runtime cut the output or the parts to ``max_result_bytes``.
+    """
     if format == "openai":
         return _openai(call_id, parts)
     if format == "openai-responses":
@@ -50,10 +60,8 @@ def content_messages(
         ]
     if format == "gemini":
         return [_gemini(call_id, name, parts)]
-    message: dict[str, Any] = {"content": [mcp_block(part) for part in parts], "isError": False}
-    if isinstance(output, dict):
-        message["structuredContent"] = output
-    return [message]
+    blocks = [mcp_block(part) for part in parts]
+    return [mcp_message(blocks, success=True, output=output, truncated=truncated)]
 
 
 def _b64(data: bytes) -> str:

@@ -11,8 +11,9 @@ call fail with `McpAuthError`, naming the server.
 
 The connection hands every error it raises to `_Transport.vet`, which turns
 a refusal into `McpAuthError` and takes every secret it knows (header values,
-the tokens an SDK OAuth provider holds) out of the message, so that no token
-reaches a result, a trace, a log or a span.
+the tokens an SDK OAuth provider holds) out of the message, and out of the
+``data`` a JSON-RPC error carries, so that no token reaches a result, a trace,
+a log or a span, nor the exception a host logs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider
@@ -29,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from toolcycle import ToolExecutionContext
-from toolcycle.sources.mcp._content import McpServerError
+from toolcycle.sources.mcp._content import McpCallError, McpServerError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -242,17 +243,63 @@ def _static_secrets(endpoint: HttpEndpoint) -> set[str]:
 
 
 def scrub(error: Exception, secrets: set[str]) -> Exception:
-    """Replace each secret in ``error``'s message; drop its cause if the message held one.
+    """Replace each secret in ``error``'s message and, for `McpCallError`, in its ``data``.
 
-    The cause is what the SDK raised, whose own text may hold the secret too.
+    When either held a secret, the cause is dropped too: it is what the SDK
+    raised, whose own text and data hold the same values.
     """
-    if not error.args or not isinstance(error.args[0], str):
-        return error
-    text = error.args[0]
-    for secret in sorted(secrets, key=len, reverse=True):  # longest first: whole values
-        text = text.replace(secret, _HIDDEN)
-    if text != error.args[0]:
-        error.args = (text, *error.args[1:])
+    ordered = sorted(secrets, key=len, reverse=True)  # longest first: whole values
+    held = False
+    if error.args and isinstance(error.args[0], str):
+        text = _replaced(error.args[0], ordered)
+        if text != error.args[0]:
+            error.args = (text, *error.args[1:])
+            held = True
+    if isinstance(error, McpCallError) and error.data is not None:
+        data, changed = _scrubbed(error.data, ordered)
+        if changed:
+            error.data = data
+            held = True
+    if held:
         error.__cause__ = None
         error.__suppress_context__ = True
     return error
+
+
+def _replaced(text: str, ordered: list[str]) -> str:
+    for secret in ordered:
+        text = text.replace(secret, _HIDDEN)
+    return text
+
+
+def _scrubbed(data: Any, ordered: list[str]) -> tuple[Any, bool]:
+    """JSON ``data`` with each secret replaced in its strings and keys; whether any was.
+
+    The error's ``data`` is whatever JSON the server chose to send, nested as
+    deep as it likes, so the walk keeps its own stack. It fills new lists and
+    objects as it goes, and gives back ``data`` itself when nothing changed.
+    Numbers are left as they are: a header value or a token is text.
+    """
+    holder: list[Any] = [data]
+    stack: list[tuple[Any, Any, Any]] = [(data, holder, 0)]
+    changed = False
+    while stack:
+        value, parent, slot = stack.pop()
+        if isinstance(value, str):
+            text = _replaced(value, ordered)
+            if text != value:
+                parent[slot] = text
+                changed = True
+        elif isinstance(value, dict):
+            copy: dict[Any, Any] = {}
+            for key, item in value.items():
+                name = _replaced(key, ordered) if isinstance(key, str) else key
+                changed = changed or name != key
+                copy[name] = item
+                stack.append((item, copy, name))
+            parent[slot] = copy
+        elif isinstance(value, list):
+            items = list(value)
+            stack.extend((item, items, index) for index, item in enumerate(items))
+            parent[slot] = items
+    return (holder[0], True) if changed else (data, False)

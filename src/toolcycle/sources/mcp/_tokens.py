@@ -6,7 +6,9 @@ and writes tokens and its client registration through a small protocol,
 `FileTokenStorage` keeps one JSON file per identity, written whole and
 atomically (a temporary file in the same folder, then a rename) with mode
 0600 from its creation, so the tokens are never readable by other users, not
-even for a moment, and a crash never leaves half a file.
+even for a moment, and a crash never leaves half a file. Every folder it has to
+create on the way is made 0700 as it is created; folders that exist already
+are left as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 __all__ = ["FileTokenStorage", "MemoryTokenStorage", "TokenStorage"]
 
 _MODE = 0o600
+_FOLDER_MODE = 0o700
 
 
 class MemoryTokenStorage:
@@ -57,8 +60,9 @@ class FileTokenStorage:
     """Tokens and client registration in one JSON file, readable by its owner only.
 
     Args:
-        path: the file; its folder is created (mode 0700) if missing. Give each
-            user (each identity) a file of its own.
+        path: the file; its folder, and each folder above it that is missing,
+            is created with mode 0700. Give each user (each identity) a file
+            of its own.
 
     A file that cannot be read as stored tokens (damaged, or from elsewhere)
     counts as empty: the provider then signs in again and overwrites it.
@@ -98,7 +102,7 @@ class FileTokenStorage:
     def _write(self, key: str, value: dict[str, Any]) -> None:
         data = self._read()
         data[key] = value
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_folders(self.path.parent)
         # mkstemp creates the file with mode 0600; the rename replaces the old one whole.
         fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-", suffix=".tmp")
         try:
@@ -110,6 +114,29 @@ class FileTokenStorage:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+
+
+def _make_folders(folder: Path) -> None:
+    """Create ``folder`` and every missing folder above it, each with mode 0700.
+
+    ``Path.mkdir(parents=True)`` gives only the last folder the mode asked for;
+    the ones above it would get the default mode, readable by everyone. Folders
+    that exist already are not touched.
+
+    Raises:
+        FileExistsError: something on the way exists and is not a folder.
+    """
+    missing: list[Path] = []
+    while folder != folder.parent and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, _FOLDER_MODE)
+        except FileExistsError:
+            if not path.is_dir():  # a file where a folder should be
+                raise
+            # Created by someone else in the meantime: theirs, left as it is.
 
 
 def _load(model: Any, data: Any) -> Any:
