@@ -467,6 +467,30 @@ def test_guardrail_arguments_are_read_only(runtime: ToolRuntime) -> None:
         runtime.execute("echo", {"text": "x"}, ctx)
 
 
+def test_a_guardrail_changing_nested_arguments_does_not_change_what_the_tool_receives(
+    runtime: ToolRuntime,
+) -> None:
+    """A list or dict inside the arguments is the guardrail's own copy."""
+    received: list[Any] = []
+
+    def meddle(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        call.arguments["tags"].append("injected")
+        call.arguments["options"]["force"] = True
+        return allow()
+
+    @tool(writes=False, input_guardrails=[meddle])
+    def label(tags: list[str], options: dict[str, bool]) -> int:
+        """Count the tags."""
+        received.append((tags, options))
+        return len(tags)
+
+    runtime.register(label)
+    with runtime.plan() as ctx:
+        result = runtime.execute("label", {"tags": ["a"], "options": {}}, ctx)
+    assert result.output == 1
+    assert received == [(["a"], {})]
+
+
 def test_model_calls_answer_a_rejection_and_raise_a_stop(runtime: ToolRuntime) -> None:
     """A model's call is answered with a rejection; a stop raises for the host."""
     runtime.register(echo, input_guardrails=[no_rm])

@@ -23,6 +23,7 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcycle._construct import tree_copy
 from toolcycle.content import PART_TYPES
 from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
 from toolcycle.execution._invoke import caller_cancelled
@@ -331,7 +332,7 @@ def _call_of(
 
     return GuardrailCall(
         tool_name=call.name,
-        arguments=types.MappingProxyType(data),
+        arguments=types.MappingProxyType(_detached(data)),
         stage=stage,
         descriptor=entry.descriptor,
         call_id=call.record.call_id,
@@ -339,6 +340,20 @@ def _call_of(
         output=output,
         content=content,
     )
+
+
+def _detached(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` itself, or a deep copy when it nests a dict or a list.
+
+    The mapping handed to guardrails is read-only at its top level only: a
+    guardrail that appends to a nested list must not change what the tool receives.
+    """
+    for value in data.values():
+        kind = type(value)
+        if kind is dict or kind is list:
+            copied: dict[str, Any] = tree_copy(data)
+            return copied
+    return data
 
 
 def _note(
