@@ -377,6 +377,39 @@ def test_output_guardrails_see_the_output_and_can_reject_it(runtime: ToolRuntime
     assert seen[0].descriptor.name == "fake" and seen[0].call_id == result.trace.call_id  # type: ignore[union-attr]
 
 
+def test_the_changes_a_returned_tool_result_lists_survive_its_output_guardrails(
+    runtime: ToolRuntime,
+) -> None:
+    """Allowed, rejected or stopped at its output, the call's returned changes reach the plan."""
+
+    def judge(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        verdicts = {"keep": allow(), "hide": reject("hidden"), "halt": stop("halted")}
+        return verdicts[call.arguments["path"]]
+
+    @tool(output_guardrails=[judge])
+    def write(path: str) -> ToolResult:
+        """Write a file and say so."""
+        return ToolResult(
+            success=True, output="written", changes=[Change(kind="write", target=path)]
+        )
+
+    runtime.register(write)
+    with runtime.plan() as ctx:
+        kept = runtime.execute("write", {"path": "keep"}, ctx)
+        hidden = runtime.execute("write", {"path": "hide"}, ctx)
+        with pytest.raises(GuardrailTripped):
+            runtime.execute("write", {"path": "halt"}, ctx)
+
+        async def main() -> ToolResult:
+            return await runtime.aexecute("write", {"path": "hide"}, ctx)
+
+        awaited = asyncio.run(main())
+        assert [c.target for c in ctx.changes] == ["keep", "hide", "halt", "hide"]
+    assert [c.target for c in kept.changes] == ["keep"]
+    assert not hidden.success and [c.target for c in hidden.changes] == ["hide"]
+    assert not awaited.success and [c.target for c in awaited.changes] == ["hide"]
+
+
 def test_an_output_stop_raises_after_the_tool_ran(runtime: ToolRuntime) -> None:
     """A stop at the output raises GuardrailTripped with stage "output", sync and async."""
     fake = FakeTool(name="fake", output="x")

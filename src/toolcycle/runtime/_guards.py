@@ -105,6 +105,7 @@ class GuardStep:
         """Output guardrails from sync code, then the result of what the tool returned."""
         seen = self._seen(entry, output)
         if seen is not None:
+            output = _changes_recorded(call, output)
             verdict = self._stage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
@@ -116,6 +117,7 @@ class GuardStep:
         """Async twin of `returned`."""
         seen = self._seen(entry, output)
         if seen is not None:
+            output = _changes_recorded(call, output)
             verdict = await self._astage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
@@ -340,6 +342,20 @@ def _call_of(
         output=output,
         content=content,
     )
+
+
+def _changes_recorded(call: Call, output: Any) -> Any:
+    """``output``, with the changes a returned `ToolResult` lists recorded now.
+
+    The result step records them, but the output guardrails run first, and a
+    rejection or a stop must not lose changes the tool made: they land in the
+    plan (and the call's changes) here, and the result step gets none to record again.
+    """
+    if type(output) in _PLAIN or not isinstance(output, ToolResult) or not output.changes:
+        return output
+    for change in output.changes:
+        call.ctx.record_change(change)
+    return output.model_copy(update={"changes": ()})
 
 
 def _detached(data: dict[str, Any]) -> dict[str, Any]:
