@@ -909,6 +909,33 @@ async def test_an_awaited_cache_hit_still_passes_the_output_guardrails() -> None
     assert not refused.success and refused.error == "closed"
 
 
+def test_a_cache_hits_output_guardrails_judge_what_the_model_will_be_shown() -> None:
+    """A host editing the first result's output changes neither a hit nor what guards judge."""
+    blocked: set[str] = set()
+
+    def policy(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        return reject("blocked") if call.output["body"] in blocked else allow()
+
+    @tool(writes=False, cache=CachePolicy(ttl=60), output_guardrails=[policy])
+    def read(name: str) -> dict[str, str]:
+        """Read a note."""
+        return {"body": "launch codes"}
+
+    async def awaited(runtime: ToolRuntime, ctx: ToolExecutionContext) -> ToolResult:
+        return await runtime.aexecute("read", {"name": "a"}, ctx)
+
+    with ToolRuntime() as runtime:
+        runtime.register(read)
+        with runtime.plan() as ctx:
+            first = runtime.execute("read", {"name": "a"}, ctx)
+            first.output["body"] = "[hidden]"  # the host scrubs its own copy in place
+            blocked.add("launch codes")
+            hit = runtime.execute("read", {"name": "a"}, ctx)
+            awaited_hit = asyncio.run(awaited(runtime, ctx))
+    for result in (hit, awaited_hit):
+        assert not result.success and result.error == "blocked"
+
+
 def test_an_output_guardrail_sees_a_rich_returns_value_and_its_content_parts() -> None:
     """A ToolReturn is judged by its value and the parts the model would see, not skipped."""
     seen: list[tuple[object, tuple[object, ...]]] = []

@@ -126,7 +126,9 @@ class GuardStep:
     def hit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """A cache hit's result, after its output guardrails: a hit skips only the body."""
         if entry.guards is not None and entry.guards.output:
-            verdict = self._stage(call, entry, data, "output", kept.output, kept.content, [])
+            verdict = self._stage(
+                call, entry, data, "output", kept.fresh_output(), kept.content, []
+            )
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
@@ -134,7 +136,9 @@ class GuardStep:
     async def ahit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """Async twin of `hit`."""
         if entry.guards is not None and entry.guards.output:
-            verdict = await self._astage(call, entry, data, "output", kept.output, kept.content, [])
+            verdict = await self._astage(
+                call, entry, data, "output", kept.fresh_output(), kept.content, []
+            )
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
