@@ -377,6 +377,39 @@ def test_output_guardrails_see_the_output_and_can_reject_it(runtime: ToolRuntime
     assert seen[0].descriptor.name == "fake" and seen[0].call_id == result.trace.call_id  # type: ignore[union-attr]
 
 
+def test_the_changes_a_returned_tool_result_lists_survive_its_output_guardrails(
+    runtime: ToolRuntime,
+) -> None:
+    """Allowed, rejected or stopped at its output, the call's returned changes reach the plan."""
+
+    def judge(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        verdicts = {"keep": allow(), "hide": reject("hidden"), "halt": stop("halted")}
+        return verdicts[call.arguments["path"]]
+
+    @tool(output_guardrails=[judge])
+    def write(path: str) -> ToolResult:
+        """Write a file and say so."""
+        return ToolResult(
+            success=True, output="written", changes=[Change(kind="write", target=path)]
+        )
+
+    runtime.register(write)
+    with runtime.plan() as ctx:
+        kept = runtime.execute("write", {"path": "keep"}, ctx)
+        hidden = runtime.execute("write", {"path": "hide"}, ctx)
+        with pytest.raises(GuardrailTripped):
+            runtime.execute("write", {"path": "halt"}, ctx)
+
+        async def main() -> ToolResult:
+            return await runtime.aexecute("write", {"path": "hide"}, ctx)
+
+        awaited = asyncio.run(main())
+        assert [c.target for c in ctx.changes] == ["keep", "hide", "halt", "hide"]
+    assert [c.target for c in kept.changes] == ["keep"]
+    assert not hidden.success and [c.target for c in hidden.changes] == ["hide"]
+    assert not awaited.success and [c.target for c in awaited.changes] == ["hide"]
+
+
 def test_an_output_stop_raises_after_the_tool_ran(runtime: ToolRuntime) -> None:
     """A stop at the output raises GuardrailTripped with stage "output", sync and async."""
     fake = FakeTool(name="fake", output="x")
@@ -465,6 +498,30 @@ def test_guardrail_arguments_are_read_only(runtime: ToolRuntime) -> None:
     runtime.register(echo, input_guardrails=[meddle])
     with runtime.plan() as ctx, pytest.raises(GuardrailTripped, match="TypeError"):
         runtime.execute("echo", {"text": "x"}, ctx)
+
+
+def test_a_guardrail_changing_nested_arguments_does_not_change_what_the_tool_receives(
+    runtime: ToolRuntime,
+) -> None:
+    """A list or dict inside the arguments is the guardrail's own copy."""
+    received: list[Any] = []
+
+    def meddle(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        call.arguments["tags"].append("injected")
+        call.arguments["options"]["force"] = True
+        return allow()
+
+    @tool(writes=False, input_guardrails=[meddle])
+    def label(tags: list[str], options: dict[str, bool]) -> int:
+        """Count the tags."""
+        received.append((tags, options))
+        return len(tags)
+
+    runtime.register(label)
+    with runtime.plan() as ctx:
+        result = runtime.execute("label", {"tags": ["a"], "options": {}}, ctx)
+    assert result.output == 1
+    assert received == [(["a"], {})]
 
 
 def test_model_calls_answer_a_rejection_and_raise_a_stop(runtime: ToolRuntime) -> None:
@@ -850,6 +907,33 @@ async def test_an_awaited_cache_hit_still_passes_the_output_guardrails() -> None
             refused = await runtime.aexecute("look", {"text": "a"}, ctx)
     assert hit.trace is not None and hit.trace.cache_hit and hit.output == "A"
     assert not refused.success and refused.error == "closed"
+
+
+def test_a_cache_hits_output_guardrails_judge_what_the_model_will_be_shown() -> None:
+    """A host editing the first result's output changes neither a hit nor what guards judge."""
+    blocked: set[str] = set()
+
+    def policy(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        return reject("blocked") if call.output["body"] in blocked else allow()
+
+    @tool(writes=False, cache=CachePolicy(ttl=60), output_guardrails=[policy])
+    def read(name: str) -> dict[str, str]:
+        """Read a note."""
+        return {"body": "launch codes"}
+
+    async def awaited(runtime: ToolRuntime, ctx: ToolExecutionContext) -> ToolResult:
+        return await runtime.aexecute("read", {"name": "a"}, ctx)
+
+    with ToolRuntime() as runtime:
+        runtime.register(read)
+        with runtime.plan() as ctx:
+            first = runtime.execute("read", {"name": "a"}, ctx)
+            first.output["body"] = "[hidden]"  # the host scrubs its own copy in place
+            blocked.add("launch codes")
+            hit = runtime.execute("read", {"name": "a"}, ctx)
+            awaited_hit = asyncio.run(awaited(runtime, ctx))
+    for result in (hit, awaited_hit):
+        assert not result.success and result.error == "blocked"
 
 
 def test_an_output_guardrail_sees_a_rich_returns_value_and_its_content_parts() -> None:

@@ -290,6 +290,26 @@ async def test_a_sync_tool_left_running_after_the_stream_closed_reports_to_nobod
         assert [item async for item in stream] == []
 
 
+async def test_a_report_made_after_the_call_timed_out_is_not_yielded(
+    runtime: ToolRuntime, gate: Gate
+) -> None:
+    """A sync tool's thread reporting past the call's limit: the result stays the last item."""
+    ended = Ended(runtime)
+    later = threading.Event()
+    async with runtime.aplan(on_progress=lambda e: later.set() if e.progress == 1 else None) as ctx:
+        stream = runtime.astream("hang_sync", {}, ctx, timeout=0.05)
+        first = await anext(stream)
+        assert isinstance(first, ProgressEvent) and first.message == "started"
+        assert (await ended.wait()).status == "timed_out"
+        gate.open()  # the thread, left running, now reports again
+        # The report was handed to this loop before on_progress heard it, so before
+        # this wait's own answer: the stream has dealt with it once the wait returns.
+        assert await asyncio.to_thread(later.wait, WAIT)
+        rest = [item async for item in stream]
+    assert len(rest) == 1 and isinstance(rest[0], ToolResult)
+    assert rest[0].trace is not None and rest[0].trace.status == "timed_out"
+
+
 async def test_the_calls_timeout_applies_to_a_streamed_call(runtime: ToolRuntime) -> None:
     """``timeout`` is the call's: past it, the stream ends with the timed-out result."""
     async with runtime.aplan() as ctx:

@@ -125,6 +125,7 @@ ALLOWED = {
     "guardrails": {"_value", "content", "context", "models"},
     "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
     "runtime._guards": {
+        "_construct",
         "content",
         "errors",
         "execution._invoke",

@@ -65,6 +65,18 @@ class Kept:
         self.content_bytes = content_bytes
         self.metadata = metadata
 
+    def fresh_output(self) -> Any:
+        """The output as first returned, read anew from its text.
+
+        ``output`` is the very object the first call's result carried, which its
+        host may since have changed; a hit (and its output guardrails) must see
+        what the model will be shown.
+        """
+        output = self.output
+        if type(output) in _SCALARS:
+            return output
+        return json.loads(self.text)
+
 
 class CacheBinding:
     """One registered tool's policy over the runtime's store.
@@ -179,9 +191,7 @@ def hit_result(
         )
     else:
         finished = traces.end(record, "ok", None, None, size, size, kept.output_valid)
-    output = kept.output
-    if type(output) not in _SCALARS:
-        output = json.loads(kept.text)  # a fresh copy: the host may change what it gets
+    output = kept.fresh_output()  # a copy of its own: the host may change what it gets
     values = RETURNED.copy()
     values["output"] = output
     values["trace"] = finished

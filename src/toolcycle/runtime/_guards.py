@@ -23,6 +23,7 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcycle._construct import tree_copy
 from toolcycle.content import PART_TYPES
 from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
 from toolcycle.execution._invoke import caller_cancelled
@@ -104,6 +105,7 @@ class GuardStep:
         """Output guardrails from sync code, then the result of what the tool returned."""
         seen = self._seen(entry, output)
         if seen is not None:
+            output = _changes_recorded(call, output)
             verdict = self._stage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
@@ -115,6 +117,7 @@ class GuardStep:
         """Async twin of `returned`."""
         seen = self._seen(entry, output)
         if seen is not None:
+            output = _changes_recorded(call, output)
             verdict = await self._astage(call, entry, data, "output", *seen, changes)
             if verdict is not None:
                 return verdict
@@ -123,7 +126,9 @@ class GuardStep:
     def hit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """A cache hit's result, after its output guardrails: a hit skips only the body."""
         if entry.guards is not None and entry.guards.output:
-            verdict = self._stage(call, entry, data, "output", kept.output, kept.content, [])
+            verdict = self._stage(
+                call, entry, data, "output", kept.fresh_output(), kept.content, []
+            )
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
@@ -131,7 +136,9 @@ class GuardStep:
     async def ahit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """Async twin of `hit`."""
         if entry.guards is not None and entry.guards.output:
-            verdict = await self._astage(call, entry, data, "output", kept.output, kept.content, [])
+            verdict = await self._astage(
+                call, entry, data, "output", kept.fresh_output(), kept.content, []
+            )
             if verdict is not None:
                 return verdict
         return self._steps.cache_hit(call, kept)
@@ -331,7 +338,7 @@ def _call_of(
 
     return GuardrailCall(
         tool_name=call.name,
-        arguments=types.MappingProxyType(data),
+        arguments=types.MappingProxyType(_detached(data)),
         stage=stage,
         descriptor=entry.descriptor,
         call_id=call.record.call_id,
@@ -339,6 +346,34 @@ def _call_of(
         output=output,
         content=content,
     )
+
+
+def _changes_recorded(call: Call, output: Any) -> Any:
+    """``output``, with the changes a returned `ToolResult` lists recorded now.
+
+    The result step records them, but the output guardrails run first, and a
+    rejection or a stop must not lose changes the tool made: they land in the
+    plan (and the call's changes) here, and the result step gets none to record again.
+    """
+    if type(output) in _PLAIN or not isinstance(output, ToolResult) or not output.changes:
+        return output
+    for change in output.changes:
+        call.ctx.record_change(change)
+    return output.model_copy(update={"changes": ()})
+
+
+def _detached(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` itself, or a deep copy when it nests a dict or a list.
+
+    The mapping handed to guardrails is read-only at its top level only: a
+    guardrail that appends to a nested list must not change what the tool receives.
+    """
+    for value in data.values():
+        kind = type(value)
+        if kind is dict or kind is list:
+            copied: dict[str, Any] = tree_copy(data)
+            return copied
+    return data
 
 
 def _note(

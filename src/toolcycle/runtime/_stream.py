@@ -68,7 +68,12 @@ class _Channel:
         self.wake.set()
 
     def ended(self, task: asyncio.Task[ToolResult]) -> None:
-        """The call's task is done: wake the consumer, and mark its error as seen."""
+        """The call's task is done: buffer no more, wake the consumer, mark its error as seen.
+
+        A report handed over after this (a sync tool's thread left running past
+        the call's time limit) is no part of the stream: the result is its last item.
+        """
+        self.closed = True
         self.wake.set()
         if not task.cancelled():
             # Read here so that asyncio does not log an error the consumer never
