@@ -39,7 +39,10 @@ class DurablePlan(Protocol):
     twin ``aclaim_once`` (awaitable), where ``claim`` asks the ledger and returns
     its answer. Recording it (True or False) lets a replayed plan get its claim
     back: asked again, the ledger would refuse the call the plan itself claimed.
-    An engine without them has the ledger asked on every run.
+    A recorded answer is handed back without calling ``claim``, which tells the
+    runtime that the claim, and a denial resumed with it, belong to an earlier
+    run (which traced that denial). An engine without them has the ledger asked
+    on every run.
     """
 
     def open(self, plan_id: str | None) -> str:
