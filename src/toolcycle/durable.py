@@ -28,12 +28,21 @@ class DurablePlan(Protocol):
     ``call`` (run it now) or ``interrupted`` (it was running when an earlier
     process died), or return a result it recorded before.
 
+    A recorded result answers one exact call: the engine records the call's
+    ``fingerprint`` with it, and on replay raises `toolcycle.PlanResumeError`
+    instead of returning a result recorded with another fingerprint (the plan
+    now passes other arguments at that point). A record without a fingerprint
+    answers any call of its tool.
+
     An engine may also record the approval ledger's claim of a resumed call, with
     two more methods, ``claim_once(ctx, tool_name, claim) -> bool`` and its async
     twin ``aclaim_once`` (awaitable), where ``claim`` asks the ledger and returns
     its answer. Recording it (True or False) lets a replayed plan get its claim
     back: asked again, the ledger would refuse the call the plan itself claimed.
-    An engine without them has the ledger asked on every run.
+    A recorded answer is handed back without calling ``claim``, which tells the
+    runtime that the claim, and a denial resumed with it, belong to an earlier
+    run (which traced that denial). An engine without them has the ledger asked
+    on every run.
     """
 
     def open(self, plan_id: str | None) -> str:
@@ -51,6 +60,8 @@ class DurablePlan(Protocol):
         idempotent: bool,
         call: Callable[[], ToolResult],
         interrupted: Callable[[], ToolResult],
+        *,
+        fingerprint: str | None,
     ) -> ToolResult:
         """Run one call of the plan from sync code, or replay its recorded result.
 
@@ -62,6 +73,12 @@ class DurablePlan(Protocol):
             call: runs the call and returns its result (or raises).
             interrupted: the failed result for a call that an earlier process
                 started and never finished, when its tool is not idempotent.
+            fingerprint: the call's `toolcycle.approvals.fingerprint` (its tool
+                name and normalised arguments), to record with the result; None
+                when the arguments are not JSON data (validation refuses them).
+
+        Raises:
+            PlanResumeError: the recorded call has another fingerprint.
         """
         ...
 
@@ -72,6 +89,8 @@ class DurablePlan(Protocol):
         idempotent: bool,
         call: Callable[[], Awaitable[ToolResult]],
         interrupted: Callable[[], ToolResult],
+        *,
+        fingerprint: str | None,
     ) -> Awaitable[ToolResult]:
         """Async twin of `run`."""
         ...

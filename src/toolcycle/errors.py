@@ -11,7 +11,7 @@ The tree::
     ├── ToolOutputError               a tool returned output that is not strict JSON
     ├── ToolInterruptedError          a durable plan's call died with its process; not re-run
     ├── ConcurrentCallError           a durable plan was given a call while another ran
-    ├── PlanResumeError               a durable plan cannot be resumed as asked
+    ├── PlanResumeError               a durable plan cannot be resumed or replayed as asked
     ├── ToolDeactivationError         a tool's deactivate() failed or hung (collected, never raised)
     ├── ToolNotFoundError             no tool is registered under that name
     ├── ToolApprovalError             a deferred call cannot be resumed as asked
@@ -140,7 +140,9 @@ class ConcurrentCallError(ToolRuntimeError):
 class PlanResumeError(ToolRuntimeError):
     """A durable plan cannot be resumed as asked: no plan has that id, or it is of another version.
 
-    Raised by `toolcycle.hosts.DBOSPlan.resume`; the message says which, and what to do.
+    Raised by `toolcycle.hosts.DBOSPlan.resume`; and by a call of a replayed plan
+    whose arguments differ from those of the call recorded at its place, instead
+    of handing it that call's result. The message says which, and what to do.
     """
 
 

@@ -250,7 +250,7 @@ def test_the_live_result_keeps_its_exception_and_the_recorded_one_drops_it() -> 
     """The exception object stays with the process that saw it; the record keeps its name."""
     with SetWorkflowID("wf-exc"):
         checkout(["broken"])
-    recorded = DBOS.list_workflow_steps("wf-exc")[-1]["output"]
+    recorded = DBOS.list_workflow_steps("wf-exc")[-1]["output"]["result"]
     assert recorded.exception is None and recorded.error_type == "RuntimeError"
 
 

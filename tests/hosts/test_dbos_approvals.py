@@ -2,7 +2,9 @@
 
 A replayed plan must get its claim's recorded answer back rather than ask the
 ledger again, which would refuse the call it claimed itself and end the plan in
-an error before the call's recorded result could be handed back.
+an error before the call's recorded result could be handed back. A denial
+resumed by a replayed claim was traced by the run that made the claim, and is
+not traced again.
 """
 
 from __future__ import annotations
@@ -23,11 +25,16 @@ from toolcycle import (
     ApprovalDecision,
     NullTracer,
     ToolApprovalError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolExecutionTrace,
     ToolRuntime,
     tool,
 )
 from toolcycle.approvals import FileApprovalLedger, MemoryApprovalLedger
 from toolcycle.hosts import DBOSPlan
+from toolcycle.instrumentation import CallObserver, Stage, StageObserver
+from toolcycle.testing import capture_traces
 
 RUNS: Counter[str] = Counter()
 RUNTIMES: dict[str, ToolRuntime] = {}  # by ledger kind, made by the module's fixture
@@ -80,8 +87,41 @@ class FlakyLedger(MemoryApprovalLedger):
 COUNTED = CountingLedger()
 
 
-def _runtime(ledger: Any) -> ToolRuntime:
-    made = ToolRuntime(tracer=NullTracer(), approval_ledger=ledger)
+class Watcher:
+    """Instrumentation that notes the tool of each call it is told started."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def call_started(
+        self,
+        *,
+        tool_name: str,
+        descriptor: ToolDescriptor | None,
+        ctx: ToolExecutionContext,
+        call_id: str,
+        tool_call_id: str | None,
+    ) -> CallObserver:
+        self.started.append(tool_name)
+        return Unwatched()
+
+    def stage_started(
+        self, stage: Stage, *, tool_name: str, ctx: ToolExecutionContext
+    ) -> StageObserver:
+        return Unwatched()
+
+
+class Unwatched:
+    """An observer that wants nothing, of a call or of a stage."""
+
+    record_payloads = False
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _runtime(ledger: Any, watcher: Watcher | None = None) -> ToolRuntime:
+    made = ToolRuntime(tracer=NullTracer(), approval_ledger=ledger, instrumentation=watcher)
     made.register(transfer)
     made.register(notify)
     return made
@@ -115,6 +155,33 @@ async def apayout(kind: str, stored: str) -> list[Any]:
             done = "ledger down"
         note = await runtime.aexecute("notify", {"to": "ann"}, ctx)
         return [done, note.output]
+
+
+def _denial_seen(denied: Any) -> list[Any]:
+    """What a denied call's result and its trace say."""
+    trace: ToolExecutionTrace = denied.trace
+    assert trace.approval is not None
+    return [denied.error_type, trace.status, trace.approval.outcome, trace.approval.resumed]
+
+
+@DBOS.workflow()
+def refusal(kind: str, stored: str) -> list[Any]:
+    """Resume the deferred transfer denied, then notify."""
+    runtime = RUNTIMES[kind]
+    with runtime.plan(durable=DBOSPlan()) as ctx:
+        denied = runtime.resume(stored, ApprovalDecision.deny("not today"), ctx)
+        note = runtime.execute("notify", {"to": "ann"}, ctx)
+        return [*_denial_seen(denied), note.output]
+
+
+@DBOS.workflow()
+async def arefusal(kind: str, stored: str) -> list[Any]:
+    """The async twin of `refusal`."""
+    runtime = RUNTIMES[kind]
+    async with runtime.aplan(durable=DBOSPlan()) as ctx:
+        denied = await runtime.aresume(stored, ApprovalDecision.deny("not today"), ctx)
+        note = await runtime.aexecute("notify", {"to": "ann"}, ctx)
+        return [*_denial_seen(denied), note.output]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -254,3 +321,21 @@ def test_a_claim_whose_ledger_raised_is_not_recorded_and_the_call_stays_resumabl
     with SetWorkflowID(f"{workflow_id}-again"):
         assert payout(kind, stored) == ["sent 7", "notified ann"]
     assert RUNS == {"transfer": 1, "notify": 2}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_resumed_denial_is_traced_once_and_not_again_when_the_plan_replays(mode: str) -> None:
+    """The replay's denial has the same result and a trace, which nobody hears of twice."""
+    kind, watcher = f"watched-{mode}", Watcher()
+    RUNTIMES[kind] = runtime = _runtime(None, watcher)
+    stored = _deferred(kind)
+    workflow_id = f"wf-denied-{mode}"
+    with capture_traces(runtime) as traces:
+        with SetWorkflowID(workflow_id):
+            first = refusal(kind, stored) if mode == "sync" else asyncio.run(arefusal(kind, stored))
+        again = DBOS.fork_workflow(workflow_id, _past_the_end(_steps(workflow_id)))
+        second = again.get_result()
+    assert first == second == ["ApprovalDenied", "denied", "denied", True, "notified ann"]
+    assert [(t.tool_name, t.status) for t in traces] == [("transfer", "denied"), ("notify", "ok")]
+    assert watcher.started.count("transfer") == 2  # deferring it, then denying it: not replaying
+    assert RUNS == {"notify": 1}

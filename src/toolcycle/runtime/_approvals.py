@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
@@ -22,11 +21,12 @@ from toolcycle.runtime._shared import check_limits
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from contextvars import Token
 
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger, ApprovalRequest, Resumption
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.models import ApprovalRecord, PendingApproval
+    from toolcycle.models import ApprovalRecord, PendingApproval, ToolExecutionTrace
     from toolcycle.runtime._shared import Call, Entry, Runner, Settings
     from toolcycle.runtime._steps import CallSteps
 
@@ -162,12 +162,22 @@ class Approvals:
             success=False, error=error, error_type=PENDING, trace=trace, pending=pending
         )
 
-    def denied(self, call: Call, decision: ApprovalDecision) -> ToolResult:
-        """Trace the call as denied; the failed result to answer with."""
+    def denied(
+        self, call: Call, decision: ApprovalDecision, *, replayed: bool = False
+    ) -> ToolResult:
+        """Trace the call as denied; the failed result to answer with.
+
+        ``replayed``: an earlier run of the call's durable plan traced this very
+        denial; the result gets its trace again, and nothing hears of it twice.
+        """
         from toolcycle.agent._approve import DENIED, denial
 
         message = denial(call.name, decision)
-        trace = self._steps.emit(call, "denied", error_message=message, error_type=DENIED)
+        trace: ToolExecutionTrace | None
+        if replayed:
+            trace = self._steps.retraced(call, "denied", error_message=message, error_type=DENIED)
+        else:
+            trace = self._steps.emit(call, "denied", error_message=message, error_type=DENIED)
         error = trace.error if trace is not None else message  # redacted by the trace
         return ToolResult(success=False, error=error, error_type=DENIED, trace=trace)
 
@@ -176,7 +186,9 @@ class Resumer:
     """Finishes deferred calls: claims each in the ledger once, then runs or denies it.
 
     In a durable plan whose engine records claims (``claim_once``), the claim is
-    one of the plan's recorded steps, so a replay does not claim the call again.
+    one of the plan's recorded steps, so a replay does not claim the call again;
+    and a denial resumed by a replayed claim was traced by the run that made the
+    claim, so it is not traced again.
 
     Args:
         approvals: traces a resumed denial.
@@ -226,9 +238,10 @@ class Resumer:
         from toolcycle.approvals import _resumption
 
         record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
-        check_claimed(record, self._claim(record, ctx))
+        claimed, replayed = self._claim(record, ctx)
+        check_claimed(record, claimed)
         if chosen.outcome == "deny":
-            result = self._resumed_denial(record, chosen, approval, ctx)
+            result = self._resumed_denial(record, chosen, approval, ctx, replayed)
         else:
             resuming = _resuming(record, chosen)
             try:
@@ -251,9 +264,10 @@ class Resumer:
         from toolcycle.approvals import _resumption
 
         record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
-        check_claimed(record, await self._aclaim(record, ctx))
+        claimed, replayed = await self._aclaim(record, ctx)
+        check_claimed(record, claimed)
         if chosen.outcome == "deny":
-            result = self._resumed_denial(record, chosen, approval, ctx)
+            result = self._resumed_denial(record, chosen, approval, ctx, replayed)
         else:
             args = _rerun(record, ctx, timeout, idle_timeout)
             resuming = _resuming(record, chosen)
@@ -297,21 +311,42 @@ class Resumer:
         )
         return record, chosen, approval
 
-    def _claim(self, record: PendingApproval, ctx: ToolExecutionContext) -> bool:
+    def _claim(self, record: PendingApproval, ctx: ToolExecutionContext) -> tuple[bool, bool]:
         """Claim the call in the ledger; a durable plan's engine may record the answer.
 
         A replayed plan must get its own claim's answer back: asked again, the
         ledger would refuse the call this very plan claimed.
-        """
-        claim = partial(self.ledger.claim, record.approval_id)
-        once = getattr(ctx.durable, "claim_once", None)  # optional in `DurablePlan`
-        return claim() if once is None else bool(once(ctx, record.tool_name, claim))
 
-    async def _aclaim(self, record: PendingApproval, ctx: ToolExecutionContext) -> bool:
+        Returns:
+            The ledger's answer, and whether it is an earlier run's recorded
+            answer (the engine handed it back without asking the ledger).
+        """
+        once = getattr(ctx.durable, "claim_once", None)  # optional in `DurablePlan`
+        if once is None:
+            return self.ledger.claim(record.approval_id), False
+        claim, asked = self._asking(record)
+        return bool(once(ctx, record.tool_name, claim)), not asked
+
+    async def _aclaim(
+        self, record: PendingApproval, ctx: ToolExecutionContext
+    ) -> tuple[bool, bool]:
         """Async twin of `_claim`."""
-        claim = partial(self.ledger.claim, record.approval_id)
         once = getattr(ctx.durable, "aclaim_once", None)
-        return claim() if once is None else bool(await once(ctx, record.tool_name, claim))
+        if once is None:
+            return self.ledger.claim(record.approval_id), False
+        claim, asked = self._asking(record)
+        return bool(await once(ctx, record.tool_name, claim)), not asked
+
+    def _asking(self, record: PendingApproval) -> tuple[Callable[[], bool], list[bool]]:
+        """The claim to hand a durable plan's engine, and a list that fills if it is made."""
+        asked: list[bool] = []
+        ledger = self.ledger
+
+        def claim() -> bool:
+            asked.append(True)
+            return ledger.claim(record.approval_id)
+
+        return claim, asked
 
     def _resumed_denial(
         self,
@@ -319,12 +354,19 @@ class Resumer:
         decision: ApprovalDecision,
         approval: ApprovalRecord,
         ctx: ToolExecutionContext,
+        replayed: bool,
     ) -> ToolResult:
-        """The failed result of a deferred call that was denied, with its own trace."""
+        """The failed result of a deferred call that was denied, with its own trace.
+
+        ``replayed``: the claim was an earlier run's, which traced the denial; this
+        one is neither announced nor traced again (its result still has a trace).
+        """
         tool_call_id = record.call.id if record.call is not None else None
-        call = self._steps.start(record.tool_name, ctx, tool_call_id, approval=approval)
+        call = self._steps.start(
+            record.tool_name, ctx, tool_call_id, traced=not replayed, approval=approval
+        )
         try:
-            return self._approvals.denied(call, decision)
+            return self._approvals.denied(call, decision, replayed=replayed)
         finally:
             if call.observer is not None:
                 self._steps.observed(call)

@@ -147,6 +147,7 @@ class CallPipeline:
             self._steps,
             engine,
             call,
+            params,
             lambda: self._run(call, params, timeout, idle_timeout),
         )
 
@@ -187,6 +188,7 @@ class CallPipeline:
             self._steps,
             engine,
             call,
+            params,
             lambda: self._arun(call, params, timeout, idle_timeout),
         )
 

@@ -196,11 +196,13 @@ class TraceRecorder:
         original_size: int | None = None,
         output_valid: bool | None = None,
         abandoned: bool = False,
+        deliver: bool = True,
     ) -> ToolExecutionTrace:
         """Build the call's trace, deliver it, and return it.
 
         ``error`` fills ``error_message`` and ``error_type`` when they are not given.
         A sink that raises is logged and skipped; the others still receive the trace.
+        Without ``deliver``, no sink receives it (see `end`).
         """
         if error is not None:
             error_message = error_message or error_text(error) or type(error).__name__
@@ -214,6 +216,7 @@ class TraceRecorder:
             original_size=original_size,
             output_valid=output_valid,
             abandoned=abandoned,
+            deliver=deliver,
         )
         return trace.build() if isinstance(trace, LazyTrace) else trace
 
@@ -228,6 +231,8 @@ class TraceRecorder:
         output_valid: bool | None = None,
         abandoned: bool = False,
         content: tuple[tuple[str, ...], int] | None = None,
+        *,
+        deliver: bool = True,
     ) -> ToolExecutionTrace | LazyTrace:
         """Record the end of a call; its trace, or its values when nothing wants it yet.
 
@@ -235,7 +240,9 @@ class TraceRecorder:
         the tracer want it; otherwise a `LazyTrace` comes back, for the result to
         build on first reading. Either way the trace says the same, and its
         ``error`` is already redacted. ``content`` is the kinds and the bytes of
-        the result's content parts, for a result that has some.
+        the result's content parts, for a result that has some. Without
+        ``deliver``, nothing receives it: the call was traced by an earlier run
+        (a durable plan's replay) and its result only needs the trace.
         """
         if error_message is not None and record.scrub is not None:
             error_message = record.scrub(error_message)
@@ -272,7 +279,7 @@ class TraceRecorder:
             error_message,
             _trace_model,
         )
-        if (
+        if not deliver or (
             self._recent is None
             and not self._listeners
             and (self._drops_all or self._drops(status))

@@ -214,6 +214,14 @@ class CallSteps:
         call.trace = self._traces.finish(call.record, status, **details)
         return call.trace
 
+    def retraced(self, call: Call, status: TraceStatus, **details: Any) -> ToolExecutionTrace:
+        """Build the trace of a call an earlier run traced (a durable plan's replay).
+
+        The result gets it; no tracer, listener or observer hears of the call again.
+        """
+        call.trace = self._traces.finish(call.record, status, deliver=False, **details)
+        return call.trace
+
     def raise_cancelled(self, call: Call, cause: BaseException | None) -> NoReturn:
         """Trace the call as cancelled and raise `ToolCancelledError` saying by whom."""
         token = call.ctx.cancellation_token
