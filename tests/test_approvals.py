@@ -212,6 +212,75 @@ def test_an_approval_rule_that_raises_stops_every_call_for_the_host_with_a_trace
     assert fake.stages() == ["discover"]  # nothing activated, nothing run
 
 
+def _look_up(q: str) -> str:
+    """Look something up (read-only, so that its results may be cached)."""
+    return q
+
+
+def _kinds_of_tool(after_approval: bool) -> ToolRuntime:
+    """A runtime with the same read-only tool as each kind the pipeline tells apart."""
+    from toolcycle import CachePolicy, wrap
+    from toolcycle.guardrails import allow
+
+    runtime = ToolRuntime(guardrails_after_approval=after_approval)
+    runtime.register(wrap(_look_up, name="plain", writes=False))
+    runtime.register(wrap(_look_up, name="cached", writes=False), cache=CachePolicy(ttl=60))
+    runtime.register(
+        wrap(_look_up, name="guarded", writes=False),
+        input_guardrails=[lambda call, ctx: allow()],
+    )
+    return runtime
+
+
+def _call_once(runtime: ToolRuntime, way: str, name: str, ctx: ToolExecutionContext) -> Any:
+    """One call of ``name`` with {"q": "x"}, made the given way; its result."""
+    model_call = {"id": "c1", "name": name, "arguments": {"q": "x"}}
+    if way == "execute":
+        return runtime.execute(name, {"q": "x"}, ctx)
+    if way == "call":
+        return runtime.call(model_call, ctx)
+    if way == "call_many":
+        return runtime.call_many([model_call], ctx)[0]
+
+    async def main() -> Any:
+        if way == "aexecute":
+            return await runtime.aexecute(name, {"q": "x"}, ctx)
+        if way == "acall":
+            return await runtime.acall(model_call, ctx)
+        return (await runtime.acall_many([model_call], ctx))[0]
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("way", ["execute", "aexecute", "call", "acall", "call_many", "acall_many"])
+@pytest.mark.parametrize(
+    ("name", "after_approval"),
+    [("plain", False), ("cached", False), ("guarded", False), ("guarded", True)],
+    ids=["plain", "cached", "guarded", "guarded-after-approval"],
+)
+def test_a_plans_approval_rule_is_asked_once_per_call(
+    way: str, name: str, after_approval: bool
+) -> None:
+    """Every entry point asks the rule once per call, and acts on that one answer.
+
+    The rule says yes on its first question and no on the next: asked twice about
+    one call, it would have let the call skip its approver.
+    """
+    asked: list[str] = []
+
+    def rule(descriptor: Any) -> bool:
+        asked.append(descriptor.name)
+        return len(asked) % 2 == 1
+
+    approver = Approver()
+    with _kinds_of_tool(after_approval) as runtime:
+        with runtime.plan(approver=approver, approval=rule) as ctx:
+            result = _call_once(runtime, way, name, ctx)
+    assert result.success and result.output == "x"
+    assert asked == [name]
+    assert [r.tool_name for r in approver.requests] == [name]
+
+
 # -- what each answer does --------------------------------------------------------------
 
 

@@ -50,7 +50,11 @@ class Approvals:
         self._settings = settings
 
     def needed(self, call: Call, entry: Entry) -> bool:
-        """Whether someone must approve this call before it runs."""
+        """Whether someone must approve this call before it runs.
+
+        It asks the plan's rule, which may be any function: the pipeline asks once
+        per call and passes the answer on.
+        """
         if call.approved:
             return False
         if call.ctx.approver is None:
