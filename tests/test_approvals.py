@@ -23,6 +23,7 @@ from toolcycle import (
     ToolExecutionContext,
     ToolResult,
     ToolRuntime,
+    ToolRuntimeError,
     tool,
 )
 from toolcycle.approvals import (
@@ -616,6 +617,162 @@ def test_aresume_refuses_like_resume_without_spending_the_approval(rt: ToolRunti
 
     assert asyncio.run(main()).output == "sent to ann"
     assert ran == [{"to": "ann", "body": ""}]
+
+
+class MeddlingLedger(MemoryApprovalLedger):
+    """A ledger that runs ``meddle`` once, just before a claim: in a resume's window."""
+
+    def __init__(self, meddle: Callable[[], object] | None = None) -> None:
+        super().__init__()
+        self.meddle = meddle
+
+    def claim(self, approval_id: str) -> bool:
+        meddle, self.meddle = self.meddle, None
+        if meddle is not None:
+            meddle()
+        return super().claim(approval_id)
+
+
+def _resume(runtime: ToolRuntime, pending: Any, ctx: Any, use_async: bool) -> ToolResult:
+    if not use_async:
+        return runtime.resume(pending, True, ctx)
+
+    async def main() -> ToolResult:
+        return await runtime.aresume(pending, True, ctx)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["resume", "aresume"])
+@pytest.mark.parametrize(
+    ("window", "refusal"),
+    [
+        ("cancelled", ToolCancelledError),
+        ("ended", ToolRuntimeError),
+        ("taken", ToolRuntimeError),
+        ("closed", ToolRuntimeError),
+    ],
+)
+def test_a_plan_made_unusable_between_the_check_and_the_claim_leaves_the_call_resumable(
+    rt: ToolRuntime, window: str, refusal: type[Exception], use_async: bool
+) -> None:
+    """The resume is checked again after its claim; refused then, it gives the claim back."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    ledger = MeddlingLedger()
+    other = ToolRuntime(approval_ledger=ledger)
+    other.register(send)
+    ctx = ToolExecutionContext("p") if window == "taken" else other.new_context("p")
+    ledger.meddle = {
+        "cancelled": lambda: ctx.cancellation_token.cancel("user left"),
+        "ended": lambda: other.end_plan(ctx),
+        "taken": lambda: other.new_context("p"),  # another context opens plan "p"
+        "closed": other.close,
+    }[window]
+    with pytest.raises(refusal):
+        _resume(other, pending, ctx, use_async)
+    assert ran == []
+    with ToolRuntime(approval_ledger=ledger) as again:  # the same ledger, in a usable plan
+        again.register(send)
+        with again.plan() as later:
+            assert _resume(again, pending, later, use_async).output == "sent to ann"
+    other.close()
+    assert ran == [{"to": "ann", "body": ""}]
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_a_ledger_forgets_a_released_claim(tmp_path: Path, kind: str) -> None:
+    """release() lets the id be claimed again; releasing an id never claimed does nothing."""
+    ledger = MemoryApprovalLedger() if kind == "memory" else FileApprovalLedger(tmp_path)
+    assert ledger.claim("ab12")
+    assert not ledger.claim("ab12")
+    ledger.release("ab12")
+    ledger.release("cd34")
+    assert ledger.claim("ab12")
+    assert ledger.claim("cd34")
+
+
+def test_a_file_ledger_refuses_to_release_what_is_not_an_approval_id(tmp_path: Path) -> None:
+    """An id that could name another file is refused, as claim refuses it."""
+    (tmp_path / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not an approval id"):
+        FileApprovalLedger(tmp_path).release("notes.txt")
+    assert (tmp_path / "notes.txt").exists()
+
+
+class ClaimOnlyLedger:
+    """A ledger of a third party: claims, and no release."""
+
+    def __init__(self, meddle: Callable[[], object]) -> None:
+        self.inner = MeddlingLedger(meddle)
+
+    def claim(self, approval_id: str) -> bool:
+        return self.inner.claim(approval_id)
+
+
+class RefusingRelease(MeddlingLedger):
+    """A ledger whose release fails (a shared folder gone read-only, say)."""
+
+    def release(self, approval_id: str) -> None:
+        raise PermissionError("read-only folder")
+
+
+class ClaimRecorder:
+    """A durable plan engine that runs each call as it comes and records claims (in name)."""
+
+    def open(self, plan_id: str | None) -> str:
+        return plan_id or "durable"
+
+    def run(self, ctx: Any, tool_name: str, idempotent: bool, call: Any, interrupted: Any) -> Any:
+        return call()
+
+    async def arun(
+        self, ctx: Any, tool_name: str, idempotent: bool, call: Any, interrupted: Any
+    ) -> Any:
+        return await call()
+
+    def claim_once(self, ctx: Any, tool_name: str, claim: Callable[[], bool]) -> bool:
+        return claim()
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("no release", "the ledger has no release method"),
+        ("durable", "its durable plan recorded the claim"),
+        ("release fails", "the ledger's release raised PermissionError: read-only folder"),
+    ],
+)
+def test_a_claim_that_cannot_be_given_back_is_kept_and_logged(
+    rt: ToolRuntime, caplog: pytest.LogCaptureFixture, case: str, reason: str
+) -> None:
+    """The refusal still reaches the caller; the call cannot be resumed again, and the log says why."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    holder: list[ToolExecutionContext] = []
+
+    def cancel() -> None:
+        holder[0].cancellation_token.cancel("user left")
+
+    ledger: Any = {
+        "no release": ClaimOnlyLedger(cancel),
+        "durable": MeddlingLedger(cancel),
+        "release fails": RefusingRelease(cancel),
+    }[case]
+    caplog.set_level("WARNING", logger="toolcycle.runtime")
+    with ToolRuntime(approval_ledger=ledger) as other:
+        other.register(send)
+        durable = ClaimRecorder() if case == "durable" else None
+        with other.plan(durable=durable) as ctx:
+            holder.append(ctx)
+            with pytest.raises(ToolCancelledError, match="user left"):
+                other.resume(pending, True, ctx)
+        with other.plan() as later, pytest.raises(ToolApprovalError, match="resumed before"):
+            other.resume(pending, True, later)
+    [record] = [r for r in caplog.records if r.getMessage() == "approval.claim_kept"]
+    assert record.approval_id == pending.approval_id  # type: ignore[attr-defined]
+    assert record.reason == reason  # type: ignore[attr-defined]
+    assert ran == []
 
 
 def test_a_call_from_a_model_keeps_its_tool_call_through_defer_and_resume(
