@@ -1122,6 +1122,40 @@ def test_cancelling_the_task_that_awaits_the_approver_propagates(rt: ToolRuntime
     assert ran == []
 
 
+async def test_a_sync_approver_left_running_by_a_cancelled_caller_holds_the_plan_end(
+    draining: Callable[[str], bool],
+) -> None:
+    """Its thread runs on after the awaiting task is cancelled; the plan's end waits for it."""
+    fake = FakeTool("deploy", writes=True)
+    asking, release = threading.Event(), threading.Event()
+    seen: list[list[str]] = []
+
+    def approver(request: ApprovalRequest) -> bool:
+        asking.set()
+        release.wait(WAIT)
+        seen.append(fake.stages())  # what had happened to the tool when it returned
+        return True
+
+    with ToolRuntime(abandon_timeout=WAIT) as runtime:
+        runtime.register(fake)
+        ctx = runtime.new_context("p", approver=approver)
+        await runtime.aactivate("deploy", ctx)
+        call = asyncio.ensure_future(runtime.aexecute("deploy", {}, ctx))
+        assert await asyncio.to_thread(asking.wait, WAIT)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+        try:
+            assert await asyncio.to_thread(draining, "p")  # it waits for the approver's call
+            assert "deactivate" not in fake.stages()
+        finally:
+            release.set()
+        assert await asyncio.wait_for(ender, WAIT) == []
+    assert seen == [["discover", "activate"]]  # not deactivated under the approver
+    assert fake.stages() == ["discover", "activate", "deactivate"]  # and the call never ran
+
+
 def test_an_approver_failure_quoting_a_secret_is_logged_redacted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -98,9 +98,16 @@ class Approvals:
         approver = call.ctx.approver
         if approver is None:
             return self._decided(call, request, no_approver(request))
+        flight = call.flight
         try:
             answer = await self._invoker.acall(
-                approver, request, token=call.flight or call.ctx.cancellation_token
+                approver,
+                request,
+                token=flight or call.ctx.cancellation_token,
+                # A sync approver runs on when the caller's task is cancelled (a
+                # thread cannot be stopped): the call stays in flight until it
+                # returns, so its plan's end waits for it, as for a sync tool.
+                on_abandon=flight.leave if flight is not None else None,
             )
         except ToolCancelledError as exc:
             self._steps.raise_cancelled(call, exc)
