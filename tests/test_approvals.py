@@ -23,6 +23,7 @@ from toolcycle import (
     ToolExecutionContext,
     ToolResult,
     ToolRuntime,
+    ToolRuntimeError,
     tool,
 )
 from toolcycle.approvals import (
@@ -210,6 +211,75 @@ def test_an_approval_rule_that_raises_stops_every_call_for_the_host_with_a_trace
     assert all("KeyError" in (t.error or "") for t in traces)
     assert approver.requests == []
     assert fake.stages() == ["discover"]  # nothing activated, nothing run
+
+
+def _look_up(q: str) -> str:
+    """Look something up (read-only, so that its results may be cached)."""
+    return q
+
+
+def _kinds_of_tool(after_approval: bool) -> ToolRuntime:
+    """A runtime with the same read-only tool as each kind the pipeline tells apart."""
+    from toolcycle import CachePolicy, wrap
+    from toolcycle.guardrails import allow
+
+    runtime = ToolRuntime(guardrails_after_approval=after_approval)
+    runtime.register(wrap(_look_up, name="plain", writes=False))
+    runtime.register(wrap(_look_up, name="cached", writes=False), cache=CachePolicy(ttl=60))
+    runtime.register(
+        wrap(_look_up, name="guarded", writes=False),
+        input_guardrails=[lambda call, ctx: allow()],
+    )
+    return runtime
+
+
+def _call_once(runtime: ToolRuntime, way: str, name: str, ctx: ToolExecutionContext) -> Any:
+    """One call of ``name`` with {"q": "x"}, made the given way; its result."""
+    model_call = {"id": "c1", "name": name, "arguments": {"q": "x"}}
+    if way == "execute":
+        return runtime.execute(name, {"q": "x"}, ctx)
+    if way == "call":
+        return runtime.call(model_call, ctx)
+    if way == "call_many":
+        return runtime.call_many([model_call], ctx)[0]
+
+    async def main() -> Any:
+        if way == "aexecute":
+            return await runtime.aexecute(name, {"q": "x"}, ctx)
+        if way == "acall":
+            return await runtime.acall(model_call, ctx)
+        return (await runtime.acall_many([model_call], ctx))[0]
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("way", ["execute", "aexecute", "call", "acall", "call_many", "acall_many"])
+@pytest.mark.parametrize(
+    ("name", "after_approval"),
+    [("plain", False), ("cached", False), ("guarded", False), ("guarded", True)],
+    ids=["plain", "cached", "guarded", "guarded-after-approval"],
+)
+def test_a_plans_approval_rule_is_asked_once_per_call(
+    way: str, name: str, after_approval: bool
+) -> None:
+    """Every entry point asks the rule once per call, and acts on that one answer.
+
+    The rule says yes on its first question and no on the next: asked twice about
+    one call, it would have let the call skip its approver.
+    """
+    asked: list[str] = []
+
+    def rule(descriptor: Any) -> bool:
+        asked.append(descriptor.name)
+        return len(asked) % 2 == 1
+
+    approver = Approver()
+    with _kinds_of_tool(after_approval) as runtime:
+        with runtime.plan(approver=approver, approval=rule) as ctx:
+            result = _call_once(runtime, way, name, ctx)
+    assert result.success and result.output == "x"
+    assert asked == [name]
+    assert [r.tool_name for r in approver.requests] == [name]
 
 
 # -- what each answer does --------------------------------------------------------------
@@ -547,6 +617,162 @@ def test_aresume_refuses_like_resume_without_spending_the_approval(rt: ToolRunti
 
     assert asyncio.run(main()).output == "sent to ann"
     assert ran == [{"to": "ann", "body": ""}]
+
+
+class MeddlingLedger(MemoryApprovalLedger):
+    """A ledger that runs ``meddle`` once, just before a claim: in a resume's window."""
+
+    def __init__(self, meddle: Callable[[], object] | None = None) -> None:
+        super().__init__()
+        self.meddle = meddle
+
+    def claim(self, approval_id: str) -> bool:
+        meddle, self.meddle = self.meddle, None
+        if meddle is not None:
+            meddle()
+        return super().claim(approval_id)
+
+
+def _resume(runtime: ToolRuntime, pending: Any, ctx: Any, use_async: bool) -> ToolResult:
+    if not use_async:
+        return runtime.resume(pending, True, ctx)
+
+    async def main() -> ToolResult:
+        return await runtime.aresume(pending, True, ctx)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["resume", "aresume"])
+@pytest.mark.parametrize(
+    ("window", "refusal"),
+    [
+        ("cancelled", ToolCancelledError),
+        ("ended", ToolRuntimeError),
+        ("taken", ToolRuntimeError),
+        ("closed", ToolRuntimeError),
+    ],
+)
+def test_a_plan_made_unusable_between_the_check_and_the_claim_leaves_the_call_resumable(
+    rt: ToolRuntime, window: str, refusal: type[Exception], use_async: bool
+) -> None:
+    """The resume is checked again after its claim; refused then, it gives the claim back."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    ledger = MeddlingLedger()
+    other = ToolRuntime(approval_ledger=ledger)
+    other.register(send)
+    ctx = ToolExecutionContext("p") if window == "taken" else other.new_context("p")
+    ledger.meddle = {
+        "cancelled": lambda: ctx.cancellation_token.cancel("user left"),
+        "ended": lambda: other.end_plan(ctx),
+        "taken": lambda: other.new_context("p"),  # another context opens plan "p"
+        "closed": other.close,
+    }[window]
+    with pytest.raises(refusal):
+        _resume(other, pending, ctx, use_async)
+    assert ran == []
+    with ToolRuntime(approval_ledger=ledger) as again:  # the same ledger, in a usable plan
+        again.register(send)
+        with again.plan() as later:
+            assert _resume(again, pending, later, use_async).output == "sent to ann"
+    other.close()
+    assert ran == [{"to": "ann", "body": ""}]
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_a_ledger_forgets_a_released_claim(tmp_path: Path, kind: str) -> None:
+    """release() lets the id be claimed again; releasing an id never claimed does nothing."""
+    ledger = MemoryApprovalLedger() if kind == "memory" else FileApprovalLedger(tmp_path)
+    assert ledger.claim("ab12")
+    assert not ledger.claim("ab12")
+    ledger.release("ab12")
+    ledger.release("cd34")
+    assert ledger.claim("ab12")
+    assert ledger.claim("cd34")
+
+
+def test_a_file_ledger_refuses_to_release_what_is_not_an_approval_id(tmp_path: Path) -> None:
+    """An id that could name another file is refused, as claim refuses it."""
+    (tmp_path / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not an approval id"):
+        FileApprovalLedger(tmp_path).release("notes.txt")
+    assert (tmp_path / "notes.txt").exists()
+
+
+class ClaimOnlyLedger:
+    """A ledger of a third party: claims, and no release."""
+
+    def __init__(self, meddle: Callable[[], object]) -> None:
+        self.inner = MeddlingLedger(meddle)
+
+    def claim(self, approval_id: str) -> bool:
+        return self.inner.claim(approval_id)
+
+
+class RefusingRelease(MeddlingLedger):
+    """A ledger whose release fails (a shared folder gone read-only, say)."""
+
+    def release(self, approval_id: str) -> None:
+        raise PermissionError("read-only folder")
+
+
+class ClaimRecorder:
+    """A durable plan engine that runs each call as it comes and records claims (in name)."""
+
+    def open(self, plan_id: str | None) -> str:
+        return plan_id or "durable"
+
+    def run(self, ctx: Any, tool_name: str, idempotent: bool, call: Any, interrupted: Any) -> Any:
+        return call()
+
+    async def arun(
+        self, ctx: Any, tool_name: str, idempotent: bool, call: Any, interrupted: Any
+    ) -> Any:
+        return await call()
+
+    def claim_once(self, ctx: Any, tool_name: str, claim: Callable[[], bool]) -> bool:
+        return claim()
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("no release", "the ledger has no release method"),
+        ("durable", "its durable plan recorded the claim"),
+        ("release fails", "the ledger's release raised PermissionError: read-only folder"),
+    ],
+)
+def test_a_claim_that_cannot_be_given_back_is_kept_and_logged(
+    rt: ToolRuntime, caplog: pytest.LogCaptureFixture, case: str, reason: str
+) -> None:
+    """The refusal still reaches the caller; the call cannot be resumed again, and the log says why."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+    holder: list[ToolExecutionContext] = []
+
+    def cancel() -> None:
+        holder[0].cancellation_token.cancel("user left")
+
+    ledger: Any = {
+        "no release": ClaimOnlyLedger(cancel),
+        "durable": MeddlingLedger(cancel),
+        "release fails": RefusingRelease(cancel),
+    }[case]
+    caplog.set_level("WARNING", logger="toolcycle.runtime")
+    with ToolRuntime(approval_ledger=ledger) as other:
+        other.register(send)
+        durable = ClaimRecorder() if case == "durable" else None
+        with other.plan(durable=durable) as ctx:
+            holder.append(ctx)
+            with pytest.raises(ToolCancelledError, match="user left"):
+                other.resume(pending, True, ctx)
+        with other.plan() as later, pytest.raises(ToolApprovalError, match="resumed before"):
+            other.resume(pending, True, later)
+    [record] = [r for r in caplog.records if r.getMessage() == "approval.claim_kept"]
+    assert record.approval_id == pending.approval_id  # type: ignore[attr-defined]
+    assert record.reason == reason  # type: ignore[attr-defined]
+    assert ran == []
 
 
 def test_a_call_from_a_model_keeps_its_tool_call_through_defer_and_resume(
@@ -894,6 +1120,40 @@ def test_cancelling_the_task_that_awaits_the_approver_propagates(rt: ToolRuntime
     asyncio.run(main())
     assert [t.status for t in traces] == ["cancelled"]
     assert ran == []
+
+
+async def test_a_sync_approver_left_running_by_a_cancelled_caller_holds_the_plan_end(
+    draining: Callable[[str], bool],
+) -> None:
+    """Its thread runs on after the awaiting task is cancelled; the plan's end waits for it."""
+    fake = FakeTool("deploy", writes=True)
+    asking, release = threading.Event(), threading.Event()
+    seen: list[list[str]] = []
+
+    def approver(request: ApprovalRequest) -> bool:
+        asking.set()
+        release.wait(WAIT)
+        seen.append(fake.stages())  # what had happened to the tool when it returned
+        return True
+
+    with ToolRuntime(abandon_timeout=WAIT) as runtime:
+        runtime.register(fake)
+        ctx = runtime.new_context("p", approver=approver)
+        await runtime.aactivate("deploy", ctx)
+        call = asyncio.ensure_future(runtime.aexecute("deploy", {}, ctx))
+        assert await asyncio.to_thread(asking.wait, WAIT)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, WAIT)
+        ender = asyncio.ensure_future(runtime.aend_plan(ctx))
+        try:
+            assert await asyncio.to_thread(draining, "p")  # it waits for the approver's call
+            assert "deactivate" not in fake.stages()
+        finally:
+            release.set()
+        assert await asyncio.wait_for(ender, WAIT) == []
+    assert seen == [["discover", "activate"]]  # not deactivated under the approver
+    assert fake.stages() == ["discover", "activate", "deactivate"]  # and the call never ran
 
 
 def test_an_approver_failure_quoting_a_secret_is_logged_redacted(

@@ -382,12 +382,20 @@ ALLOWED = {
         "agent._approve",
         "execution._invoke",
         "approvals",
-        "capabilities",
-        "context",
         "errors",
         "models",
+        "runtime._shared",  # for annotations only, under TYPE_CHECKING
+        "runtime._steps",  # for annotations only, under TYPE_CHECKING
+        "tracing",
+    },
+    "runtime._resume": {
+        "agent._approve",
+        "approvals",
+        "context",
+        "errors",
+        "models",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",
-        "runtime._steps",
+        "runtime._steps",  # for annotations only, under TYPE_CHECKING
         "tracing",
     },
     "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
@@ -473,6 +481,7 @@ ALLOWED = {
         "runtime._pipeline",
         "runtime._plans",
         "runtime._registry",
+        "runtime._resume",
         "runtime._retries",
         "runtime._shared",
         "runtime._steps",

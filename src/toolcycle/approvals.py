@@ -271,7 +271,15 @@ Approver: TypeAlias = (
 
 
 class ApprovalLedger(Protocol):
-    """Remembers which pending calls were resumed, so that none runs twice."""
+    """Remembers which pending calls were resumed, so that none runs twice.
+
+    A ledger may also have ``release(approval_id) -> None``, which forgets a claim
+    so that the id can be claimed again. The runtime calls it only for a resume
+    it refused right after the claim, before anything ran (its plan ended or was
+    cancelled meanwhile), so that the call stays resumable. A ledger without it
+    keeps such a claim, and the call can no longer be resumed. Both ledgers here
+    have it.
+    """
 
     def claim(self, approval_id: str) -> bool:
         """Record ``approval_id`` as resumed; False if it already was (atomically)."""
@@ -295,6 +303,11 @@ class MemoryApprovalLedger:
             self._claimed.add(approval_id)
             return True
 
+    def release(self, approval_id: str) -> None:
+        """Forget the claim of ``approval_id`` (nothing if there is none)."""
+        with self._lock:
+            self._claimed.discard(approval_id)
+
 
 class FileApprovalLedger:
     """An `ApprovalLedger` in a directory, shared by every process that uses it.
@@ -317,14 +330,26 @@ class FileApprovalLedger:
         Raises:
             ValueError: the id is not one the runtime makes.
         """
-        if not approval_id or not all(c in "0123456789abcdef-" for c in approval_id):
-            raise ValueError(f"{approval_id!r} is not an approval id made by toolcycle")
         try:
-            descriptor = os.open(self.path / approval_id, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            descriptor = os.open(self._file(approval_id), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return False
         os.close(descriptor)
         return True
+
+    def release(self, approval_id: str) -> None:
+        """Remove the id's file, so that the id can be claimed again (nothing if it has none).
+
+        Raises:
+            ValueError: the id is not one the runtime makes.
+        """
+        self._file(approval_id).unlink(missing_ok=True)
+
+    def _file(self, approval_id: str) -> Path:
+        """The id's file; only an id the runtime makes names one (no path can sneak in)."""
+        if not approval_id or not all(c in "0123456789abcdef-" for c in approval_id):
+            raise ValueError(f"{approval_id!r} is not an approval id made by toolcycle")
+        return self.path / approval_id
 
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)

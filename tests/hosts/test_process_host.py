@@ -150,6 +150,24 @@ def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
     assert [words[0] for words in lines(journal)] == ["cancelled"]
 
 
+@pytest.mark.parametrize(
+    ("name", "left_running"),
+    [("wait_for_cancel", True), ("await_cancel", False)],
+    ids=["sync-body", "coroutine-body"],
+)
+async def test_an_async_call_past_its_limit_says_whether_its_body_was_left_running(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path, name: str, left_running: bool
+) -> None:
+    """From aexecute, a sync body runs on in the worker (abandoned); a coroutine is cancelled."""
+    async with runtime.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
+        await runtime.aactivate(name, ctx)
+        result = await runtime.aexecute(name, {}, ctx, timeout=0.5)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert result.trace.abandoned is left_running
+    assert ("left running" in (result.error or "")) is left_running
+    assert [words[0] for words in lines(journal)] == ["cancelled"]  # its token, or its task
+
+
 async def test_async_plans_run_every_stage_in_the_worker(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:

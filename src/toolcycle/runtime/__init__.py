@@ -10,7 +10,7 @@ reaches ``execute`` yields exactly one trace, delivered before it returns or
 raises. The parts: ``_registry`` (tools and sources), ``_plans`` (open and end
 plans), ``_pipeline`` with ``_steps`` and ``_running`` (the seven steps, sync and
 async; ``_running`` holds the two that wait, activation and the run itself),
-``_approvals`` (the approval step and ``resume``) and ``_dispatcher`` (a model's
+``_approvals`` (the approval step), ``_resume`` (``resume``) and ``_dispatcher`` (a model's
 tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
 holds what they share; ``_retries`` counts the model's retries per plan and runs
 the attempts of a ``RetryPolicy``; ``_caching`` holds a cached tool's keys and hits (a cached

@@ -1,36 +1,30 @@
-"""Approvals: the pipeline's approval step, and resuming deferred calls through the ledger.
+"""Approvals: the pipeline's approval step.
 
-Every call asks `Approvals.needed`, which reads the tool's capability and the
-plan's rule only. What asking, deciding and resuming take (``toolcycle.approvals``
-and ``toolcycle.agent._approve``) is imported by the first call that needs an
-approval or a resume: most programs never ask.
+Every call asks `Approvals.needed` once, which reads the tool's capability and
+the plan's rule only. What asking and deciding take (``toolcycle.approvals`` and
+``toolcycle.agent._approve``) is imported by the first call that needs an
+approval: most programs never ask. Resuming a deferred call is ``_resume``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
-from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolApprovalError, ToolCancelledError, ToolRuntimeError, error_text
+from toolcycle.errors import ToolApprovalError, ToolCancelledError, error_text
 from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import ToolResult
-from toolcycle.runtime._shared import check_limits
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from contextvars import Token
-
-    from toolcycle.approvals import ApprovalDecision, ApprovalLedger, ApprovalRequest, Resumption
+    from toolcycle.approvals import ApprovalDecision, ApprovalRequest
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.models import ApprovalRecord, PendingApproval, ToolExecutionTrace
-    from toolcycle.runtime._shared import Call, Entry, Runner, Settings
+    from toolcycle.models import ToolExecutionTrace
+    from toolcycle.runtime._shared import Call, Entry, Settings
     from toolcycle.runtime._steps import CallSteps
 
-__all__ = ["Approvals", "Resumer"]
+__all__ = ["Approvals"]
 
 _log = get_logger("toolcycle.runtime")
 
@@ -50,7 +44,11 @@ class Approvals:
         self._settings = settings
 
     def needed(self, call: Call, entry: Entry) -> bool:
-        """Whether someone must approve this call before it runs."""
+        """Whether someone must approve this call before it runs.
+
+        It asks the plan's rule, which may be any function: the pipeline asks once
+        per call and passes the answer on.
+        """
         if call.approved:
             return False
         if call.ctx.approver is None:
@@ -101,9 +99,16 @@ class Approvals:
         approver = call.ctx.approver
         if approver is None:
             return self._decided(call, request, no_approver(request))
+        flight = call.flight
         try:
             answer = await self._invoker.acall(
-                approver, request, token=call.flight or call.ctx.cancellation_token
+                approver,
+                request,
+                token=flight or call.ctx.cancellation_token,
+                # A sync approver runs on when the caller's task is cancelled (a
+                # thread cannot be stopped): the call stays in flight until it
+                # returns, so its plan's end waits for it, as for a sync tool.
+                on_abandon=flight.leave if flight is not None else None,
             )
         except ToolCancelledError as exc:
             self._steps.raise_cancelled(call, exc)
@@ -162,9 +167,7 @@ class Approvals:
             success=False, error=error, error_type=PENDING, trace=trace, pending=pending
         )
 
-    def denied(
-        self, call: Call, decision: ApprovalDecision, *, replayed: bool = False
-    ) -> ToolResult:
+    def denied(self, call: Call, decision: ApprovalDecision, replayed: bool = False) -> ToolResult:
         """Trace the call as denied; the failed result to answer with.
 
         ``replayed``: an earlier run of the call's durable plan traced this very
@@ -182,196 +185,6 @@ class Approvals:
         return ToolResult(success=False, error=error, error_type=DENIED, trace=trace)
 
 
-class Resumer:
-    """Finishes deferred calls: claims each in the ledger once, then runs or denies it.
-
-    In a durable plan whose engine records claims (``claim_once``), the claim is
-    one of the plan's recorded steps, so a replay does not claim the call again;
-    and a denial resumed by a replayed claim was traced by the run that made the
-    claim, so it is not traced again.
-
-    Args:
-        approvals: traces a resumed denial.
-        steps: opens the record of a resumed denial, and checks a resume's plan.
-        runner: runs an approved call (the pipeline).
-        settings: the runtime's shared settings (whether it is closed).
-        ledger: where each resumed call is claimed, so that none runs twice; None
-            for a `MemoryApprovalLedger`, made by the first resume.
-    """
-
-    def __init__(
-        self,
-        approvals: Approvals,
-        steps: CallSteps,
-        runner: Runner,
-        settings: Settings,
-        ledger: ApprovalLedger | None,
-    ) -> None:
-        self._approvals = approvals
-        self._steps = steps
-        self._runner = runner
-        self._settings = settings
-        self._ledger = ledger
-        self._making = threading.Lock()  # two first resumes must share one ledger
-
-    @property
-    def ledger(self) -> ApprovalLedger:
-        """The ledger resumed calls are claimed in."""
-        if self._ledger is None:
-            with self._making:
-                if self._ledger is None:
-                    from toolcycle.approvals import MemoryApprovalLedger
-
-                    self._ledger = MemoryApprovalLedger()
-        return self._ledger
-
-    def resume(
-        self,
-        pending: Any,
-        decision: Any,
-        ctx: ToolExecutionContext,
-        timeout: float | None,
-        idle_timeout: float | None,
-    ) -> ToolResult:
-        """Claim the call, then run it or deny it (see `ToolRuntime.resume`)."""
-        from toolcycle.agent._approve import check_claimed
-        from toolcycle.approvals import _resumption
-
-        record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
-        claimed, replayed = self._claim(record, ctx)
-        check_claimed(record, claimed)
-        if chosen.outcome == "deny":
-            result = self._resumed_denial(record, chosen, approval, ctx, replayed)
-        else:
-            resuming = _resuming(record, chosen)
-            try:
-                result = self._runner.execute(*_rerun(record, ctx, timeout, idle_timeout), approval)
-            finally:
-                if resuming is not None:
-                    _resumption.reset(resuming)
-        return _answering(result, record)
-
-    async def aresume(
-        self,
-        pending: Any,
-        decision: Any,
-        ctx: ToolExecutionContext,
-        timeout: float | None,
-        idle_timeout: float | None,
-    ) -> ToolResult:
-        """Async twin of `resume`."""
-        from toolcycle.agent._approve import check_claimed
-        from toolcycle.approvals import _resumption
-
-        record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
-        claimed, replayed = await self._aclaim(record, ctx)
-        check_claimed(record, claimed)
-        if chosen.outcome == "deny":
-            result = self._resumed_denial(record, chosen, approval, ctx, replayed)
-        else:
-            args = _rerun(record, ctx, timeout, idle_timeout)
-            resuming = _resuming(record, chosen)
-            try:
-                result = await self._runner.aexecute(*args, approval)
-            finally:
-                if resuming is not None:
-                    _resumption.reset(resuming)
-        return _answering(result, record)
-
-    def _check(
-        self,
-        pending: Any,
-        decision: Any,
-        ctx: ToolExecutionContext,
-        timeout: float | None,
-        idle_timeout: float | None,
-    ) -> tuple[PendingApproval, ApprovalDecision, ApprovalRecord]:
-        """Check a resume before its claim (see `ToolRuntime.resume`)."""
-        from toolcycle.agent._approve import check_resume, record_of
-
-        self._settings.check_open()
-
-        def precheck(record: PendingApproval) -> None:
-            # Refusals that do not spend the approval: the call stays resumable.
-            # Everything the run would refuse before the tool starts is checked here.
-            if not isinstance(ctx, ToolExecutionContext):
-                raise TypeError(f"ctx must be a ToolExecutionContext, got {type(ctx).__name__}")
-            check_limits(timeout, idle_timeout)
-            if ctx.ended:
-                raise ToolRuntimeError(
-                    f"plan {ctx.plan_id!r} has ended; resume the call in an open plan",
-                    tool_name=record.tool_name,
-                    plan_id=ctx.plan_id,
-                )
-            self._steps.precheck(record.tool_name, ctx)
-
-        record, chosen = check_resume(pending, decision, precheck)
-        approval = record_of(
-            chosen, record.fingerprint, approval_id=record.approval_id, resumed=True
-        )
-        return record, chosen, approval
-
-    def _claim(self, record: PendingApproval, ctx: ToolExecutionContext) -> tuple[bool, bool]:
-        """Claim the call in the ledger; a durable plan's engine may record the answer.
-
-        A replayed plan must get its own claim's answer back: asked again, the
-        ledger would refuse the call this very plan claimed.
-
-        Returns:
-            The ledger's answer, and whether it is an earlier run's recorded
-            answer (the engine handed it back without asking the ledger).
-        """
-        once = getattr(ctx.durable, "claim_once", None)  # optional in `DurablePlan`
-        if once is None:
-            return self.ledger.claim(record.approval_id), False
-        claim, asked = self._asking(record)
-        return bool(once(ctx, record.tool_name, claim)), not asked
-
-    async def _aclaim(
-        self, record: PendingApproval, ctx: ToolExecutionContext
-    ) -> tuple[bool, bool]:
-        """Async twin of `_claim`."""
-        once = getattr(ctx.durable, "aclaim_once", None)
-        if once is None:
-            return self.ledger.claim(record.approval_id), False
-        claim, asked = self._asking(record)
-        return bool(await once(ctx, record.tool_name, claim)), not asked
-
-    def _asking(self, record: PendingApproval) -> tuple[Callable[[], bool], list[bool]]:
-        """The claim to hand a durable plan's engine, and a list that fills if it is made."""
-        asked: list[bool] = []
-        ledger = self.ledger
-
-        def claim() -> bool:
-            asked.append(True)
-            return ledger.claim(record.approval_id)
-
-        return claim, asked
-
-    def _resumed_denial(
-        self,
-        record: PendingApproval,
-        decision: ApprovalDecision,
-        approval: ApprovalRecord,
-        ctx: ToolExecutionContext,
-        replayed: bool,
-    ) -> ToolResult:
-        """The failed result of a deferred call that was denied, with its own trace.
-
-        ``replayed``: the claim was an earlier run's, which traced the denial; this
-        one is neither announced nor traced again (its result still has a trace).
-        """
-        tool_call_id = record.call.id if record.call is not None else None
-        call = self._steps.start(
-            record.tool_name, ctx, tool_call_id, traced=not replayed, approval=approval
-        )
-        try:
-            return self._approvals.denied(call, decision, replayed=replayed)
-        finally:
-            if call.observer is not None:
-                self._steps.observed(call)
-
-
 def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
     from toolcycle.approvals import ApprovalDecision
 
@@ -384,32 +197,3 @@ def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
         error=scrub(error) if scrub is not None else error,
     )
     return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")
-
-
-def _resuming(
-    record: PendingApproval, decision: ApprovalDecision
-) -> Token[Resumption | None] | None:
-    """Hand the answer to a tool that deferred its own call; the token to undo it with."""
-    from toolcycle.approvals import Resumption, _resumption
-
-    if record.request is None:
-        return None
-    return _resumption.set(Resumption(record.request, decision.reply, record.approval_id))
-
-
-def _rerun(
-    record: PendingApproval,
-    ctx: ToolExecutionContext,
-    timeout: float | None,
-    idle_timeout: float | None,
-) -> tuple[str, dict[str, Any], ToolExecutionContext, float | None, float | None, str | None]:
-    """The runner's arguments for an approved call: its recorded tool, arguments and call id."""
-    call_id = record.call.id if record.call is not None else None
-    return record.tool_name, record.arguments, ctx, timeout, idle_timeout, call_id
-
-
-def _answering(result: ToolResult, record: PendingApproval) -> ToolResult:
-    """The resumed call's result, carrying the model's call it answers, if it came as one."""
-    if record.call is None:
-        return result
-    return result.model_copy(update={"call": record.call})

@@ -13,12 +13,13 @@ from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._lifecycle import LifecycleCalls
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
-from toolcycle.runtime._approvals import Approvals, Resumer
+from toolcycle.runtime._approvals import Approvals
 from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
+from toolcycle.runtime._resume import Resumer
 from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.runtime._shared import Option, Settings, check_result_limit
 from toolcycle.runtime._steps import CallSteps
@@ -168,7 +169,7 @@ class ToolRuntime:
         self._steps = steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
         approvals = Approvals(steps, invoker, settings)
         self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
-        self._resumer = Resumer(approvals, steps, self._pipeline, settings, approval_ledger)
+        self._resumer = Resumer(approvals.denied, steps, self._pipeline, settings, approval_ledger)
 
     @functools.cached_property
     def _dispatcher(self) -> Dispatcher:

@@ -69,13 +69,22 @@ class GuardStep:
 
     # -- input: guardrails and approval, in the configured order -------------------------
 
-    def screen(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
-        """Input guardrails and the approval step from sync code; None means run the call."""
+    def screen(
+        self, call: Call, entry: Entry, data: dict[str, Any], asks: bool | None
+    ) -> ToolResult | None:
+        """Input guardrails and the approval step from sync code; None means run the call.
+
+        ``asks`` is the approval rule's answer for the call, once the pipeline has
+        asked it; None asks it here, after the early guardrails (so a call they turn
+        away never asks). The rule is asked at most once per call either way.
+        """
         guards = entry.guards
         early = guards is not None and guards.input and not guards.after_approval
         if early and (verdict := self._stage(call, entry, data, "input")) is not None:
             return verdict
-        if self._approvals.needed(call, entry):
+        if asks is None:
+            asks = self._approvals.needed(call, entry)
+        if asks:
             verdict = self._approvals.ask(call, entry, data)
             if verdict is not None:
                 return verdict
@@ -83,13 +92,17 @@ class GuardStep:
             return self._stage(call, entry, data, "input")
         return None
 
-    async def ascreen(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:
+    async def ascreen(
+        self, call: Call, entry: Entry, data: dict[str, Any], asks: bool | None
+    ) -> ToolResult | None:
         """Async twin of `screen`."""
         guards = entry.guards
         early = guards is not None and guards.input and not guards.after_approval
         if early and (verdict := await self._astage(call, entry, data, "input")) is not None:
             return verdict
-        if self._approvals.needed(call, entry):
+        if asks is None:
+            asks = self._approvals.needed(call, entry)
+        if asks:
             verdict = await self._approvals.aask(call, entry, data)
             if verdict is not None:
                 return verdict

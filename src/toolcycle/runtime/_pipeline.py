@@ -219,8 +219,12 @@ class CallPipeline:
             entry = hosted(entry, call, asynchronous=False)
         flight = steps.admit(call, threading.get_ident())
         try:
-            if not entry.plain or self._approvals.needed(call, entry):
-                return self._screened(call, entry, flight, params, timeout, idle_timeout)
+            # A plan's approval rule is asked once per call, and its answer passed on:
+            # a rule that answered differently when asked again would split the call.
+            if not entry.plain:  # asked later: after validation (and early guardrails)
+                return self._screened(call, entry, flight, params, timeout, idle_timeout, None)
+            if self._approvals.needed(call, entry):
+                return self._screened(call, entry, flight, params, timeout, idle_timeout, True)
             # The plain path, kept as short as it was before guardrails and caching:
             # each feature a tool lacks costs it nothing beyond the check above.
             before, limit = deadlines(call, entry, timeout, idle_timeout)
@@ -250,16 +254,23 @@ class CallPipeline:
         params: Any,
         timeout: float | None,
         idle_timeout: float | None,
+        asks: bool | None,
     ) -> ToolResult:
-        """`_run` of a tool with guardrails, a result cache, or a call to approve."""
+        """`_run` of a tool with guardrails, a result cache, or a call to approve.
+
+        ``asks`` is the approval rule's answer for the call, or None when the rule
+        has not been asked yet (a guarded tool asks it after its early guardrails).
+        """
         steps = self._steps
         cache, key = entry.cache, None
         data = steps.validate_input(call, entry, params)
         if type(data) is Validation:
             return steps.invalid(call, entry, data)
-        if entry.guards is not None or self._approvals.needed(call, entry):
+        if asks is None and entry.guards is None:
+            asks = self._approvals.needed(call, entry)  # a cached tool's call
+        if asks or entry.guards is not None:
             # Validate, guard and ask first, so that a call turned away starts nothing.
-            verdict = self._guards.screen(call, entry, data)
+            verdict = self._guards.screen(call, entry, data, asks)
             if verdict is not None:
                 return verdict
             if cache is not None:
@@ -300,9 +311,13 @@ class CallPipeline:
             task = asyncio.current_task()
             flight = steps.admit(call, task)
             try:
-                if not entry.plain or self._approvals.needed(call, entry):
+                if not entry.plain:  # the rule is asked later, once (see `_run`)
                     return await self._ascreened(
-                        call, entry, flight, task, params, timeout, idle_timeout
+                        call, entry, flight, task, params, timeout, idle_timeout, None
+                    )
+                if self._approvals.needed(call, entry):
+                    return await self._ascreened(
+                        call, entry, flight, task, params, timeout, idle_timeout, True
                     )
                 before, limit = deadlines(call, entry, timeout, idle_timeout)
                 if before is None and self._activator.settled(call.ctx, call.name):
@@ -338,6 +353,7 @@ class CallPipeline:
         params: Any,
         timeout: float | None,
         idle_timeout: float | None,
+        asks: bool | None,
     ) -> ToolResult:
         """Async twin of `_screened`."""
         steps = self._steps
@@ -345,8 +361,10 @@ class CallPipeline:
         data = steps.validate_input(call, entry, params)
         if type(data) is Validation:
             return steps.invalid(call, entry, data)
-        if entry.guards is not None or self._approvals.needed(call, entry):
-            verdict = await self._guards.ascreen(call, entry, data)
+        if asks is None and entry.guards is None:
+            asks = self._approvals.needed(call, entry)
+        if asks or entry.guards is not None:
+            verdict = await self._guards.ascreen(call, entry, data, asks)
             if verdict is not None:
                 return verdict
             if cache is not None:

@@ -330,7 +330,7 @@ class ApprovalStep(Protocol):
     """The pipeline's approval step (the approvals part provides it)."""
 
     def needed(self, call: Call, entry: Entry) -> bool:
-        """Whether someone must approve this call before it runs."""
+        """Whether someone must approve this call before it runs (asked once per call)."""
         ...
 
     def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:

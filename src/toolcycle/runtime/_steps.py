@@ -261,7 +261,20 @@ class CallSteps:
         if straggler is not None and call.flight is not None:
             # In flight until its thread ends: the plan's end waits for it.
             call.flight.leave(straggler)
-        return Outcome(timed_out=True, abandoned=exc.abandoned is not None, reason=str(exc))
+        abandoned = exc.abandoned is not None or self._left_in_host(call)
+        return Outcome(timed_out=True, abandoned=abandoned, reason=str(exc))
+
+    def _left_in_host(self, call: Call) -> bool:
+        """Whether a timed-out call left a sync body running in its plan's host.
+
+        From async code the host's stand-in is a coroutine, which the timeout
+        cancels; the host then cancels the body's token, but a sync body runs on
+        a thread of the worker, which nothing stops: it runs on as it would here.
+        """
+        if call.ctx.host is None:
+            return False
+        entry = self._entries.get(call.name)  # the tool's own entry, not the stand-in's
+        return entry is not None and not entry.coroutine
 
     def refused(
         self,
