@@ -685,6 +685,59 @@ def test_a_cancelled_plan_during_an_async_guardrail_cancels_the_call(runtime: To
     asyncio.run(main())
 
 
+def test_a_plain_guardrail_returning_an_awaitable_is_cancelled_with_its_plan(
+    runtime: ToolRuntime,
+) -> None:
+    """A plain function handing back a coroutine is awaited under the plan's token too."""
+    entered = asyncio.Event()
+
+    async def waits() -> GuardrailDecision:
+        entered.set()
+        await asyncio.Event().wait()
+        return allow()  # pragma: no cover - cancelled while waiting
+
+    def plain(call: GuardrailCall, ctx: ToolExecutionContext) -> Any:
+        return waits()
+
+    runtime.register(echo, input_guardrails=[plain])
+
+    async def main() -> None:
+        async with runtime.aplan() as ctx:
+            task = asyncio.ensure_future(runtime.aexecute("echo", {"text": "x"}, ctx))
+            await asyncio.wait_for(entered.wait(), WAIT)
+            ctx.cancellation_token.cancel("enough")
+            with pytest.raises(ToolCancelledError, match="enough"):
+                await asyncio.wait_for(task, WAIT)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("driver", ["execute", "aexecute"])
+def test_a_guardrail_raising_keyboard_interrupt_is_traced_cancelled_and_obeyed(
+    runtime: ToolRuntime, driver: str
+) -> None:
+    """KeyboardInterrupt from a guardrail propagates, and the call still has its trace."""
+    traces = traced(runtime)
+
+    def interrupted(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        raise KeyboardInterrupt
+
+    runtime.register(echo, input_guardrails=[interrupted])
+    with pytest.raises(KeyboardInterrupt):
+        if driver == "execute":
+            with runtime.plan() as ctx:
+                runtime.execute("echo", {"text": "x"}, ctx)
+        else:
+
+            async def main() -> None:
+                async with runtime.aplan() as actx:
+                    await runtime.aexecute("echo", {"text": "x"}, actx)
+
+            asyncio.run(main())
+    assert [(trace.tool_name, trace.status) for trace in traces] == [("echo", "cancelled")]
+    assert traces[0].error_type == "KeyboardInterrupt"
+
+
 def test_a_guardrail_raising_cancellation_cancels_the_call(runtime: ToolRuntime) -> None:
     """ToolCancelledError from a guardrail is a cancellation, not a stop, in both drivers."""
 

@@ -31,6 +31,8 @@ from toolcycle.models import GuardrailRecord, ToolResult
 from toolcycle.runtime._rich import RICH_TYPES, read_rich
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from toolcycle.content import ContentPart
     from toolcycle.execution._invoke import Invoker
     from toolcycle.guardrails import GuardrailCall, GuardrailStage
@@ -217,6 +219,9 @@ class GuardStep:
                 self._steps.raise_cancelled(call, exc)
             except Exception as exc:
                 self._failed(call, guard, stage, exc)
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+                self._steps.emit(call, "cancelled", error=exc)
+                raise
             verdict = self._decided(call, guard, stage, answer, changes)
             if verdict is not None:
                 return verdict
@@ -244,8 +249,10 @@ class GuardStep:
                     )
                 else:
                     answer = guard.fn(seen, call.ctx)
-                    if inspect.isawaitable(answer):
-                        answer = await answer
+                    if inspect.isawaitable(answer):  # awaited as a coroutine guard is: cancellable
+                        answer = await self._invoker.acall(
+                            _awaited, answer, token=token, coroutine=True
+                        )
             except ToolCancelledError as exc:
                 self._steps.raise_cancelled(call, exc)
             except asyncio.CancelledError as exc:
@@ -255,6 +262,9 @@ class GuardStep:
                 self._steps.raise_cancelled(call, exc)
             except Exception as exc:
                 self._failed(call, guard, stage, exc)
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
+                self._steps.emit(call, "cancelled", error=exc)
+                raise
             verdict = self._decided(call, guard, stage, answer, changes)
             if verdict is not None:
                 return verdict
@@ -359,6 +369,11 @@ def _call_of(
         output=output,
         content=content,
     )
+
+
+def _awaited(awaitable: Awaitable[Any]) -> Awaitable[Any]:
+    """The awaitable a plain guardrail returned, for `Invoker.acall` to await under the token."""
+    return awaitable
 
 
 def _changes_recorded(call: Call, output: Any) -> Any:
