@@ -57,7 +57,7 @@ def inside(root: Path, requested: str, *, what: str = "path") -> Path:
             "use forward slashes, as in 'references/guide.md'"
         )
     relative = PurePosixPath(requested)
-    if relative.is_absolute() or requested.startswith("~"):
+    if relative.is_absolute() or _from_home(requested):
         raise SkillFileError(
             f"the {what} {requested!r} is absolute; give it relative to the skill's folder"
         )
@@ -104,6 +104,11 @@ def same_file(path: Path, other: Path) -> bool:
         return os.path.samefile(path, other)
     except OSError:
         return False
+
+
+def _from_home(requested: str) -> bool:
+    """Whether a path starts with ``~``, which a shell would read as a home folder."""
+    return requested.startswith("~")
 
 
 def _hidden(parts: tuple[str, ...]) -> bool:
@@ -196,6 +201,13 @@ def _unreadable(exc: OSError, requested: str) -> SkillFileError:
     return SkillFileError(f"{requested!r} cannot be read ({exc.strerror}); {listed}")
 
 
+def _listable(name: str, *, at_top: bool) -> bool:
+    """Whether a call could ask for a file or folder of this name (``at_top``: in ``root``)."""
+    if name.startswith(".") or "\\" in name:
+        return False
+    return not (at_top and _from_home(name))
+
+
 def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str], bool]:
     """The regular files under ``root`` (relative, sorted), and whether the list was cut.
 
@@ -203,7 +215,8 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
     name for it (a link): its body is the instructions the list goes with, and
     its front matter is not offered.
 
-    Hidden files and folders (a leading dot) are left out, as are symlinks whose
+    Hidden files and folders (a leading dot) are left out, as are names a call
+    cannot ask for (a backslash, or a ``~`` starting the path) and symlinks whose
     target is outside ``root`` or hidden inside it: what `inside` refuses is not
     listed. Symlinked folders are not descended into, so a loop of links cannot
     trap the walk.
@@ -211,10 +224,11 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
     skill = _identity(root / skill_file)
     found: list[str] = []
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         base = Path(folder)
+        top = base == root
+        subfolders[:] = sorted(name for name in subfolders if _listable(name, at_top=top))
         for name in sorted(files):
-            if name.startswith(".") or (base == root and name == skill_file):
+            if not _listable(name, at_top=top) or (top and name == skill_file):
                 continue
             path = base / name
             if path.is_symlink():
