@@ -219,6 +219,25 @@ def test_two_skills_with_one_name_keep_the_first_and_report_the_second(tmp_path:
     assert directory.reports[0].rule == "name-duplicate"
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("caf\u00e9", "cafe\u0301"), ("fix", "\ufb01x")],
+    ids=["composed-and-decomposed", "ligature"],
+)
+def test_two_names_equal_once_normalised_are_one_name(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    """Names compared as the rules compare them (NFKC): the second is a duplicate."""
+    make_skill(tmp_path / "a", first)
+    make_skill(tmp_path / "b", second)
+    directory = SkillDirectory(tmp_path, recursive=True)
+    with pytest.warns(InvalidSkillWarning, match="name-duplicate"):
+        skills = directory.scan()
+    assert [skill.name for skill in skills] == [first]
+    assert [report.rule for report in directory.reports] == ["name-duplicate"]
+    assert f"written {first!r} there" in directory.reports[0].message
+
+
 def test_a_path_that_is_not_a_folder_is_refused_at_once(tmp_path: Path) -> None:
     """A missing skills folder is an error when the source is made, naming the path."""
     with pytest.raises(NotADirectoryError, match="nowhere"):

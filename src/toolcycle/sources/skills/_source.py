@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import logging
 import os
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +206,9 @@ class SkillDirectory:
         """
         skills: list[Skill] = []
         reports: list[SkillReport] = []
-        seen: dict[str, Path] = {}
+        # By the NFKC form the rules compare names in: "café" typed two ways, or
+        # "ﬁx" and "fix", would be two tools that read as one.
+        seen: dict[str, Skill] = {}
         for folder in self._folders():
             try:
                 skill = Skill(folder, **self._options)
@@ -214,18 +217,21 @@ class SkillDirectory:
                 if not self.strict:
                     warn_at_caller(InvalidSkillWarning(error.reports))
                 continue
-            if skill.name in seen:
+            key = unicodedata.normalize("NFKC", skill.name)
+            if key in seen:
+                first = seen[key]
+                same = "" if first.name == skill.name else f" (written {first.name!r} there)"
                 duplicate = SkillReport(
                     skill.path,
                     "name-duplicate",
-                    f"the name {skill.name!r} is also the name of {str(seen[skill.name])!r}",
+                    f"the name {skill.name!r} is also the name of {str(first.path)!r}{same}",
                     "rename one of the two skills (and its folder)",
                 )
                 reports.append(duplicate)
                 if not self.strict:
                     warn_at_caller(InvalidSkillWarning([duplicate]))
                 continue
-            seen[skill.name] = skill.path
+            seen[key] = skill
             reports.extend(skill.reports)
             skills.append(skill)
         self.reports = tuple(reports)
