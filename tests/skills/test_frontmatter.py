@@ -177,6 +177,17 @@ def test_a_front_matter_that_never_closes_stops_at_the_byte_limit(tmp_path: path
     assert "10000 bytes" in str(error)
 
 
+def test_a_closing_line_past_the_byte_limit_is_refused_even_within_one_chunk(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The limit holds for a front matter shorter than a chunk: its closing line is too late."""
+    file = write(tmp_path, "---\nname: a\ndescription: " + "x" * 500 + "\n---\nBody.\n")
+    error = rule_of(file, max_bytes=100)
+    assert error.rule == "frontmatter-too-large"
+    assert "100 bytes" in str(error) and "max_front_matter_bytes" in error.hint
+    assert read(file, max_bytes=600)["name"] == "a"
+
+
 @pytest.mark.parametrize(
     ("yaml_text", "what"),
     [

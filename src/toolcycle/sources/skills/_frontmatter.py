@@ -114,16 +114,14 @@ def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
                 chunk = chunk[:-1]
             data += _unix_newlines(chunk)
             found = _split(data, at_eof=at_eof)
+            # Where the front matter ends, or how far the search has read: a chunk may
+            # carry a closing line from past the limit, and that line counts as missing.
+            if (len(data) if found is None else found[3]) > max_bytes:
+                raise _too_large(max_bytes)
             if found is not None:
                 return parse_yaml(_decode(found[0], offset=found[2]))
             if at_eof:
                 raise _unclosed()
-            if len(data) > max_bytes:
-                raise FrontMatterError(
-                    "frontmatter-too-large",
-                    f"no line '---' closes the front matter within its first {max_bytes} bytes",
-                    "close the front matter with a line '---' after the last field",
-                )
 
 
 def read_body(file: Path, *, max_bytes: int) -> str:
@@ -205,6 +203,15 @@ def _not_utf8(offset: int) -> FrontMatterError:
         "encoding",
         f"SKILL.md is not valid UTF-8 (at byte {offset})",
         "save it as UTF-8",
+    )
+
+
+def _too_large(max_bytes: int) -> FrontMatterError:
+    return FrontMatterError(
+        "frontmatter-too-large",
+        f"no line '---' closes the front matter within its first {max_bytes} bytes",
+        "close the front matter with a line '---' after the last field, or raise "
+        "SkillLimits(max_front_matter_bytes=...) to allow a longer one",
     )
 
 
