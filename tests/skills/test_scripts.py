@@ -281,6 +281,29 @@ def test_an_executable_that_cannot_be_started_is_refused_without_host_paths(
     assert str(tmp_path) not in (result.error or "")
 
 
+def test_arguments_too_long_to_start_say_so_and_point_at_stdin(runtime, tmp_path) -> None:
+    """The system refuses the arguments' length: the error says that, not to add a '#!'."""
+    names(runtime, Skill(make_skill(tmp_path, {"report.py": REPORT}), scripts=True))
+    result = run(runtime, "scripts/report.py", "x" * 4_000_000)
+    assert not result.success
+    assert result.error_type == "SkillFileError"
+    assert "'scripts/report.py' could not be started" in (result.error or "")
+    assert "longer than the system allows" in (result.error or "")
+    assert "stdin" in (result.error or "")
+    assert "#!" not in (result.error or "")
+
+
+def test_an_argument_holding_a_nul_is_refused_before_anything_runs(runtime, tmp_path) -> None:
+    """A NUL cannot reach a program's arguments: a SkillFileError naming the argument."""
+    marker = tmp_path / "ran"
+    names(runtime, Skill(make_skill(tmp_path, {"touch.py": _touching(marker)}), scripts=True))
+    result = run(runtime, "scripts/touch.py", "fine", "a\x00b")
+    assert not result.success
+    assert result.error_type == "SkillFileError"
+    assert "argument 1" in (result.error or "") and "NUL" in (result.error or "")
+    assert not marker.exists()
+
+
 def test_a_missing_script_is_refused_with_its_name(runtime, tmp_path) -> None:
     """Asking for a script the skill does not bundle fails with a SkillFileError."""
     names(runtime, Skill(make_skill(tmp_path, {"report.py": REPORT}), scripts=True))
