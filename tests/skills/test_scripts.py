@@ -468,6 +468,28 @@ def test_the_environment_is_minimal_plus_the_env_given(runtime, tmp_path, monkey
     assert set(env) - {"X"} <= INHERITED
 
 
+@pytest.mark.parametrize(
+    ("env", "error", "message"),
+    [
+        ({"X": 1}, TypeError, "must be text"),
+        ({2: "x"}, TypeError, "must be text"),
+        ({"": "x"}, ValueError, "non-empty"),
+        ({"A=B": "x"}, ValueError, "without '='"),
+        ({"X\x00": "x"}, ValueError, "NUL"),
+        ({"X": "a\x00b"}, ValueError, "NUL"),
+    ],
+)
+def test_an_env_no_process_could_receive_is_refused_when_the_source_is_made(
+    tmp_path, env: Any, error: type[Exception], message: str
+) -> None:
+    """Both sources check env at once, naming the variable, instead of failing every call."""
+    folder = make_skill(tmp_path, {"report.py": REPORT})
+    with pytest.raises(error, match=message):
+        SkillDirectory(tmp_path, scripts=True, env=env)
+    with pytest.raises(error, match=message):
+        Skill(folder, scripts=True, env=env)
+
+
 # -- timeouts ----------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from toolcycle.sources.skills._rules import (
     SkillValidationError,
     check_fields,
 )
+from toolcycle.sources.skills._scripts import checked_env
 from toolcycle.sources.skills._tools import ScriptTool, SkillTool
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class Skill:
 
     Raises:
         SkillValidationError: the skill breaks a rule of the specification.
+        TypeError: a name or value of ``env`` is not text.
+        ValueError: a name of ``env`` is empty or holds ``=`` or a NUL, or a value a NUL.
     """
 
     __slots__ = (
@@ -94,7 +97,7 @@ class Skill:
     ) -> None:
         self.limits = limits or SkillLimits()
         self.scripts = scripts
-        self._env = dict(env) if env is not None else None
+        self._env = checked_env(env)
         # Absolute, so that "." or "skills/notes/.." has the folder's name for the
         # name check; made so without following symlinks, as a linked folder's name
         # is the link's in a SkillDirectory too.
@@ -162,6 +165,8 @@ class SkillDirectory:
 
     Raises:
         NotADirectoryError: ``path`` is not a folder.
+        TypeError: a name or value of ``env`` is not text.
+        ValueError: a name of ``env`` is empty or holds ``=`` or a NUL, or a value a NUL.
     """
 
     __slots__ = ("_options", "_skills", "defer_loading", "path", "recursive", "reports", "strict")
@@ -186,6 +191,7 @@ class SkillDirectory:
         self.recursive = recursive
         self.strict = strict
         self.defer_loading = defer_loading
+        env = checked_env(env)
         self._options: dict[str, Any] = {"scripts": scripts, "env": env, "limits": limits}
         self._skills: list[Skill] | None = None
         self.reports = ()
