@@ -272,6 +272,23 @@ def test_the_body_is_the_text_after_the_closing_line_without_surrounding_blanks(
     assert read_body(file, max_bytes=1 << 20) == "# Title\n\n\ntext"
 
 
+@pytest.mark.parametrize(
+    ("body", "instructions"),
+    [
+        ("\n\n    indented code\n\ntext\n", "    indented code\n\ntext"),
+        ("  \t \n  - nested item\n", "  - nested item"),
+        ("    first line\n", "    first line"),
+        (" \n\t\n", ""),
+    ],
+)
+def test_the_first_line_of_the_body_keeps_its_indentation(
+    tmp_path: pathlib.Path, body: str, instructions: str
+) -> None:
+    """Only blank lines are dropped around the body: an indented code block stays one."""
+    file = write(tmp_path, "---\nname: a\n---\n" + body)
+    assert read_body(file, max_bytes=1 << 20) == instructions
+
+
 def test_a_body_read_after_the_front_matter_was_removed_is_an_error(
     tmp_path: pathlib.Path,
 ) -> None:

@@ -142,7 +142,19 @@ def read_body(file: Path, *, max_bytes: int) -> str:
     found = _split(data, at_eof=True)
     if found is None:
         raise _unclosed()
-    return _decode(found[1], offset=found[3]).strip()
+    return _without_blank_lines_around(_decode(found[1], offset=found[3]))
+
+
+def _without_blank_lines_around(text: str) -> str:
+    """``text`` without its leading and trailing blank lines.
+
+    The first line keeps its indentation: in Markdown it may make a code block.
+    """
+    content = text.lstrip()
+    if not content:
+        return ""
+    start = text.rfind("\n", 0, len(text) - len(content)) + 1
+    return text[start:].rstrip()
 
 
 def _decode(data: bytes, *, offset: int) -> str:
