@@ -494,6 +494,22 @@ def test_an_instructions_file_that_turned_invalid_fails_activation(tmp_path: Pat
             runtime.execute("fragile", {}, ctx)
 
 
+def test_a_skill_md_removed_after_discovery_fails_activation_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """The error names the missing file and says to restore it or register again."""
+    path = make_skill(tmp_path, "vanishing")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        (path / "SKILL.md").unlink()
+        with runtime.plan() as ctx, pytest.raises(ToolActivationError) as caught:
+            runtime.execute("vanishing", {}, ctx)
+    message = str(caught.value)
+    assert "no file 'SKILL.md'" in message
+    assert "register the skill's source again" in message
+    assert "listed with its instructions" not in message
+
+
 def test_the_prompt_block_matches_the_reference_library(tmp_path: Path) -> None:
     """prompt() gives skills-ref's to_prompt output for the same skill folders."""
     shutil.copytree(CORPUS, tmp_path / "corpus")

@@ -137,7 +137,9 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
     return text.replace("\r\n", "\n")
 
 
-def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> bytes:
+def read_capped(
+    path: Path, requested: str, *, max_bytes: int, limit: str, hint: str = _LISTED
+) -> bytes:
     """The bytes of the regular file ``path``, refused if there are more than ``max_bytes``.
 
     The file is opened once, without following a symlink in its last part and
@@ -149,6 +151,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
         requested: the path as asked for, the only one messages name.
         max_bytes: the cap.
         limit: the `SkillLimits` field that sets the cap, named in the message.
+        hint: what to do when the system refuses to read it (it is missing, say).
 
     Raises:
         SkillFileError: it is missing, not a regular file, unreadable or too large.
@@ -157,7 +160,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
     try:
         stream = open_regular(path)
     except OSError as exc:
-        raise _unreadable(exc, requested) from None
+        raise _unreadable(exc, requested, hint) from None
     if stream is None:
         raise SkillFileError(f"{requested!r} is not a regular file")
     with stream:
@@ -167,7 +170,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
         try:
             data = stream.read(max_bytes + 1)
         except OSError as exc:
-            raise _unreadable(exc, requested) from None
+            raise _unreadable(exc, requested, hint) from None
     if len(data) > max_bytes:  # it grew since it was opened
         raise SkillFileError(f"{requested!r} is {over}")
     return data
@@ -189,9 +192,8 @@ def open_regular(path: Path) -> BinaryIO | None:
     return None
 
 
-def _unreadable(exc: OSError, requested: str) -> SkillFileError:
+def _unreadable(exc: OSError, requested: str, listed: str) -> SkillFileError:
     """The error for ``requested`` that the system refused, without the host's path."""
-    listed = _LISTED
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return SkillFileError(f"the skill has no file {requested!r}; {listed}")
     if isinstance(exc, IsADirectoryError):

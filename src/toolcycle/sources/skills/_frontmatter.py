@@ -32,6 +32,10 @@ __all__ = ["MAX_NESTING", "FrontMatterError", "read_body", "read_front_matter", 
 
 _Loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 _CHUNK = 8192
+# The hint when the SKILL.md read at discovery can no longer be read at activation.
+_CHANGED = (
+    "it changed since the skill was registered; put it back, or register the skill's source again"
+)
 # How deep lists and mappings may nest inside the front matter's mapping. Far
 # beyond any real skill; it keeps `_node`'s recursion well inside Python's limit.
 MAX_NESTING = 64
@@ -136,7 +140,7 @@ def read_body(file: Path, *, max_bytes: int) -> str:
         SkillFileError: the file is missing, not a regular file, unreadable or
             larger than ``max_bytes``.
     """
-    data = read_capped(file, file.name, max_bytes=max_bytes, limit="max_file_bytes")
+    data = read_capped(file, file.name, max_bytes=max_bytes, limit="max_file_bytes", hint=_CHANGED)
     _check_bom(data)
     data = _unix_newlines(data)
     found = _split(data, at_eof=True)
