@@ -409,6 +409,35 @@ def test_a_long_file_list_is_cut_and_says_so(tmp_path: Path) -> None:
     assert output["files"] == [f"references/{i:02}.md" for i in range(5)]
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"script_timeout": 0},
+        {"script_timeout": -1.0},
+        {"script_timeout": float("inf")},
+        {"script_timeout": float("nan")},
+        {"script_timeout": True},
+        {"script_timeout": "5"},
+        {"max_files": -1},
+        {"max_file_bytes": 1.5},
+        {"max_output_bytes": False},
+        {"max_front_matter_bytes": "256"},
+    ],
+    ids=str,
+)
+def test_limits_that_mean_nothing_are_refused_naming_the_field(limits: dict[str, Any]) -> None:
+    """A negative or fractional cap, or a timeout that is not a positive number, is an error."""
+    [field] = limits
+    with pytest.raises(ValueError, match=rf"SkillLimits\({field}="):
+        SkillLimits(**limits)
+
+
+def test_caps_of_zero_and_a_fractional_timeout_are_accepted() -> None:
+    """Zero keeps nothing (a valid choice); a timeout may be any positive number of seconds."""
+    limits = SkillLimits(max_files=0, max_output_bytes=0, script_timeout=0.25)
+    assert (limits.max_files, limits.max_output_bytes, limits.script_timeout) == (0, 0, 0.25)
+
+
 def test_a_bundled_file_is_read_on_demand(tmp_path: Path) -> None:
     """{"path": ...} returns that file's text, with Unix newlines."""
     make_skill(tmp_path, "reader", files={"references/guide.md": "Line 1\r\nLine 2\r\n"})
