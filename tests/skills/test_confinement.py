@@ -174,6 +174,28 @@ def test_every_listed_file_is_readable_and_every_other_file_is_refused(tmp_path:
     assert listed == readable == ["alias.md", "references/guide.md"]
 
 
+def test_a_file_whose_name_a_call_refuses_is_not_listed(tmp_path: Path) -> None:
+    """Names a path may not hold (a backslash, a leading '~') are neither listed nor read."""
+    files = {
+        "~notes.md": "Lock file.",
+        "~drafts/plan.md": "Draft.",
+        "back\\slash.md": "Odd name.",
+        "references/~kept.md": "Kept.",
+        "references/guide.md": "Guide.",
+    }
+    folder = make_skill(tmp_path, "naming", files=files)
+    on_disk = sorted(
+        (Path(base) / name).relative_to(folder).as_posix()
+        for base, _, names in os.walk(folder)
+        for name in names
+    )
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        listed = call(runtime, "naming", {}).output["files"]
+        readable = [path for path in on_disk if call(runtime, "naming", {"path": path}).success]
+    assert listed == readable == ["references/guide.md", "references/~kept.md"]
+
+
 @pytest.mark.parametrize("requested", ["SKILL.md", "./SKILL.md", "references/skill-link.md"])
 def test_the_skill_md_itself_is_not_readable_by_path(tmp_path: Path, requested: str) -> None:
     """Its front matter is not offered: the instructions come only from a call without a path."""

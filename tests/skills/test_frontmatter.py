@@ -177,6 +177,17 @@ def test_a_front_matter_that_never_closes_stops_at_the_byte_limit(tmp_path: path
     assert "10000 bytes" in str(error)
 
 
+def test_a_closing_line_past_the_byte_limit_is_refused_even_within_one_chunk(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The limit holds for a front matter shorter than a chunk: its closing line is too late."""
+    file = write(tmp_path, "---\nname: a\ndescription: " + "x" * 500 + "\n---\nBody.\n")
+    error = rule_of(file, max_bytes=100)
+    assert error.rule == "frontmatter-too-large"
+    assert "100 bytes" in str(error) and "max_front_matter_bytes" in error.hint
+    assert read(file, max_bytes=600)["name"] == "a"
+
+
 @pytest.mark.parametrize(
     ("yaml_text", "what"),
     [
@@ -259,6 +270,23 @@ def test_the_body_is_the_text_after_the_closing_line_without_surrounding_blanks(
     """Leading and trailing blank lines are dropped, inner ones kept."""
     file = write(tmp_path, "---\nname: a\n---\n\n\n# Title\n\n\ntext\n\n")
     assert read_body(file, max_bytes=1 << 20) == "# Title\n\n\ntext"
+
+
+@pytest.mark.parametrize(
+    ("body", "instructions"),
+    [
+        ("\n\n    indented code\n\ntext\n", "    indented code\n\ntext"),
+        ("  \t \n  - nested item\n", "  - nested item"),
+        ("    first line\n", "    first line"),
+        (" \n\t\n", ""),
+    ],
+)
+def test_the_first_line_of_the_body_keeps_its_indentation(
+    tmp_path: pathlib.Path, body: str, instructions: str
+) -> None:
+    """Only blank lines are dropped around the body: an indented code block stays one."""
+    file = write(tmp_path, "---\nname: a\n---\n" + body)
+    assert read_body(file, max_bytes=1 << 20) == instructions
 
 
 def test_a_body_read_after_the_front_matter_was_removed_is_an_error(

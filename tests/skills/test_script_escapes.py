@@ -181,15 +181,16 @@ def test_a_script_that_kills_its_reaper_still_leaves_no_process_behind(
     assert_gone(pidfile)
 
 
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_script_ended_by_a_signal_reports_that_signal_as_a_negative_exit_code(
-    runtime: ToolRuntime, tmp_path: Path
+    runtime: ToolRuntime, tmp_path: Path, number: int
 ) -> None:
-    """The exit code is the script's own, even for a signal, not the reaper's."""
-    script = "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n"
+    """The exit code is the script's own, even for a signal (SIGKILL too), not the reaper's."""
+    script = f"import os\nos.kill(os.getpid(), {int(number)})\n"
     names(runtime, Skill(make_skill(tmp_path, {"die.py": script}), scripts=True))
     with runtime.plan() as ctx:
         result = runtime.execute(TOOL, {"script": "scripts/die.py"}, ctx, timeout=15)
-    assert result.output["exit_code"] == -signal.SIGTERM
+    assert result.output["exit_code"] == -number
 
 
 def test_the_host_kills_the_descendants_it_recorded_even_after_they_left_the_session(

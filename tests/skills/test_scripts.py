@@ -281,6 +281,29 @@ def test_an_executable_that_cannot_be_started_is_refused_without_host_paths(
     assert str(tmp_path) not in (result.error or "")
 
 
+def test_arguments_too_long_to_start_say_so_and_point_at_stdin(runtime, tmp_path) -> None:
+    """The system refuses the arguments' length: the error says that, not to add a '#!'."""
+    names(runtime, Skill(make_skill(tmp_path, {"report.py": REPORT}), scripts=True))
+    result = run(runtime, "scripts/report.py", "x" * 4_000_000)
+    assert not result.success
+    assert result.error_type == "SkillFileError"
+    assert "'scripts/report.py' could not be started" in (result.error or "")
+    assert "longer than the system allows" in (result.error or "")
+    assert "stdin" in (result.error or "")
+    assert "#!" not in (result.error or "")
+
+
+def test_an_argument_holding_a_nul_is_refused_before_anything_runs(runtime, tmp_path) -> None:
+    """A NUL cannot reach a program's arguments: a SkillFileError naming the argument."""
+    marker = tmp_path / "ran"
+    names(runtime, Skill(make_skill(tmp_path, {"touch.py": _touching(marker)}), scripts=True))
+    result = run(runtime, "scripts/touch.py", "fine", "a\x00b")
+    assert not result.success
+    assert result.error_type == "SkillFileError"
+    assert "argument 1" in (result.error or "") and "NUL" in (result.error or "")
+    assert not marker.exists()
+
+
 def test_a_missing_script_is_refused_with_its_name(runtime, tmp_path) -> None:
     """Asking for a script the skill does not bundle fails with a SkillFileError."""
     names(runtime, Skill(make_skill(tmp_path, {"report.py": REPORT}), scripts=True))
@@ -443,6 +466,28 @@ def test_the_environment_is_minimal_plus_the_env_given(runtime, tmp_path, monkey
     assert env["X"] == "1"
     assert env["PATH"] == os.environ["PATH"]
     assert set(env) - {"X"} <= INHERITED
+
+
+@pytest.mark.parametrize(
+    ("env", "error", "message"),
+    [
+        ({"X": 1}, TypeError, "must be text"),
+        ({2: "x"}, TypeError, "must be text"),
+        ({"": "x"}, ValueError, "non-empty"),
+        ({"A=B": "x"}, ValueError, "without '='"),
+        ({"X\x00": "x"}, ValueError, "NUL"),
+        ({"X": "a\x00b"}, ValueError, "NUL"),
+    ],
+)
+def test_an_env_no_process_could_receive_is_refused_when_the_source_is_made(
+    tmp_path, env: Any, error: type[Exception], message: str
+) -> None:
+    """Both sources check env at once, naming the variable, instead of failing every call."""
+    folder = make_skill(tmp_path, {"report.py": REPORT})
+    with pytest.raises(error, match=message):
+        SkillDirectory(tmp_path, scripts=True, env=env)
+    with pytest.raises(error, match=message):
+        Skill(folder, scripts=True, env=env)
 
 
 # -- timeouts ----------------------------------------------------------------------------------

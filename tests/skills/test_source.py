@@ -219,6 +219,25 @@ def test_two_skills_with_one_name_keep_the_first_and_report_the_second(tmp_path:
     assert directory.reports[0].rule == "name-duplicate"
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("caf\u00e9", "cafe\u0301"), ("fix", "\ufb01x")],
+    ids=["composed-and-decomposed", "ligature"],
+)
+def test_two_names_equal_once_normalised_are_one_name(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    """Names compared as the rules compare them (NFKC): the second is a duplicate."""
+    make_skill(tmp_path / "a", first)
+    make_skill(tmp_path / "b", second)
+    directory = SkillDirectory(tmp_path, recursive=True)
+    with pytest.warns(InvalidSkillWarning, match="name-duplicate"):
+        skills = directory.scan()
+    assert [skill.name for skill in skills] == [first]
+    assert [report.rule for report in directory.reports] == ["name-duplicate"]
+    assert f"written {first!r} there" in directory.reports[0].message
+
+
 def test_a_path_that_is_not_a_folder_is_refused_at_once(tmp_path: Path) -> None:
     """A missing skills folder is an error when the source is made, naming the path."""
     with pytest.raises(NotADirectoryError, match="nowhere"):
@@ -390,6 +409,35 @@ def test_a_long_file_list_is_cut_and_says_so(tmp_path: Path) -> None:
     assert output["files"] == [f"references/{i:02}.md" for i in range(5)]
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"script_timeout": 0},
+        {"script_timeout": -1.0},
+        {"script_timeout": float("inf")},
+        {"script_timeout": float("nan")},
+        {"script_timeout": True},
+        {"script_timeout": "5"},
+        {"max_files": -1},
+        {"max_file_bytes": 1.5},
+        {"max_output_bytes": False},
+        {"max_front_matter_bytes": "256"},
+    ],
+    ids=str,
+)
+def test_limits_that_mean_nothing_are_refused_naming_the_field(limits: dict[str, Any]) -> None:
+    """A negative or fractional cap, or a timeout that is not a positive number, is an error."""
+    [field] = limits
+    with pytest.raises(ValueError, match=rf"SkillLimits\({field}="):
+        SkillLimits(**limits)
+
+
+def test_caps_of_zero_and_a_fractional_timeout_are_accepted() -> None:
+    """Zero keeps nothing (a valid choice); a timeout may be any positive number of seconds."""
+    limits = SkillLimits(max_files=0, max_output_bytes=0, script_timeout=0.25)
+    assert (limits.max_files, limits.max_output_bytes, limits.script_timeout) == (0, 0, 0.25)
+
+
 def test_a_bundled_file_is_read_on_demand(tmp_path: Path) -> None:
     """{"path": ...} returns that file's text, with Unix newlines."""
     make_skill(tmp_path, "reader", files={"references/guide.md": "Line 1\r\nLine 2\r\n"})
@@ -473,6 +521,22 @@ def test_an_instructions_file_that_turned_invalid_fails_activation(tmp_path: Pat
         (path / "SKILL.md").write_bytes(b"---\nname: fragile\ndescription: d\n---\n\xff")
         with runtime.plan() as ctx, pytest.raises(ToolActivationError, match="not valid UTF-8"):
             runtime.execute("fragile", {}, ctx)
+
+
+def test_a_skill_md_removed_after_discovery_fails_activation_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """The error names the missing file and says to restore it or register again."""
+    path = make_skill(tmp_path, "vanishing")
+    with ToolRuntime() as runtime:
+        register(runtime, SkillDirectory(tmp_path))
+        (path / "SKILL.md").unlink()
+        with runtime.plan() as ctx, pytest.raises(ToolActivationError) as caught:
+            runtime.execute("vanishing", {}, ctx)
+    message = str(caught.value)
+    assert "no file 'SKILL.md'" in message
+    assert "register the skill's source again" in message
+    assert "listed with its instructions" not in message
 
 
 def test_the_prompt_block_matches_the_reference_library(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def inside(root: Path, requested: str, *, what: str = "path") -> Path:
             "use forward slashes, as in 'references/guide.md'"
         )
     relative = PurePosixPath(requested)
-    if relative.is_absolute() or requested.startswith("~"):
+    if relative.is_absolute() or _from_home(requested):
         raise SkillFileError(
             f"the {what} {requested!r} is absolute; give it relative to the skill's folder"
         )
@@ -106,6 +106,11 @@ def same_file(path: Path, other: Path) -> bool:
         return False
 
 
+def _from_home(requested: str) -> bool:
+    """Whether a path starts with ``~``, which a shell would read as a home folder."""
+    return requested.startswith("~")
+
+
 def _hidden(parts: tuple[str, ...]) -> bool:
     """Whether a part of a relative path starts with a dot (``.env``, ``.git/config``)."""
     return any(part.startswith(".") for part in parts)
@@ -132,7 +137,9 @@ def read_text(path: Path, requested: str, *, max_bytes: int) -> str:
     return text.replace("\r\n", "\n")
 
 
-def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> bytes:
+def read_capped(
+    path: Path, requested: str, *, max_bytes: int, limit: str, hint: str = _LISTED
+) -> bytes:
     """The bytes of the regular file ``path``, refused if there are more than ``max_bytes``.
 
     The file is opened once, without following a symlink in its last part and
@@ -144,6 +151,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
         requested: the path as asked for, the only one messages name.
         max_bytes: the cap.
         limit: the `SkillLimits` field that sets the cap, named in the message.
+        hint: what to do when the system refuses to read it (it is missing, say).
 
     Raises:
         SkillFileError: it is missing, not a regular file, unreadable or too large.
@@ -152,7 +160,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
     try:
         stream = open_regular(path)
     except OSError as exc:
-        raise _unreadable(exc, requested) from None
+        raise _unreadable(exc, requested, hint) from None
     if stream is None:
         raise SkillFileError(f"{requested!r} is not a regular file")
     with stream:
@@ -162,7 +170,7 @@ def read_capped(path: Path, requested: str, *, max_bytes: int, limit: str) -> by
         try:
             data = stream.read(max_bytes + 1)
         except OSError as exc:
-            raise _unreadable(exc, requested) from None
+            raise _unreadable(exc, requested, hint) from None
     if len(data) > max_bytes:  # it grew since it was opened
         raise SkillFileError(f"{requested!r} is {over}")
     return data
@@ -184,9 +192,8 @@ def open_regular(path: Path) -> BinaryIO | None:
     return None
 
 
-def _unreadable(exc: OSError, requested: str) -> SkillFileError:
+def _unreadable(exc: OSError, requested: str, listed: str) -> SkillFileError:
     """The error for ``requested`` that the system refused, without the host's path."""
-    listed = _LISTED
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return SkillFileError(f"the skill has no file {requested!r}; {listed}")
     if isinstance(exc, IsADirectoryError):
@@ -196,6 +203,13 @@ def _unreadable(exc: OSError, requested: str) -> SkillFileError:
     return SkillFileError(f"{requested!r} cannot be read ({exc.strerror}); {listed}")
 
 
+def _listable(name: str, *, at_top: bool) -> bool:
+    """Whether a call could ask for a file or folder of this name (``at_top``: in ``root``)."""
+    if name.startswith(".") or "\\" in name:
+        return False
+    return not (at_top and _from_home(name))
+
+
 def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str], bool]:
     """The regular files under ``root`` (relative, sorted), and whether the list was cut.
 
@@ -203,7 +217,8 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
     name for it (a link): its body is the instructions the list goes with, and
     its front matter is not offered.
 
-    Hidden files and folders (a leading dot) are left out, as are symlinks whose
+    Hidden files and folders (a leading dot) are left out, as are names a call
+    cannot ask for (a backslash, or a ``~`` starting the path) and symlinks whose
     target is outside ``root`` or hidden inside it: what `inside` refuses is not
     listed. Symlinked folders are not descended into, so a loop of links cannot
     trap the walk.
@@ -211,10 +226,11 @@ def bundled_files(root: Path, *, limit: int, skill_file: str) -> tuple[list[str]
     skill = _identity(root / skill_file)
     found: list[str] = []
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         base = Path(folder)
+        top = base == root
+        subfolders[:] = sorted(name for name in subfolders if _listable(name, at_top=top))
         for name in sorted(files):
-            if name.startswith(".") or (base == root and name == skill_file):
+            if not _listable(name, at_top=top) or (top and name == skill_file):
                 continue
             path = base / name
             if path.is_symlink():

@@ -32,6 +32,10 @@ __all__ = ["MAX_NESTING", "FrontMatterError", "read_body", "read_front_matter", 
 
 _Loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 _CHUNK = 8192
+# The hint when the SKILL.md read at discovery can no longer be read at activation.
+_CHANGED = (
+    "it changed since the skill was registered; put it back, or register the skill's source again"
+)
 # How deep lists and mappings may nest inside the front matter's mapping. Far
 # beyond any real skill; it keeps `_node`'s recursion well inside Python's limit.
 MAX_NESTING = 64
@@ -114,16 +118,14 @@ def read_front_matter(file: Path, *, max_bytes: int) -> dict[str, Any]:
                 chunk = chunk[:-1]
             data += _unix_newlines(chunk)
             found = _split(data, at_eof=at_eof)
+            # Where the front matter ends, or how far the search has read: a chunk may
+            # carry a closing line from past the limit, and that line counts as missing.
+            if (len(data) if found is None else found[3]) > max_bytes:
+                raise _too_large(max_bytes)
             if found is not None:
                 return parse_yaml(_decode(found[0], offset=found[2]))
             if at_eof:
                 raise _unclosed()
-            if len(data) > max_bytes:
-                raise FrontMatterError(
-                    "frontmatter-too-large",
-                    f"no line '---' closes the front matter within its first {max_bytes} bytes",
-                    "close the front matter with a line '---' after the last field",
-                )
 
 
 def read_body(file: Path, *, max_bytes: int) -> str:
@@ -138,13 +140,25 @@ def read_body(file: Path, *, max_bytes: int) -> str:
         SkillFileError: the file is missing, not a regular file, unreadable or
             larger than ``max_bytes``.
     """
-    data = read_capped(file, file.name, max_bytes=max_bytes, limit="max_file_bytes")
+    data = read_capped(file, file.name, max_bytes=max_bytes, limit="max_file_bytes", hint=_CHANGED)
     _check_bom(data)
     data = _unix_newlines(data)
     found = _split(data, at_eof=True)
     if found is None:
         raise _unclosed()
-    return _decode(found[1], offset=found[3]).strip()
+    return _without_blank_lines_around(_decode(found[1], offset=found[3]))
+
+
+def _without_blank_lines_around(text: str) -> str:
+    """``text`` without its leading and trailing blank lines.
+
+    The first line keeps its indentation: in Markdown it may make a code block.
+    """
+    content = text.lstrip()
+    if not content:
+        return ""
+    start = text.rfind("\n", 0, len(text) - len(content)) + 1
+    return text[start:].rstrip()
 
 
 def _decode(data: bytes, *, offset: int) -> str:
@@ -205,6 +219,15 @@ def _not_utf8(offset: int) -> FrontMatterError:
         "encoding",
         f"SKILL.md is not valid UTF-8 (at byte {offset})",
         "save it as UTF-8",
+    )
+
+
+def _too_large(max_bytes: int) -> FrontMatterError:
+    return FrontMatterError(
+        "frontmatter-too-large",
+        f"no line '---' closes the front matter within its first {max_bytes} bytes",
+        "close the front matter with a line '---' after the last field, or raise "
+        "SkillLimits(max_front_matter_bytes=...) to allow a longer one",
     )
 
 

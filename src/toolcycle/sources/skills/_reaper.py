@@ -110,7 +110,8 @@ def _exit_like(status: int) -> None:
             import resource  # only here: no core file for a copied crash
 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            signal.signal(number, signal.SIG_DFL)
+            if number != signal.SIGKILL:  # whose action is fixed: setting it is an error
+                signal.signal(number, signal.SIG_DFL)
             os.kill(os.getpid(), number)
         except (OSError, ValueError):
             pass

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["command_for", "minimal_environment", "run_script"]
+__all__ = ["checked_env", "command_for", "minimal_environment", "run_script"]
 
 # What a script needs to find programs and write temporary files, and no more:
 # the host's secrets stay in the host.
@@ -43,6 +43,32 @@ _GRACE_SECONDS = 2.0
 _REAPER_COMMAND = (sys.executable, "-I", "-S", "-c")
 # Whether the reaper can hold every descendant (Linux's child subreaper).
 _SUBREAPER = sys.platform.startswith("linux")
+
+
+def checked_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A copy of ``env``, the variables a source adds to its scripts' environment.
+
+    Checked when the source is made, so that a value no process could receive
+    is a clear error there rather than a failure of every script call.
+
+    Raises:
+        TypeError: a name or a value is not text.
+        ValueError: a name is empty or holds ``=`` or a NUL, or a value holds a NUL.
+    """
+    if env is None:
+        return None
+    for name, value in env.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(
+                f"env[{name!r}] = {value!r}: the variables given to scripts must be text, "
+                "names and values alike; pass str(value)"
+            )
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise ValueError(
+                f"env[{name!r}]: a variable's name must be non-empty without '=' or a NUL, "
+                "and its value without a NUL; rename or clean the variable"
+            )
+    return dict(env)
 
 
 def minimal_environment(extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import logging
 import os
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from toolcycle.sources.skills._rules import (
     SkillValidationError,
     check_fields,
 )
+from toolcycle.sources.skills._scripts import checked_env
 from toolcycle.sources.skills._tools import ScriptTool, SkillTool
 
 if TYPE_CHECKING:
@@ -52,6 +54,8 @@ class Skill:
 
     Raises:
         SkillValidationError: the skill breaks a rule of the specification.
+        TypeError: a name or value of ``env`` is not text.
+        ValueError: a name of ``env`` is empty or holds ``=`` or a NUL, or a value a NUL.
     """
 
     __slots__ = (
@@ -93,7 +97,7 @@ class Skill:
     ) -> None:
         self.limits = limits or SkillLimits()
         self.scripts = scripts
-        self._env = dict(env) if env is not None else None
+        self._env = checked_env(env)
         # Absolute, so that "." or "skills/notes/.." has the folder's name for the
         # name check; made so without following symlinks, as a linked folder's name
         # is the link's in a SkillDirectory too.
@@ -161,6 +165,8 @@ class SkillDirectory:
 
     Raises:
         NotADirectoryError: ``path`` is not a folder.
+        TypeError: a name or value of ``env`` is not text.
+        ValueError: a name of ``env`` is empty or holds ``=`` or a NUL, or a value a NUL.
     """
 
     __slots__ = ("_options", "_skills", "defer_loading", "path", "recursive", "reports", "strict")
@@ -185,6 +191,7 @@ class SkillDirectory:
         self.recursive = recursive
         self.strict = strict
         self.defer_loading = defer_loading
+        env = checked_env(env)
         self._options: dict[str, Any] = {"scripts": scripts, "env": env, "limits": limits}
         self._skills: list[Skill] | None = None
         self.reports = ()
@@ -205,7 +212,9 @@ class SkillDirectory:
         """
         skills: list[Skill] = []
         reports: list[SkillReport] = []
-        seen: dict[str, Path] = {}
+        # By the NFKC form the rules compare names in: "café" typed two ways, or
+        # "ﬁx" and "fix", would be two tools that read as one.
+        seen: dict[str, Skill] = {}
         for folder in self._folders():
             try:
                 skill = Skill(folder, **self._options)
@@ -214,18 +223,21 @@ class SkillDirectory:
                 if not self.strict:
                     warn_at_caller(InvalidSkillWarning(error.reports))
                 continue
-            if skill.name in seen:
+            key = unicodedata.normalize("NFKC", skill.name)
+            if key in seen:
+                first = seen[key]
+                same = "" if first.name == skill.name else f" (written {first.name!r} there)"
                 duplicate = SkillReport(
                     skill.path,
                     "name-duplicate",
-                    f"the name {skill.name!r} is also the name of {str(seen[skill.name])!r}",
+                    f"the name {skill.name!r} is also the name of {str(first.path)!r}{same}",
                     "rename one of the two skills (and its folder)",
                 )
                 reports.append(duplicate)
                 if not self.strict:
                     warn_at_caller(InvalidSkillWarning([duplicate]))
                 continue
-            seen[skill.name] = skill.path
+            seen[key] = skill
             reports.extend(skill.reports)
             skills.append(skill)
         self.reports = tuple(reports)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -74,6 +75,16 @@ _SCRIPT_OUTPUT: dict[str, Any] = {
     },
     "required": ["exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated"],
     "additionalProperties": False,
+}
+
+
+# What to change when a script cannot be started, by the system's error number.
+_SHEBANG_HINT = "; give it a '#!' line naming an installed interpreter"
+_START_HINTS = {
+    errno.ENOEXEC: _SHEBANG_HINT,  # no "#!" line
+    errno.ENOENT: _SHEBANG_HINT,  # the interpreter it names is missing
+    errno.E2BIG: "; its arguments are longer than the system allows, so give large "
+    "data on stdin instead",
 }
 
 
@@ -274,7 +285,14 @@ class ScriptTool:
                 f"the script {requested!r} is not in the skill's scripts/ folder; "
                 "give it as 'scripts/<name>'"
             )
-        command = [*command_for(path, requested), *params.get("args", [])]
+        args = params.get("args", [])
+        for index, arg in enumerate(args):
+            if "\x00" in arg:
+                raise SkillFileError(
+                    f"argument {index} of the script {requested!r} holds a NUL character, "
+                    "which no program's arguments can carry; give such data on stdin"
+                )
+        command = [*command_for(path, requested), *args]
         ctx.cancellation_token.check()
         try:
             output = await run_script(
@@ -284,10 +302,10 @@ class ScriptTool:
                 env=minimal_environment(self._env),
                 max_output_bytes=skill.limits.max_output_bytes,
             )
-        except OSError as exc:  # no "#!" line, or its interpreter is missing
+        except OSError as exc:
             raise SkillFileError(
-                f"the script {requested!r} could not be started: {exc.strerror or exc}; "
-                "give it a '#!' line naming an installed interpreter"
+                f"the script {requested!r} could not be started: {exc.strerror or exc}"
+                + _START_HINTS.get(exc.errno or 0, "")
             ) from None
         if output["exit_code"] == 0:
             return output
