@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from math import inf
 from typing import Any
 
 import pytest
@@ -608,3 +609,36 @@ async def test_an_idle_limit_counts_from_the_end_of_a_slow_activation_async(
     async with runtime.aplan(idle_timeout=0.2) as ctx:
         result = await runtime.aexecute("reporter", {}, ctx)
     assert result.success, result.error
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -1, "5", True])
+@pytest.mark.parametrize(
+    "option", ["activate_timeout", "deactivate_timeout", "drain_timeout", "abandon_timeout"]
+)
+def test_a_runtime_limit_that_is_not_finite_seconds_is_refused_when_the_runtime_is_made(
+    option: str, value: Any
+) -> None:
+    """Inf and NaN are refused with the rest: an infinite wait overflowed at plan end."""
+    with pytest.raises(ValueError, match=f"{option} must be .*seconds.* or None for no limit"):
+        ToolRuntime(tracer=NullTracer(), **{option: value})
+
+
+@pytest.mark.parametrize("option", ["drain_timeout", "abandon_timeout"])
+def test_a_plan_end_may_wait_no_time_at_all(option: str) -> None:
+    """0 is a limit for the plan end's waits (give up at once), unlike for a stage."""
+    with ToolRuntime(tracer=NullTracer(), **{option: 0}) as runtime:
+        runtime.register(FakeTool(name="t"))
+        with runtime.plan() as ctx:
+            assert runtime.execute("t", {}, ctx).success
+    with pytest.raises(ValueError, match="activate_timeout must be positive seconds"):
+        ToolRuntime(tracer=NullTracer(), activate_timeout=0)
+
+
+def test_a_tool_limit_of_infinite_seconds_is_refused_where_it_is_given() -> None:
+    """A descriptor's or a registration's timeout of inf failed every call of an async tool."""
+    with pytest.raises(ValueError, match="finite number"):
+        ToolDescriptor(name="t", description="t", input_schema={"type": "object"}, timeout=inf)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        with pytest.raises(ValueError, match="timeout must be positive seconds or None"):
+            runtime.register(FakeTool(name="t"), timeout=inf)
+        assert [d.name for d in runtime.descriptors()] == []

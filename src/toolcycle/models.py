@@ -123,7 +123,7 @@ class ToolDescriptor(Tool):
     annotations: dict[str, Any] = Field(default_factory=dict)
     """Hints from the tool's source that the runtime keeps but does not enforce, such
     as MCP's ``destructiveHint``, ``idempotentHint`` and ``openWorldHint``."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds one call may take unless the caller passes a smaller ``timeout``;
     None for no limit of the tool's own."""
     defer_loading: bool = False

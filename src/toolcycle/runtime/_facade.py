@@ -21,7 +21,7 @@ from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._resume import Resumer
 from toolcycle.runtime._retries import check_max_retries, default_policy
-from toolcycle.runtime._shared import Option, Settings, check_result_limit
+from toolcycle.runtime._shared import Option, Settings, check_result_limit, check_seconds
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer
 
@@ -153,8 +153,11 @@ class ToolRuntime:
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
         self._cache = cache = ToolLifecycleCache()
         self._invoker = invoker = Invoker(max_workers=max_workers)
+        deactivate_timeout = check_seconds("deactivate_timeout", deactivate_timeout)
         calls = LifecycleCalls(invoker, deactivate_timeout, instrumentation)
-        self._activator = Activator(cache, calls, activate_timeout)
+        self._activator = Activator(
+            cache, calls, check_seconds("activate_timeout", activate_timeout)
+        )
         self._results = results = result_cache if result_cache is not None else ResultCache()
         self._compiler, self._tools = compiler, ToolRegistry(compiler, settings, results)
         self._plans = PlanRegistry(

@@ -10,7 +10,7 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext, _call_scope
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
-from toolcycle.runtime._shared import here
+from toolcycle.runtime._shared import check_seconds, here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
@@ -54,17 +54,13 @@ class PlanRegistry:
         drain_timeout: float | None,
         abandon_timeout: float | None,
     ) -> None:
-        if drain_timeout is not None and not drain_timeout >= 0:
-            raise ValueError(
-                f"drain_timeout must be seconds (0 or more) or None, got {drain_timeout!r}"
-            )
         self._cache = cache
         self._calls = calls
         self._settings = settings
         self._before_plan = before_plan
         self._after_plan = after_plan
-        self._drain_timeout = drain_timeout
-        self._abandon_timeout = abandon_timeout
+        self._drain_timeout = check_seconds("drain_timeout", drain_timeout, zero=True)
+        self._abandon_timeout = check_seconds("abandon_timeout", abandon_timeout, zero=True)
 
     def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
         """A tracked context for a new plan (see `ToolRuntime.new_context`)."""

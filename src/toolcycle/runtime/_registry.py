@@ -21,7 +21,7 @@ from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._caching import bind
 from toolcycle.runtime._guardset import Guards, chain, guards_of
 from toolcycle.runtime._retries import check_max_retries, default_policy, resolve
-from toolcycle.runtime._shared import Entry
+from toolcycle.runtime._shared import Entry, check_seconds
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
@@ -150,8 +150,7 @@ class ToolRegistry:
         self._settings.check_open()
         given_input = guards_of(input_guardrails, "input_guardrails")
         given_output = guards_of(output_guardrails, "output_guardrails")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        check_seconds("timeout", timeout)
         if not isinstance(instance, ToolInstance) and callable(instance):
             instance = wrap(instance)
         if not isinstance(instance, ToolInstance):
@@ -243,8 +242,7 @@ class ToolRegistry:
             if skip_invalid_schemas is None
             else skip_invalid_schemas
         )
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        check_seconds("timeout", timeout)
         if defer_loading is None and getattr(source, "defer_loading", False) is True:
             defer_loading = True  # the source defers all its tools; else each tool decides
         entry = _SourceEntry(

@@ -53,6 +53,7 @@ __all__ = [
     "Settings",
     "check_limits",
     "check_result_limit",
+    "check_seconds",
     "deadlines",
     "here",
     "smaller",
@@ -447,6 +448,28 @@ def check_limits(timeout: float | None, idle_timeout: float | None) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < _INF:
             raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+
+
+def check_seconds(name: str, value: Any, *, zero: bool = False) -> float | None:
+    """``value`` once it is a finite number of seconds above 0 (or 0 itself, with ``zero``).
+
+    None stands for no limit; an infinite one would overflow the clock's arithmetic
+    when a wait is finally made, long after the mistake.
+
+    Raises:
+        ValueError: naming ``name``, for anything else (NaN, inf, a negative number, text).
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (0 <= value if zero else 0 < value)
+        or value == _INF
+    ):
+        least = "seconds (0 or more)" if zero else "positive seconds"
+        raise ValueError(f"{name} must be {least} or None for no limit, got {value!r}")
+    return value
 
 
 def smaller(a: float | None, b: float | None) -> float | None:
