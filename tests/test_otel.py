@@ -685,6 +685,27 @@ async def test_the_callers_span_is_current_again_after_an_async_call(
             assert trace.get_current_span() is caller
 
 
+async def test_a_streamed_call_leaves_the_consumers_span_current(
+    make_runtime: MakeRuntime,
+    exporter: InMemorySpanExporter,
+    tracer: trace.Tracer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Astream's span is a child of the consumer's span, which is current again after it."""
+    runtime = make_runtime(add)
+    async with runtime.aplan() as ctx:
+        with tracer.start_as_current_span("caller") as caller:
+            items = [item async for item in runtime.astream("add", {"a": 1, "b": 2}, ctx)]
+            assert trace.get_current_span() is caller
+            with tracer.start_as_current_span("next step"):
+                pass
+    assert items[-1].success
+    call = _one(exporter, "execute_tool add")
+    assert _parent_id(call) == _span_id(caller)
+    assert _parent_id(_one(exporter, "next step")) == _span_id(caller)
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+
+
 # -- failures --------------------------------------------------------------------------------
 
 
