@@ -336,6 +336,34 @@ def test_a_models_refused_calls_each_get_a_span(
     )
 
 
+def test_a_batch_call_the_cancellation_kept_from_starting_is_a_span(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """Its span says cancelled, under the model's id of the call, like any refused call."""
+
+    @tool(writes=False)
+    def stop(ctx: ToolExecutionContext) -> str:
+        """Cancel the plan."""
+        ctx.cancellation_token.cancel("enough")
+        return "stopped"
+
+    runtime = make_runtime(stop, add)
+    batch = [
+        {"id": "m1", "name": "stop", "arguments": {}},
+        {"id": "m2", "name": "add", "arguments": {"a": 1, "b": 2}},
+    ]
+    with runtime.plan("p") as ctx:
+        runtime.call_many(batch, ctx, max_concurrency=1)
+    span = _one(exporter, "execute_tool add")
+    attributes = _attributes(span)
+    assert (attributes["gen_ai.tool.call.id"], attributes["toolcycle.status"]) == (
+        "m2",
+        "cancelled",
+    )
+    assert attributes["error.type"] == "ToolCancelledError"
+    assert span.status.status_code is StatusCode.ERROR
+
+
 def test_finishing_twice_records_the_call_once(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
