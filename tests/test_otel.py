@@ -871,6 +871,37 @@ def test_a_failed_call_records_its_arguments_but_no_result(
     assert "gen_ai.tool.call.result" not in attributes
 
 
+@tool(writes=False)
+def issue_token(rows: int) -> dict[str, Any]:
+    """Return a fresh access token with some rows of data."""
+    return {"access_token": SECRET, "rows": list(range(rows))}
+
+
+@pytest.mark.parametrize("rows", [3, 1000], ids=["whole", "cut by max_result_bytes"])
+def test_a_secret_in_an_output_never_reaches_a_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, rows: int
+) -> None:
+    """A value under a sensitive output key is redacted, also when the output was cut."""
+    instrumentation = OpenTelemetry(tracer_provider=provider, record_payloads=True)
+    with ToolRuntime(
+        tracer=NullTracer(), instrumentation=instrumentation, max_result_bytes=200
+    ) as runtime:
+        runtime.register(issue_token)
+        with runtime.plan() as ctx:
+            result = runtime.execute("issue_token", {"rows": rows}, ctx)
+    assert result.truncated is (rows > 3)
+    assert SECRET not in _exported_text(exporter)
+    recorded = str(
+        _attributes(_one(exporter, "execute_tool issue_token"))["gen_ai.tool.call.result"]
+    )
+    shown = json.loads(recorded)
+    if result.truncated:  # the cut text the model saw, with the secret redacted
+        assert shown.startswith('{"access_token":"[redacted]","rows":[0,1,2')
+        assert "cut: output was" in shown
+    else:
+        assert shown == {"access_token": "[redacted]", "rows": [0, 1, 2]}
+
+
 def test_a_long_payload_is_cut_to_the_cap_with_a_marker(
     make_runtime: MakeRuntime, exporter: InMemorySpanExporter
 ) -> None:
