@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolcycle import NullTracer, ToolExecutionContext, ToolRuntime, tool
+from toolcycle import NullTracer, ToolExecutionContext, ToolExecutionTrace, ToolRuntime, tool
 
 WAIT = 5.0
 
@@ -206,6 +206,32 @@ async def test_a_cancelled_plan_starts_nothing_new(
     assert "before this call started" in (results[1].error or "")
     assert "start late" not in activity.log
     assert results[1].to_message()["is_error"] is True
+
+
+async def test_a_call_the_cancellation_kept_from_starting_has_a_cancelled_trace(
+    runtime: ToolRuntime,
+) -> None:
+    """Its result carries its one trace, which the listeners receive as for any other call."""
+
+    @tool(writes=False)
+    def stop(ctx: ToolExecutionContext) -> str:
+        """Cancel the plan."""
+        ctx.cancellation_token.cancel("enough")
+        return "stopped"
+
+    runtime.register(stop)
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    batch = [{"id": "s", "name": "stop", "arguments": {}}, *calls(("step", "late"))]
+    async with runtime.aplan("p") as ctx:
+        results = await runtime.acall_many(batch, ctx, max_concurrency=1)
+    late = results[1].trace
+    assert late is not None
+    assert (late.tool_name, late.tool_call_id, late.plan_id) == ("step", "c0", "p")
+    assert (late.status, late.error_type) == ("cancelled", "ToolCancelledError")
+    assert late.error == results[1].error
+    assert [trace.tool_call_id for trace in seen] == ["s", "c0"]
+    assert seen[1] == late
 
 
 async def test_a_call_cancelled_while_it_runs_is_answered_as_cancelled(

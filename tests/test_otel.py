@@ -336,6 +336,34 @@ def test_a_models_refused_calls_each_get_a_span(
     )
 
 
+def test_a_batch_call_the_cancellation_kept_from_starting_is_a_span(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """Its span says cancelled, under the model's id of the call, like any refused call."""
+
+    @tool(writes=False)
+    def stop(ctx: ToolExecutionContext) -> str:
+        """Cancel the plan."""
+        ctx.cancellation_token.cancel("enough")
+        return "stopped"
+
+    runtime = make_runtime(stop, add)
+    batch = [
+        {"id": "m1", "name": "stop", "arguments": {}},
+        {"id": "m2", "name": "add", "arguments": {"a": 1, "b": 2}},
+    ]
+    with runtime.plan("p") as ctx:
+        runtime.call_many(batch, ctx, max_concurrency=1)
+    span = _one(exporter, "execute_tool add")
+    attributes = _attributes(span)
+    assert (attributes["gen_ai.tool.call.id"], attributes["toolcycle.status"]) == (
+        "m2",
+        "cancelled",
+    )
+    assert attributes["error.type"] == "ToolCancelledError"
+    assert span.status.status_code is StatusCode.ERROR
+
+
 def test_finishing_twice_records_the_call_once(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -685,6 +713,27 @@ async def test_the_callers_span_is_current_again_after_an_async_call(
             assert trace.get_current_span() is caller
 
 
+async def test_a_streamed_call_leaves_the_consumers_span_current(
+    make_runtime: MakeRuntime,
+    exporter: InMemorySpanExporter,
+    tracer: trace.Tracer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Astream's span is a child of the consumer's span, which is current again after it."""
+    runtime = make_runtime(add)
+    async with runtime.aplan() as ctx:
+        with tracer.start_as_current_span("caller") as caller:
+            items = [item async for item in runtime.astream("add", {"a": 1, "b": 2}, ctx)]
+            assert trace.get_current_span() is caller
+            with tracer.start_as_current_span("next step"):
+                pass
+    assert items[-1].success
+    call = _one(exporter, "execute_tool add")
+    assert _parent_id(call) == _span_id(caller)
+    assert _parent_id(_one(exporter, "next step")) == _span_id(caller)
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+
+
 # -- failures --------------------------------------------------------------------------------
 
 
@@ -820,6 +869,37 @@ def test_a_failed_call_records_its_arguments_but_no_result(
     attributes = _attributes(_one(exporter, "execute_tool fail"))
     assert attributes["gen_ai.tool.call.arguments"] == '{"reason":"no"}'
     assert "gen_ai.tool.call.result" not in attributes
+
+
+@tool(writes=False)
+def issue_token(rows: int) -> dict[str, Any]:
+    """Return a fresh access token with some rows of data."""
+    return {"access_token": SECRET, "rows": list(range(rows))}
+
+
+@pytest.mark.parametrize("rows", [3, 1000], ids=["whole", "cut by max_result_bytes"])
+def test_a_secret_in_an_output_never_reaches_a_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, rows: int
+) -> None:
+    """A value under a sensitive output key is redacted, also when the output was cut."""
+    instrumentation = OpenTelemetry(tracer_provider=provider, record_payloads=True)
+    with ToolRuntime(
+        tracer=NullTracer(), instrumentation=instrumentation, max_result_bytes=200
+    ) as runtime:
+        runtime.register(issue_token)
+        with runtime.plan() as ctx:
+            result = runtime.execute("issue_token", {"rows": rows}, ctx)
+    assert result.truncated is (rows > 3)
+    assert SECRET not in _exported_text(exporter)
+    recorded = str(
+        _attributes(_one(exporter, "execute_tool issue_token"))["gen_ai.tool.call.result"]
+    )
+    shown = json.loads(recorded)
+    if result.truncated:  # the cut text the model saw, with the secret redacted
+        assert shown.startswith('{"access_token":"[redacted]","rows":[0,1,2')
+        assert "cut: output was" in shown
+    else:
+        assert shown == {"access_token": "[redacted]", "rows": [0, 1, 2]}
 
 
 def test_a_long_payload_is_cut_to_the_cap_with_a_marker(

@@ -6,7 +6,8 @@ call runs alone, and the groups run one after the other. So while a sequential
 tool runs nothing else of the batch does, and sequential calls keep the model's
 order. Each call checks the plan's token just before it starts: once the plan is
 cancelled, nothing new starts, and every call that did not finish gets a failed
-result saying so.
+result saying so (one the cancellation kept from starting is answered by the
+caller's ``refuse``, which traces it as cancelled).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     Prepared = tuple[ToolCall, str, dict[str, Any]] | ToolResult
     Run = Callable[[ToolCall, str, dict[str, Any]], Awaitable[ToolResult]]
+    Refuse = Callable[[ToolCall, str, str], ToolResult]
 
 __all__ = ["run_batch"]
 
@@ -33,6 +35,7 @@ async def run_batch(
     prepared: Sequence[Prepared],
     *,
     run: Run,
+    refuse: Refuse,
     sequential: Callable[[str], bool],
     token: CancellationToken,
     max_concurrency: int | None,
@@ -43,6 +46,8 @@ async def run_batch(
         prepared: each call with its tool and arguments, or the refusal that
             already answers it.
         run: runs one call (``runtime.acall`` without the parsing).
+        refuse: answers a call that never runs, with its tool and the message
+            (a call the cancellation kept from starting), and traces it.
         sequential: whether a tool must run alone.
         token: the plan's cancellation token.
         max_concurrency: the most calls running at once; None for no limit.
@@ -55,7 +60,7 @@ async def run_batch(
             await limit.acquire()
         try:
             if token.is_cancelled:
-                results[index] = _cancelled(call, "before this call started")
+                results[index] = refuse(call, name, _CANCELLED + "before this call started")
                 return
             try:
                 results[index] = await run(call, name, arguments)
@@ -96,10 +101,13 @@ def _groups(
     return [group for group in groups if group]
 
 
+_CANCELLED = "the plan was cancelled "
+
+
 def _cancelled(call: ToolCall, when: str) -> ToolResult:
     return ToolResult(
         success=False,
-        error=f"the plan was cancelled {when}",
+        error=_CANCELLED + when,
         error_type=ToolCancelledError.__name__,
         call=call,
     )

@@ -17,7 +17,7 @@ from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import FORMATS, ProviderNames
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolRuntimeError
+from toolcycle.errors import ToolCancelledError, ToolRuntimeError
 from toolcycle.models import ToolCall, ToolResult
 from toolcycle.runtime._search import SEARCH_TOOL, ToolSearch
 
@@ -140,11 +140,24 @@ class Dispatcher:
         async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
             return await self._arun((call, name, arguments), ctx, timeout, idle_timeout)
 
+        def refuse(call: ToolCall, name: str, message: str) -> ToolResult:
+            # A call the plan's cancellation kept from starting is still traced, once.
+            trace = self._steps.refused(
+                name,
+                ctx,
+                call.id,
+                "cancelled",
+                error_message=message,
+                error_type=ToolCancelledError.__name__,
+            )
+            return refusal(call, message, ToolCancelledError.__name__, trace)
+
         # A durable plan's calls are replayed by the order they started: one at a time.
         durable = ctx.durable is not None
         return await run_batch(
             prepared,
             run=run,
+            refuse=refuse,
             sequential=lambda name: (
                 durable or self._catalog.entry(name).descriptor.capability.sequential
             ),

@@ -6,7 +6,7 @@ turns it into the call's trace when the call ends; the steps in between write to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,6 +54,7 @@ class CallRecord:
         "t0",
         "tool_call_id",
         "tool_name",
+        "uncut",
     )
 
     def __init__(
@@ -153,6 +154,10 @@ class CallRecord:
     # Set (to True) only on a call with an idle limit, which its progress restarts:
     # read it with getattr(record, "idle_limited", False).
     idle_limited: bool
+    # Set (to None) only on an observed call. If max_result_bytes cuts its output, it
+    # then holds the output before the cut and the limit, so that a recorded payload
+    # can be redacted first and then cut. Read it with getattr(record, "uncut", None).
+    uncut: tuple[Any, int] | None
 
     @property
     def call_id(self) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "failed_result",
     "invalid_result",
     "output_result",
+    "redacted_cut",
 ]
 
 _log = get_logger("toolcycle.runtime")
@@ -290,6 +291,8 @@ def output_result(
     original_size = size
     truncated = max_result_bytes is not None and size > max_result_bytes
     if truncated:
+        if hasattr(record, "uncut"):  # an observed call: its payload is redacted, then cut
+            record.uncut = (data, max_result_bytes or 0)
         data, size = cut_output(text.encode(), max_result_bytes or 0)
     status: TraceStatus = (
         "ok" if success else "pending" if special and pending is not None else "error"
@@ -386,6 +389,17 @@ def cut_output(payload: bytes, limit: int) -> tuple[str, int]:
         if size <= limit or keep == 0:
             return text, size
         keep = max(0, keep - (size - limit))
+
+
+def redacted_cut(uncut: tuple[Any, int], redaction: RedactionPolicy, schema: Any) -> str:
+    """The cut output of a result as a payload may show it: redacted first, then cut.
+
+    Cutting the JSON text leaves a string in which the redaction can no longer
+    tell a sensitive key's value apart; so the output before the cut is redacted
+    with the output ``schema`` and cut to the same limit, as `output_result` cut it.
+    """
+    data, limit = uncut
+    return cut_output(encode_text(redaction.masked(data, schema)).encode(), limit)[0]
 
 
 def _failed(

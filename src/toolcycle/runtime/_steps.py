@@ -23,7 +23,13 @@ from toolcycle.errors import (
 )
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._caching import hit_result
-from toolcycle.runtime._results import Outcome, check_input, failed_result, output_result
+from toolcycle.runtime._results import (
+    Outcome,
+    check_input,
+    failed_result,
+    output_result,
+    redacted_cut,
+)
 from toolcycle.runtime._retries import ModelRetries
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
@@ -97,7 +103,9 @@ class CallSteps:
                     "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
                 )
             if self._instrumentation is not None:
-                call.observer = self._observe(call, tool_call_id)
+                call.observer = observer = self._observe(call, tool_call_id)
+                if observer is not None:
+                    call.record.uncut = None  # asks for the output before a cut, if one comes
         return call
 
     def check(self, call: Call) -> Entry:
@@ -317,6 +325,9 @@ class CallSteps:
         descriptor = entry.descriptor
         if arguments is not None:
             arguments = redaction.masked(arguments, descriptor.input_schema)
+        uncut = getattr(call.record, "uncut", None)
+        if uncut is not None and output is not None:  # cut text hides no key: redact first
+            return arguments, redacted_cut(uncut, redaction, descriptor.output_schema)
         return arguments, redaction.masked(output, descriptor.output_schema)
 
     def _observe(self, call: Call, tool_call_id: str | None) -> CallObserver | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import threading
 from typing import TYPE_CHECKING, Any, Self
 
@@ -178,12 +179,17 @@ class CallStream:
     def _begin(self) -> tuple[_Channel, asyncio.Task[ToolResult]]:
         """Start the call in its own task, listening to its progress."""
         channel = _Channel(self._limit)
+        # The call opens its observer's span (and makes it current) as it starts, and
+        # closes it in the task: both must happen in the task's context, or the span
+        # stays current for the consumer and cannot be detached from the task.
+        context = contextvars.copy_context()
         try:
-            coroutine = self._start(channel.put)  # a host's mistake raises here, at once
+            # A host's mistake raises here, at once.
+            coroutine = context.run(self._start, channel.put)
         except BaseException:
             self._over = True
             raise
-        task = asyncio.get_running_loop().create_task(coroutine)
+        task = asyncio.get_running_loop().create_task(coroutine, context=context)
         task.add_done_callback(channel.ended)
         self._channel, self._task = channel, task
         return channel, task
