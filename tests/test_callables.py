@@ -19,6 +19,7 @@ from toolcycle import (
     AsyncFunctionTool,
     CancellationToken,
     FunctionTool,
+    NullTracer,
     ToolDefinitionError,
     ToolExecutionContext,
     ToolResult,
@@ -801,3 +802,26 @@ def test_only_plain_signatures_skip_pydantic_for_their_arguments(fn: Callable[..
     """Constraints, containers, injection, mutable defaults and unions keep pydantic's reading."""
     hints = typing.get_type_hints(fn, include_extras=True)
     assert argument_fields(inspect.signature(fn), hints) is None
+
+
+def test_a_return_value_off_its_annotation_is_judged_by_output_validation_without_warnings(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    """Pydantic's serializer warnings stay silent: the output schema decides, as for any tool."""
+
+    def count() -> list[str]:
+        """Count."""
+        return ["a", 3]  # type: ignore[list-item]
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(wrap(count, writes=False))
+        with runtime.plan() as ctx:
+            result = runtime.execute("count", {}, ctx)
+        assert result.success and result.output == ["a", 3]
+        assert result.trace is not None and result.trace.output_valid is False
+    with ToolRuntime(tracer=NullTracer(), strict_output=True) as runtime:
+        runtime.register(wrap(count, writes=False))
+        with runtime.plan() as ctx:
+            strict = runtime.execute("count", {}, ctx)
+        assert not strict.success and strict.error_type == "ToolSchemaValidationError"
+    assert [str(w.message) for w in recwarn] == []

@@ -197,7 +197,9 @@ class FunctionTool:
         if self._passes is not None and self._passes(result):  # it would serialise to itself
             return result
         # By alias: the output schema (serialisation mode) names the fields so.
-        return self._returns.dump_python(result, mode="json", by_alias=True)
+        # No serializer warnings: a value off its annotation is output validation's to
+        # judge, and a library must not write warnings to its host's stderr.
+        return self._returns.dump_python(result, mode="json", by_alias=True, warnings=False)
 
 
 class AsyncFunctionTool(FunctionTool):
