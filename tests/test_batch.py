@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from toolcycle import NullTracer, ToolExecutionContext, ToolExecutionTrace, ToolRuntime, tool
+from toolcycle import (
+    NullTracer,
+    ToolCancelledError,
+    ToolExecutionContext,
+    ToolExecutionTrace,
+    ToolRuntime,
+    tool,
+)
+from toolcycle.testing import FakeTool
 
 WAIT = 5.0
 
@@ -257,6 +265,25 @@ async def test_a_call_cancelled_while_it_runs_is_answered_as_cancelled(
         [result] = await asyncio.wait_for(batch, WAIT)
     assert result.error_type == "ToolCancelledError"
     assert "during this call" in (result.error or "")
+    # It carries the trace the call got when the cancellation stopped it, as failures do.
+    assert result.trace is not None
+    assert (result.trace.tool_call_id, result.trace.status) == ("w", "cancelled")
+
+
+def test_a_cancellation_raised_by_the_runtime_carries_the_cancelled_calls_trace(
+    runtime: ToolRuntime,
+) -> None:
+    """ToolCancelledError.trace is the trace of the call it stopped; None elsewhere."""
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    runtime.register(FakeTool(name="t"))
+    with runtime.plan() as ctx:
+        ctx.cancellation_token.cancel("user")
+        with pytest.raises(ToolCancelledError) as caught:
+            runtime.execute("t", {}, ctx)
+    assert caught.value.trace is not None and caught.value.trace == seen[-1]
+    assert caught.value.trace.status == "cancelled"
+    assert ToolCancelledError("elsewhere").trace is None
 
 
 async def test_an_empty_batch_and_a_bad_limit(runtime: ToolRuntime) -> None:

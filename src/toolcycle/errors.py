@@ -46,6 +46,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from toolcycle._trace_records import ToolExecutionTrace
     from toolcycle._validation_records import Validation
 
 __all__ = [
@@ -193,7 +194,15 @@ class ToolRegistrationError(ToolRuntimeError):
 
 
 class ToolCancelledError(_ContextMixin, Exception):
-    """The plan's cancellation token was cancelled; always propagates, never a result."""
+    """The plan's cancellation token was cancelled; always propagates, never a result.
+
+    Attributes:
+        reason: why the plan was cancelled, as given to the token (or None).
+        trace: the cancelled call's trace, when the runtime traced the call it
+            stopped (None for a cancellation raised anywhere else).
+    """
+
+    trace: ToolExecutionTrace | None
 
     def __init__(
         self,
@@ -205,6 +214,7 @@ class ToolCancelledError(_ContextMixin, Exception):
     ) -> None:
         super().__init__(message)
         self.reason = reason
+        self.trace = None
         self._set_context(tool_name, plan_id)
 
 

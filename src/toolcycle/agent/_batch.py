@@ -65,7 +65,7 @@ async def run_batch(
             try:
                 results[index] = await run(call, name, arguments)
             except ToolCancelledError as exc:
-                results[index] = _cancelled(call, f"during this call ({exc})")
+                results[index] = _cancelled(call, f"during this call ({exc})", exc)
         finally:
             if limit is not None:
                 limit.release()
@@ -104,10 +104,12 @@ def _groups(
 _CANCELLED = "the plan was cancelled "
 
 
-def _cancelled(call: ToolCall, when: str) -> ToolResult:
+def _cancelled(call: ToolCall, when: str, exc: ToolCancelledError) -> ToolResult:
+    """The failed result of a call cancelled while it ran, with the trace the call got."""
     return ToolResult(
         success=False,
         error=_CANCELLED + when,
         error_type=ToolCancelledError.__name__,
         call=call,
+        trace=exc.trace,
     )

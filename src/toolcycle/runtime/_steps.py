@@ -246,7 +246,7 @@ class CallSteps:
             error = ToolCancelledError(f"tool {call.name!r} was cancelled while it ran")
         if error.tool_name is None:
             error._set_context(call.name, call.ctx.plan_id)
-        self.emit(call, "cancelled", error=error)
+        error.trace = self.emit(call, "cancelled", error=error)
         if cause is None or cause is error:
             raise error
         raise error from cause
