@@ -168,7 +168,7 @@ ALLOWED = {
     "retries": set(),
     "_validation_records": set(),
     "_trace_records": set(),
-    "errors": {"_validation_records"},  # for annotations only, under TYPE_CHECKING
+    "errors": {"_trace_records", "_validation_records"},  # annotations only, under TYPE_CHECKING
     "models": {
         "_trace_records",
         "_validation_records",
