@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import toolcycle
+import toolcycle.testing
 from toolcycle import (
     NullTracer,
     ToolAccessDeniedError,
@@ -1098,3 +1099,31 @@ def test_a_tool_search_span_lists_the_revealed_tools(
     span = _one(exporter, "execute_tool search_tools")
     assert _attributes(span)["toolcycle.tool_search.revealed"] == ("shout",)
     assert "toolcycle.tool_search.revealed" not in _attributes(_one(exporter, "execute_tool add"))
+
+
+def test_a_stage_past_its_limit_names_a_public_error_type(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """An activate that outlives activate_timeout is a TimeoutError on its span, as on calls."""
+    release = threading.Event()
+
+    class Slow(toolcycle.testing.FakeTool):
+        def activate(self, ctx: ToolExecutionContext) -> None:
+            release.wait(WAIT)
+
+    runtime = ToolRuntime(
+        tracer=NullTracer(),
+        instrumentation=OpenTelemetry(tracer_provider=provider),
+        activate_timeout=0.05,
+    )
+    try:
+        runtime.register(Slow(name="slow"))
+        with runtime.plan() as ctx, pytest.raises(toolcycle.ToolActivationError):
+            runtime.execute("slow", {}, ctx)
+    finally:
+        release.set()
+        runtime.close()
+    span = _one(exporter, "activate_tool slow")
+    assert _attributes(span)["error.type"] == "TimeoutError"
+    [event] = span.events
+    assert dict(event.attributes or {})["exception.type"] == "TimeoutError"

@@ -346,13 +346,26 @@ class _StageSpan(StageObserver):
         span = self._span
         try:
             if error is not None and span.is_recording():
-                span.set_attribute("error.type", type(error).__name__)
-                span.record_exception(error)
+                kind = _public_type(error)
+                span.set_attribute("error.type", kind)
+                span.record_exception(error, attributes={"exception.type": kind})
                 span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, str(error)))
         except Exception as exc:
             _log.debug("could not record the error of a stage: %r", exc)
         finally:
             _end(span)
+
+
+def _public_type(error: BaseException) -> str:
+    """The name of the error's class, or of its nearest public base class.
+
+    A stage that outlives its limit raises a private subclass of `TimeoutError`;
+    a span names what a reader can look up, as the call's span does.
+    """
+    for kind in type(error).__mro__:
+        if not any(part.startswith("_") for part in kind.__module__.split(".")):
+            return kind.__name__
+    return type(error).__name__  # pragma: no cover - object itself is public
 
 
 def _guardrail_decisions(
