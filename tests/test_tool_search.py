@@ -341,6 +341,15 @@ def test_a_host_reveals_what_a_native_search_found(
     ]
 
 
+def test_revealing_one_name_given_as_a_string_is_refused(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A bare string is refused with a TypeError, not revealed letter by letter."""
+    with pytest.raises(TypeError, match=r"pass \['slack_post_message'\]"):
+        ctx.reveal_tools("slack_post_message")
+    assert ctx.revealed_tools == frozenset()
+
+
 @pytest.mark.parametrize(
     ("arguments", "problem"),
     [

@@ -302,7 +302,16 @@ class ToolExecutionContext:
         The runtime calls this for what ``search_tools`` finds and for a deferred
         tool a model calls by name; a host calls it for what a provider's own
         tool search reported.
+
+        Raises:
+            TypeError: ``names`` is a single string rather than a collection of names.
         """
+        if isinstance(names, str):
+            # A string is iterable too: it would reveal its letters, not the tool.
+            raise TypeError(
+                f"reveal_tools takes a collection of tool names, got the string {names!r}; "
+                f"pass [{names!r}] to reveal that one tool"
+            )
         added = frozenset(names)
         if not added <= self._revealed:
             with self._lock:  # a new set each time: readers never see one change
