@@ -469,6 +469,26 @@ def test_an_unknown_tool_is_refused_without_the_catalogue(
         assert name not in (result.error or "")
 
 
+def test_a_tool_unregistered_after_its_call_was_read_is_refused_without_the_catalogue(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A batch call whose tool goes away before it runs lists no other tool either."""
+
+    @tool(writes=False, sequential=True)
+    def tidy() -> str:
+        """Unregister add, which the next call of the batch names."""
+        searchable.unregister("add")
+        return "tidied"
+
+    searchable.register(tidy)
+    first, second = searchable.call_many(
+        [{"name": "tidy", "arguments": {}}, {"name": "add", "arguments": {"a": 1, "b": 2}}], ctx
+    )
+    assert first.output == "tidied"
+    assert not second.success and second.error_type == "ToolNotFoundError"
+    assert second.error == "there is no tool named 'add'; call one of the tools you were given"
+
+
 def test_without_bm25s_local_search_says_how_to_install_it(
     searchable: ToolRuntime, ctx: ToolExecutionContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:

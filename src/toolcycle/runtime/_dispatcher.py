@@ -13,7 +13,7 @@ from toolcycle._construct import trusted
 from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
-from toolcycle.agent._dispatch import refusal
+from toolcycle.agent._dispatch import refusal, unknown_tool
 from toolcycle.agent._names import FORMATS, ProviderNames
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.context import ToolExecutionContext
@@ -197,9 +197,8 @@ class Dispatcher:
             catalog = self._catalog
             name = self._names.resolve(call.name, call.format, catalog.generation, catalog.names)
         if name is None:
-            message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
-                self._masked(call, None), ctx, message, "ToolNotFoundError", "error"
+                self._masked(call, None), ctx, unknown_tool(call.name), "ToolNotFoundError", "error"
             )
         arguments = call.arguments
         entry = entries.get(name)
