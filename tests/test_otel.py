@@ -1018,3 +1018,18 @@ def test_a_tool_search_span_lists_the_revealed_tools(
     span = _one(exporter, "execute_tool search_tools")
     assert _attributes(span)["toolcycle.tool_search.revealed"] == ("shout",)
     assert "toolcycle.tool_search.revealed" not in _attributes(_one(exporter, "execute_tool add"))
+
+
+def test_a_search_in_a_cancelled_plan_ends_its_span_as_cancelled(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """The refused search still ends its span, with the cancellation as its error."""
+    runtime = make_runtime(add)
+    runtime.register(shout, defer_loading=True)
+    with runtime.plan() as ctx:
+        ctx.cancellation_token.cancel("stop")
+        with pytest.raises(ToolCancelledError):
+            runtime.call({"name": "search_tools", "arguments": {"query": "capitals"}}, ctx)
+    span = _one(exporter, "execute_tool search_tools")
+    assert _attributes(span)["error.type"] == "ToolCancelledError"
+    assert span.status.status_code is StatusCode.ERROR

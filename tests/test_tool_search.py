@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcycle import ToolDescriptor, ToolExecutionContext, ToolRuntime, tool, wrap
+from toolcycle import (
+    ToolCancelledError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+    wrap,
+)
 from toolcycle.agent._search import SearchIndex, words
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -416,6 +423,45 @@ def test_search_through_acall_and_call_many(
     )
     assert batch[0].output["tools"][0]["name"] == "github_create_issue"
     assert batch[1].output == 3
+
+
+def test_a_search_in_a_cancelled_plan_raises_and_reveals_nothing(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """As any call of a cancelled plan, a search is refused before it starts, traced cancelled."""
+    ctx.cancellation_token.cancel("budget spent")
+    with capture_traces(searchable) as traces, pytest.raises(ToolCancelledError):
+        search(searchable, ctx, "github issue")
+    with pytest.raises(ToolCancelledError):
+        asyncio.run(
+            searchable.acall({"name": "search_tools", "arguments": {"query": "slack"}}, ctx)
+        )
+    assert [trace.status for trace in traces] == ["cancelled"]
+    assert ctx.revealed_tools == frozenset()
+
+
+def test_a_search_in_a_batch_waits_for_its_turn(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A search after a sequential call that cancels the plan is answered as cancelled."""
+
+    @tool(writes=False, sequential=True)
+    def give_up(ctx: ToolExecutionContext) -> str:
+        """Cancel the plan, as a tool that spent its budget would."""
+        ctx.cancellation_token.cancel("budget spent")
+        return "stopped"
+
+    searchable.register(give_up)
+    first, second = searchable.call_many(
+        [
+            {"name": "give_up", "arguments": {}},
+            {"name": "search_tools", "arguments": {"query": "github issue"}},
+        ],
+        ctx,
+    )
+    assert first.output == "stopped"
+    assert not second.success and second.error_type == "ToolCancelledError"
+    assert ctx.revealed_tools == frozenset()
 
 
 # -- the failure modes peers ran into ----------------------------------------------------

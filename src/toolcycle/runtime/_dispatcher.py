@@ -92,6 +92,8 @@ class Dispatcher:
         if isinstance(prepared, ToolResult):
             return prepared
         call, name, arguments = prepared
+        if name == SEARCH_TOOL and name not in self._entries:
+            return self._search.answer(call, ctx)
         result = self._runner.execute(
             name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
         )
@@ -145,9 +147,7 @@ class Dispatcher:
         return await run_batch(
             prepared,
             run=run,
-            sequential=lambda name: (
-                durable or self._catalog.entry(name).descriptor.capability.sequential
-            ),
+            sequential=lambda name: durable or self._sequential(name),
             token=ctx.cancellation_token,
             max_concurrency=max_concurrency,
         )
@@ -161,6 +161,8 @@ class Dispatcher:
         progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
         call, name, arguments = prepared
+        if name == SEARCH_TOOL and name not in self._entries:
+            return self._search.answer(call, ctx)
         result = await self._runner.aexecute(
             name,
             arguments,
@@ -193,7 +195,8 @@ class Dispatcher:
         entries = self._entries
         if name not in entries:
             if name == SEARCH_TOOL:  # before resolve, which tries every registered name
-                return self._search.answer(call, ctx)
+                # Answered when it runs: in a batch, in its turn, once the token is checked.
+                return call, name, call.arguments
             catalog = self._catalog
             name = self._names.resolve(call.name, call.format, catalog.generation, catalog.names)
         if name is None:
@@ -209,6 +212,11 @@ class Dispatcher:
                 depth = self._limits.max_instance_depth
                 arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
         return self._masked(call, entry), name, arguments
+
+    def _sequential(self, name: str) -> bool:
+        """Whether the tool must run alone in a batch (the search meta-tool need not)."""
+        entry = self._entries.get(name)
+        return entry is not None and entry.descriptor.capability.sequential
 
     def _masked(self, call: ToolCall, entry: Entry | None) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced.

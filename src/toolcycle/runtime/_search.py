@@ -68,9 +68,20 @@ class ToolSearch:
         return deferred_definitions(allowed, format, strict=strict, plan=plan, revealed=revealed)
 
     def answer(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
-        """Run a model's ``search_tools`` call: rank, reveal what it found, trace it."""
+        """Run a model's ``search_tools`` call: rank, reveal what it found, trace it.
+
+        Raises:
+            ToolCancelledError: the plan is cancelled (traced ``cancelled``), as
+                any call of a cancelled plan is refused before it starts.
+        """
         steps = self._steps
         record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
+        if ctx.cancellation_token.is_cancelled:
+            try:
+                steps.raise_cancelled(record, None)
+            finally:
+                if record.observer is not None:
+                    steps.observed(record)
         problem, query, limit = _read(call.arguments)
         if problem is not None:
             error_type = "ToolSchemaValidationError"
