@@ -428,6 +428,7 @@ ALLOWED = {
         "agent._search",
         "capabilities",
         "context",
+        "errors",
         "models",
         "runtime._shared",
         "runtime._steps",

@@ -16,6 +16,7 @@ from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
 from toolcycle.capabilities import is_allowed
+from toolcycle.errors import ToolCancelledError
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
@@ -79,9 +80,10 @@ class ToolSearch:
         if ctx.cancellation_token.is_cancelled:
             try:
                 steps.raise_cancelled(record, None)
-            finally:
+            except ToolCancelledError:
                 if record.observer is not None:
                     steps.observed(record)
+                raise
         problem, query, limit = _read(call.arguments)
         if problem is not None:
             error_type = "ToolSchemaValidationError"
