@@ -396,6 +396,23 @@ def test_limit_caps_the_answer_and_null_means_the_default(runtime: ToolRuntime) 
         assert len(search(runtime, ctx, "report", limit=None).output["tools"]) == 5
 
 
+def test_a_whole_number_sent_as_a_float_is_a_valid_limit(runtime: ToolRuntime) -> None:
+    """A limit of 3.0 is an integer to JSON Schema, as the meta-tool's schema says; 2.5 is not."""
+    for number in range(6):
+        runtime.register(
+            wrap(lambda: None, name=f"report_{number}", description=f"Report number {number}."),
+            defer_loading=True,
+        )
+        runtime.register(
+            wrap(lambda: None, name=f"other_{number}", description="Something else."),
+            defer_loading=True,
+        )
+    with runtime.plan() as ctx:
+        assert len(search(runtime, ctx, "report", limit=3.0).output["tools"]) == 3
+        refused = search(runtime, ctx, "report", limit=2.5)
+    assert not refused.success and "got 2.5" in (refused.error or "")
+
+
 def test_no_match_says_so(searchable: ToolRuntime, ctx: ToolExecutionContext) -> None:
     """A query no tool's words contain gets an empty list and a note, and reveals nothing."""
     result = search(searchable, ctx, "quantum teleportation")

@@ -125,6 +125,8 @@ def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
     limit = arguments.get("limit")
     if limit is None:  # left out, or null as OpenAI's strict mode sends it
         limit = DEFAULT_LIMIT
+    elif isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)  # 5.0 is an integer to JSON Schema, as for any tool's input
     unknown = sorted(set(arguments) - {"query", "limit"})
     if unknown:
         return f"{SEARCH_TOOL} takes only 'query' and 'limit', not {unknown[0]!r}", "", 0
