@@ -88,7 +88,7 @@ class PlanRegistry:
             plan_id or f"plan-{os.urandom(6).hex()}",
             resources=tuple(options.pop("resources", ())),
             cancellation_token=token or CancellationToken(),
-            metadata=dict(options.pop("metadata", None) or {}),
+            metadata=_copied(options.pop("metadata", None)),
             **options,
         )
         self._cache.track(ctx)
@@ -214,6 +214,21 @@ class PlanRegistry:
         stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
         if stuck:
             _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
+
+
+def _copied(metadata: Any) -> dict[str, Any]:
+    """The plan's own copy of ``metadata`` (anything ``dict()`` takes; None for none).
+
+    Raises:
+        TypeError: ``dict()`` cannot make a dict of it; said plainly, not as
+            ``dict()``'s message about sequences.
+    """
+    if metadata is None:
+        return {}
+    try:
+        return dict(metadata)
+    except (TypeError, ValueError):
+        raise TypeError(f"metadata must be a dict or None, got {metadata!r}") from None
 
 
 async def _despite_cancellation(
