@@ -75,6 +75,40 @@ def test_plan_id_must_be_a_non_empty_string(plan_id: object) -> None:
         ToolExecutionContext(plan_id)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("read_only", "false", TypeError),
+        ("requires_checkpoint", 1, TypeError),
+        ("timeout", "5", TypeError),
+        ("idle_timeout", True, TypeError),
+        ("timeout", 0, ValueError),
+        ("cancellation_token", "stop", TypeError),
+        ("metadata", "user=ada", TypeError),
+        ("on_progress", 5, TypeError),
+    ],
+)
+def test_a_plan_option_of_the_wrong_kind_is_refused_when_the_context_is_made(
+    option: str, value: object, error: type[Exception]
+) -> None:
+    """Each option is checked up front and named in the error, not misread later."""
+    with pytest.raises(error, match=option):
+        ToolExecutionContext("p", **{option: value})  # type: ignore[arg-type]
+
+
+def test_new_context_refuses_metadata_that_is_not_a_mapping_and_frees_the_plan_id() -> None:
+    """runtime.new_context names the option at fault, and the plan id stays free."""
+    from toolcycle import ToolRuntime
+
+    with ToolRuntime() as runtime:
+        with pytest.raises(TypeError, match="metadata must be a dict"):
+            runtime.new_context("p", metadata="user=ada")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="cancellation_token"):
+            runtime.new_context("p", cancellation_token="stop")  # type: ignore[arg-type]
+        ctx = runtime.new_context("p", metadata=(("user", "ada"),))  # type: ignore[arg-type]
+    assert ctx.metadata == {"user": "ada"}
+
+
 def test_resources_become_a_tuple_and_are_checked() -> None:
     """Resources are stored as a tuple and must be BoundResource objects."""
     workspace = BoundResource(kind="workspace", name="ws", location="/tmp/ws")

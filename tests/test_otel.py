@@ -1127,3 +1127,18 @@ def test_a_stage_past_its_limit_names_a_public_error_type(
     assert _attributes(span)["error.type"] == "TimeoutError"
     [event] = span.events
     assert dict(event.attributes or {})["exception.type"] == "TimeoutError"
+
+
+def test_a_search_in_a_cancelled_plan_ends_its_span_as_cancelled(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """The refused search still ends its span, with the cancellation as its error."""
+    runtime = make_runtime(add)
+    runtime.register(shout, defer_loading=True)
+    with runtime.plan() as ctx:
+        ctx.cancellation_token.cancel("stop")
+        with pytest.raises(ToolCancelledError):
+            runtime.call({"name": "search_tools", "arguments": {"query": "capitals"}}, ctx)
+    span = _one(exporter, "execute_tool search_tools")
+    assert _attributes(span)["error.type"] == "ToolCancelledError"
+    assert span.status.status_code is StatusCode.ERROR

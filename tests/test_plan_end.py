@@ -574,6 +574,51 @@ def test_an_async_deactivate_of_a_tool_activated_after_the_runtime_closed_still_
     assert isinstance(outcome[0], ToolCancelledError)
 
 
+class SlowAsyncDeactivate:
+    """An async tool whose ``deactivate`` waits, off its loop, until ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.deactivating = threading.Event()
+        self.release = threading.Event()
+        self.stages: list[str] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="slow", capability={"writes": False})
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("activate")
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.deactivating.set()
+        await asyncio.to_thread(self.release.wait, WAIT)
+        self.stages.append("deactivated")
+
+
+def test_close_waits_for_a_plan_end_under_way_on_another_thread(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """close() keeps the runtime's loop until another thread's end has deactivated its tools."""
+    awaiting = log_waiter("toolcycle.lifecycle", "runtime.awaiting_plan_ends", logging.DEBUG)
+    tool = SlowAsyncDeactivate()
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    runtime.execute("slow", {}, ctx)
+    ender, ended = _in_thread(lambda: runtime.end_plan(ctx))
+    assert tool.deactivating.wait(WAIT)
+    closer, closed = _in_thread(runtime.close)
+    waited = awaiting.wait("")  # close() waits for the end under way
+    tool.release.set()
+    ender.join(WAIT)
+    closer.join(WAIT)
+    assert ended == [[]]  # the end finished, and raised nothing
+    assert tool.stages == ["activate", "deactivated"]
+    assert closed == [None] and runtime.closed and waited
+
+
 def test_a_timed_out_call_after_its_plan_ended_leaves_nothing_for_a_later_plan() -> None:
     """A sync call abandoned by the end, then timed out, is not waited for by the next plan."""
     tool = Stubborn()

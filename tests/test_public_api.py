@@ -438,6 +438,7 @@ ALLOWED = {
         "agent._search",
         "capabilities",
         "context",
+        "errors",
         "models",
         "runtime._shared",
         "runtime._steps",

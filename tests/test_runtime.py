@@ -19,6 +19,7 @@ from toolcycle import (
     ToolDescriptor,
     ToolExecutionContext,
     ToolExecutionError,
+    ToolNotActivatedError,
     ToolNotFoundError,
     ToolRegistrationError,
     ToolResult,
@@ -534,6 +535,81 @@ def test_unregister_and_descriptors(runtime: ToolRuntime) -> None:
         runtime.unregister("b")
     with pytest.raises(ToolNotFoundError):
         runtime.descriptor("b")
+
+
+def test_a_tool_registered_anew_under_an_active_name_is_activated_before_it_runs(
+    runtime: ToolRuntime,
+) -> None:
+    """An open plan activates the new tool at its first call and deactivates both at its end."""
+    old, new = FakeTool(name="t", output="old"), FakeTool(name="t", output="new")
+    runtime.register(old)
+    with runtime.plan("idle"), runtime.plan("p") as ctx:  # "idle" never activates it
+        assert runtime.execute("t", {}, ctx).output == "old"
+        runtime.unregister("t")
+        runtime.register(new)
+        assert runtime.execute("t", {}, ctx).output == "new"
+        assert runtime.execute("t", {}, ctx).output == "new"
+    assert old.stages("p") == ["activate", "execute", "deactivate"]
+    assert new.stages("p") == ["activate", "execute", "execute", "deactivate"]
+
+
+def test_without_auto_activate_a_tool_registered_anew_must_be_activated_again() -> None:
+    """The activation of the tool unregistered does not count for the one registered now."""
+    old, new = FakeTool(name="t"), FakeTool(name="t")
+    with ToolRuntime(auto_activate=False) as runtime:
+        runtime.register(old)
+        with runtime.plan("p") as ctx:
+            runtime.activate("t", ctx)
+            runtime.unregister("t")
+            runtime.register(new)
+            with pytest.raises(ToolNotActivatedError):
+                runtime.execute("t", {}, ctx)
+            runtime.activate("t", ctx)
+            assert runtime.execute("t", {}, ctx).success
+    assert old.stages("p") == ["activate", "deactivate"]
+    assert new.stages("p") == ["activate", "execute", "deactivate"]
+
+
+@pytest.mark.parametrize("old_done_first", [False, True])
+def test_a_tool_replaced_while_it_activates_keeps_both_activations_apart(
+    runtime: ToolRuntime, old_done_first: bool
+) -> None:
+    """The new tool is activated for itself, before or after the old activate ends; both undone."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_activate(ctx: ToolExecutionContext) -> None:
+        started.set()
+        assert release.wait(WAIT)
+
+    old, new = FakeTool(name="t", output="old"), FakeTool(name="t", output="new")
+    old.activate = slow_activate  # type: ignore[method-assign]
+    runtime.register(old)
+    ctx = runtime.new_context("p")
+    outputs: list[Any] = []
+
+    def run() -> None:
+        outputs.append(runtime.execute("t", {}, ctx).output)
+
+    first = threading.Thread(target=run)
+    first.start()
+    try:
+        assert started.wait(WAIT)
+        runtime.unregister("t")
+        runtime.register(new)
+        if old_done_first:
+            release.set()
+            first.join(WAIT)
+        second = threading.Thread(target=run)  # must not wait for the old activate
+        second.start()
+        second.join(WAIT)
+        assert not second.is_alive()
+    finally:
+        release.set()
+        first.join(WAIT)
+    assert sorted(outputs) == ["new", "old"]
+    assert runtime.end_plan(ctx) == []
+    assert old.stages("p") == ["execute", "deactivate"]  # its activate was replaced above
+    assert new.stages("p") == ["activate", "execute", "deactivate"]
 
 
 def test_register_source_is_all_or_nothing(runtime: ToolRuntime) -> None:

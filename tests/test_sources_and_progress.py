@@ -78,6 +78,55 @@ def test_a_stale_source_is_registered_afresh_before_the_next_plan(runtime) -> No
     assert (source.listed, other.listed) == (2, 1)
 
 
+def test_an_open_plan_activates_a_tool_its_source_gave_anew_before_running_it(runtime) -> None:
+    """After a refresh, a plan already open activates the new object, then ends both."""
+    source = _Source("a")
+    runtime.register_source(source)
+    made: list[FakeTool] = []
+    listing = source.tools
+
+    def tools() -> list[Any]:
+        made.extend(listing())
+        return made[-1:]
+
+    source.tools = tools  # type: ignore[method-assign]
+    source.stale = True
+    first = runtime.new_context("first")  # the refresh makes the first "a" kept here
+    runtime.execute("a", {}, first)
+    source.stale = True
+    second = runtime.new_context("second")  # registers a new "a" while "first" is open
+    runtime.execute("a", {}, first)
+    runtime.execute("a", {}, second)
+    runtime.end_plan(first)
+    runtime.end_plan(second)
+    old, new = made
+    assert old.stages() == ["discover", "activate", "execute", "deactivate"]
+    assert new.stages("first") == ["activate", "execute", "deactivate"]
+    assert new.stages("second") == ["activate", "execute", "deactivate"]
+
+
+def test_a_tool_a_source_gives_again_as_the_same_object_stays_active(runtime) -> None:
+    """A refresh that lists the very same tool object does not activate it twice in a plan."""
+    kept = FakeTool(name="a")
+
+    class Same:
+        stale = False
+
+        def tools(self) -> list[FakeTool]:
+            self.stale = False
+            return [kept]
+
+    source = Same()
+    runtime.register_source(source)
+    ctx = runtime.new_context("p")
+    runtime.execute("a", {}, ctx)
+    source.stale = True
+    runtime.new_context()
+    runtime.execute("a", {}, ctx)
+    runtime.end_plan(ctx)
+    assert kept.stages("p") == ["activate", "execute", "execute", "deactivate"]
+
+
 def test_a_refresh_that_fails_logs_and_leaves_the_sources_tools_unregistered(
     runtime, caplog
 ) -> None:

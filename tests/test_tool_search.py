@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcycle import ToolDescriptor, ToolExecutionContext, ToolRuntime, tool, wrap
+from toolcycle import (
+    ToolCancelledError,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolRuntime,
+    tool,
+    wrap,
+)
 from toolcycle.agent._search import SearchIndex, words
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -341,6 +348,15 @@ def test_a_host_reveals_what_a_native_search_found(
     ]
 
 
+def test_revealing_one_name_given_as_a_string_is_refused(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A bare string is refused with a TypeError, not revealed letter by letter."""
+    with pytest.raises(TypeError, match=r"pass \['slack_post_message'\]"):
+        ctx.reveal_tools("slack_post_message")
+    assert ctx.revealed_tools == frozenset()
+
+
 @pytest.mark.parametrize(
     ("arguments", "problem"),
     [
@@ -380,6 +396,23 @@ def test_limit_caps_the_answer_and_null_means_the_default(runtime: ToolRuntime) 
         assert len(search(runtime, ctx, "report", limit=None).output["tools"]) == 5
 
 
+def test_a_whole_number_sent_as_a_float_is_a_valid_limit(runtime: ToolRuntime) -> None:
+    """A limit of 3.0 is an integer to JSON Schema, as the meta-tool's schema says; 2.5 is not."""
+    for number in range(6):
+        runtime.register(
+            wrap(lambda: None, name=f"report_{number}", description=f"Report number {number}."),
+            defer_loading=True,
+        )
+        runtime.register(
+            wrap(lambda: None, name=f"other_{number}", description="Something else."),
+            defer_loading=True,
+        )
+    with runtime.plan() as ctx:
+        assert len(search(runtime, ctx, "report", limit=3.0).output["tools"]) == 3
+        refused = search(runtime, ctx, "report", limit=2.5)
+    assert not refused.success and "got 2.5" in (refused.error or "")
+
+
 def test_no_match_says_so(searchable: ToolRuntime, ctx: ToolExecutionContext) -> None:
     """A query no tool's words contain gets an empty list and a note, and reveals nothing."""
     result = search(searchable, ctx, "quantum teleportation")
@@ -407,6 +440,45 @@ def test_search_through_acall_and_call_many(
     )
     assert batch[0].output["tools"][0]["name"] == "github_create_issue"
     assert batch[1].output == 3
+
+
+def test_a_search_in_a_cancelled_plan_raises_and_reveals_nothing(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """As any call of a cancelled plan, a search is refused before it starts, traced cancelled."""
+    ctx.cancellation_token.cancel("budget spent")
+    with capture_traces(searchable) as traces, pytest.raises(ToolCancelledError):
+        search(searchable, ctx, "github issue")
+    with pytest.raises(ToolCancelledError):
+        asyncio.run(
+            searchable.acall({"name": "search_tools", "arguments": {"query": "slack"}}, ctx)
+        )
+    assert [trace.status for trace in traces] == ["cancelled"]
+    assert ctx.revealed_tools == frozenset()
+
+
+def test_a_search_in_a_batch_waits_for_its_turn(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A search after a sequential call that cancels the plan is answered as cancelled."""
+
+    @tool(writes=False, sequential=True)
+    def give_up(ctx: ToolExecutionContext) -> str:
+        """Cancel the plan, as a tool that spent its budget would."""
+        ctx.cancellation_token.cancel("budget spent")
+        return "stopped"
+
+    searchable.register(give_up)
+    first, second = searchable.call_many(
+        [
+            {"name": "give_up", "arguments": {}},
+            {"name": "search_tools", "arguments": {"query": "github issue"}},
+        ],
+        ctx,
+    )
+    assert first.output == "stopped"
+    assert not second.success and second.error_type == "ToolCancelledError"
+    assert ctx.revealed_tools == frozenset()
 
 
 # -- the failure modes peers ran into ----------------------------------------------------
@@ -458,6 +530,26 @@ def test_an_unknown_tool_is_refused_without_the_catalogue(
     assert not result.success
     for name in ("github_create_issue", "slack_post_message", "delete_repository", "add"):
         assert name not in (result.error or "")
+
+
+def test_a_tool_unregistered_after_its_call_was_read_is_refused_without_the_catalogue(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A batch call whose tool goes away before it runs lists no other tool either."""
+
+    @tool(writes=False, sequential=True)
+    def tidy() -> str:
+        """Unregister add, which the next call of the batch names."""
+        searchable.unregister("add")
+        return "tidied"
+
+    searchable.register(tidy)
+    first, second = searchable.call_many(
+        [{"name": "tidy", "arguments": {}}, {"name": "add", "arguments": {"a": 1, "b": 2}}], ctx
+    )
+    assert first.output == "tidied"
+    assert not second.success and second.error_type == "ToolNotFoundError"
+    assert second.error == "there is no tool named 'add'; call one of the tools you were given"
 
 
 def test_without_bm25s_local_search_says_how_to_install_it(

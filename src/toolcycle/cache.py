@@ -11,6 +11,10 @@ call's own time ran out) hands the activation back with `retry`: the waiters
 wake and one of them becomes the owner, so their calls are not failed for
 something that happened to another call.
 
+Activations are kept by tool name, so a tool unregistered or replaced under
+its name is `retire`d: each open plan keeps the old activation to deactivate
+at its end, and activates the tool registered there now before it runs.
+
 The cache also admits each call of a plan (`admit`), so that ending the plan
 can refuse new calls at once (`close`) and stop and wait for the calls in
 flight before anything is deactivated.
@@ -69,11 +73,14 @@ class Activation:
         "expires",
         "instance",
         "name",
+        "retired",
     )
 
     def __init__(self, name: str, instance: ToolInstance) -> None:
         self.name = name
         self.instance = instance
+        self.retired = False
+        """Its tool was unregistered or replaced while it was still activating."""
         self.error: BaseException | None = None
         self.expires: float | None = None
         """``time.monotonic()`` past which waiting for it is given up (``activate_timeout``)."""
@@ -191,7 +198,7 @@ class ToolLifecycleCache:
         with self._lock:
             plan = self._open(ctx)
             activation = plan.activations.get(name)
-            if activation is not None:
+            if activation is not None and not activation.retired:
                 return activation, False
             activation = Activation(name, instance)
             if timeout is not None:
@@ -212,10 +219,17 @@ class ToolLifecycleCache:
         with self._lock:
             plan = self._plans.get(ctx.plan_id)
             current = plan is not None and plan.activations.get(activation.name) is activation
-            cached = error is None and current and plan is not None and not plan.ended
+            # A retired activation is the plan's to deactivate, but no call of the
+            # tool registered now may count on it.
+            cached = (
+                error is None
+                and (current or activation.retired)
+                and plan is not None
+                and not plan.ended
+            )
             if cached and plan is not None:
                 plan.order.append(activation)
-            elif current and plan is not None:
+            if current and plan is not None and (activation.retired or not cached):
                 del plan.activations[activation.name]
         if error is None and not cached:
             # As an async activate is stopped, and as docs/concepts/plans.md says.
@@ -280,6 +294,25 @@ class ToolLifecycleCache:
             flights = plan.flights
         return flights.close() if flights is not None else ()
 
+    def retire(self, name: str) -> None:
+        """The tool registered as ``name`` was unregistered or replaced.
+
+        Every open plan keeps what it activated, to deactivate it at the plan's
+        end, but activates the tool registered under that name from now on
+        afresh, before its first call there. A plan with a host is left as it
+        is: its worker holds its tools by name, and keeps running, and then
+        deactivates, the one it was given.
+        """
+        with self._lock:
+            for plan in self._plans.values():
+                activation = plan.activations.get(name)
+                if activation is None or plan.ctx.host is not None:
+                    continue
+                if activation.done:
+                    del plan.activations[name]
+                else:  # finish() takes it out once its activate is over
+                    activation.retired = True
+
     def settled(self, plan_id: str, name: str, owner: ToolExecutionContext | None = None) -> bool:
         """Whether ``name`` finished activating successfully in the plan (lock-free).
 
@@ -295,10 +328,14 @@ class ToolLifecycleCache:
         return activation is not None and activation.done and activation.error is None
 
     def is_active(self, plan_id: str, name: str) -> bool:
-        """Whether ``name`` has been activated, successfully, in the plan."""
+        """Whether the tool registered as ``name`` has been activated, successfully, in the plan.
+
+        One unregistered or replaced since (see `retire`) no longer counts.
+        """
         with self._lock:
             plan = self._plans.get(plan_id)
-            return plan is not None and any(a.name == name for a in plan.order)
+            activation = plan.activations.get(name) if plan is not None else None
+            return activation is not None and activation.done and activation.error is None
 
     def active_tools(self, plan_id: str) -> tuple[str, ...]:
         """The tools activated in the plan, in order of activation."""

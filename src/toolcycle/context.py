@@ -236,10 +236,27 @@ class ToolExecutionContext:
     def __post_init__(self) -> None:
         if not isinstance(self.plan_id, str) or not self.plan_id:
             raise ValueError(f"plan_id must be a non-empty string, got {self.plan_id!r}")
+        for name in ("read_only", "requires_checkpoint"):
+            flag = getattr(self, name)
+            if not isinstance(flag, bool):  # "false" is truthy: the plan would mean the opposite
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
         for name in ("timeout", "idle_timeout"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number of seconds or None, got {value!r}")
+            if not value > 0:
                 raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+        if not isinstance(self.cancellation_token, CancellationToken):
+            raise TypeError(
+                "cancellation_token must be a toolcycle.CancellationToken or None, "
+                f"got {self.cancellation_token!r}"
+            )
+        if not isinstance(self.metadata, dict):
+            raise TypeError(f"metadata must be a dict or None, got {self.metadata!r}")
+        if self.on_progress is not None and not callable(self.on_progress):
+            raise TypeError(f"on_progress must be callable or None, got {self.on_progress!r}")
         if not (callable(self.approval) or self.approval in ("writes", "all", "flagged")):
             raise ValueError(
                 f"approval must be 'writes', 'all', 'flagged' or a function of the "
@@ -302,7 +319,16 @@ class ToolExecutionContext:
         The runtime calls this for what ``search_tools`` finds and for a deferred
         tool a model calls by name; a host calls it for what a provider's own
         tool search reported.
+
+        Raises:
+            TypeError: ``names`` is a single string rather than a collection of names.
         """
+        if isinstance(names, str):
+            # A string is iterable too: it would reveal its letters, not the tool.
+            raise TypeError(
+                f"reveal_tools takes a collection of tool names, got the string {names!r}; "
+                f"pass [{names!r}] to reveal that one tool"
+            )
         added = frozenset(names)
         if not added <= self._revealed:
             with self._lock:  # a new set each time: readers never see one change

@@ -42,6 +42,23 @@ def test_stages_run_in_the_plans_worker_in_lifecycle_order(
     assert host.worker_pid(ctx) is None
 
 
+def test_a_hosted_plan_keeps_the_tool_it_placed_when_the_name_is_registered_anew(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """Its worker holds tools by name: it runs, then deactivates, the one it activated."""
+    with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+        runtime.execute("first", {}, ctx)
+        runtime.unregister("first")
+        runtime.register(box.Recorder("first"))
+        assert runtime.execute("first", {}, ctx).success
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]
+
+
 def test_each_plan_has_a_worker_of_its_own(runtime: ToolRuntime, host: ProcessHost) -> None:
     """Two plans open at once on one host run in two processes."""
     with runtime.plan(host=host) as one, runtime.plan(host=host) as two:

@@ -20,7 +20,7 @@ from toolcycle.models import ToolResult
 if TYPE_CHECKING:
     from toolcycle.models import ToolCall, ToolExecutionTrace
 
-__all__ = ["REFUSED", "refusal"]
+__all__ = ["REFUSED", "refusal", "refused", "unknown_tool"]
 
 REFUSED = (
     ToolAccessDeniedError,
@@ -40,3 +40,22 @@ def refusal(
 ) -> ToolResult:
     """A failed result that answers ``call`` with ``message``, carrying the refusal's trace."""
     return ToolResult(success=False, error=message, error_type=error_type, call=call, trace=trace)
+
+
+def unknown_tool(name: str) -> str:
+    """What a model reads for a tool name nobody registered: not the names that are."""
+    return f"there is no tool named {name!r}; call one of the tools you were given"
+
+
+def refused(error: Exception, trace: ToolExecutionTrace | None) -> ToolResult:
+    """The failed result that answers a model's call which ``execute`` refused with ``error``.
+
+    A tool unregistered after the call was read is answered as any unknown name:
+    the list of known tools the error gives the host would hand the model the
+    whole catalogue, deferred tools included.
+    """
+    if isinstance(error, ToolNotFoundError):
+        message = unknown_tool(error.tool_name or "")
+    else:
+        message = str(error)
+    return refusal(None, message, type(error).__name__, trace)

@@ -13,7 +13,7 @@ from toolcycle._construct import trusted
 from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
 from toolcycle.agent._calls import parse_tool_call
-from toolcycle.agent._dispatch import refusal
+from toolcycle.agent._dispatch import refusal, unknown_tool
 from toolcycle.agent._names import FORMATS, ProviderNames
 from toolcycle.agent._schemas import drop_absent_nulls
 from toolcycle.context import ToolExecutionContext
@@ -92,6 +92,8 @@ class Dispatcher:
         if isinstance(prepared, ToolResult):
             return prepared
         call, name, arguments = prepared
+        if name == SEARCH_TOOL and name not in self._entries:
+            return self._search.answer(call, ctx)
         result = self._runner.execute(
             name, arguments, ctx, timeout, idle_timeout, call.id, refuse=True, answers=call
         )
@@ -158,9 +160,7 @@ class Dispatcher:
             prepared,
             run=run,
             refuse=refuse,
-            sequential=lambda name: (
-                durable or self._catalog.entry(name).descriptor.capability.sequential
-            ),
+            sequential=lambda name: durable or self._sequential(name),
             token=ctx.cancellation_token,
             max_concurrency=max_concurrency,
         )
@@ -174,6 +174,8 @@ class Dispatcher:
         progress: Callable[[ProgressEvent], object] | None = None,
     ) -> ToolResult:
         call, name, arguments = prepared
+        if name == SEARCH_TOOL and name not in self._entries:
+            return self._search.answer(call, ctx)
         result = await self._runner.aexecute(
             name,
             arguments,
@@ -206,13 +208,13 @@ class Dispatcher:
         entries = self._entries
         if name not in entries:
             if name == SEARCH_TOOL:  # before resolve, which tries every registered name
-                return self._search.answer(call, ctx)
+                # Answered when it runs: in a batch, in its turn, once the token is checked.
+                return call, name, call.arguments
             catalog = self._catalog
             name = self._names.resolve(call.name, call.format, catalog.generation, catalog.names)
         if name is None:
-            message = f"there is no tool named {call.name!r}; call one of the tools you were given"
             return self._refused(
-                self._masked(call, None), ctx, message, "ToolNotFoundError", "error"
+                self._masked(call, None), ctx, unknown_tool(call.name), "ToolNotFoundError", "error"
             )
         arguments = call.arguments
         entry = entries.get(name)
@@ -223,6 +225,11 @@ class Dispatcher:
                 depth = self._limits.max_instance_depth
                 arguments = drop_absent_nulls(arguments, descriptor.input_schema, max_depth=depth)
         return self._masked(call, entry), name, arguments
+
+    def _sequential(self, name: str) -> bool:
+        """Whether the tool must run alone in a batch (the search meta-tool need not)."""
+        entry = self._entries.get(name)
+        return entry is not None and entry.descriptor.capability.sequential
 
     def _masked(self, call: ToolCall, entry: Entry | None) -> ToolCall:
         """The call as a result carries it: its secret arguments replaced.

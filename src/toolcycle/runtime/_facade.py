@@ -159,7 +159,8 @@ class ToolRuntime:
             cache, calls, check_seconds("activate_timeout", activate_timeout)
         )
         self._results = results = result_cache if result_cache is not None else ResultCache()
-        self._compiler, self._tools = compiler, ToolRegistry(compiler, settings, results)
+        self._compiler = compiler
+        self._tools = ToolRegistry(compiler, settings, results, retired=cache.retire)
         self._plans = PlanRegistry(
             cache,
             calls,

@@ -11,7 +11,7 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.agent._dispatch import REFUSED, refusal
+from toolcycle.agent._dispatch import REFUSED, refused
 from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._guards import GuardStep
@@ -96,7 +96,7 @@ class CallPipeline:
         except REFUSED as exc:
             if not refuse:
                 raise
-            return refusal(None, str(exc), type(exc).__name__, call.trace)
+            return refused(exc, call.trace)
         finally:
             if call.observer is not None:
                 self._steps.observed(call)
@@ -171,7 +171,7 @@ class CallPipeline:
         except REFUSED as exc:
             if not refuse:
                 raise
-            return refusal(None, str(exc), type(exc).__name__, call.trace)
+            return refused(exc, call.trace)
         finally:
             if call.observer is not None:
                 self._steps.observed(call)
@@ -342,7 +342,7 @@ class CallPipeline:
         except REFUSED as exc:  # a model's call is answered with the refusal
             if not call.refuse:
                 raise
-            return refusal(None, str(exc), type(exc).__name__, call.trace)
+            return refused(exc, call.trace)
 
     async def _ascreened(
         self,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import CancellationToken
@@ -14,7 +16,7 @@ from toolcycle.runtime._shared import check_seconds, here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.context import _CallScope
@@ -61,6 +63,9 @@ class PlanRegistry:
         self._after_plan = after_plan
         self._drain_timeout = check_seconds("drain_timeout", drain_timeout, zero=True)
         self._abandon_timeout = check_seconds("abandon_timeout", abandon_timeout, zero=True)
+        # The thread of each plan end under way, so that closing waits for them.
+        self._ending: list[int] = []
+        self._ends = threading.Condition()
 
     def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
         """A tracked context for a new plan (see `ToolRuntime.new_context`)."""
@@ -79,7 +84,7 @@ class PlanRegistry:
             plan_id or f"plan-{os.urandom(6).hex()}",
             resources=tuple(options.pop("resources", ())),
             cancellation_token=token or CancellationToken(),
-            metadata=dict(options.pop("metadata", None) or {}),
+            metadata=_copied(options.pop("metadata", None)),
             **options,
         )
         self._cache.track(ctx)
@@ -93,37 +98,64 @@ class PlanRegistry:
 
     def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """End the plan from sync code (see `ToolRuntime.end_plan`)."""
-        flights = self._cache.close(ctx)
-        if flights is None:
-            return []
-        if flights:
-            self._drain(ctx, flights)
-        errors = self._cache.end_plan(ctx, self._calls.teardown)
-        if ctx.host is not None:  # its tools are deactivated: now the worker ends
-            ctx.host.end(ctx)
-        return self._ended(ctx, errors)
+        with self._under_way():
+            flights = self._cache.close(ctx)
+            if flights is None:
+                return []
+            if flights:
+                self._drain(ctx, flights)
+            errors = self._cache.end_plan(ctx, self._calls.teardown)
+            if ctx.host is not None:  # its tools are deactivated: now the worker ends
+                ctx.host.end(ctx)
+            return self._ended(ctx, errors)
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """End the plan from async code (see `ToolRuntime.aend_plan`)."""
-        flights = self._cache.close(ctx)
-        if flights is None:
-            return []
-        if flights:
-            drain = asyncio.ensure_future(
-                asyncio.to_thread(self._drain, ctx, flights, here(), _call_scope.get())
-            )
-            # Cancelled meanwhile, the end must not deactivate tools under calls still
-            # running: it ends the plan after the drain all the same, then re-raises.
-            cancelled = await _despite_cancellation(drain, ctx.plan_id)
-            if cancelled is not None:
-                await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
-                raise cancelled
-        return await self._aend(ctx)
+        with self._under_way():
+            flights = self._cache.close(ctx)
+            if flights is None:
+                return []
+            if flights:
+                drain = asyncio.ensure_future(
+                    asyncio.to_thread(self._drain, ctx, flights, here(), _call_scope.get())
+                )
+                # Cancelled meanwhile, the end must not deactivate tools under calls still
+                # running: it ends the plan after the drain all the same, then re-raises.
+                cancelled = await _despite_cancellation(drain, ctx.plan_id)
+                if cancelled is not None:
+                    await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
+                    raise cancelled
+            return await self._aend(ctx)
 
     def end_all(self) -> None:
-        """End every open plan (the runtime is closing)."""
+        """End every open plan, and wait for the ends other threads have under way.
+
+        The runtime is closing: its threads must outlive every deactivation. An
+        end running on this very thread (``close`` called from an event loop
+        whose task is ending a plan, say) is not waited for: it could only go on
+        once this returns.
+        """
         for ctx in self._cache.open_plans():
             self.end_plan(ctx)
+        me = threading.get_ident()
+        with self._ends:
+            others = [owner for owner in self._ending if owner != me]
+            if others:
+                lifecycle_event("runtime.awaiting_plan_ends", count=len(others))
+            self._ends.wait_for(lambda: all(owner == me for owner in self._ending))
+
+    @contextlib.contextmanager
+    def _under_way(self) -> Iterator[None]:
+        """Count a plan end as under way on this thread while the block runs."""
+        me = threading.get_ident()
+        with self._ends:
+            self._ending.append(me)
+        try:
+            yield
+        finally:
+            with self._ends:
+                self._ending.remove(me)
+                self._ends.notify_all()
 
     async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         errors = await self._cache.aend_plan(ctx, self._calls.ateardown)
@@ -178,6 +210,21 @@ class PlanRegistry:
         stuck = wait_for(left, self._abandon_timeout, live=False) if left else []
         if stuck:
             _log.warning("tool.abandoned_still_running", plan_id=ctx.plan_id, count=len(stuck))
+
+
+def _copied(metadata: Any) -> dict[str, Any]:
+    """The plan's own copy of ``metadata`` (anything ``dict()`` takes; None for none).
+
+    Raises:
+        TypeError: ``dict()`` cannot make a dict of it; said plainly, not as
+            ``dict()``'s message about sequences.
+    """
+    if metadata is None:
+        return {}
+    try:
+        return dict(metadata)
+    except (TypeError, ValueError):
+        raise TypeError(f"metadata must be a dict or None, got {metadata!r}") from None
 
 
 async def _despite_cancellation(

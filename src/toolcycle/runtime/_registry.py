@@ -82,12 +82,29 @@ class ToolRegistry:
 
     Lookups by name read a plain dict without a lock (a dict read is atomic);
     changes, and listings, take the registry's lock.
+
+    Args:
+        compiler: compiles each tool's schemas.
+        settings: the runtime's shared settings.
+        results: where cached tools' results are kept.
+        retired: called with a name whose tool was unregistered, or replaced by
+            a source registered afresh, so that open plans activate the tool
+            registered there now before running it (the activation cache's
+            ``retire``).
     """
 
-    def __init__(self, compiler: SchemaCompiler, settings: Settings, results: ResultCache) -> None:
+    def __init__(
+        self,
+        compiler: SchemaCompiler,
+        settings: Settings,
+        results: ResultCache,
+        *,
+        retired: Callable[[str], object] = lambda name: None,
+    ) -> None:
         self._compiler = compiler
         self._settings = settings
         self._results = results
+        self._retired = retired
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
         self._sources: list[_SourceEntry] = []
@@ -261,17 +278,18 @@ class ToolRegistry:
             self._generation += 1
         if entry is None:
             raise ToolNotFoundError(f"no tool named {name!r} is registered", tool_name=name)
+        self._retired(name)
         return entry.descriptor
 
     def refresh_stale_sources(self) -> None:
         """Register afresh the tools of every source that says its list changed."""
         if not self._sources:
             return
+        retired: list[str] = []
         with self._lock:
             stale = [entry for entry in self._sources if getattr(entry.source, "stale", False)]
             for entry in stale:
-                for name in entry.names:
-                    self._tools.pop(name, None)
+                old = {name: self._tools.pop(name, None) for name in entry.names}
                 self._generation += 1
                 try:
                     registered = self._register_all(entry, _log_skipped)
@@ -280,8 +298,16 @@ class ToolRegistry:
                     # asked again before the next plan.
                     entry.names = []
                     _log.warning("source.refresh_failed", source=repr(entry.source), error=str(exc))
-                    continue
+                    registered = []
                 entry.names = [d.name for d in registered]
+                # A tool the source gave again as the same object stays active in
+                # open plans; a new object is activated there before it runs.
+                for name, was in old.items():
+                    now = self._tools.get(name)
+                    if was is not None and (now is None or now.instance is not was.instance):
+                        retired.append(name)
+        for name in retired:
+            self._retired(name)
 
     def close_sources(self) -> None:
         """Call ``close()`` on every source that has one, once; an error is logged."""

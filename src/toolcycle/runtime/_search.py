@@ -16,6 +16,7 @@ from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
 from toolcycle.capabilities import is_allowed
+from toolcycle.errors import ToolCancelledError
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
@@ -68,9 +69,21 @@ class ToolSearch:
         return deferred_definitions(allowed, format, strict=strict, plan=plan, revealed=revealed)
 
     def answer(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
-        """Run a model's ``search_tools`` call: rank, reveal what it found, trace it."""
+        """Run a model's ``search_tools`` call: rank, reveal what it found, trace it.
+
+        Raises:
+            ToolCancelledError: the plan is cancelled (traced ``cancelled``), as
+                any call of a cancelled plan is refused before it starts.
+        """
         steps = self._steps
         record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
+        if ctx.cancellation_token.is_cancelled:
+            try:
+                steps.raise_cancelled(record, None)
+            except ToolCancelledError:
+                if record.observer is not None:
+                    steps.observed(record)
+                raise
         problem, query, limit = _read(call.arguments)
         if problem is not None:
             error_type = "ToolSchemaValidationError"
@@ -112,6 +125,8 @@ def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
     limit = arguments.get("limit")
     if limit is None:  # left out, or null as OpenAI's strict mode sends it
         limit = DEFAULT_LIMIT
+    elif isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)  # 5.0 is an integer to JSON Schema, as for any tool's input
     unknown = sorted(set(arguments) - {"query", "limit"})
     if unknown:
         return f"{SEARCH_TOOL} takes only 'query' and 'limit', not {unknown[0]!r}", "", 0
