@@ -594,6 +594,12 @@ def test_an_empty_index_finds_nothing() -> None:
     assert hits.tools == [] and hits.too_common == []
 
 
+def test_words_are_case_folded_not_only_lowered() -> None:
+    """An upper-case query finds a word whose lower case differs from plain lowering."""
+    assert words("GRÖSSE") == words("Größe") == ["grösse"]
+    assert words("ΣΟΦΊΑ") == words("σοφία")
+
+
 def test_names_are_split_into_words() -> None:
     """Underscores, dashes, dots and camelCase humps separate words; tiny words go."""
     assert words("github_createIssue") == ["github", "createissue", "create", "issue"]

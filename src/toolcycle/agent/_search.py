@@ -40,7 +40,9 @@ _STOPWORDS = frozenset(
 
 
 def words(text: str) -> list[str]:
-    """The lowercase words of ``text``, split at non-letters.
+    """The case-folded words of ``text``, split at non-letters.
+
+    Case folding, not lowering, so that ``GRÖSSE`` and ``Größe`` are one word.
 
     A word with camelCase humps gives itself and each part (``GitHub``:
     ``github``, ``git``, ``hub``), so a query may use either.
@@ -50,7 +52,7 @@ def words(text: str) -> list[str]:
         # Most words have no hump (all lower case, or a capital only first): no regex.
         parts = [word] if word[1:].islower() or word.isupper() else _HUMP.sub(" ", word).split()
         for each in [word, *parts] if len(parts) > 1 else parts:
-            lowered = each.lower()
+            lowered = each.casefold()
             if len(lowered) > 1 and lowered not in _STOPWORDS:
                 found.append(lowered)
     return found
