@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,16 @@ def test_the_context_init_takes_its_fields_and_its_repr_is_a_dataclass_repr() ->
     )
     assert repr(first) == f"ToolExecutionContext({shown})"
     assert repr(first).startswith("ToolExecutionContext(plan_id='p', read_only=False, ")
+
+
+@pytest.mark.parametrize("plan_id", ["", 5])
+def test_new_context_refuses_an_empty_or_non_text_plan_id_rather_than_making_one_up(
+    plan_id: Any,
+) -> None:
+    """Only None asks for a new id; "" is a mistake, as ToolExecutionContext("") says."""
+    from toolcycle import ToolRuntime
+
+    with ToolRuntime() as runtime:
+        with pytest.raises(ValueError, match="plan_id must be a non-empty string, or None"):
+            runtime.new_context(plan_id)
+        assert runtime.new_context(None).plan_id.startswith("plan-")

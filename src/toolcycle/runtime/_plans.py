@@ -70,6 +70,11 @@ class PlanRegistry:
     def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
         """A tracked context for a new plan (see `ToolRuntime.new_context`)."""
         self._settings.check_open()
+        if plan_id is not None and (not isinstance(plan_id, str) or not plan_id):
+            # "" is not "no id": a made-up id would hide the caller's empty variable.
+            raise ValueError(
+                f"plan_id must be a non-empty string, or None for a new id, got {plan_id!r}"
+            )
         self._before_plan()
         token = options.pop("cancellation_token", None)
         host = options.get("host")
@@ -81,7 +86,7 @@ class PlanRegistry:
         if durable is not None:  # the engine may name the plan after its workflow
             plan_id = durable.open(plan_id)
         ctx = ToolExecutionContext(
-            plan_id or f"plan-{os.urandom(6).hex()}",
+            plan_id if plan_id is not None else f"plan-{os.urandom(6).hex()}",
             resources=tuple(options.pop("resources", ())),
             cancellation_token=token or CancellationToken(),
             metadata=_copied(options.pop("metadata", None)),
