@@ -312,7 +312,8 @@ ALLOWED = {
         "runtime._steps",
     },
     "hosts": {"hosts._dbos", "hosts._process", "hosts._ray", "hosts._tools"},
-    "hosts._dbos": {"context", "errors", "models"},
+    "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
+    "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._shared": {
         "durable",
         "runtime._guardset",
