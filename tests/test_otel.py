@@ -784,6 +784,19 @@ def test_a_denied_call_gives_an_error_span(
     assert span.status.status_code is StatusCode.ERROR
 
 
+async def test_a_models_denied_async_call_is_answered_and_gives_an_error_span(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """A refused async model call is answered, and its span records the denial."""
+    runtime = make_runtime(write_note)
+    async with runtime.aplan(read_only=True) as ctx:
+        call = {"id": "m1", "name": "write_note", "arguments": {"text": "x"}}
+        result = await runtime.acall(call, ctx)
+    assert result.error_type == "ToolAccessDeniedError"
+    attributes = _attributes(_one(exporter, "execute_tool write_note"))
+    assert (attributes["gen_ai.tool.call.id"], attributes["toolcycle.status"]) == ("m1", "denied")
+
+
 def test_a_timeout_gives_an_error_span_with_status_timed_out(
     make_runtime: MakeRuntime, exporter: InMemorySpanExporter
 ) -> None:

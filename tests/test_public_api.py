@@ -302,6 +302,7 @@ ALLOWED = {
     # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
     # dispatcher; the parts never import one another, and only the façade sees them all.
     "runtime._durable": {
+        "agent._dispatch",  # a refused call of a model answered as a failed result
         "approvals",  # the call's fingerprint, recorded with its result
         "durable",
         "errors",
@@ -311,7 +312,8 @@ ALLOWED = {
         "runtime._steps",
     },
     "hosts": {"hosts._dbos", "hosts._process", "hosts._ray", "hosts._tools"},
-    "hosts._dbos": {"context", "errors", "models"},
+    "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
+    "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._shared": {
         "durable",
         "runtime._guardset",

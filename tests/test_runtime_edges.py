@@ -97,6 +97,13 @@ def test_execute_requires_a_context(runtime: ToolRuntime) -> None:
         runtime.execute("fake", {}, "plan-1")  # type: ignore[arg-type]
 
 
+async def test_aexecute_requires_a_context(runtime: ToolRuntime) -> None:
+    """The async path refuses something other than a ToolExecutionContext the same way."""
+    runtime.register(FakeTool())
+    with pytest.raises(TypeError, match="ToolExecutionContext"):
+        await runtime.aexecute("fake", {}, "plan-1")  # type: ignore[arg-type]
+
+
 def test_closed_runtime_refuses_calls() -> None:
     """Execute after close() raises ToolRuntimeError and says the runtime is closed."""
     runtime = ToolRuntime()

@@ -26,7 +26,10 @@ class DurablePlan(Protocol):
     capability check to the trace: recording it records the approval decision,
     the output and the changes together. The engine must call exactly one of
     ``call`` (run it now) or ``interrupted`` (it was running when an earlier
-    process died), or return a result it recorded before.
+    process died), or return a result it recorded before. Calling one of them
+    is what announces the call (its start event, its instrumentation observer):
+    a result handed back from the record was announced by the run that made it,
+    and nothing hears of the call again.
 
     A recorded result answers one exact call: the engine records the call's
     ``fingerprint`` with it, and on replay raises `toolcycle.PlanResumeError`

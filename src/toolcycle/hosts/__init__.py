@@ -24,7 +24,7 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   steps of the plan's workflow, so a plan resumed after a crash does not run the
   completed calls again; ``DBOSPlan.resume`` resumes one by its id (see
   docs/durable-plans.md). An optional extra, imported only when its name is first
-  used here.
+  used here. ``_dbos_record`` is what its steps record, and the checks of a replay.
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ whose arguments differ from the recorded call's raises `PlanResumeError` instead
 of getting the other call's result. (A step recorded before fingerprints were,
 a bare `ToolResult`, answers any call of its tool.)
 
-DBOS writes a step's output with its serializer (pickle by default) after the
-step's function returns. A result it cannot write would leave the step
-unrecorded behind a bare pickling error, after the tool ran; each result is
-tried with the serializer first, and one that fails raises `ToolRuntimeError`
-naming the tool, with nothing recorded for the call.
+A result that DBOS's serializer cannot write raises `ToolRuntimeError` naming
+the tool, with nothing recorded for the call (see ``_dbos_record``, which holds
+what the steps record and how a replay is checked against it).
 
 A call of a tool that is not idempotent is preceded by a small marker step
 (``toolcycle:<tool>:started``). If the marker is recorded but the call is not,
@@ -42,16 +40,15 @@ machinery: a plan that ``DBOS.launch()`` recovered, or that this process runs, i
 waited for; any other unfinished plan of this application version is handed to
 ``DBOS.resume_workflow``, which queues it to run here from its last recorded step.
 
-This module is the only part of toolcycle that imports ``dbos``. It reads three
-things DBOS keeps private: the workflows this process runs, the serializer
-configured, and the id of the step that just ran (for messages only).
+This module and ``_dbos_record``, which it imports once it has checked that
+DBOS is installed, are the only parts of toolcycle that import ``dbos``. This
+one reads one thing DBOS keeps private: the workflows this process runs.
 """
 
 from __future__ import annotations
 
 try:
     from dbos import DBOS, WorkflowHandle, WorkflowHandleAsync, WorkflowStatus
-    from dbos._context import get_local_dbos_context
     from dbos._dbos import _get_dbos_instance
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without dbos
     raise ImportError(
@@ -59,12 +56,20 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[dbos]' from a clone (toolcycle[dbos] once published)"
     ) from exc
 
-import pickle
 import threading
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.errors import ConcurrentCallError, PlanResumeError, ToolRuntimeError, error_text
+from toolcycle.errors import ConcurrentCallError, PlanResumeError, ToolRuntimeError
+from toolcycle.hosts._dbos_record import (
+    Raised,
+    abegan,
+    aclaimed,
+    began,
+    claimed,
+    record,
+    replayed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -85,20 +90,6 @@ _INSIDE: ContextVar[frozenset[int]] = ContextVar("toolcycle_dbos_inside", defaul
 _FINISHED = frozenset({"SUCCESS", "ERROR"})
 # Statuses of a plan that is waiting in a queue, which will run it.
 _QUEUED = frozenset({"ENQUEUED", "DELAYED"})
-# The name DBOS gives its default serializer, which pickles.
-_PICKLE = "py_pickle"
-
-
-class _Raised(BaseException):
-    """Carries an exception of a call past DBOS's step, which records only `Exception`s.
-
-    A call that raised (cancelled, refused, an activation that failed) has no
-    result to give back on resume, so it is left unrecorded.
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
 
 
 class DBOSPlan:
@@ -210,7 +201,7 @@ class DBOSPlan:
         fingerprint: str | None,
     ) -> ToolResult:
         name = f"{self._prefix}:{tool_name}"
-        fresh = idempotent or self._began(ctx, tool_name, name, fingerprint)
+        fresh = idempotent or began(ctx, tool_name, name, fingerprint)
         live: list[ToolResult] = []
 
         def step() -> dict[str, Any]:
@@ -220,17 +211,17 @@ class DBOSPlan:
                 try:
                     result = call()
                 except BaseException as exc:
-                    raise _Raised(exc) from None
+                    raise Raised(exc) from None
             live.append(result)
-            return _record(ctx, tool_name, result, fingerprint)
+            return record(ctx, tool_name, result, fingerprint)
 
         try:
             recorded = DBOS.run_step({"name": name}, step)
-        except _Raised as carried:
+        except Raised as carried:
             raise carried.error from carried.error.__cause__
         if live:
             return live[0]
-        return _replayed(ctx, tool_name, name, recorded, fingerprint, marked=not idempotent)
+        return replayed(ctx, tool_name, name, recorded, fingerprint, marked=not idempotent)
 
     async def arun(
         self,
@@ -259,7 +250,7 @@ class DBOSPlan:
         fingerprint: str | None,
     ) -> ToolResult:
         name = f"{self._prefix}:{tool_name}"
-        fresh = idempotent or await self._abegan(ctx, tool_name, name, fingerprint)
+        fresh = idempotent or await abegan(ctx, tool_name, name, fingerprint)
         live: list[ToolResult] = []
 
         async def step() -> dict[str, Any]:
@@ -269,17 +260,17 @@ class DBOSPlan:
                 try:
                     result = await call()
                 except BaseException as exc:
-                    raise _Raised(exc) from None
+                    raise Raised(exc) from None
             live.append(result)
-            return _record(ctx, tool_name, result, fingerprint)
+            return record(ctx, tool_name, result, fingerprint)
 
         try:
             recorded = await DBOS.run_step_async({"name": name}, step)
-        except _Raised as carried:
+        except Raised as carried:
             raise carried.error from carried.error.__cause__
         if live:
             return live[0]
-        return _replayed(ctx, tool_name, name, recorded, fingerprint, marked=not idempotent)
+        return replayed(ctx, tool_name, name, recorded, fingerprint, marked=not idempotent)
 
     def claim_once(
         self, ctx: ToolExecutionContext, tool_name: str, claim: Callable[[], bool]
@@ -291,7 +282,7 @@ class DBOSPlan:
         """
         entered = _enter(ctx, tool_name)
         try:
-            return _claimed(f"{self._prefix}:{tool_name}:claimed", claim)
+            return claimed(f"{self._prefix}:{tool_name}:claimed", claim)
         finally:
             _leave(ctx, entered)
 
@@ -301,48 +292,9 @@ class DBOSPlan:
         """Async twin of `claim_once`; DBOS runs the claim off the event loop."""
         entered = _enter(ctx, tool_name)
         try:
-            return await _aclaimed(f"{self._prefix}:{tool_name}:claimed", claim)
+            return await aclaimed(f"{self._prefix}:{tool_name}:claimed", claim)
         finally:
             _leave(ctx, entered)
-
-    @staticmethod
-    def _began(
-        ctx: ToolExecutionContext, tool_name: str, name: str, fingerprint: str | None
-    ) -> bool:
-        """Record that the call starts; False when an earlier run recorded it already.
-
-        Raises:
-            PlanResumeError: the earlier run recorded the start of a call with
-                other arguments.
-        """
-        ran: list[bool] = []
-
-        def mark() -> str | None:
-            ran.append(True)
-            return fingerprint
-
-        marker = f"{name}:started"
-        recorded = DBOS.run_step({"name": marker}, mark)
-        if not ran:
-            _check_same_call(ctx, tool_name, marker, recorded, fingerprint, marked=False)
-        return bool(ran)
-
-    @staticmethod
-    async def _abegan(
-        ctx: ToolExecutionContext, tool_name: str, name: str, fingerprint: str | None
-    ) -> bool:
-        """Async twin of `_began`."""
-        ran: list[bool] = []
-
-        async def mark() -> str | None:
-            ran.append(True)
-            return fingerprint
-
-        marker = f"{name}:started"
-        recorded = await DBOS.run_step_async({"name": marker}, mark)
-        if not ran:
-            _check_same_call(ctx, tool_name, marker, recorded, fingerprint, marked=False)
-        return bool(ran)
 
 
 def _enter(ctx: ToolExecutionContext, tool_name: str) -> Token[frozenset[int]] | None:
@@ -375,144 +327,6 @@ def _leave(ctx: ToolExecutionContext, entered: Token[frozenset[int]] | None) -> 
     _INSIDE.reset(entered)
     with _BUSY_LOCK:
         _BUSY.discard(id(ctx))
-
-
-def _carried(claim: Callable[[], bool]) -> Callable[[], bool]:
-    """The claim as a step: an error is carried past DBOS, unrecorded, to try again on resume."""
-
-    def step() -> bool:
-        try:
-            return bool(claim())
-        except BaseException as exc:
-            raise _Raised(exc) from None
-
-    return step
-
-
-def _claimed(name: str, claim: Callable[[], bool]) -> bool:
-    """Run the claim as the step ``name``, or give back its recorded answer."""
-    try:
-        return DBOS.run_step({"name": name}, _carried(claim))
-    except _Raised as carried:
-        raise carried.error from None
-
-
-async def _aclaimed(name: str, claim: Callable[[], bool]) -> bool:
-    """Async twin of `_claimed`."""
-    try:
-        return await DBOS.run_step_async({"name": name}, _carried(claim))
-    except _Raised as carried:
-        raise carried.error from None
-
-
-def _record(
-    ctx: ToolExecutionContext, tool_name: str, result: ToolResult, fingerprint: str | None
-) -> dict[str, Any]:
-    """What the call's step records: its result, without the live exception, and fingerprint.
-
-    The record is tried with DBOS's serializer here, because DBOS serializes a
-    step's output only after the step returns, and a failure there escapes as
-    a bare error (pickle's, for the default serializer) with the step unrecorded.
-
-    Raises:
-        _Raised: carrying `ToolRuntimeError` (the serializer's error as its
-            cause) when the record cannot be serialized; DBOS records nothing.
-    """
-    kept = result if result.exception is None else result.model_copy(update={"exception": None})
-    record = {"result": kept, "fingerprint": fingerprint}
-    serializer = _get_dbos_instance()._serializer
-    pickled = serializer.name() == _PICKLE
-    try:
-        if pickled:  # by pickle itself: DBOS's serializer logs the whole result on failing
-            pickle.dumps(record)
-        else:
-            serializer.serialize(record)
-    except Exception as exc:
-        used = (
-            "pickle (DBOS's default serializer)"
-            if pickled
-            else f"the serializer set in DBOSConfig ({type(serializer).__name__})"
-        )
-        error = ToolRuntimeError(
-            f"the call of {tool_name!r} in durable plan {ctx.plan_id!r} ran, but its result "
-            f"cannot be recorded: {used} failed on it ({type(exc).__name__}: "
-            f"{error_text(exc)}). A durable plan records each call's whole ToolResult, so "
-            "its output and any ToolReturn metadata must be serializable: keep live "
-            "objects (locks, clients, open files) out of the metadata, or set a "
-            "serializer in DBOSConfig that can write them. Nothing was recorded for this "
-            "call: a resumed plan treats it as a call that was running when its process "
-            "died",
-            tool_name=tool_name,
-            plan_id=ctx.plan_id,
-        )
-        error.__cause__ = exc
-        raise _Raised(error) from None
-    return record
-
-
-def _replayed(
-    ctx: ToolExecutionContext,
-    tool_name: str,
-    name: str,
-    recorded: dict[str, Any] | ToolResult,
-    fingerprint: str | None,
-    *,
-    marked: bool,
-) -> ToolResult:
-    """A recorded result given back on resume; its changes join the plan's record again.
-
-    ``marked``: the call's step follows its marker step (see `_check_same_call`).
-
-    Raises:
-        PlanResumeError: the result was recorded for a call with other arguments.
-    """
-    if isinstance(recorded, dict):
-        _check_same_call(ctx, tool_name, name, recorded["fingerprint"], fingerprint, marked=marked)
-        result: ToolResult = recorded["result"]
-    else:  # recorded before fingerprints were: it answers any call of its tool
-        result = recorded
-    for change in result.changes:
-        ctx.record_change(change)
-    return result
-
-
-def _check_same_call(
-    ctx: ToolExecutionContext,
-    tool_name: str,
-    name: str,
-    recorded: str | None,
-    fingerprint: str | None,
-    *,
-    marked: bool,
-) -> None:
-    """Refuse to replay the step ``name`` for a call whose fingerprint is not the recorded one.
-
-    A record without a fingerprint (made before they were recorded) answers any
-    call of its tool, as it did then. ``marked``: the step follows the call's
-    marker step, where a fork that runs the call again must start.
-
-    Raises:
-        PlanResumeError: naming the step and the tool, and what to do.
-    """
-    if recorded is None or recorded == fingerprint:
-        return
-    workflow_id = DBOS.workflow_id
-    dbos_context = get_local_dbos_context()
-    assert dbos_context is not None  # a step of this workflow just replayed
-    step_id = dbos_context.function_id  # the id DBOS gave the step that just replayed
-    first = step_id - 1 if marked else step_id
-    raise PlanResumeError(
-        f"a replay of durable plan {ctx.plan_id!r} reached step {step_id} ({name!r}), "
-        f"recorded for a call of {tool_name!r} with other arguments than the plan passes "
-        "now, so the recorded result is not handed back. A replay must make the calls of "
-        "the run it replays: compute each call's arguments only from the workflow's inputs "
-        "and earlier calls' results (read the clock, random numbers and outside data inside "
-        "a tool or a DBOS step). If the new arguments are intended, run the plan under a new "
-        "workflow id, or fork it with DBOS.fork_workflow"
-        f"({workflow_id!r}, {first}), which runs this call again with them",
-        tool_name=tool_name,
-        plan_id=ctx.plan_id,
-    )
 
 
 def _should_resume(plan_id: str, status: WorkflowStatus | None) -> bool:

@@ -81,15 +81,20 @@ class CallPipeline:
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
+        try:
+            durable = ctx.durable
+        except AttributeError:  # not a context: `start` raises the TypeError that says so
+            durable = None
+        if durable is not None:  # its engine records the call, or replays it
+            call = self._steps.start_unannounced(name, ctx, tool_call_id, approval)
+            call.answers = answers
+            return self._durably(call, params, timeout, idle_timeout, refuse)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
-        if call.observer is None and not refuse and ctx.durable is None:
+        if call.observer is None and not refuse:
             return self._run(call, params, timeout, idle_timeout)
         try:
-            if ctx.durable is None:
-                result = self._run(call, params, timeout, idle_timeout)
-            else:  # a durable plan's engine records the call, or replays it
-                result = self._durably(call, params, timeout, idle_timeout)
+            result = self._run(call, params, timeout, idle_timeout)
             if call.observer is not None:  # it reports the trace: build it now
                 call.trace, call.result = result.trace, result
             return result
@@ -123,31 +128,47 @@ class CallPipeline:
         """
         if timeout is not None or idle_timeout is not None:
             check_limits(timeout, idle_timeout)
-        call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        try:
+            durable = ctx.durable
+        except AttributeError:  # not a context: `start` raises the TypeError that says so
+            durable = None
+        if durable is None:
+            call = self._steps.start(name, ctx, tool_call_id, approval=approval)
+        else:  # its engine records the call, or replays it
+            call = self._steps.start_unannounced(name, ctx, tool_call_id, approval)
         call.answers = answers
         if progress is not None:
             call.record.listen(progress)
-        if call.observer is None and ctx.durable is None:
+        if durable is not None:
+            return self._adurably(call, params, timeout, idle_timeout, refuse)
+        if call.observer is None:
             # `_arun` turns a refusal into the result itself: no coroutine around it.
             call.refuse = refuse
             return self._arun(call, params, timeout, idle_timeout)
         return self._awatched(call, params, timeout, idle_timeout, refuse)
 
     def _durably(
-        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+        self,
+        call: Call,
+        params: Any,
+        timeout: float | None,
+        idle_timeout: float | None,
+        refuse: bool,
     ) -> ToolResult:
-        """`_run` under the plan's durable engine, which records the call or replays it."""
+        """`_run` in a durable plan: its engine records the call, or replays it.
+
+        The call is announced (its start logged, its observer started) only if
+        the engine runs it: a replayed call was announced by the run that made it.
+        """
         # Its own method: a closure in `execute` would make a cell of each of its
         # variables on every call, durable or not.
         from toolcycle.runtime._durable import run_durably  # durable plans are rare
 
-        engine = call.ctx.durable
-        assert engine is not None  # the caller checked
         return run_durably(
             self._steps,
-            engine,
             call,
             params,
+            refuse,
             lambda: self._run(call, params, timeout, idle_timeout),
         )
 
@@ -159,36 +180,34 @@ class CallPipeline:
         idle_timeout: float | None,
         refuse: bool,
     ) -> ToolResult:
-        """`_arun` for an observed or durable call, or one whose refusal becomes a failed result."""
+        """`_arun` for an observed call: its observer is told how the call ended."""
         try:
-            if call.ctx.durable is None:
-                result = await self._arun(call, params, timeout, idle_timeout)
-            else:  # a durable plan's engine records the call, or replays it
-                result = await self._adurably(call, params, timeout, idle_timeout)
-            if call.observer is not None:  # it reports the trace: build it now
-                call.trace, call.result = result.trace, result
+            result = await self._arun(call, params, timeout, idle_timeout)
+            call.trace, call.result = result.trace, result  # the observer reports the trace
             return result
         except REFUSED as exc:
             if not refuse:
                 raise
             return refused(exc, call.trace)
         finally:
-            if call.observer is not None:
-                self._steps.observed(call)
+            self._steps.observed(call)
 
     async def _adurably(
-        self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
+        self,
+        call: Call,
+        params: Any,
+        timeout: float | None,
+        idle_timeout: float | None,
+        refuse: bool,
     ) -> ToolResult:
         """Async twin of `_durably`."""
         from toolcycle.runtime._durable import arun_durably
 
-        engine = call.ctx.durable
-        assert engine is not None  # the caller checked
         return await arun_durably(
             self._steps,
-            engine,
             call,
             params,
+            refuse,
             lambda: self._arun(call, params, timeout, idle_timeout),
         )
 

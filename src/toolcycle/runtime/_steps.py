@@ -97,7 +97,7 @@ class CallSteps:
         if approval is not None:
             call.record.approval = approval
             call.approved = True
-        if traced:
+        if traced:  # announced as `announce` does, inline: every call comes this way
             if lifecycle_enabled():  # checked first: building the event's fields costs too
                 lifecycle_event(
                     "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
@@ -107,6 +107,39 @@ class CallSteps:
                 if observer is not None:
                     call.record.uncut = None  # asks for the output before a cut, if one comes
         return call
+
+    def start_unannounced(
+        self,
+        name: str,
+        ctx: ToolExecutionContext,
+        tool_call_id: str | None,
+        approval: ApprovalRecord | None,
+    ) -> Call:
+        """`start` for a call announced later, if at all: a durable plan's (see `announce`).
+
+        Its trace is delivered when it ends, as any call's.
+        """
+        call = self.start(name, ctx, tool_call_id, traced=False, approval=approval)
+        call.traced = True  # `traced=False` only kept `start` from announcing it
+        return call
+
+    def announce(self, call: Call) -> None:
+        """Log the call's start and start its observer, if the runtime is instrumented.
+
+        `start` announces every traced call but those of `start_unannounced`: a
+        durable plan's call is announced once its engine runs it, or once a check
+        refuses it before the engine sees it. A replayed call is never announced:
+        the run that made it announced it.
+        """
+        if lifecycle_enabled():
+            lifecycle_event(
+                "tool.call_started",
+                tool=call.name,
+                plan_id=call.ctx.plan_id,
+                call_id=call.record.call_id,
+            )
+        if self._instrumentation is not None:
+            call.observer = self._observe(call, call.tool_call_id)
 
     def check(self, call: Call) -> Entry:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
