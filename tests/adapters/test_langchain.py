@@ -18,7 +18,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, Tool, ToolException
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -763,6 +763,28 @@ def test_a_base_tool_subclass_is_sync_unless_it_has_its_own_arun(runtime: ToolRu
     with runtime.plan() as ctx:
         assert runtime.execute("echo", {"word": "hi"}, ctx).output == "hi"
         assert runtime.execute("aecho", {"word": "hi"}, ctx).output == "HI"
+
+
+async def test_a_single_input_tool_takes_one_string_sync_and_async(
+    runtime: ToolRuntime,
+) -> None:
+    """A ``Tool`` without an args_schema is described as LangChain shows it: one string."""
+
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    echo = Tool(name="echo", func=lambda text: f"echo {text}", description="Echo a text.")
+    loud = Tool(name="shout", func=None, coroutine=shout, description="Shout a text.")
+    described = runtime.register(from_langchain(echo, writes=False))
+    runtime.register(from_langchain(loud, writes=False))
+    assert described.input_schema["required"] == ["__arg1"]
+    async with runtime.aplan() as ctx:
+        echoed = await runtime.aexecute("echo", {"__arg1": "hi"}, ctx)
+        shouted = await runtime.aexecute("shout", {"__arg1": "hi"}, ctx)
+        wrong = await runtime.acall({"name": "echo", "arguments": {"__arg1": 3}}, ctx)
+    assert echoed.output == "echo hi"
+    assert shouted.output == "HI"
+    assert wrong.error_type == "ToolSchemaValidationError"
 
 
 def test_a_pydantic_v1_schema_is_refused_with_a_definition_error() -> None:

@@ -13,6 +13,7 @@ from pydantic_ai import FunctionToolset, RunContext, ToolReturn
 from pydantic_ai.toolsets import WrapperToolset
 
 from toolcycle import (
+    ApprovalDecision,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolCapability,
@@ -224,6 +225,41 @@ def test_a_wrapper_toolset_around_a_function_toolset_is_a_source(runtime: ToolRu
         with pytest.raises(ToolAccessDeniedError):
             runtime.execute("people_write_file", {"path": "a", "text": "b"}, ctx)
     assert greeted.output == "ann greets bob"
+
+
+def test_a_tool_pydantic_ai_runs_only_once_approved_needs_the_plans_approval(
+    runtime: ToolRuntime,
+) -> None:
+    """``requires_approval=True`` asks the plan's approver, unless a capability says False."""
+    paid: list[int] = []
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    @toolset.tool_plain(requires_approval=True)
+    def refund(amount: int) -> str:
+        """Refund an amount."""
+        return "refunded"
+
+    read = ToolCapability(writes=False)
+    never = ToolCapability(requires_approval=False)
+    register(runtime, from_toolset(toolset, capabilities={"pay": read, "refund": never}))
+    assert runtime.descriptor("pay").capability == ToolCapability(
+        writes=False, requires_approval=True
+    )
+    with runtime.plan() as ctx:  # no approver: refused
+        refused = runtime.call({"name": "pay", "arguments": {"amount": 1}}, ctx)
+        refunded = runtime.call({"name": "refund", "arguments": {"amount": 1}}, ctx)
+    with runtime.plan(approver=lambda request: ApprovalDecision.approve()) as ctx:
+        approved = runtime.call({"name": "pay", "arguments": {"amount": 2}}, ctx)
+    assert refused.error_type == "ApprovalDenied"
+    assert refunded.output == "refunded"
+    assert approved.output == "paid"
+    assert paid == [2]
 
 
 @dataclass

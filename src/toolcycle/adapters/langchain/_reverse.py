@@ -30,7 +30,8 @@ def from_langchain(
     """A LangChain tool as a toolcycle tool, run through its own ``invoke`` or ``ainvoke``.
 
     The input schema is the tool's ``args_schema`` (a pydantic model's JSON Schema,
-    without LangChain's injected arguments, or a JSON Schema dict as it is). A tool with
+    without LangChain's injected arguments, or a JSON Schema dict as it is); a ``Tool``
+    without one takes one string, ``__arg1``, as LangChain shows it. A tool with
     a coroutine of its own (``StructuredTool`` / ``Tool`` with ``coroutine``, or a
     ``BaseTool`` that defines ``_arun``) stays async; any other stays sync. Nothing
     about a LangChain tool says whether it writes, so the capability defaults are the
@@ -60,7 +61,19 @@ def from_langchain(
     return _LangChainTool(tool, descriptor)
 
 
+# A `Tool` without an args_schema takes one string. Its signature says nothing useful
+# (``*args, config, **kwargs``), so it gets the one-argument schema LangChain itself
+# shows models for such a tool; ``Tool`` passes the one value on as the string.
+_ONE_STRING: dict[str, Any] = {
+    "type": "object",
+    "properties": {"__arg1": {"type": "string"}},
+    "required": ["__arg1"],
+}
+
+
 def _input_schema(tool: BaseTool) -> dict[str, Any]:
+    if isinstance(tool, Tool) and tool.args_schema is None:
+        return dict(_ONE_STRING)
     if isinstance(tool.args_schema, dict):
         return dict(tool.args_schema)
     schema = tool.tool_call_schema  # the model without the arguments LangChain injects

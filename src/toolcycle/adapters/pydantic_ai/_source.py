@@ -52,7 +52,10 @@ def from_toolset(
         deps: the ``deps`` of the ``RunContext`` its tools receive (outside an agent
             run, its ``model`` is a stand-in that answers nothing).
         capabilities: each tool's capability, by name. A tool not named here is taken
-            to write (pydantic-ai does not say), and keeps its ``sequential`` flag.
+            to write (pydantic-ai does not say), and keeps its ``sequential`` flag. A
+            tool pydantic-ai runs only once approved (``requires_approval=True``) needs
+            the plan's approval, unless its capability here says
+            ``requires_approval=False``.
 
     Each plan enters the toolset when it activates the first of its tools, and exits
     it when it deactivates the last.
@@ -112,6 +115,10 @@ class _ToolsetSource:
         capability = self._capabilities.get(
             definition.name, ToolCapability(sequential=definition.sequential)
         )
+        if definition.kind == "unapproved" and capability.requires_approval is None:
+            # pydantic-ai asks its caller before such a call runs; calling the toolset
+            # directly skips that, so the plan's approver must be asked instead.
+            capability = capability.model_copy(update={"requires_approval": True})
         return ToolDescriptor(
             name=definition.name,
             description=definition.description or "",
