@@ -18,7 +18,15 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, Tool, ToolException
+from langchain_core.tools import (
+    BaseTool,
+    InjectedToolArg,
+    InjectedToolCallId,
+    StructuredTool,
+    Tool,
+    ToolException,
+)
+from langchain_core.tools import tool as langchain_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -785,6 +793,41 @@ async def test_a_single_input_tool_takes_one_string_sync_and_async(
     assert echoed.output == "echo hi"
     assert shouted.output == "HI"
     assert wrong.error_type == "ToolSchemaValidationError"
+
+
+async def test_a_tool_taking_the_call_id_gets_the_runtimes_call_id_sync_and_async(
+    runtime: ToolRuntime,
+) -> None:
+    """InjectedToolCallId needs a tool call: it is invoked with one, its content the output."""
+
+    @langchain_tool
+    def tagged(text: str, call: Annotated[str, InjectedToolCallId]) -> str:
+        """Tag a text with the call's id."""
+        return f"{text} @ {call}"
+
+    @langchain_tool
+    async def atagged(text: str, call: Annotated[str, InjectedToolCallId]) -> str:
+        """Async twin of tagged."""
+        return f"{text} @ {call}"
+
+    @langchain_tool
+    def steer(text: str, call: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Answer with a LangGraph command, which only a ToolNode can apply."""
+        return Command(update={"messages": [ToolMessage(text, tool_call_id=call)]})
+
+    described = runtime.register(from_langchain(tagged, writes=False))
+    runtime.register(from_langchain(atagged, writes=False))
+    runtime.register(from_langchain(steer, writes=False))
+    assert described.input_schema["required"] == ["text"]  # the id is not the model's
+    with runtime.plan() as ctx:
+        sync = runtime.execute("tagged", {"text": "hi"}, ctx)
+    async with runtime.aplan() as actx:
+        asynchronous = await runtime.aexecute("atagged", {"text": "hi"}, actx)
+        steered = await runtime.aexecute("steer", {"text": "hi"}, actx)
+    for result in (sync, asynchronous):
+        assert result.trace is not None
+        assert result.output == f"hi @ {result.trace.call_id}"
+    assert not steered.success and "only has a meaning inside a ToolNode" in (steered.error or "")
 
 
 def test_a_pydantic_v1_schema_is_refused_with_a_definition_error() -> None:

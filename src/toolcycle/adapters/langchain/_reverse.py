@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, Tool
 from pydantic import BaseModel
 
 from toolcycle import ToolCapability, ToolDefinitionError, ToolDescriptor
@@ -37,7 +38,9 @@ def from_langchain(
     about a LangChain tool says whether it writes, so the capability defaults are the
     core's safe ones, as for `toolcycle.wrap`: it writes and cannot be rolled back
     unless you say otherwise. An exception the tool raises (``ToolException``
-    included) is a failed result.
+    included) is a failed result. A tool with an ``InjectedToolCallId`` argument is
+    invoked with a tool call whose id is the runtime's call id (the trace's
+    ``call_id``), and its output is the content of the `ToolMessage` it answers with.
 
     Raises:
         ToolDefinitionError: the tool's schema is neither a pydantic model nor a dict.
@@ -86,6 +89,43 @@ def _input_schema(tool: BaseTool) -> dict[str, Any]:
     )
 
 
+def _takes_call_id(tool: BaseTool) -> bool:
+    """Whether one of the tool's arguments is LangChain's ``InjectedToolCallId``."""
+    schema = tool.args_schema
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        return False
+    return any(
+        mark is InjectedToolCallId or isinstance(mark, InjectedToolCallId)
+        for field in schema.model_fields.values()
+        for mark in field.metadata
+    )
+
+
+def _call_input(
+    tool: BaseTool, params: dict[str, Any], ctx: ToolExecutionContext, with_id: bool
+) -> dict[str, Any]:
+    """What to invoke the tool with: its arguments, or a tool call that gives it an id.
+
+    LangChain refuses to run a tool taking ``InjectedToolCallId`` from bare arguments.
+    """
+    if not with_id:
+        return params
+    return {"type": "tool_call", "id": ctx.call_id, "name": tool.name, "args": params}
+
+
+def _output(tool: BaseTool, answer: Any, with_id: bool) -> Any:
+    """The tool's output: as it returned it, or the content of its `ToolMessage`."""
+    if not with_id:
+        return answer
+    if isinstance(answer, ToolMessage):
+        return answer.content
+    raise TypeError(
+        f"LangChain tool {tool.name!r} answered a tool call with a {type(answer).__name__}, "
+        "not a ToolMessage; a LangGraph Command only has a meaning inside a ToolNode, so "
+        "run such a tool there, or have it return its result"
+    )
+
+
 def _is_async(tool: BaseTool) -> bool:
     if isinstance(tool, StructuredTool | Tool):
         return tool.coroutine is not None
@@ -95,11 +135,12 @@ def _is_async(tool: BaseTool) -> bool:
 class _LangChainTool:
     """A sync LangChain tool: ``execute`` is its ``invoke``."""
 
-    __slots__ = ("_descriptor", "tool")
+    __slots__ = ("_descriptor", "_with_id", "tool")
 
     def __init__(self, tool: BaseTool, descriptor: ToolDescriptor) -> None:
         self.tool = tool
         self._descriptor = descriptor
+        self._with_id = _takes_call_id(tool)
 
     def discover(self) -> ToolDescriptor:
         return self._descriptor
@@ -108,7 +149,8 @@ class _LangChainTool:
         return None
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        return self.tool.invoke(params)
+        answer = self.tool.invoke(_call_input(self.tool, params, ctx, self._with_id))
+        return _output(self.tool, answer, self._with_id)
 
     def deactivate(self, ctx: ToolExecutionContext) -> None:
         return None
@@ -117,11 +159,12 @@ class _LangChainTool:
 class _AsyncLangChainTool:
     """An async LangChain tool: ``execute`` awaits its ``ainvoke``."""
 
-    __slots__ = ("_descriptor", "tool")
+    __slots__ = ("_descriptor", "_with_id", "tool")
 
     def __init__(self, tool: BaseTool, descriptor: ToolDescriptor) -> None:
         self.tool = tool
         self._descriptor = descriptor
+        self._with_id = _takes_call_id(tool)
 
     def discover(self) -> ToolDescriptor:
         return self._descriptor
@@ -130,7 +173,8 @@ class _AsyncLangChainTool:
         return None
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
-        return await self.tool.ainvoke(params)
+        answer = await self.tool.ainvoke(_call_input(self.tool, params, ctx, self._with_id))
+        return _output(self.tool, answer, self._with_id)
 
     def deactivate(self, ctx: ToolExecutionContext) -> None:
         return None
