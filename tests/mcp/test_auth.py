@@ -425,6 +425,22 @@ def test_a_token_the_server_quotes_in_its_error_data_is_scrubbed(
     assert isinstance(clean.exception.__cause__, MCPError)
 
 
+def test_the_name_of_an_authorization_scheme_is_not_taken_for_a_secret(
+    url: str, tokens: Tokens
+) -> None:
+    """Only the token of "Bearer <token>" is hidden; a server's own "Bearer" stays readable."""
+    secret = tokens.issue("kim-secret-token-5", "kim")
+    source = McpServer.http(url, headers={"Authorization": f"Bearer {secret}"}, name="guarded")
+    hint = "send a Bearer token, not Basic or Token ones"
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            failed = runtime.execute("quote", {"leak": False, "hint": hint}, ctx)
+    assert isinstance(failed.exception, McpCallError)
+    assert failed.exception.data == {"hint": hint, "attempts": [1, 2]}
+    assert _auth._words(f"Token {secret}") == {f"Token {secret}", secret}
+
+
 def test_scrubbing_leaves_errors_without_a_text_message_and_providers_without_tokens() -> None:
     """An error with no text is returned as it is; a provider yet to sign in holds no secret."""
     bare = ValueError()

@@ -44,6 +44,9 @@ __all__ = ["CredentialsResolver", "HttpCredentials", "HttpEndpoint", "McpAuthErr
 
 _HIDDEN = "[redacted]"
 _MIN_SECRET = 4  # shorter values are too common in text to replace safely
+# The first word of "Bearer <token>" names a scheme and is no secret; taking it for
+# one would blank that word wherever a server's own message uses it.
+_SCHEMES = frozenset({"basic", "bearer", "digest", "dpop", "negotiate", "token"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +178,7 @@ class _Guard(httpx2.Auth):
         found: set[str] = set()
         for credentials in self.used:
             for value in credentials.headers.values():
-                found.add(value)
-                found.update(value.split())  # the token of "Bearer <token>"
+                found.update(_words(value))
             found.update(_tokens_of(credentials.auth))
         return {secret for secret in found if len(secret) >= _MIN_SECRET}
 
@@ -239,7 +241,12 @@ class _Transport:
 
 def _static_secrets(endpoint: HttpEndpoint) -> set[str]:
     values = set((endpoint.headers or {}).values())
-    return {v for value in values for v in (value, *value.split()) if len(v) >= _MIN_SECRET}
+    return {v for value in values for v in _words(value) if len(v) >= _MIN_SECRET}
+
+
+def _words(value: str) -> set[str]:
+    """A header value and each of its words (the token of "Bearer <token>"), but no scheme."""
+    return {value, *(word for word in value.split() if word.lower() not in _SCHEMES)}
 
 
 def scrub(error: Exception, secrets: set[str]) -> Exception:
