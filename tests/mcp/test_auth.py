@@ -425,6 +425,39 @@ def test_a_token_the_server_quotes_in_its_error_data_is_scrubbed(
     assert isinstance(clean.exception.__cause__, MCPError)
 
 
+def test_a_resolver_that_raises_on_refresh_fails_the_call_naming_it_not_the_server(
+    url: str, tokens: Tokens, service: dict[str, str]
+) -> None:
+    """The refusal stands with the resolver's error; the connection goes on for later calls."""
+    current = {"token": tokens.issue("lena-token-1", "lena")}
+    asked: list[str] = []
+
+    def resolve(ctx: ToolExecutionContext) -> dict[str, str]:
+        asked.append(current["token"])
+        if len(asked) == 2:
+            raise LookupError(f"the vault has no fresh token for {current['token']}")
+        return {"Authorization": f"Bearer {current['token']}"}
+
+    source = McpServer.http(url, headers=service, credentials=resolve, name="guarded")
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            assert whoami(runtime, ctx) == "lena"
+            (opened,) = [share.connection for share in source._sharing._shares.values()]
+            tokens.revoke("lena-token-1")
+            failed = runtime.execute("whoami", {}, ctx)
+            current["token"] = tokens.issue("lena-token-2", "lena")
+            assert whoami(runtime, ctx) == "lena"  # asked again, on the same connection
+            (still,) = [share.connection for share in source._sharing._shares.values()]
+            assert still is opened and still is not None and still.usable
+    assert failed.error_type == "McpAuthError" and isinstance(failed.exception, McpAuthError)
+    assert "the credentials resolver raised LookupError" in (failed.error or "")
+    assert "lena-token-1" not in (failed.error or "")  # a token it quotes is still hidden
+    assert failed.exception.__cause__ is None
+    assert asked == ["lena-token-1", "lena-token-1", "lena-token-2"]
+    assert _auth._describe(LookupError()) == "LookupError"  # no text: the type alone
+
+
 def test_the_name_of_an_authorization_scheme_is_not_taken_for_a_secret(
     url: str, tokens: Tokens
 ) -> None:

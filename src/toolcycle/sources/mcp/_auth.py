@@ -141,6 +141,8 @@ class _Guard(httpx2.Auth):
         """Every set of credentials this connection presented, for scrubbing."""
         self.refused = False
         """Whether the last request that finished was refused with a 401."""
+        self.refresh_error: Exception | None = None
+        """What the resolver raised when that refusal asked it for fresh credentials."""
         self._refresh = refresh
 
     async def async_auth_flow(
@@ -165,12 +167,20 @@ class _Guard(httpx2.Auth):
                 await flow.aclose()
             if response.status_code != 401:
                 self.refused = False
+                self.refresh_error = None
                 return
             if retried or self._refresh is None:
                 self.refused = True
                 return
             retried = True
-            self.credentials = await self._refresh()
+            try:
+                self.credentials = await self._refresh()
+            except Exception as exc:
+                # Raised through the HTTP client it would drop the connection and read as
+                # the server's doing; the refusal stands instead, naming the resolver.
+                self.refused = True
+                self.refresh_error = exc
+                return
             self.used.append(self.credentials)
 
     def secrets(self) -> set[str]:
@@ -228,6 +238,16 @@ class _Transport:
         if guard is None:
             return error
         if guard.refused:
+            failed = guard.refresh_error
+            if failed is not None:
+                refusal = McpAuthError(
+                    f"MCP server {name!r} refused the credentials (HTTP 401), and the "
+                    f"credentials resolver raised {_describe(failed)} when asked for fresh "
+                    "ones; a later call asks it again",
+                    server=name,
+                )
+                refusal.__cause__ = failed
+                return scrub(refusal, guard.secrets() | _static_secrets(self._endpoint))
             again = " and again with fresh credentials" if self._endpoint.credentials else ""
             refusal = McpAuthError(
                 f"MCP server {name!r} refused the credentials (HTTP 401){again}; "
@@ -237,6 +257,11 @@ class _Transport:
             refusal.__suppress_context__ = True
             return refusal
         return scrub(error, guard.secrets() | _static_secrets(self._endpoint))
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__} ({text})" if text else type(exc).__name__
 
 
 def _static_secrets(endpoint: HttpEndpoint) -> set[str]:
