@@ -7,13 +7,17 @@ handler said stays with the host; the server hears only that it failed.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolcycle import NullTracer, ToolRuntime
 from toolcycle.sources.mcp import (
+    ElicitAnswer,
     Elicitation,
     McpRequests,
     McpServer,
@@ -103,3 +107,36 @@ def test_fixed_roots_that_are_not_roots_are_refused_when_given() -> None:
         McpRequests(roots="file:///work")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="item 0 is str, not a Root"):
         McpServer.in_process(build(), roots=["file:///work"])  # type: ignore[list-item]
+
+
+def _trusting() -> MCPServer:
+    """A server that asks with a bare schema and takes whatever content comes back."""
+    server = MCPServer("trusting")
+
+    @server.tool()
+    async def age(ctx: Context) -> str:
+        """Ask for an age and say what came back."""
+        schema = {"type": "object", "properties": {"age": {"type": "integer"}}}
+        with warnings.catch_warnings():  # server requests are deprecated in the new era
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            answer = await ctx.request_context.session.elicit_form("Your age?", schema)
+        return f"{answer.action}: {answer.content!r}"
+
+    return server
+
+
+def test_a_legacy_answer_that_breaks_the_schema_never_reaches_the_server() -> None:
+    """The legacy era checks a handler's answer as the 2026-07-28 era does, before sending it."""
+    source = McpServer.in_process(
+        _trusting(),
+        protocol="legacy",
+        mode="legacy",
+        on_elicit=lambda question, call: ElicitAnswer.accept({"age": "old"}),
+    )
+    with _runtime() as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            result = runtime.execute("age", {}, ctx, timeout=10)
+    assert not result.success and "old" not in str(result.output)
+    assert "the on_elicit answer to MCP server 'trusting' was refused" in (result.error or "")
+    assert "/age: expected integer" in (result.error or "")

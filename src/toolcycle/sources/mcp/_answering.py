@@ -188,6 +188,10 @@ class Answerer:
                 question.message,
             )
             return mcp_types.ElicitResult(action="cancel")
+        try:
+            self._check(answer, question)
+        except McpCallError as exc:
+            return self._failed("on_elicit", exc)
         return elicit_result(answer, question)
 
     async def _legacy_sample(
@@ -338,13 +342,7 @@ class Answerer:
                 answer = await self._ask(question, call)
                 if answer.action == "defer":
                     raise _Deferred(key, question, answer.reason, answered)
-                problem = _problem(answer, question)
-                if problem is not None:
-                    raise McpCallError(
-                        f"the on_elicit answer to MCP server {self.server!r} was refused: "
-                        f"{problem}",
-                        code=mcp_types.INVALID_PARAMS,
-                    )
+                self._check(answer, question)
                 response: Any = elicit_result(answer, question)
             elif isinstance(request, mcp_types.CreateMessageRequest):
                 response = await self._sample(request.params, call)
@@ -354,6 +352,19 @@ class Answerer:
                 raise McpCallError(response.message, code=response.code)
             answered[key] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
         return answered
+
+    def _check(self, answer: ElicitAnswer, question: Elicitation) -> None:
+        """Refuse a handler's answer that breaks the requested schema, in either era.
+
+        Raises:
+            McpCallError: the answer is refused; the message says why.
+        """
+        problem = _problem(answer, question)
+        if problem is not None:
+            raise McpCallError(
+                f"the on_elicit answer to MCP server {self.server!r} was refused: {problem}",
+                code=mcp_types.INVALID_PARAMS,
+            )
 
     def _pending(
         self,
