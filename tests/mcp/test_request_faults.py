@@ -19,6 +19,7 @@ from toolcycle import NullTracer, ToolRuntime
 from toolcycle.sources.mcp import (
     ElicitAnswer,
     Elicitation,
+    LogMessage,
     McpRequests,
     McpServer,
     RequestContext,
@@ -140,3 +141,19 @@ def test_a_legacy_answer_that_breaks_the_schema_never_reaches_the_server() -> No
     assert not result.success and "old" not in str(result.output)
     assert "the on_elicit answer to MCP server 'trusting' was refused" in (result.error or "")
     assert "/age: expected integer" in (result.error or "")
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_a_coroutine_on_log_is_awaited_and_what_it_raises_is_logged(protocol: str, caplog) -> None:
+    """An async on_log sees each message, as the other handlers may be async too."""
+    seen: list[tuple[str, Any, str]] = []
+
+    async def on_log(message: LogMessage, server: str) -> None:
+        seen.append((message.level, message.data, server))
+        raise RuntimeError("a broken log handler is only logged")
+
+    with caplog.at_level(logging.INFO, "toolcycle.mcp.asking"):
+        result = _run("chatty", {"steps": 1}, protocol, on_log=on_log)
+    assert result.success
+    assert seen == [("info", "starting the chatty tool", "asking")]
+    assert any("on_log handler" in r.getMessage() for r in caplog.records)

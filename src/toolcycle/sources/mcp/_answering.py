@@ -143,7 +143,10 @@ class Answerer:
         handler = self.requests.on_log
         if handler is not None:
             try:
-                handler(LogMessage(params.level, params.data, params.logger), self.server)
+                # Called here, in order; a coroutine handler is awaited like the others.
+                seen = handler(LogMessage(params.level, params.data, params.logger), self.server)
+                if inspect.isawaitable(seen):
+                    await seen
             except Exception:
                 self.logger.exception("the on_log handler of MCP server %r raised", self.server)
 

@@ -196,7 +196,10 @@ RootsSource: TypeAlias = (
 )
 """The client's roots: a fixed list, or a function of the call that lists them."""
 LogHandler: TypeAlias = "Callable[[LogMessage, str], object]"
-"""Called with each log message and the server's name, besides the standard logging."""
+"""Called with each log message and the server's name, besides the standard logging.
+
+Plain or async, it runs on the connection's loop, in the order the messages came.
+"""
 
 
 @dataclass(frozen=True, slots=True)
