@@ -157,3 +157,12 @@ def test_a_coroutine_on_log_is_awaited_and_what_it_raises_is_logged(protocol: st
     assert result.success
     assert seen == [("info", "starting the chatty tool", "asking")]
     assert any("on_log handler" in r.getMessage() for r in caplog.records)
+
+
+def test_a_root_that_is_not_a_file_uri_is_refused_when_made() -> None:
+    """A plain path or a web address raises at once, not each time a server asks for roots."""
+    with pytest.raises(ValueError, match="must be a file:// URI.*got '/srv/data'"):
+        Root("/srv/data")
+    with pytest.raises(ValueError, match="got 'https://example.invalid/'"):
+        Root("https://example.invalid/", "site")
+    assert Root("FILE:///srv/data").uri == "FILE:///srv/data"  # the scheme in any case

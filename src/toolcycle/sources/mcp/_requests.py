@@ -168,10 +168,22 @@ class SamplingAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Root:
-    """A directory or file the client lets servers work in (``file://`` URI)."""
+    """A directory or file the client lets servers work in (``file://`` URI).
+
+    Raises:
+        ValueError: ``uri`` is not a ``file:`` URI (MCP's roots are files only).
+    """
 
     uri: str
     name: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, once: the SDK refuses any other URI each time a server asks.
+        if not isinstance(self.uri, str) or not self.uri.lower().startswith("file:"):
+            raise ValueError(
+                f"a root's uri must be a file:// URI such as 'file:///srv/data' "
+                f"(pathlib's Path.as_uri() makes one), got {self.uri!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
