@@ -446,7 +446,9 @@ def test_a_resolver_that_raises_on_refresh_fails_the_call_naming_it_not_the_serv
             (opened,) = [share.connection for share in source._sharing._shares.values()]
             tokens.revoke("lena-token-1")
             failed = runtime.execute("whoami", {}, ctx)
-            current["token"] = tokens.issue("lena-token-2", "lena")
+            current["token"] = "lena-token-2"  # not valid either: a plain refusal this time
+            refused = runtime.execute("whoami", {}, ctx)
+            current["token"] = tokens.issue("lena-token-3", "lena")
             assert whoami(runtime, ctx) == "lena"  # asked again, on the same connection
             (still,) = [share.connection for share in source._sharing._shares.values()]
             assert still is opened and still is not None and still.usable
@@ -454,7 +456,8 @@ def test_a_resolver_that_raises_on_refresh_fails_the_call_naming_it_not_the_serv
     assert "the credentials resolver raised LookupError" in (failed.error or "")
     assert "lena-token-1" not in (failed.error or "")  # a token it quotes is still hidden
     assert failed.exception.__cause__ is None
-    assert asked == ["lena-token-1", "lena-token-1", "lena-token-2"]
+    assert refused.error_type == "McpAuthError" and "resolver raised" not in (refused.error or "")
+    assert asked == ["lena-token-1", "lena-token-1", "lena-token-2", "lena-token-3"]
     assert _auth._describe(LookupError()) == "LookupError"  # no text: the type alone
 
 

@@ -181,6 +181,7 @@ class _Guard(httpx2.Auth):
                 self.refused = True
                 self.refresh_error = exc
                 return
+            self.refresh_error = None
             self.used.append(self.credentials)
 
     def secrets(self) -> set[str]:
