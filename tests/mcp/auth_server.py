@@ -128,11 +128,11 @@ def build(tokens: Tokens, port: int) -> MCPServer:
         return text
 
     @server.tool()
-    def quote(leak: bool = True) -> str:
+    def quote(leak: bool = True, hint: str = "try later") -> str:
         """Refuse with a JSON-RPC error whose ``data`` quotes the request's bearer token."""
         access = get_access_token()
         if access is None or not leak:
-            raise MCPError(-32001, "refused", {"hint": "try later", "attempts": [1, 2]})
+            raise MCPError(-32001, "refused", {"hint": hint, "attempts": [1, 2]})
         token = access.token
         raise MCPError(
             -32001,

@@ -425,6 +425,58 @@ def test_a_token_the_server_quotes_in_its_error_data_is_scrubbed(
     assert isinstance(clean.exception.__cause__, MCPError)
 
 
+def test_a_resolver_that_raises_on_refresh_fails_the_call_naming_it_not_the_server(
+    url: str, tokens: Tokens, service: dict[str, str]
+) -> None:
+    """The refusal stands with the resolver's error; the connection goes on for later calls."""
+    current = {"token": tokens.issue("lena-token-1", "lena")}
+    asked: list[str] = []
+
+    def resolve(ctx: ToolExecutionContext) -> dict[str, str]:
+        asked.append(current["token"])
+        if len(asked) == 2:
+            raise LookupError(f"the vault has no fresh token for {current['token']}")
+        return {"Authorization": f"Bearer {current['token']}"}
+
+    source = McpServer.http(url, headers=service, credentials=resolve, name="guarded")
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            assert whoami(runtime, ctx) == "lena"
+            (opened,) = [share.connection for share in source._sharing._shares.values()]
+            tokens.revoke("lena-token-1")
+            failed = runtime.execute("whoami", {}, ctx)
+            current["token"] = "lena-token-2"  # not valid either: a plain refusal this time
+            refused = runtime.execute("whoami", {}, ctx)
+            current["token"] = tokens.issue("lena-token-3", "lena")
+            assert whoami(runtime, ctx) == "lena"  # asked again, on the same connection
+            (still,) = [share.connection for share in source._sharing._shares.values()]
+            assert still is opened and still is not None and still.usable
+    assert failed.error_type == "McpAuthError" and isinstance(failed.exception, McpAuthError)
+    assert "the credentials resolver raised LookupError" in (failed.error or "")
+    assert "lena-token-1" not in (failed.error or "")  # a token it quotes is still hidden
+    assert failed.exception.__cause__ is None
+    assert refused.error_type == "McpAuthError" and "resolver raised" not in (refused.error or "")
+    assert asked == ["lena-token-1", "lena-token-1", "lena-token-2", "lena-token-3"]
+    assert _auth._describe(LookupError()) == "LookupError"  # no text: the type alone
+
+
+def test_the_name_of_an_authorization_scheme_is_not_taken_for_a_secret(
+    url: str, tokens: Tokens
+) -> None:
+    """Only the token of "Bearer <token>" is hidden; a server's own "Bearer" stays readable."""
+    secret = tokens.issue("kim-secret-token-5", "kim")
+    source = McpServer.http(url, headers={"Authorization": f"Bearer {secret}"}, name="guarded")
+    hint = "send a Bearer token, not Basic or Token ones"
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register_source(source)
+        with runtime.plan() as ctx:
+            failed = runtime.execute("quote", {"leak": False, "hint": hint}, ctx)
+    assert isinstance(failed.exception, McpCallError)
+    assert failed.exception.data == {"hint": hint, "attempts": [1, 2]}
+    assert _auth._words(f"Token {secret}") == {f"Token {secret}", secret}
+
+
 def test_scrubbing_leaves_errors_without_a_text_message_and_providers_without_tokens() -> None:
     """An error with no text is returned as it is; a provider yet to sign in holds no secret."""
     bare = ValueError()

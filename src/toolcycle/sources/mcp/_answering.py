@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import logging
 import uuid
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -34,8 +35,8 @@ from toolcycle.sources.mcp._requests import (
     Elicitation,
     LogMessage,
     RequestContext,
-    Root,
     SamplingAnswer,
+    roots_problem,
 )
 from toolcycle.sources.mcp._translate import (
     elicit_result,
@@ -46,7 +47,7 @@ from toolcycle.sources.mcp._translate import (
 from toolcycle.validation import SchemaCompiler
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Awaitable, Callable
 
     from mcp.client.session import ClientRequestContext
 
@@ -142,7 +143,10 @@ class Answerer:
         handler = self.requests.on_log
         if handler is not None:
             try:
-                handler(LogMessage(params.level, params.data, params.logger), self.server)
+                # Called here, in order; a coroutine handler is awaited like the others.
+                seen = handler(LogMessage(params.level, params.data, params.logger), self.server)
+                if inspect.isawaitable(seen):
+                    await seen
             except Exception:
                 self.logger.exception("the on_log handler of MCP server %r raised", self.server)
 
@@ -175,7 +179,10 @@ class Answerer:
         self, request: ClientRequestContext, params: mcp_types.ElicitRequestParams
     ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
         question = elicitation_of(params)
-        answer = await self._ask(question, self._owner(request))
+        try:
+            answer = await self._ask(question, self._owner(request))
+        except Exception as exc:
+            return self._failed("on_elicit", exc)
         if answer.action == "defer":
             # The legacy session cannot outlive the call: the server hears a cancel.
             self.logger.warning(
@@ -184,15 +191,45 @@ class Answerer:
                 question.message,
             )
             return mcp_types.ElicitResult(action="cancel")
+        try:
+            self._check(answer, question)
+        except McpCallError as exc:
+            return self._failed("on_elicit", exc)
         return elicit_result(answer, question)
 
     async def _legacy_sample(
         self, request: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
     ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
-        return await self._sample(params, self._owner(request))
+        try:
+            return await self._sample(params, self._owner(request))
+        except Exception as exc:
+            return self._failed("on_sample", exc)
 
-    async def _legacy_roots(self, request: ClientRequestContext) -> mcp_types.ListRootsResult:
-        return await self._roots(self._owner(request))
+    async def _legacy_roots(
+        self, request: ClientRequestContext
+    ) -> mcp_types.ListRootsResult | mcp_types.ErrorData:
+        try:
+            return await self._roots(self._owner(request))
+        except Exception as exc:
+            return self._failed("roots", exc)
+
+    def _failed(self, handler: str, exc: Exception) -> mcp_types.ErrorData:
+        """A handler raised: log it here, and tell the server only that it failed.
+
+        Left to the SDK, the exception's text would go to the server as the
+        answer, and it may hold what the host never meant to send (a path, a
+        key, part of a person's answer). Our own refusals say nothing private.
+        """
+        if isinstance(exc, McpCallError):
+            return mcp_types.ErrorData(code=exc.code, message=str(exc))
+        self.logger.error(
+            "the %s handler for MCP server %r raised", handler, self.server, exc_info=exc
+        )
+        return mcp_types.ErrorData(
+            code=mcp_types.INTERNAL_ERROR,
+            message=f"the client's {handler} handler failed ({type(exc).__name__}); "
+            "the client logged why",
+        )
 
     # -- one call, in either era ------------------------------------------------------------
 
@@ -308,13 +345,7 @@ class Answerer:
                 answer = await self._ask(question, call)
                 if answer.action == "defer":
                     raise _Deferred(key, question, answer.reason, answered)
-                problem = _problem(answer, question)
-                if problem is not None:
-                    raise McpCallError(
-                        f"the on_elicit answer to MCP server {self.server!r} was refused: "
-                        f"{problem}",
-                        code=mcp_types.INVALID_PARAMS,
-                    )
+                self._check(answer, question)
                 response: Any = elicit_result(answer, question)
             elif isinstance(request, mcp_types.CreateMessageRequest):
                 response = await self._sample(request.params, call)
@@ -324,6 +355,19 @@ class Answerer:
                 raise McpCallError(response.message, code=response.code)
             answered[key] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
         return answered
+
+    def _check(self, answer: ElicitAnswer, question: Elicitation) -> None:
+        """Refuse a handler's answer that breaks the requested schema, in either era.
+
+        Raises:
+            McpCallError: the answer is refused; the message says why.
+        """
+        problem = _problem(answer, question)
+        if problem is not None:
+            raise McpCallError(
+                f"the on_elicit answer to MCP server {self.server!r} was refused: {problem}",
+                code=mcp_types.INVALID_PARAMS,
+            )
 
     def _pending(
         self,
@@ -393,14 +437,22 @@ class Answerer:
             stop_reason=answer.stop_reason,
         )
 
-    async def _roots(self, call: RequestContext) -> mcp_types.ListRootsResult:
+    async def _roots(self, call: RequestContext) -> mcp_types.ListRootsResult | mcp_types.ErrorData:
         source = self.requests.roots
         listed: Any = await _invoke(source, call) if callable(source) else source
-        roots = [
-            mcp_types.Root(uri=root.uri, name=root.name)  # type: ignore[arg-type]
-            for root in listed or ()
-            if isinstance(root, Root)
-        ]
+        if listed is None:
+            listed = ()
+        elif isinstance(listed, Iterator):
+            listed = list(listed)  # read once here, so checking it does not use it up
+        problem = roots_problem(listed)
+        if problem is not None:
+            # Silently listing fewer roots would mislead the server; say what was wrong.
+            return mcp_types.ErrorData(
+                code=mcp_types.INTERNAL_ERROR,
+                message=f"the client's roots function for MCP server {self.server!r} must "
+                f"return a list of Root: {problem}",
+            )
+        roots = [mcp_types.Root(uri=root.uri, name=root.name) for root in listed]
         return mcp_types.ListRootsResult(roots=roots)
 
 

@@ -44,6 +44,9 @@ __all__ = ["CredentialsResolver", "HttpCredentials", "HttpEndpoint", "McpAuthErr
 
 _HIDDEN = "[redacted]"
 _MIN_SECRET = 4  # shorter values are too common in text to replace safely
+# The first word of "Bearer <token>" names a scheme and is no secret; taking it for
+# one would blank that word wherever a server's own message uses it.
+_SCHEMES = frozenset({"basic", "bearer", "digest", "dpop", "negotiate", "token"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,8 @@ class _Guard(httpx2.Auth):
         """Every set of credentials this connection presented, for scrubbing."""
         self.refused = False
         """Whether the last request that finished was refused with a 401."""
+        self.refresh_error: Exception | None = None
+        """What the resolver raised when that refusal asked it for fresh credentials."""
         self._refresh = refresh
 
     async def async_auth_flow(
@@ -162,12 +167,21 @@ class _Guard(httpx2.Auth):
                 await flow.aclose()
             if response.status_code != 401:
                 self.refused = False
+                self.refresh_error = None
                 return
             if retried or self._refresh is None:
                 self.refused = True
                 return
             retried = True
-            self.credentials = await self._refresh()
+            try:
+                self.credentials = await self._refresh()
+            except Exception as exc:
+                # Raised through the HTTP client it would drop the connection and read as
+                # the server's doing; the refusal stands instead, naming the resolver.
+                self.refused = True
+                self.refresh_error = exc
+                return
+            self.refresh_error = None
             self.used.append(self.credentials)
 
     def secrets(self) -> set[str]:
@@ -175,8 +189,7 @@ class _Guard(httpx2.Auth):
         found: set[str] = set()
         for credentials in self.used:
             for value in credentials.headers.values():
-                found.add(value)
-                found.update(value.split())  # the token of "Bearer <token>"
+                found.update(_words(value))
             found.update(_tokens_of(credentials.auth))
         return {secret for secret in found if len(secret) >= _MIN_SECRET}
 
@@ -226,6 +239,16 @@ class _Transport:
         if guard is None:
             return error
         if guard.refused:
+            failed = guard.refresh_error
+            if failed is not None:
+                refusal = McpAuthError(
+                    f"MCP server {name!r} refused the credentials (HTTP 401), and the "
+                    f"credentials resolver raised {_describe(failed)} when asked for fresh "
+                    "ones; a later call asks it again",
+                    server=name,
+                )
+                refusal.__cause__ = failed
+                return scrub(refusal, guard.secrets() | _static_secrets(self._endpoint))
             again = " and again with fresh credentials" if self._endpoint.credentials else ""
             refusal = McpAuthError(
                 f"MCP server {name!r} refused the credentials (HTTP 401){again}; "
@@ -237,9 +260,19 @@ class _Transport:
         return scrub(error, guard.secrets() | _static_secrets(self._endpoint))
 
 
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__} ({text})" if text else type(exc).__name__
+
+
 def _static_secrets(endpoint: HttpEndpoint) -> set[str]:
     values = set((endpoint.headers or {}).values())
-    return {v for value in values for v in (value, *value.split()) if len(v) >= _MIN_SECRET}
+    return {v for value in values for v in _words(value) if len(v) >= _MIN_SECRET}
+
+
+def _words(value: str) -> set[str]:
+    """A header value and each of its words (the token of "Bearer <token>"), but no scheme."""
+    return {value, *(word for word in value.split() if word.lower() not in _SCHEMES)}
 
 
 def scrub(error: Exception, secrets: set[str]) -> Exception:

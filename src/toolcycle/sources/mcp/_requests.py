@@ -10,6 +10,7 @@ translation, in either protocol era.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -34,6 +35,7 @@ __all__ = [
     "SampleHandler",
     "SamplingAnswer",
     "SamplingRequest",
+    "roots_problem",
 ]
 
 DEFAULT_MAX_ROUNDS = 8
@@ -166,10 +168,22 @@ class SamplingAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Root:
-    """A directory or file the client lets servers work in (``file://`` URI)."""
+    """A directory or file the client lets servers work in (``file://`` URI).
+
+    Raises:
+        ValueError: ``uri`` is not a ``file:`` URI (MCP's roots are files only).
+    """
 
     uri: str
     name: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, once: the SDK refuses any other URI each time a server asks.
+        if not isinstance(self.uri, str) or not self.uri.lower().startswith("file:"):
+            raise ValueError(
+                f"a root's uri must be a file:// URI such as 'file:///srv/data' "
+                f"(pathlib's Path.as_uri() makes one), got {self.uri!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +208,10 @@ RootsSource: TypeAlias = (
 )
 """The client's roots: a fixed list, or a function of the call that lists them."""
 LogHandler: TypeAlias = "Callable[[LogMessage, str], object]"
-"""Called with each log message and the server's name, besides the standard logging."""
+"""Called with each log message and the server's name, besides the standard logging.
+
+Plain or async, it runs on the connection's loop, in the order the messages came.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +243,25 @@ class McpRequests:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"{name} must be callable or None, got {value!r}")
+        if self.roots is not None and not callable(self.roots):
+            problem = roots_problem(self.roots)
+            if problem is not None:
+                raise TypeError(f"roots must be a list of Root, a function or None: {problem}")
 
     def with_overrides(self, **handlers: Any) -> McpRequests:
         """A copy with every handler given that is not None put in."""
         given = {name: value for name, value in handlers.items() if value is not None}
         return replace(self, **given) if given else self
+
+
+def roots_problem(listed: object) -> str | None:
+    """What keeps ``listed`` from being a list of roots, or None when it is one.
+
+    A string is refused although it is iterable: its characters are not roots.
+    """
+    if isinstance(listed, str | bytes) or not isinstance(listed, Iterable):
+        return f"got {type(listed).__name__}"
+    for index, root in enumerate(listed):
+        if not isinstance(root, Root):
+            return f"item {index} is {type(root).__name__}, not a Root"
+    return None
