@@ -112,6 +112,8 @@ def test_a_resolver_returning_none_adds_nothing() -> None:
         (["tenant"], "TypeError", "must return a mapping or None"),
         ({1: "x"}, "TypeError", "keys must be strings"),
         ({"tenant": object()}, "TypeError", "not JSON"),
+        ({"score": float("nan")}, "TypeError", "not JSON"),
+        ({"limit": [float("inf")]}, "TypeError", "not JSON"),
     ],
 )
 def test_a_resolver_returning_unusable_metadata_fails_the_call_saying_why(

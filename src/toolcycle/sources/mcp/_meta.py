@@ -119,7 +119,7 @@ def _checked(extra: object, server: str) -> dict[str, Any]:
                 "such as 'tenant' or 'example.com/tenant'"
             )
     try:
-        json.dumps(meta)
+        json.dumps(meta, allow_nan=False)  # NaN and infinities are no JSON numbers
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"the meta= resolver of MCP server {server!r} returned a value that is not "
