@@ -125,6 +125,17 @@ def test_plan_metadata_that_does_not_pickle_is_refused(
             runtime.execute("where", {}, ctx)
 
 
+def test_a_plan_refused_for_its_metadata_is_never_said_to_have_had_a_worker_die(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Each call says the metadata does not pickle: no worker started, so none died."""
+    with runtime.plan(host=host, metadata={"lock": threading.Lock()}) as ctx:
+        for _ in range(3):
+            with pytest.raises(ToolHostError, match="metadata do not pickle"):
+                runtime.execute("where", {}, ctx)
+        assert host.worker_pid(ctx) is None
+
+
 def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: ProcessHost) -> None:
     """close() ends the workers of plans still open; their later calls fail clearly."""
     ctx = runtime.new_context(host=host)

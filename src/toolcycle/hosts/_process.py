@@ -97,9 +97,10 @@ class _Plan(HostedPlan):
 
     def start(self) -> None:
         """Start the plan's first worker, or its one replacement."""
+        info = _plan_info(self.ctx)  # a plan refused here started no worker: not a death
         self.starts += 1
         host = self.process_host
-        self.child = Child(host._context, host.name, _plan_info(self.ctx))
+        self.child = Child(host._context, host.name, info)
 
     def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None
