@@ -155,16 +155,22 @@ async def test_cancelling_an_async_call_cancels_the_coroutine_in_the_worker(
     assert [words[0] for words in lines(journal)] == ["cancelled"]
 
 
+@pytest.mark.parametrize(
+    ("name", "left_running"),
+    [("wait_for_cancel", True), ("await_cancel", False)],
+    ids=["sync-body", "coroutine-body"],
+)
 def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
-    runtime: ToolRuntime, host: ProcessHost, journal: Path
+    runtime: ToolRuntime, host: ProcessHost, journal: Path, name: str, left_running: bool
 ) -> None:
-    """The caller stops waiting at the limit; the body's token is cancelled in the worker."""
+    """The caller stops waiting at the limit; only a sync body is said to be left running."""
     with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
-        runtime.activate("wait_for_cancel", ctx)  # starting the worker is not the call's time
-        result = runtime.execute("wait_for_cancel", {}, ctx, timeout=0.5)
-    assert result.trace.status == "timed_out"
-    assert result.trace.abandoned
-    assert [words[0] for words in lines(journal)] == ["cancelled"]
+        runtime.activate(name, ctx)  # starting the worker is not the call's time
+        result = runtime.execute(name, {}, ctx, timeout=0.5)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert result.trace.abandoned is left_running
+    assert ("left running" in (result.error or "")) is left_running
+    assert [words[0] for words in lines(journal)] == ["cancelled"]  # its token, or its task
 
 
 @pytest.mark.parametrize(
