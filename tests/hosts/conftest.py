@@ -37,6 +37,7 @@ def runtime() -> Iterator[ToolRuntime]:
             box.wait_for_cancel,
             box.await_cancel,
             box.change_something,
+            box.change_then_fail,
             box.ticker,
         ):
             made.register(fn)

@@ -119,6 +119,13 @@ def change_something(ctx: ToolExecutionContext, target: str) -> str:
 
 
 @tool
+def change_then_fail(ctx: ToolExecutionContext, target: str) -> str:
+    """Record a change, then fail (as a tool that wrote a file and then broke)."""
+    ctx.record_change(Change(kind="note", target=target))
+    raise ValueError("failed after the change")
+
+
+@tool
 def ticker(ctx: ToolExecutionContext, steps: int, gap: float) -> int:
     """Report progress ``steps`` times, ``gap`` seconds of work apart."""
     for step in range(steps):
@@ -187,11 +194,12 @@ class Deferred(Recorder):
 
 
 class OnceOnly(Recorder):
-    """A tool whose activate fails once the journal shows it ran before."""
+    """A tool whose activate fails, after recording a change, once it ran before."""
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         journal = Path(ctx.metadata["journal"])
         if journal.exists() and f"activate {self.name}" in journal.read_text():
+            ctx.record_change(Change(kind="note", target="half-done"))
             raise RuntimeError("activated before")
         note(ctx, f"activate {self.name}")
 

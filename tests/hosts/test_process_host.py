@@ -111,6 +111,30 @@ def test_changes_and_progress_come_back_with_the_result(
     assert result.trace.progress_count == 2
 
 
+def test_changes_recorded_before_a_failure_come_back_with_the_error(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """A body that records a change and then raises leaves the change in the plan's record."""
+    with runtime.plan(host=host) as ctx:
+        result = runtime.execute("change_then_fail", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert not result.success
+    assert isinstance(result.exception, ValueError)
+    assert [change.target for change in result.changes] == ["a.txt"]
+    assert result.changes[0].tool_name == "change_then_fail"
+
+
+async def test_changes_recorded_before_a_failure_come_back_to_async_callers_too(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """From aexecute, the failed call's result and the plan's record hold the change."""
+    async with runtime.aplan(host=host) as ctx:
+        result = await runtime.aexecute("change_then_fail", {"target": "b.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["b.txt"]
+    assert isinstance(result.exception, ValueError)
+    assert [change.target for change in result.changes] == ["b.txt"]
+
+
 def test_cancelling_the_plan_cancels_the_body_in_the_worker(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:
@@ -310,6 +334,8 @@ def test_a_tool_that_fails_to_activate_again_fails_its_call_clearly(
             result = runtime.execute("once", {}, ctx)
     assert result.trace.error_type == "ToolHostError"
     assert "'once' could not be activated again" in (result.error or "")
+    assert "activated before" in (result.error or "")
+    assert isinstance(result.exception.__cause__, RuntimeError)  # the tool's own error
 
 
 def test_a_worker_that_dies_while_activating_again_fails_the_call_naming_the_host(
@@ -338,8 +364,9 @@ def test_an_activation_that_fails_in_the_worker_is_an_activation_error(
     with ToolRuntime() as runtime:
         runtime.register(box.OnceOnly("once"))
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
-            with pytest.raises(ToolActivationError, match="activated before"):
+            with pytest.raises(ToolActivationError, match="activated before") as raised:
                 runtime.execute("once", {}, ctx)
+    assert isinstance(raised.value.__cause__, RuntimeError)  # the tool's own error
 
 
 def test_progress_from_the_worker_keeps_a_call_alive_past_its_idle_limit(

@@ -16,7 +16,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.hosts._tools import ToolHostError
+from toolcycle.hosts._tools import ToolHostError, settle
 from toolcycle.hosts._worker import serve
 
 if TYPE_CHECKING:
@@ -132,11 +132,7 @@ class Child:
                 ok, value, changes = pickle.loads(rest[0])
             except Exception as exc:
                 ok, value, changes = False, _unreadable(pending.label, exc), []
-            with contextlib.suppress(concurrent.futures.InvalidStateError):
-                if ok:
-                    pending.future.set_result((value, changes))
-                else:
-                    pending.future.set_exception(value)
+            settle(pending.future, ok, value, changes)
         with self._lock:
             self.dead = True
             left, self._pending = self._pending, {}
