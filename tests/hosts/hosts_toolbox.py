@@ -84,6 +84,12 @@ def where() -> int:
     return os.getpid()
 
 
+@tool(writes=False)
+def surroundings(name: str) -> dict[str, Any]:
+    """The worker's value of one environment variable, and its working folder."""
+    return {"value": os.environ.get(name), "folder": os.getcwd()}
+
+
 @tool
 def wait_for_cancel(ctx: ToolExecutionContext) -> str:
     """Report that it started, then wait for its call token; note the cancellation."""

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from toolcycle import PlanHost, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
 from toolcycle.hosts._tools import _by_name, pack
-from toolcycle.hosts._worker import _packed, load_tool, serve
+from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
 from toolcycle.otel import OpenTelemetry
 
 WAIT = 10.0
@@ -134,6 +134,39 @@ def test_a_plan_refused_for_its_metadata_is_never_said_to_have_had_a_worker_die(
             with pytest.raises(ToolHostError, match="metadata do not pickle"):
                 runtime.execute("where", {}, ctx)
         assert host.worker_pid(ctx) is None
+
+
+def test_a_worker_starts_in_the_callers_environment_and_folder_as_they_are_then(
+    runtime: ToolRuntime, host: ProcessHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable set after an earlier plan's worker started reaches the next plan's worker."""
+    with runtime.plan(host=host) as ctx:  # a forkserver, if used, is running from here on
+        before = runtime.execute("surroundings", {"name": "TOOLCYCLE_HOST_PROBE"}, ctx)
+    monkeypatch.setenv("TOOLCYCLE_HOST_PROBE", "set later")
+    monkeypatch.chdir(tmp_path)
+    with runtime.plan(host=host) as ctx:
+        after = runtime.execute("surroundings", {"name": "TOOLCYCLE_HOST_PROBE"}, ctx)
+    assert before.output["value"] is None
+    assert after.output == {"value": "set later", "folder": str(tmp_path)}
+
+
+def test_a_worker_takes_on_the_environment_its_plan_info_brings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Variables are set, changed and removed to match the caller's; the rest is plan info."""
+    monkeypatch.setenv("TOOLCYCLE_HOST_PROBE", "stale")
+    monkeypatch.setenv("TOOLCYCLE_HOST_GONE", "only in the worker")
+    environ = {**os.environ, "TOOLCYCLE_HOST_PROBE": "fresh"}
+    del environ["TOOLCYCLE_HOST_GONE"]
+    mine, theirs = multiprocessing.Pipe()
+    worker = _Worker(theirs)
+    worker.adopt({"plan_id": "p", "environ": environ})
+    worker.close()
+    mine.close()
+    theirs.close()
+    assert os.environ.get("TOOLCYCLE_HOST_PROBE") == "fresh"
+    assert "TOOLCYCLE_HOST_GONE" not in os.environ
+    assert worker.info == {"plan_id": "p"}
 
 
 def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: ProcessHost) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,9 @@ class _Plan(HostedPlan):
         info = _plan_info(self.ctx)  # a plan refused here started no worker: not a death
         self.starts += 1
         host = self.process_host
-        self.child = Child(host._context, host.name, info)
+        # The caller's environment as it is now: a forkserver, started once, would
+        # pass on the one it had then.
+        self.child = Child(host._context, host.name, {**info, "environ": dict(os.environ)})
 
     def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None
