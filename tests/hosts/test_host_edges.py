@@ -47,10 +47,14 @@ def test_a_host_must_be_a_plan_host(runtime: ToolRuntime) -> None:
         ({"name": ""}, ValueError),
         ({"tools": {"x": "hosts_toolbox:where"}}, TypeError),
         ({"start_method": "teleport"}, ValueError),
+        ({"stop_timeout": -1}, ValueError),
+        ({"stop_timeout": float("nan")}, ValueError),
+        ({"stop_timeout": "5"}, ValueError),
+        ({"stop_timeout": True}, ValueError),
     ],
 )
 def test_process_host_options_are_checked(options: dict[str, Any], error: type) -> None:
-    """A bad name, a tool not given as ToolImport, an unknown start method: refused."""
+    """A bad name, a tool not given as ToolImport, an unknown start method or stop timeout."""
     with pytest.raises(error):
         ProcessHost(**options)
 
@@ -167,6 +171,22 @@ def test_a_worker_takes_on_the_environment_its_plan_info_brings(
     assert os.environ.get("TOOLCYCLE_HOST_PROBE") == "fresh"
     assert "TOOLCYCLE_HOST_GONE" not in os.environ
     assert worker.info == {"plan_id": "p"}
+
+
+def test_a_stop_timeout_of_zero_kills_the_worker_and_ends_the_plan_cleanly(
+    runtime: ToolRuntime,
+) -> None:
+    """Each plan's end kills its worker at once, waits until it is gone, and raises nothing."""
+    host = ProcessHost(name="impatient", stop_timeout=0)
+    try:
+        for _ in range(3):  # a killed worker is seldom gone at once: each end must wait
+            ctx = runtime.new_context(host=host)
+            worker = runtime.execute("where", {}, ctx).output
+            assert runtime.end_plan(ctx) == []
+            with pytest.raises(ProcessLookupError):
+                os.kill(worker, 0)  # reaped, not only killed
+    finally:
+        host.close()
 
 
 def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: ProcessHost) -> None:

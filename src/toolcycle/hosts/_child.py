@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Child", "Pending"]
 
+_KILLED_WITHIN = 5.0  # seconds a killed worker may take to be gone before it is left be
+
 
 class Pending:
     """One stage sent to the worker: its future and who hears its progress."""
@@ -104,12 +106,14 @@ class Child:
                 with contextlib.suppress(OSError, ValueError):
                     self._conn.send(("stop",))
         self.process.join(timeout)
-        if self.process.is_alive():  # pragma: no cover - a worker stuck in C code
+        if self.process.is_alive():
             self.process.kill()
-            self.process.join(timeout)
+            # A killed process ends at once, but not within a timeout of 0: give it a moment.
+            self.process.join(max(timeout, _KILLED_WITHIN))
         self._reader.join(timeout)
         self._conn.close()
-        self.process.close()
+        with contextlib.suppress(ValueError):  # pragma: no cover - stuck in the kernel: let be
+            self.process.close()
 
     def _read(self) -> None:
         conn = self._conn
