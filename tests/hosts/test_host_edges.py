@@ -76,6 +76,27 @@ def test_a_tool_import_builds_the_tool_inside_the_worker(journal: Path) -> None:
     assert lines(journal)[0][:2] == ["activate", "locked"]
 
 
+def test_a_tool_import_whose_arguments_do_not_pickle_fails_its_activation_saying_so() -> None:
+    """The error names the tool and its arguments, and the worker goes on serving the plan."""
+    host = ProcessHost(
+        tools={
+            "first": ToolImport("hosts_toolbox:make_recorder", kwargs={"name": threading.Lock()})
+        }
+    )
+    try:
+        with ToolRuntime() as runtime:
+            runtime.register(box.Recorder("first"))
+            runtime.register(box.where)
+            with runtime.plan(host=host) as ctx:
+                worker = runtime.execute("where", {}, ctx).output
+                with pytest.raises(ToolHostError, match="'first'.*args or kwargs") as caught:
+                    runtime.execute("first", {}, ctx)
+                assert runtime.execute("where", {}, ctx).output == worker
+    finally:
+        host.close()
+    assert caught.value.tool_name == "first"
+
+
 def test_a_tool_import_of_a_tool_object_uses_it_as_it_is() -> None:
     """An attribute that is neither a class nor a function is the tool itself."""
     host = ProcessHost(tools={"where": ToolImport("hosts_toolbox:where")})

@@ -106,7 +106,17 @@ def pack(name: str, tool: ToolInstance, imports: Mapping[str, ToolImport]) -> tu
     """
     recipe = imports.get(name)
     if recipe is not None:
-        return ("import", recipe.path, tuple(recipe.args), dict(recipe.kwargs))
+        payload = ("import", recipe.path, tuple(recipe.args), dict(recipe.kwargs))
+        try:  # checked here: the pipe would refuse them with no word of the tool
+            pickle.dumps(payload)
+        except Exception as exc:
+            raise ToolHostError(
+                f"tool {name!r} cannot be sent to the host: the args or kwargs of its "
+                f"ToolImport({recipe.path!r}) do not pickle ({exc}); pass plain values and "
+                "let the factory build the rest in the worker",
+                tool_name=name,
+            ) from None
+        return payload
     try:
         return ("pickle", pickle.dumps(tool))
     except Exception as exc:
