@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Child", "Pending"]
 
-_KILLED_WITHIN = 5.0  # seconds a killed worker may take to be gone before it is left be
+_KILLED_WITHIN = 5.0  # seconds a killed worker may take to be gone before it is left alone
 
 
 class Pending:
@@ -112,7 +112,7 @@ class Child:
             self.process.join(max(timeout, _KILLED_WITHIN))
         self._reader.join(timeout)
         self._conn.close()
-        with contextlib.suppress(ValueError):  # pragma: no cover - stuck in the kernel: let be
+        with contextlib.suppress(ValueError):  # still there (stuck in the kernel): let it be
             self.process.close()
 
     def _read(self) -> None:
