@@ -34,9 +34,11 @@ def runtime() -> Iterator[ToolRuntime]:
         made.register(box.AsyncRecorder("coro"))
         for fn in (
             box.where,
+            box.surroundings,
             box.wait_for_cancel,
             box.await_cancel,
             box.change_something,
+            box.change_then_fail,
             box.ticker,
         ):
             made.register(fn)

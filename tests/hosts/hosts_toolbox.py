@@ -84,6 +84,12 @@ def where() -> int:
     return os.getpid()
 
 
+@tool(writes=False)
+def surroundings(name: str) -> dict[str, Any]:
+    """The worker's value of one environment variable, and its working folder."""
+    return {"value": os.environ.get(name), "folder": os.getcwd()}
+
+
 @tool
 def wait_for_cancel(ctx: ToolExecutionContext) -> str:
     """Report that it started, then wait for its call token; note the cancellation."""
@@ -116,6 +122,13 @@ def change_something(ctx: ToolExecutionContext, target: str) -> str:
     ctx.record_change(Change(kind="note", target=target))
     ctx.report_progress(2, 2, "done")
     return target
+
+
+@tool
+def change_then_fail(ctx: ToolExecutionContext, target: str) -> str:
+    """Record a change, then fail (as a tool that wrote a file and then broke)."""
+    ctx.record_change(Change(kind="note", target=target))
+    raise ValueError("failed after the change")
 
 
 @tool
@@ -187,11 +200,12 @@ class Deferred(Recorder):
 
 
 class OnceOnly(Recorder):
-    """A tool whose activate fails once the journal shows it ran before."""
+    """A tool whose activate fails, after recording a change, once it ran before."""
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         journal = Path(ctx.metadata["journal"])
         if journal.exists() and f"activate {self.name}" in journal.read_text():
+            ctx.record_change(Change(kind="note", target="half-done"))
             raise RuntimeError("activated before")
         note(ctx, f"activate {self.name}")
 

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from toolcycle import PlanHost, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
 from toolcycle.hosts._tools import _by_name, pack
-from toolcycle.hosts._worker import _packed, load_tool, serve
+from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
 from toolcycle.otel import OpenTelemetry
 
 WAIT = 10.0
@@ -47,10 +47,14 @@ def test_a_host_must_be_a_plan_host(runtime: ToolRuntime) -> None:
         ({"name": ""}, ValueError),
         ({"tools": {"x": "hosts_toolbox:where"}}, TypeError),
         ({"start_method": "teleport"}, ValueError),
+        ({"stop_timeout": -1}, ValueError),
+        ({"stop_timeout": float("nan")}, ValueError),
+        ({"stop_timeout": "5"}, ValueError),
+        ({"stop_timeout": True}, ValueError),
     ],
 )
 def test_process_host_options_are_checked(options: dict[str, Any], error: type) -> None:
-    """A bad name, a tool not given as ToolImport, an unknown start method: refused."""
+    """A bad name, a tool not given as ToolImport, an unknown start method or stop timeout."""
     with pytest.raises(error):
         ProcessHost(**options)
 
@@ -70,6 +74,27 @@ def test_a_tool_import_builds_the_tool_inside_the_worker(journal: Path) -> None:
             result = runtime.execute("locked", {"x": 5}, ctx)
     assert result.output["x"] == 5
     assert lines(journal)[0][:2] == ["activate", "locked"]
+
+
+def test_a_tool_import_whose_arguments_do_not_pickle_fails_its_activation_saying_so() -> None:
+    """The error names the tool and its arguments, and the worker goes on serving the plan."""
+    host = ProcessHost(
+        tools={
+            "first": ToolImport("hosts_toolbox:make_recorder", kwargs={"name": threading.Lock()})
+        }
+    )
+    try:
+        with ToolRuntime() as runtime:
+            runtime.register(box.Recorder("first"))
+            runtime.register(box.where)
+            with runtime.plan(host=host) as ctx:
+                worker = runtime.execute("where", {}, ctx).output
+                with pytest.raises(ToolHostError, match="'first'.*args or kwargs") as caught:
+                    runtime.execute("first", {}, ctx)
+                assert runtime.execute("where", {}, ctx).output == worker
+    finally:
+        host.close()
+    assert caught.value.tool_name == "first"
 
 
 def test_a_tool_import_of_a_tool_object_uses_it_as_it_is() -> None:
@@ -123,6 +148,66 @@ def test_plan_metadata_that_does_not_pickle_is_refused(
     with runtime.plan(host=host, metadata={"lock": threading.Lock()}) as ctx:
         with pytest.raises(ToolHostError, match="metadata do not pickle"):
             runtime.execute("where", {}, ctx)
+
+
+def test_a_plan_refused_for_its_metadata_is_never_said_to_have_had_a_worker_die(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Each call says the metadata does not pickle: no worker started, so none died."""
+    with runtime.plan(host=host, metadata={"lock": threading.Lock()}) as ctx:
+        for _ in range(3):
+            with pytest.raises(ToolHostError, match="metadata do not pickle"):
+                runtime.execute("where", {}, ctx)
+        assert host.worker_pid(ctx) is None
+
+
+def test_a_worker_starts_in_the_callers_environment_and_folder_as_they_are_then(
+    runtime: ToolRuntime, host: ProcessHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable set after an earlier plan's worker started reaches the next plan's worker."""
+    with runtime.plan(host=host) as ctx:  # a forkserver, if used, is running from here on
+        before = runtime.execute("surroundings", {"name": "TOOLCYCLE_HOST_PROBE"}, ctx)
+    monkeypatch.setenv("TOOLCYCLE_HOST_PROBE", "set later")
+    monkeypatch.chdir(tmp_path)
+    with runtime.plan(host=host) as ctx:
+        after = runtime.execute("surroundings", {"name": "TOOLCYCLE_HOST_PROBE"}, ctx)
+    assert before.output["value"] is None
+    assert after.output == {"value": "set later", "folder": str(tmp_path)}
+
+
+def test_a_worker_takes_on_the_environment_its_plan_info_brings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Variables are set, changed and removed to match the caller's; the rest is plan info."""
+    monkeypatch.setenv("TOOLCYCLE_HOST_PROBE", "stale")
+    monkeypatch.setenv("TOOLCYCLE_HOST_GONE", "only in the worker")
+    environ = {**os.environ, "TOOLCYCLE_HOST_PROBE": "fresh"}
+    del environ["TOOLCYCLE_HOST_GONE"]
+    mine, theirs = multiprocessing.Pipe()
+    worker = _Worker(theirs)
+    worker.adopt({"plan_id": "p", "environ": environ})
+    worker.close()
+    mine.close()
+    theirs.close()
+    assert os.environ.get("TOOLCYCLE_HOST_PROBE") == "fresh"
+    assert "TOOLCYCLE_HOST_GONE" not in os.environ
+    assert worker.info == {"plan_id": "p"}
+
+
+def test_a_stop_timeout_of_zero_kills_the_worker_and_ends_the_plan_cleanly(
+    runtime: ToolRuntime,
+) -> None:
+    """Each plan's end kills its worker at once, waits until it is gone, and raises nothing."""
+    host = ProcessHost(name="impatient", stop_timeout=0)
+    try:
+        for _ in range(3):  # a killed worker is seldom gone at once: each end must wait
+            ctx = runtime.new_context(host=host)
+            worker = runtime.execute("where", {}, ctx).output
+            assert runtime.end_plan(ctx) == []
+            with pytest.raises(ProcessLookupError):
+                os.kill(worker, 0)  # reaped, not only killed
+    finally:
+        host.close()
 
 
 def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: ProcessHost) -> None:

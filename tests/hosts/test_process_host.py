@@ -111,6 +111,30 @@ def test_changes_and_progress_come_back_with_the_result(
     assert result.trace.progress_count == 2
 
 
+def test_changes_recorded_before_a_failure_come_back_with_the_error(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """A body that records a change and then raises leaves the change in the plan's record."""
+    with runtime.plan(host=host) as ctx:
+        result = runtime.execute("change_then_fail", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert not result.success
+    assert isinstance(result.exception, ValueError)
+    assert [change.target for change in result.changes] == ["a.txt"]
+    assert result.changes[0].tool_name == "change_then_fail"
+
+
+async def test_changes_recorded_before_a_failure_come_back_to_async_callers_too(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """From aexecute, the failed call's result and the plan's record hold the change."""
+    async with runtime.aplan(host=host) as ctx:
+        result = await runtime.aexecute("change_then_fail", {"target": "b.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["b.txt"]
+    assert isinstance(result.exception, ValueError)
+    assert [change.target for change in result.changes] == ["b.txt"]
+
+
 def test_cancelling_the_plan_cancels_the_body_in_the_worker(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:
@@ -155,16 +179,22 @@ async def test_cancelling_an_async_call_cancels_the_coroutine_in_the_worker(
     assert [words[0] for words in lines(journal)] == ["cancelled"]
 
 
+@pytest.mark.parametrize(
+    ("name", "left_running"),
+    [("wait_for_cancel", True), ("await_cancel", False)],
+    ids=["sync-body", "coroutine-body"],
+)
 def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
-    runtime: ToolRuntime, host: ProcessHost, journal: Path
+    runtime: ToolRuntime, host: ProcessHost, journal: Path, name: str, left_running: bool
 ) -> None:
-    """The caller stops waiting at the limit; the body's token is cancelled in the worker."""
+    """The caller stops waiting at the limit; only a sync body is said to be left running."""
     with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
-        runtime.activate("wait_for_cancel", ctx)  # starting the worker is not the call's time
-        result = runtime.execute("wait_for_cancel", {}, ctx, timeout=0.5)
-    assert result.trace.status == "timed_out"
-    assert result.trace.abandoned
-    assert [words[0] for words in lines(journal)] == ["cancelled"]
+        runtime.activate(name, ctx)  # starting the worker is not the call's time
+        result = runtime.execute(name, {}, ctx, timeout=0.5)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert result.trace.abandoned is left_running
+    assert ("left running" in (result.error or "")) is left_running
+    assert [words[0] for words in lines(journal)] == ["cancelled"]  # its token, or its task
 
 
 @pytest.mark.parametrize(
@@ -304,6 +334,8 @@ def test_a_tool_that_fails_to_activate_again_fails_its_call_clearly(
             result = runtime.execute("once", {}, ctx)
     assert result.trace.error_type == "ToolHostError"
     assert "'once' could not be activated again" in (result.error or "")
+    assert "activated before" in (result.error or "")
+    assert isinstance(result.exception.__cause__, RuntimeError)  # the tool's own error
 
 
 def test_a_worker_that_dies_while_activating_again_fails_the_call_naming_the_host(
@@ -332,8 +364,9 @@ def test_an_activation_that_fails_in_the_worker_is_an_activation_error(
     with ToolRuntime() as runtime:
         runtime.register(box.OnceOnly("once"))
         with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
-            with pytest.raises(ToolActivationError, match="activated before"):
+            with pytest.raises(ToolActivationError, match="activated before") as raised:
                 runtime.execute("once", {}, ctx)
+    assert isinstance(raised.value.__cause__, RuntimeError)  # the tool's own error
 
 
 def test_progress_from_the_worker_keeps_a_call_alive_past_its_idle_limit(

@@ -162,6 +162,17 @@ def test_changes_and_progress_come_back_with_the_result(rt: ToolRuntime, host: R
     assert [event.message for event in events] == ["half", "done"]
 
 
+def test_changes_recorded_before_a_failure_come_back_with_the_error(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """A body that records a change and then raises leaves the change in the plan's record."""
+    with rt.plan(host=host) as ctx:
+        result = rt.execute("change_then_fail", {"target": "a.txt"}, ctx)
+        assert [change.target for change in ctx.changes] == ["a.txt"]
+    assert isinstance(result.exception, ValueError)
+    assert [change.target for change in result.changes] == ["a.txt"]
+
+
 def test_progress_reaches_the_caller_while_the_actor_runs_the_call(
     rt: ToolRuntime, host: RayHost, signal: str
 ) -> None:

@@ -16,7 +16,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.hosts._tools import ToolHostError
+from toolcycle.hosts._tools import ToolHostError, settle
 from toolcycle.hosts._worker import serve
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     Listener = Callable[[float, float | None, str | None], None]
 
 __all__ = ["Child", "Pending"]
+
+_KILLED_WITHIN = 5.0  # seconds a killed worker may take to be gone before it is left alone
 
 
 class Pending:
@@ -104,12 +106,14 @@ class Child:
                 with contextlib.suppress(OSError, ValueError):
                     self._conn.send(("stop",))
         self.process.join(timeout)
-        if self.process.is_alive():  # pragma: no cover - a worker stuck in C code
+        if self.process.is_alive():
             self.process.kill()
-            self.process.join(timeout)
+            # A killed process ends at once, but not within a timeout of 0: give it a moment.
+            self.process.join(max(timeout, _KILLED_WITHIN))
         self._reader.join(timeout)
         self._conn.close()
-        self.process.close()
+        with contextlib.suppress(ValueError):  # still there (stuck in the kernel): let it be
+            self.process.close()
 
     def _read(self) -> None:
         conn = self._conn
@@ -132,11 +136,7 @@ class Child:
                 ok, value, changes = pickle.loads(rest[0])
             except Exception as exc:
                 ok, value, changes = False, _unreadable(pending.label, exc), []
-            with contextlib.suppress(concurrent.futures.InvalidStateError):
-                if ok:
-                    pending.future.set_result((value, changes))
-                else:
-                    pending.future.set_exception(value)
+            settle(pending.future, ok, value, changes)
         with self._lock:
             self.dead = True
             left, self._pending = self._pending, {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
+import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
@@ -44,10 +46,11 @@ class ProcessHost(HostBase["_Plan"]):
             platform has it, else ``"spawn"``); ``"fork"`` starts faster, but is
             unsafe once the caller runs threads, as a runtime does.
         stop_timeout: seconds a worker may take to end after its plan before it
-            is killed.
+            is killed (0 kills it at once).
 
     Raises:
-        ValueError: an empty name, or a start method the platform lacks.
+        ValueError: an empty name, a start method the platform lacks, or a
+            ``stop_timeout`` that is not a finite number of seconds, 0 or more.
         TypeError: a ``tools`` value that is not a `ToolImport`.
     """
 
@@ -65,7 +68,16 @@ class ProcessHost(HostBase["_Plan"]):
         if method not in methods:
             raise ValueError(f"start_method must be one of {methods}, got {method!r}")
         self._context = multiprocessing.get_context(method)
-        self._stop_timeout = stop_timeout
+        if (
+            isinstance(stop_timeout, bool)
+            or not isinstance(stop_timeout, int | float)
+            or not 0 <= stop_timeout < math.inf
+        ):
+            # Found only at a plan's end otherwise, where it would fail the end itself.
+            raise ValueError(
+                f"stop_timeout must be a finite number of seconds, 0 or more, got {stop_timeout!r}"
+            )
+        self._stop_timeout = float(stop_timeout)
 
     def new_plan(self, ctx: ToolExecutionContext) -> _Plan:
         """A plan of this host, made at its first stand-in."""
@@ -97,9 +109,12 @@ class _Plan(HostedPlan):
 
     def start(self) -> None:
         """Start the plan's first worker, or its one replacement."""
+        info = _plan_info(self.ctx)  # a plan refused here started no worker: not a death
         self.starts += 1
         host = self.process_host
-        self.child = Child(host._context, host.name, _plan_info(self.ctx))
+        # The caller's environment as it is now: a forkserver, started once, would
+        # pass on the one it had then.
+        self.child = Child(host._context, host.name, {**info, "environ": dict(os.environ)})
 
     def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None

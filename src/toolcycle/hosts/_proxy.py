@@ -4,8 +4,8 @@ A stand-in looks like the tool to the pipeline: its ``activate``, ``execute`` an
 ``deactivate`` send the stage to the plan's worker and wait. Before waiting it
 links the caller's call token to the worker, so cancelling the call cancels the
 stage there, and passes the worker's progress reports to the call's reporter; the
-changes the stage recorded are recorded again on the caller's context, inside
-the call, so they land in the result and in the plan's record.
+changes the stage recorded (a failed stage's too) are recorded again on the
+caller's context, inside the call, so they land in the result and in the plan's record.
 
 `HostedTool` is for sync callers (it blocks its thread), `AsyncHostedTool` for
 async ones (it awaits, and a cancellation of the awaiting task reaches the worker).
@@ -25,7 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from toolcycle.hosts._tools import ToolHostError, ToolImport, pack
+from toolcycle.hosts._tools import StageFailed, ToolHostError, ToolImport, pack
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -95,6 +95,9 @@ class HostedTool:
         unlink = token.on_cancel(lambda: placement.cancel(number, token.reason))
         try:
             value, changes = future.result()
+        except StageFailed as failed:
+            placement.settled(kind, self.name, False)
+            raise _recorded(failed, ctx) from None
         except BaseException:
             placement.settled(kind, self.name, False)
             raise
@@ -134,6 +137,9 @@ class AsyncHostedTool(HostedTool):
             placement.cancel(number, ctx.call_token.reason or "the call was cancelled")
             placement.settled(kind, self.name, False)
             raise
+        except StageFailed as failed:
+            placement.settled(kind, self.name, False)
+            raise _recorded(failed, ctx) from None
         except BaseException:
             placement.settled(kind, self.name, False)
             raise
@@ -233,12 +239,14 @@ class HostedPlan(ABC):
                 except ToolHostError:
                     raise
                 except Exception as exc:
+                    # What it recorded before failing has no call to land in.
+                    cause = exc.error if isinstance(exc, StageFailed) else exc
                     raise ToolHostError(
                         f"tool {name!r} could not be activated again in the fresh "
-                        f"{self.worker} of host {self.host.name!r}: {exc}",
+                        f"{self.worker} of host {self.host.name!r}: {cause}",
                         tool_name=name,
                         plan_id=self.plan_id,
-                    ) from exc
+                    ) from cause
                 self.live.add(name)
 
     def _fresh(self) -> None:
@@ -356,6 +364,13 @@ class HostBase(ABC, Generic[PlanT]):
             plans, self._plans = list(self._plans.values()), {}
         for plan in plans:
             plan.close()
+
+
+def _recorded(failed: StageFailed, ctx: ToolExecutionContext) -> BaseException:
+    """The stage's own error, once the changes it recorded before failing are in ``ctx``."""
+    for change in failed.changes:
+        ctx.record_change(change)
+    return failed.error
 
 
 def _done(value: tuple[Any, list[Any]]) -> concurrent.futures.Future[tuple[Any, list[Any]]]:

@@ -24,7 +24,7 @@ from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _plan_info
 from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import remote_actor
-from toolcycle.hosts._tools import ToolHostError
+from toolcycle.hosts._tools import ToolHostError, settle
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -332,11 +332,7 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
 
     def finish(self, ok: bool, value: Any, changes: list[Any]) -> None:
-        with contextlib.suppress(concurrent.futures.InvalidStateError):  # settled already
-            if ok:
-                self.set_result((value, changes))
-            else:
-                self.set_exception(value)
+        settle(self, ok, value, changes)
 
 
 def _kill(actor: Any) -> None:

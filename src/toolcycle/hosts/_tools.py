@@ -1,7 +1,13 @@
-"""How a tool travels to a host: pickled, by its module's name for it, or by import path."""
+"""How a tool travels to a host (pickled, by its module's name for it, or by import path).
+
+Also how a stage's outcome settles the caller's future for it: a stage that failed
+after recording changes brings them back with its error (`StageFailed`).
+"""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import importlib.util
 import pickle
 import sys
@@ -15,11 +21,49 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolInstance
 
-__all__ = ["ToolHostError", "ToolImport", "pack"]
+__all__ = ["StageFailed", "ToolHostError", "ToolImport", "pack", "settle"]
 
 
 class ToolHostError(ToolRuntimeError):
     """A host could not run a stage: the tool cannot travel, or the worker died."""
+
+
+class StageFailed(Exception):
+    """A stage that failed in a host after recording changes; it never leaves the stand-ins.
+
+    A stand-in records ``changes`` on the caller's context, where they would have
+    landed without a host, then raises ``error``: a tool that wrote a file and
+    then failed leaves that write in the plan's record, so a rollback undoes it.
+
+    Args:
+        error: what the stage raised.
+        changes: what it recorded with ``ctx.record_change`` before that.
+    """
+
+    def __init__(self, error: BaseException, changes: list[Any]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.changes = changes
+
+
+def settle(
+    future: concurrent.futures.Future[tuple[Any, list[Any]]],
+    ok: bool,
+    value: Any,
+    changes: list[Any],
+) -> None:
+    """Settle a stage's future with its outcome: ``(value, changes)``, or its error.
+
+    A failure that recorded changes settles with a `StageFailed` holding both; a
+    future settled already (the stage's worker died meanwhile) stays as it is.
+    """
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if ok:
+            future.set_result((value, changes))
+        elif changes:
+            future.set_exception(StageFailed(value, changes))
+        else:
+            future.set_exception(value)
 
 
 @dataclass(frozen=True)
@@ -62,7 +106,17 @@ def pack(name: str, tool: ToolInstance, imports: Mapping[str, ToolImport]) -> tu
     """
     recipe = imports.get(name)
     if recipe is not None:
-        return ("import", recipe.path, tuple(recipe.args), dict(recipe.kwargs))
+        payload = ("import", recipe.path, tuple(recipe.args), dict(recipe.kwargs))
+        try:  # checked here: the pipe would refuse them with no word of the tool
+            pickle.dumps(payload)
+        except Exception as exc:
+            raise ToolHostError(
+                f"tool {name!r} cannot be sent to the host: the args or kwargs of its "
+                f"ToolImport({recipe.path!r}) do not pickle ({exc}); pass plain values and "
+                "let the factory build the rest in the worker",
+                tool_name=name,
+            ) from None
+        return payload
     try:
         return ("pickle", pickle.dumps(tool))
     except Exception as exc:

@@ -14,6 +14,8 @@ The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
 name, payload)``, ``("execute", id, name, params)``, ``("deactivate", id, name)``,
 ``("cancel", id, reason)`` and ``("stop",)``. From it: ``("done", id, outcome)``
 (the pickled ``(ok, value, changes)``) and ``("progress", id, progress, total, message)``.
+From a `ProcessHost`, ``info["environ"]`` is the caller's environment, which the
+worker takes on before its first stage.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import concurrent.futures
 import contextlib
 import importlib
 import inspect
+import os
 import pickle
 import threading
 from typing import TYPE_CHECKING, Any
@@ -70,6 +73,14 @@ class _Worker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.running: set[concurrent.futures.Future[Any]] = set()
+
+    def adopt(self, info: dict[str, Any]) -> None:
+        """Take the plan's info; from a `ProcessHost`, with the environment to run in."""
+        environ = info.pop("environ", None)
+        if environ is not None:
+            os.environ.clear()
+            os.environ.update(environ)
+        self.info = info
 
     def send(self, message: tuple[Any, ...]) -> None:
         with self.send_lock:
@@ -234,7 +245,7 @@ def serve(conn: Connection) -> None:
             elif kind == "cancel":
                 worker.cancel(message[1], message[2])
             elif kind == "plan":
-                worker.info = message[1]
+                worker.adopt(message[1])
             else:  # "stop"
                 return
     finally:

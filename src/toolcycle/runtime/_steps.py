@@ -302,18 +302,20 @@ class CallSteps:
         if straggler is not None and call.flight is not None:
             # In flight until its thread ends: the plan's end waits for it.
             call.flight.leave(straggler)
-        abandoned = exc.abandoned is not None or self._left_in_host(call)
+        if call.ctx.host is not None:
+            abandoned = self._left_in_host(call)
+        else:
+            abandoned = exc.abandoned is not None
         return Outcome(timed_out=True, abandoned=abandoned, reason=str(exc))
 
     def _left_in_host(self, call: Call) -> bool:
         """Whether a timed-out call left a sync body running in its plan's host.
 
-        From async code the host's stand-in is a coroutine, which the timeout
-        cancels; the host then cancels the body's token, but a sync body runs on
-        a thread of the worker, which nothing stops: it runs on as it would here.
+        Which kind of stand-in waited does not say: from sync code it is a thread
+        the timeout leaves waiting, from async code a coroutine it cancels. Either
+        way the host cancels the body's token and the task of a coroutine body, so
+        only a sync body, on a thread of the worker, runs on as it would here.
         """
-        if call.ctx.host is None:
-            return False
         entry = self._entries.get(call.name)  # the tool's own entry, not the stand-in's
         return entry is not None and not entry.coroutine
 
