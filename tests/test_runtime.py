@@ -646,6 +646,28 @@ def test_listener_that_raises_never_breaks_a_call(runtime: ToolRuntime) -> None:
     assert seen == ["ok"]
 
 
+def test_each_remover_takes_back_its_own_registration_once(runtime: ToolRuntime) -> None:
+    """A listener added twice hears twice; one remover, even run again, removes one."""
+    seen: list[str] = []
+
+    def listen(trace: Any) -> None:
+        seen.append(trace.status)
+
+    first = runtime.add_trace_listener(listen)
+    second = runtime.add_trace_listener(listen)
+    runtime.register(FakeTool())
+    with runtime.plan() as ctx:
+        runtime.execute("fake", {}, ctx)
+        assert len(seen) == 2
+        first()
+        first()  # already taken back: the other registration stays
+        runtime.execute("fake", {}, ctx)
+        assert len(seen) == 3
+        second()
+        runtime.execute("fake", {}, ctx)
+    assert len(seen) == 3
+
+
 def test_trace_timestamps_use_the_injected_clock() -> None:
     """started_at and ended_at come from the clock, durations from the timer."""
     ticks = iter([1_700_000_000.0, 1_700_000_000.5])

@@ -164,13 +164,25 @@ class TraceRecorder:
         self._ids = itertools.count(1)
 
     def add_listener(self, listener: TraceListener) -> Callable[[], None]:
-        """Deliver every later trace to ``listener``; returns a function that removes it."""
+        """Deliver every later trace to ``listener``; returns a function that removes it.
+
+        Each remover takes back its own registration, once: a listener added twice
+        hears each trace twice, and once after one of its removers ran.
+        """
         with self._lock:
             self._listeners = (*self._listeners, listener)
+        added = [True]  # until this registration is taken back
 
         def remove() -> None:
             with self._lock:
-                self._listeners = tuple(item for item in self._listeners if item is not listener)
+                if not added:
+                    return
+                added.clear()
+                listeners = list(self._listeners)
+                listeners.reverse()  # the latest registration of it goes first
+                listeners.remove(listener)
+                listeners.reverse()
+                self._listeners = tuple(listeners)
 
         return remove
 
