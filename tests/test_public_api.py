@@ -314,6 +314,7 @@ ALLOWED = {
     "hosts": {"hosts._dbos", "hosts._process", "hosts._ray", "hosts._tools"},
     "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
     "hosts._dbos_record": {"context", "errors", "models"},
+    "runtime._limits": set(),
     "runtime._shared": {
         "durable",
         "runtime._guardset",
@@ -335,6 +336,7 @@ ALLOWED = {
         "runtime._caching",  # for annotations only, under TYPE_CHECKING
     },
     "runtime._registry": {
+        "runtime._limits",
         "result_cache",
         "runtime._caching",
         "guardrails",
@@ -352,6 +354,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
+        "runtime._limits",
         "protocols",
         "execution._inflight",
         "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
@@ -391,6 +394,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._resume": {
+        "runtime._limits",
         "agent._approve",
         "approvals",
         "context",
@@ -402,6 +406,7 @@ ALLOWED = {
     },
     "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
+        "runtime._limits",
         "runtime._durable",
         "runtime._guards",
         "runtime._hosting",
@@ -463,6 +468,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._facade": {
+        "runtime._limits",
         "guardrails",
         "runtime._guardset",
         "execution._activation",

@@ -15,13 +15,14 @@ from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals
 from toolcycle.runtime._guardset import Guards, guards_of
+from toolcycle.runtime._limits import check_result_limit, check_seconds
 from toolcycle.runtime._pipeline import CallPipeline
 from toolcycle.runtime._plans import PlanRegistry
 from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._resume import Resumer
 from toolcycle.runtime._retries import check_max_retries, default_policy
-from toolcycle.runtime._shared import Option, Settings, check_result_limit, check_seconds
+from toolcycle.runtime._shared import Option, Settings
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer
 

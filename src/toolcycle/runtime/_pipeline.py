@@ -16,8 +16,9 @@ from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
+from toolcycle.runtime._limits import check_limits
 from toolcycle.runtime._running import ToolStages
-from toolcycle.runtime._shared import check_limits, deadlines
+from toolcycle.runtime._shared import deadlines
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping

@@ -12,7 +12,8 @@ from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext, _call_scope
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
-from toolcycle.runtime._shared import check_seconds, here
+from toolcycle.runtime._limits import check_seconds
+from toolcycle.runtime._shared import here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:

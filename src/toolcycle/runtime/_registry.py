@@ -20,8 +20,9 @@ from toolcycle.models import ToolDescriptor
 from toolcycle.protocols import ToolInstance
 from toolcycle.runtime._caching import bind
 from toolcycle.runtime._guardset import Guards, chain, guards_of
+from toolcycle.runtime._limits import check_seconds
 from toolcycle.runtime._retries import check_max_retries, default_policy, resolve
-from toolcycle.runtime._shared import Entry, check_seconds
+from toolcycle.runtime._shared import Entry
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcycle.context import ToolExecutionContext
 from toolcycle.errors import ToolRuntimeError, error_text
-from toolcycle.runtime._shared import check_limits
+from toolcycle.runtime._limits import check_limits
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
