@@ -273,6 +273,7 @@ ALLOWED = {
     },
     "runtime._rich": {"content", "errors"},
     "runtime._results": {
+        "agent._messages",
         "runtime._rich",
         "validation._json",
         "context",

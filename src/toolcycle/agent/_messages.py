@@ -25,11 +25,17 @@ import json
 import re
 from typing import Any
 
-__all__ = ["mcp_message", "result_message"]
+__all__ = ["cut_marker", "mcp_message", "result_message"]
 
-# How the runtime ends an output it cut to max_result_bytes (runtime/_results.py, cut_output).
+# How the runtime ends an output it cut to max_result_bytes; written by `cut_marker`
+# (for runtime/_results.py) and recognised here, so the two cannot drift apart.
 _CUT_START = " ...[cut: output was "
 _CUT_END = re.compile(r" \.\.\.\[cut: output was \d+ bytes, limit \d+\]")
+
+
+def cut_marker(size: int, limit: int) -> str:
+    """The text that ends an output of ``size`` bytes cut to ``limit``."""
+    return f"{_CUT_START}{size} bytes, limit {limit}]"
 
 
 def result_message(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import trusted
+from toolcycle.agent._messages import cut_marker
 from toolcycle.errors import ToolOutputError, error_text
 from toolcycle.models import ToolResult, TraceStatus, Validation, ValidationIssue
 from toolcycle.runtime._rich import RICH_TYPES, Rich, cap_parts, read_rich
@@ -381,7 +382,7 @@ def cut_output(payload: bytes, limit: int) -> tuple[str, int]:
     boundary) followed by a marker saying how much was kept; its own JSON encoding
     fits within ``limit``. Returns the string and that encoded size.
     """
-    marker = f" ...[cut: output was {len(payload)} bytes, limit {limit}]"
+    marker = cut_marker(len(payload), limit)
     keep = max(0, limit - len(marker.encode()) - 2)
     while True:
         text = payload[:keep].decode("utf-8", errors="ignore") + marker
