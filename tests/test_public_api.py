@@ -195,8 +195,7 @@ ALLOWED = {
     "cancellation": {"errors"},
     "_confined": set(),
     "rollback": {"_confined", "models"},
-    "_scope": {"cancellation", "models"},  # models for annotations only, under TYPE_CHECKING
-    "context": {"_scope", "_value", "approvals", "cancellation", "durable", "models", "rollback"},
+    "context": {"_value", "approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
     # models for annotations only, under TYPE_CHECKING
@@ -248,7 +247,7 @@ ALLOWED = {
     "execution._threads": {"execution._portal"},
     "execution._invoke": {"execution._portal", "execution._threads", "cancellation", "errors"},
     # context and _threads for annotations only
-    "execution._inflight": {"_scope", "cancellation", "context", "execution._threads"},
+    "execution._inflight": {"cancellation", "context", "execution._threads"},
     "cache": {"execution._inflight", "context", "errors", "protocols"},
     "execution._lifecycle": {
         "execution._invoke",
@@ -318,7 +317,6 @@ ALLOWED = {
     "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._limits": set(),
     "runtime._shared": {
-        "_scope",
         "durable",
         "runtime._guardset",
         "execution._inflight",
@@ -357,7 +355,6 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
-        "_scope",
         "runtime._limits",
         "protocols",
         "execution._inflight",

@@ -24,8 +24,8 @@ from toolcycle.cancellation import _run_callback
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from toolcycle._scope import CallScope
     from toolcycle.cancellation import CancellationToken
+    from toolcycle.context import _CallScope
     from toolcycle.execution._threads import Straggler
 
 __all__ = ["Flight", "Flights", "wait_for"]
@@ -67,7 +67,7 @@ class Flight:
         self.done = False
         self.reason = ""
         self.left: threading.Event | None = None
-        self._scope: CallScope | None = None
+        self._scope: _CallScope | None = None
         self._hook: Callable[[], object] | None = None
 
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
@@ -115,7 +115,7 @@ class Flight:
         callback()
         return _noop
 
-    def attach(self, scope: CallScope) -> None:
+    def attach(self, scope: _CallScope) -> None:
         """Follow the running call's scope, whose token the plan's end cancels.
 
         Lock-free: ``_scope`` is written before ``ended`` is read, and `cancel`
@@ -153,7 +153,7 @@ class Flight:
         self.left = straggler.finished
         straggler.when_done(lambda _error: self.group.drop(self))
 
-    def is_caller(self, owner: object, scope: CallScope | None) -> bool:
+    def is_caller(self, owner: object, scope: _CallScope | None) -> bool:
         """Whether code in thread or task ``owner``, in call ``scope``, is this call itself.
 
         The tool may run on another thread or task than the caller that owns the

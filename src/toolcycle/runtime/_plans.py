@@ -8,9 +8,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._scope import call_scope
 from toolcycle.cancellation import CancellationToken
-from toolcycle.context import ToolExecutionContext
+from toolcycle.context import ToolExecutionContext, _call_scope
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
 from toolcycle.runtime._limits import check_seconds
@@ -20,8 +19,8 @@ from toolcycle.tracing import get_logger, lifecycle_event
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from toolcycle._scope import CallScope
     from toolcycle.cache import ToolLifecycleCache
+    from toolcycle.context import _CallScope
     from toolcycle.errors import ToolDeactivationError
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._lifecycle import LifecycleCalls
@@ -124,7 +123,7 @@ class PlanRegistry:
                 return []
             if flights:
                 drain = asyncio.ensure_future(
-                    asyncio.to_thread(self._drain, ctx, flights, here(), call_scope.get())
+                    asyncio.to_thread(self._drain, ctx, flights, here(), _call_scope.get())
                 )
                 # Cancelled meanwhile, the end must not deactivate tools under calls still
                 # running: it ends the plan after the drain all the same, then re-raises.
@@ -189,7 +188,7 @@ class PlanRegistry:
         ctx: ToolExecutionContext,
         flights: tuple[Flight, ...],
         owner: object = None,
-        scope: CallScope | None = None,
+        scope: _CallScope | None = None,
     ) -> None:
         """Stop the plan's calls in flight and wait for them, within the limits.
 
@@ -199,7 +198,7 @@ class PlanRegistry:
         ending code runs (`aend_plan` drains on a worker thread); by default, here.
         """
         if owner is None:
-            owner, scope = here(), call_scope.get()
+            owner, scope = here(), _call_scope.get()
         waiting = [f for f in flights if not f.is_caller(owner, scope)]
         reason = f"plan {ctx.plan_id!r} ended while the call ran"
         lifecycle_event("plan.draining", plan_id=ctx.plan_id, calls=len(waiting))

@@ -19,10 +19,9 @@ from toolcycle.execution._portal import Deadline
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from toolcycle._scope import CallScope
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
-    from toolcycle.context import ToolExecutionContext
+    from toolcycle.context import ToolExecutionContext, _CallScope
     from toolcycle.durable import DurablePlan
     from toolcycle.execution._inflight import Flight
     from toolcycle.instrumentation import CallObserver
@@ -283,7 +282,7 @@ class Call:
         self.record = record
         self.traced = traced
         self.observer: CallObserver | None = None
-        self.scope: CallScope | None = None
+        self.scope: _CallScope | None = None
         self.trace: ToolExecutionTrace | None = None
         self.result: ToolResult | None = None
         self.approved = False
