@@ -342,6 +342,33 @@ def test_mcp_round_trip(runtime: ToolRuntime) -> None:
     assert json.loads(message["content"][0]["text"])["city"] == "Kyiv"
 
 
+def test_an_mcp_answer_never_sends_an_object_that_missed_its_output_schema() -> None:
+    """strict_output=False lets the output through; MCP clients would refuse it as structuredContent."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tool = FakeTool("count", output_schema=schema, output={"n": "many"})
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            result = runtime.call({"id": "c1", "name": "count", "arguments": {}}, ctx)
+    assert result.success and result.trace is not None and result.trace.output_valid is False
+    message = result.to_message("mcp")
+    assert message["isError"] is True and "structuredContent" not in message
+    assert json.loads(message["content"][0]["text"]) == {"n": "many"}  # the model still sees it
+    assert result.to_messages("mcp") == [message]
+    assert result.to_message("openai")["content"] == '{"n":"many"}'  # other formats: unchanged
+
+
+def test_an_mcp_answer_keeps_an_object_that_met_its_output_schema() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tool = FakeTool("count", output_schema=schema, output={"n": 3})
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        with runtime.plan() as ctx:
+            result = runtime.call({"id": "c1", "name": "count", "arguments": {}}, ctx)
+    message = result.to_message("mcp")
+    assert message["isError"] is False and message["structuredContent"] == {"n": 3}
+
+
 def test_a_mapped_name_from_the_model_reaches_the_tool(runtime: ToolRuntime) -> None:
     """The provider-safe name of notes.save maps back to it."""
     mapped = provider_name("notes.save", "openai")

@@ -299,6 +299,7 @@ class ToolResult(BaseModel):
                 parts=self.content,
                 output=self.output,
                 truncated=self.truncated,
+                output_valid=self._output_valid(chosen),
             )
             if len(messages) > 1:
                 raise ValueError(
@@ -318,6 +319,7 @@ class ToolResult(BaseModel):
             # pydantic's `__getattr__`, which costs more than the rest of this.
             text=(self.__pydantic_private__ or {}).get("_text"),
             truncated=self.truncated,
+            output_valid=self._output_valid(chosen),
         )
 
     def to_messages(self, format: ProviderFormat | None = None) -> list[dict[str, Any]]:
@@ -346,7 +348,15 @@ class ToolResult(BaseModel):
             parts=self.content,
             output=self.output,
             truncated=self.truncated,
+            output_valid=self._output_valid(chosen),
         )
+
+    def _output_valid(self, format: str) -> bool | None:
+        """Whether the output met its schema, where the message depends on it (an MCP object)."""
+        if format != "mcp" or not self.success or not isinstance(self.output, dict):
+            return None  # only MCP sends an object output for a client to check
+        trace = self.trace
+        return None if trace is None else trace.output_valid
 
     def raise_for_error(self) -> None:
         """Raise `ToolExecutionError` if the call failed, chaining the original exception.

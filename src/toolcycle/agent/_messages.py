@@ -17,6 +17,9 @@ MCP SDK's ``ClientSession`` among them) rejects a success without
 ``structuredContent`` from a tool that declares an ``outputSchema``; the
 message cannot see the tool's schema, so such a result goes with
 ``isError: true``, its text the cut output and its marker (see `mcp_message`).
+So does an object output that missed the tool's output schema (a runtime with
+``strict_output=False`` lets it through as a success): a client refuses its
+``structuredContent``.
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ def result_message(
     error: str | None,
     text: str | None = None,
     truncated: bool = False,
+    output_valid: bool | None = None,
 ) -> dict[str, Any]:
     """The tool-result message for one call; ``text`` is the output's JSON, if known.
 
-    ``truncated`` says the runtime cut the output to ``max_result_bytes``.
+    ``truncated`` says the runtime cut the output to ``max_result_bytes``;
+    ``output_valid`` is False for an output that missed its output schema.
     """
     if not success:
         text = error or "the tool call failed"
@@ -77,11 +82,18 @@ def result_message(
             body["id"] = call_id
         return {"functionResponse": body}
     content = [{"type": "text", "text": text}]
-    return mcp_message(content, success=success, output=output, truncated=truncated)
+    return mcp_message(
+        content, success=success, output=output, truncated=truncated, output_valid=output_valid
+    )
 
 
 def mcp_message(
-    content: list[dict[str, Any]], *, success: bool, output: Any, truncated: bool = False
+    content: list[dict[str, Any]],
+    *,
+    success: bool,
+    output: Any,
+    truncated: bool = False,
+    output_valid: bool | None = None,
 ) -> dict[str, Any]:
     """An MCP ``CallToolResult`` of ``content`` blocks, an object output as ``structuredContent``.
 
@@ -89,9 +101,15 @@ def mcp_message(
     object left to send, and a client checks ``structuredContent`` against the
     tool's ``outputSchema`` on every success: it is sent as an error (see the
     module docstring). A cut string, list or number never had an
-    ``outputSchema`` declared for it, so it stays a success.
+    ``outputSchema`` declared for it, so it stays a success. An object output
+    that missed the output schema (``output_valid`` False) is sent as an error
+    for the same reason: the client would refuse its ``structuredContent``.
     """
-    failed = not success or (truncated and _cut_object(output))
+    failed = (
+        not success
+        or (truncated and _cut_object(output))
+        or (output_valid is False and isinstance(output, dict))
+    )
     message: dict[str, Any] = {"content": content, "isError": failed}
     if not failed and isinstance(output, dict):
         message["structuredContent"] = output

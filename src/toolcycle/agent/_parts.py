@@ -43,10 +43,12 @@ def content_messages(
     parts: Sequence[ContentPart],
     output: Any,
     truncated: bool = False,
+    output_valid: bool | None = None,
 ) -> list[dict[str, Any]]:
     """The messages for a successful result with content ``parts``, in ``format``.
 
-    ``truncated`` says the runtime cut the output or the parts to ``max_result_bytes``.
+    ``truncated`` says the runtime cut the output or the parts to ``max_result_bytes``;
+    ``output_valid`` is False for an output that missed its output schema.
     """
     if format == "openai":
         return _openai(call_id, parts)
@@ -61,7 +63,10 @@ def content_messages(
     if format == "gemini":
         return [_gemini(call_id, name, parts)]
     blocks = [mcp_block(part) for part in parts]
-    return [mcp_message(blocks, success=True, output=output, truncated=truncated)]
+    message = mcp_message(
+        blocks, success=True, output=output, truncated=truncated, output_valid=output_valid
+    )
+    return [message]
 
 
 def _b64(data: bytes) -> str:
