@@ -56,6 +56,7 @@ EXPECTED = {
     "ResultCache",
     "RollbackConflictError",
     "RollbackReport",
+    "RollbackUnsupportedError",
     "SourceKind",
     "StructlogTracer",
     "Tool",
@@ -811,7 +812,8 @@ def test_lazy_public_names_resolve_on_first_use_and_stay() -> None:
 
     for name in ("ApprovalDecision", "ApprovalRequest", "Resumption", "current_resumption"):
         assert getattr(toolcycle, name) is getattr(toolcycle.approvals, name)
-    for name in ("Checkpoint", "RollbackConflictError", "RollbackReport", "UndoOutcome"):
+    rollback_names = ("Checkpoint", "RollbackConflictError", "RollbackReport", "UndoOutcome")
+    for name in (*rollback_names, "RollbackUnsupportedError"):
         assert getattr(toolcycle, name) is getattr(toolcycle.rollback, name)
     for name in ("Guardrail", "GuardrailCall", "GuardrailDecision"):
         assert getattr(toolcycle, name) is getattr(toolcycle.guardrails, name)

@@ -178,6 +178,28 @@ def test_a_failing_handler_is_reported_as_failed() -> None:
     assert len(ctx.changes) == 1
 
 
+def test_a_handler_reports_a_change_it_cannot_undo_as_unsupported_or_conflict() -> None:
+    """The two public exceptions choose the status; the change stays recorded for both."""
+    from toolcycle import RollbackConflictError, RollbackUnsupportedError
+
+    ctx = ToolExecutionContext("p")
+    ctx.record_change(Change(kind="mail.send", target="m-1"))
+    ctx.record_change(Change(kind="ticket.edit", target="T-2"))
+
+    def unsendable(change: Change) -> None:
+        raise RollbackUnsupportedError(f"{change.target} was sent; mail cannot be recalled")
+
+    def edited(change: Change) -> None:
+        raise RollbackConflictError(f"{change.target} was edited since")
+
+    report = ctx.rollback(handlers={"mail.send": unsendable, "ticket.edit": edited})
+    by_target = {outcome.change.target: outcome for outcome in report.outcomes}
+    assert by_target["m-1"].status == "unsupported"
+    assert by_target["m-1"].message == "m-1 was sent; mail cannot be recalled"
+    assert by_target["T-2"].status == "conflict"
+    assert not report.complete and len(ctx.changes) == 2
+
+
 def _rolled_back_in_a_thread(ctx: ToolExecutionContext, **options: Any) -> Any:
     """``ctx.rollback(**options)`` on its own thread, waited for WAIT seconds at most."""
     reports: list[Any] = []

@@ -77,7 +77,13 @@ if TYPE_CHECKING:
     )
     from toolcycle.guardrails import Guardrail, GuardrailCall, GuardrailDecision
     from toolcycle.instrumentation import Instrumentation
-    from toolcycle.rollback import Checkpoint, RollbackConflictError, RollbackReport, UndoOutcome
+    from toolcycle.rollback import (
+        Checkpoint,
+        RollbackConflictError,
+        RollbackReport,
+        RollbackUnsupportedError,
+        UndoOutcome,
+    )
     from toolcycle.runtime import CallStream
     from toolcycle.validation import ValidationLimits
 
@@ -92,6 +98,7 @@ _LAZY = {
     "Checkpoint": "toolcycle.rollback",
     "RollbackConflictError": "toolcycle.rollback",
     "RollbackReport": "toolcycle.rollback",
+    "RollbackUnsupportedError": "toolcycle.rollback",
     "UndoOutcome": "toolcycle.rollback",
     "CallStream": "toolcycle.runtime",
     "Instrumentation": "toolcycle.instrumentation",
@@ -161,6 +168,7 @@ __all__ = [
     "RetryPolicy",
     "RollbackConflictError",
     "RollbackReport",
+    "RollbackUnsupportedError",
     "SourceKind",
     "StructlogTracer",
     "Text",

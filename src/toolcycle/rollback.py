@@ -40,6 +40,7 @@ __all__ = [
     "Checkpoint",
     "RollbackConflictError",
     "RollbackReport",
+    "RollbackUnsupportedError",
     "UndoHandler",
     "UndoOutcome",
     "digest",
@@ -48,15 +49,24 @@ __all__ = [
 ]
 
 UndoHandler = Callable[[Change], None]
-"""Undoes one change; raises `RollbackConflictError` if the target changed since."""
+"""Undoes one change.
+
+Raises `RollbackConflictError` if the target changed since (reported ``conflict``)
+and `RollbackUnsupportedError` if the change records no way back (``unsupported``);
+any other exception is reported ``failed``.
+"""
 
 
 class RollbackConflictError(Exception):
     """The target of a change was modified after the change; it is left as it is."""
 
 
-class _NotUndoableError(Exception):
-    """The change recorded no way back: its previous bytes were too large to keep."""
+class RollbackUnsupportedError(Exception):
+    """The change recorded no way back (for example, previous bytes too large to keep).
+
+    An undo handler raises it to have the change reported ``unsupported`` rather
+    than ``failed``: nothing went wrong, there is just nothing to undo with.
+    """
 
 
 class Checkpoint(BaseModel):
@@ -275,7 +285,7 @@ def _confined(undo: _FileUndo, workspaces: Mapping[str, BoundResource]) -> UndoH
     def handler(change: Change) -> None:
         size = change.data.get("before_not_kept")
         if size is not None:
-            raise _NotUndoableError(
+            raise RollbackUnsupportedError(
                 f"{change.target}: its previous content ({size} bytes) was too large "
                 "to keep, so this change cannot be undone"
             )
@@ -342,7 +352,7 @@ def undo_changes(
             continue
         try:
             handler(change)
-        except _NotUndoableError as exc:
+        except RollbackUnsupportedError as exc:
             outcomes.append(UndoOutcome(change=change, status="unsupported", message=str(exc)))
         except RollbackConflictError as exc:
             outcomes.append(UndoOutcome(change=change, status="conflict", message=str(exc)))
