@@ -65,15 +65,20 @@ def plain(root: Path) -> Iterator[Plan]:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Parts]:
-    """Every file the tools read in full, by its parts."""
+    """Every file the tools read, in full or up to a cap, by its parts."""
     seen: list[Parts] = []
-    read = ConfinedRoot.read_bytes
+    read, read_capped = ConfinedRoot.read_bytes, ConfinedRoot.read_capped
 
     def spy(self: ConfinedRoot, parts: Parts, max_bytes: int | None = None) -> bytes:
         seen.append(parts)
         return read(self, parts, max_bytes)
 
+    def capped_spy(self: ConfinedRoot, parts: Parts, max_bytes: int) -> tuple[bytes | None, int]:
+        seen.append(parts)
+        return read_capped(self, parts, max_bytes)
+
     monkeypatch.setattr(ConfinedRoot, "read_bytes", spy)
+    monkeypatch.setattr(ConfinedRoot, "read_capped", capped_spy)
     return seen
 
 
@@ -167,3 +172,28 @@ def test_a_change_cannot_both_keep_and_not_keep_its_previous_bytes() -> None:
         file_change(
             "file.write", before=b"x", after=b"y", tool_name="t", target="a", before_not_kept=9
         )
+
+
+@pytest.mark.parametrize("tool", ["write_file", "delete_file"])
+def test_a_file_that_grows_past_the_cap_after_its_stat_is_changed_as_one_over_it(
+    plain: Plan, root: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """Stat saw it within the cap, the read finds more: the change is kept unundoable, not failed."""
+    lstat = ConfinedRoot.lstat
+
+    def grows_after_stat(self: ConfinedRoot, parts: Parts) -> os.stat_result | None:
+        info = lstat(self, parts)
+        if parts == ("small.txt",):
+            with open(root / "small.txt", "a") as file:
+                file.write("grown")
+        return info
+
+    monkeypatch.setattr(ConfinedRoot, "lstat", grows_after_stat)
+    params = (
+        {"path": "small.txt", "content": "new"} if tool == "write_file" else {"path": "small.txt"}
+    )
+    result = plain(tool, **params)
+    assert result.success, result.error
+    (change,) = plain.ctx.changes
+    assert change.data["before_not_kept"] == CAP + len("grown")
+    assert plain.ctx.rollback().outcomes[0].status == "unsupported"

@@ -179,14 +179,28 @@ class ConfinedRoot:
                 links or is over ``max_bytes``.
             OSError: it cannot be opened or read; the error names ``parts``.
         """
+        if max_bytes is None:
+            with self._regular(parts) as (fd, _):
+                return _read_up_to(fd, None)
+        data, size = self.read_capped(parts, max_bytes)
+        if data is None:
+            raise ConfinementError(f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}")
+        return data
+
+    def read_capped(self, parts: Parts, max_bytes: int) -> tuple[bytes | None, int]:
+        """The file's bytes and size, or None and its size if it is over ``max_bytes``.
+
+        Reads at most one byte past ``max_bytes``, however large the file is or grows.
+
+        Raises:
+            ConfinementError: it is a link, not a regular file, or has several hard links.
+            OSError: it cannot be opened or read; the error names ``parts``.
+        """
         with self._regular(parts) as (fd, info):
-            data = _read_up_to(fd, None if max_bytes is None else max_bytes + 1)
-            if max_bytes is not None and len(data) > max_bytes:
-                size = max(info.st_size, len(data))
-                raise ConfinementError(
-                    f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}"
-                )
-            return data
+            data = _read_up_to(fd, max_bytes + 1)
+            if len(data) > max_bytes:
+                return None, max(info.st_size, len(data))
+            return data, len(data)
 
     def file_info(self, parts: Parts) -> os.stat_result:
         """What the file at ``parts`` is, checked as `read_bytes` checks it, without reading it.

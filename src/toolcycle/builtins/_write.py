@@ -117,12 +117,16 @@ class _Undoable(_Writer):
     ) -> tuple[bytes | None, int | None]:
         """The existing file's bytes to keep, or None and its size when they are over the cap.
 
-        ``size`` is the file's size from ``stat``: a file over the cap is never read.
+        ``size`` is the file's size from ``stat``: a file over the cap is never read,
+        and one that grew past it since is read no further than the cap.
         """
         cap = self.max_undo_bytes
         if size <= cap:
-            return root.read_bytes(target, cap), None
-        root.file_info(target)  # checked as a read checks it (regular, one link), not read
+            before, size = root.read_capped(target, cap)
+            if before is not None:
+                return before, None
+        else:
+            root.file_info(target)  # checked as a read checks it (regular, one link), not read
         return None, self._not_kept(ctx, target, size)
 
     def _not_kept(self, ctx: ToolExecutionContext, target: Parts, size: int) -> int:
