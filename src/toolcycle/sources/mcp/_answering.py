@@ -120,16 +120,19 @@ class Answerer:
     # -- the session's callbacks (legacy era; logging in both) --------------------------------
 
     def session_options(self) -> dict[str, Any]:
-        """The ClientSession callbacks: only those with a handler, so capabilities are honest.
+        """The `Session` options: callbacks only for those with a handler, so capabilities are honest.
 
         Elicitation is declared in the 2026-07-28 era even without a handler:
         there a question nobody answers now defers the call, which is an answer.
+        With ``protocol="auto"`` the era is not known yet, so the callback is
+        given, and a fallback to the handshake leaves elicitation out of it.
         """
         options: dict[str, Any] = {"logging_callback": self._on_log}
         if self.protocol != "legacy":
             options["log_level"] = "info"  # the new era sends logs only to a client that asks
         if self.requests.on_elicit is not None or self.protocol != "legacy":
             options["elicitation_callback"] = self._legacy_elicit
+            options["handshake_elicitation"] = self.requests.on_elicit is not None
         if self.requests.on_sample is not None:
             options["sampling_callback"] = self._legacy_sample
         if self.requests.roots is not None:

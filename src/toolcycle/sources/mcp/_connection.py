@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types
-from mcp.client import ClientSession
 from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -30,12 +29,13 @@ from toolcycle.sources.mcp._auth import request_scope
 from toolcycle.sources.mcp._child import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._direct import InProcess
+from toolcycle.sources.mcp._session import Session
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
 
-    from mcp.client import IncomingMessage
+    from mcp.client import ClientSession, IncomingMessage
     from mcp.client._transport import TransportStreams
 
     from toolcycle.sources.mcp._answering import Answerer
@@ -149,7 +149,7 @@ class Connection:
                     transport, self._process = endpoint.streams(self._mark_lost)
                     self._vet = getattr(transport, "vet", None)
                     read, write = await stack.enter_async_context(transport)
-                    session = ClientSession(
+                    session = Session(
                         read,
                         write,
                         message_handler=self._on_message,
