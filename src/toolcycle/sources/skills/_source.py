@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 import unicodedata
@@ -13,6 +12,7 @@ from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
 from toolcycle.sources.skills._limits import SkillLimits
+from toolcycle.sources.skills._prompt import render_prompt
 from toolcycle.sources.skills._rules import (
     InvalidSkillWarning,
     SkillReport,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolInstance
 
-__all__ = ["Skill", "SkillDirectory", "render_prompt"]
+__all__ = ["Skill", "SkillDirectory"]
 
 _log = logging.getLogger("toolcycle.skills")
 
@@ -258,7 +258,8 @@ class SkillDirectory:
         """The ``<available_skills>`` block for an agent's system prompt.
 
         One ``<skill>`` element per valid skill of the last scan, with its name,
-        description and the location of its ``SKILL.md``, escaped for XML.
+        description and the location of its ``SKILL.md``, escaped for XML, and
+        control characters stripped from the description (see ``_prompt``).
         """
         return render_prompt(self.skills)
 
@@ -292,27 +293,6 @@ class SkillDirectory:
                     key=lambda name: (os.path.islink(os.path.join(folder, name)), name),
                 )
         return sorted(found)
-
-
-def render_prompt(skills: list[Skill]) -> str:
-    """The ``<available_skills>`` block for ``skills``, in the reference library's layout."""
-    lines = ["<available_skills>"]
-    for skill in skills:
-        lines += [
-            "<skill>",
-            "<name>",
-            html.escape(skill.name),
-            "</name>",
-            "<description>",
-            html.escape(skill.description),
-            "</description>",
-            "<location>",
-            html.escape(str(skill.location)),
-            "</location>",
-            "</skill>",
-        ]
-    lines.append("</available_skills>")
-    return "\n".join(lines)
 
 
 def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list[SkillReport]]:
