@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import skills_ref
 
-from toolcycle.sources.skills import SkillDirectory
+from toolcycle import ToolRuntime
+from toolcycle.sources.skills import SkillDirectory, SkillValidationError
 
 from .conftest import make_skill
 
@@ -36,3 +38,28 @@ def test_ordinary_descriptions_render_as_the_reference_library_renders_them(
     directory = SkillDirectory(tmp_path)
     assert directory.prompt() == skills_ref.to_prompt([(tmp_path / "poem").resolve()])
     assert _description(directory.prompt()) == "Line one,\nZeile zwei – ok."
+
+
+def test_a_failed_strict_rescan_leaves_the_prompt_listing_what_the_runtime_lists(
+    tmp_path: Path,
+) -> None:
+    """Nothing registers from a strict scan that fails, and prompt() lists nothing either."""
+    make_skill(tmp_path, "alpha")
+    make_skill(tmp_path, "beta")
+    directory = SkillDirectory(tmp_path, strict=True)
+    with ToolRuntime() as runtime:
+        runtime.register_source(directory)
+        assert "<name>\nbeta\n</name>" in directory.prompt()
+        make_skill(tmp_path, "beta", description="")  # beta breaks a rule now
+        # A host refreshes the source: its old tools go, the folder is scanned again.
+        for descriptor in runtime.descriptors():
+            runtime.unregister(descriptor.name)
+        with pytest.raises(SkillValidationError):
+            runtime.register_source(directory)
+        assert runtime.descriptors() == ()
+        assert directory.prompt() == skills_ref.to_prompt([])
+        assert directory.skills == []
+        assert [report.rule for report in directory.reports] == ["description-empty"]
+        make_skill(tmp_path, "beta")  # fixed: the next scan registers both again
+        assert [d.name for d in runtime.register_source(directory)] == ["alpha", "beta"]
+        assert "<name>\nbeta\n</name>" in directory.prompt()

@@ -201,7 +201,10 @@ class SkillDirectory:
 
     @property
     def skills(self) -> list[Skill]:
-        """The valid skills of the last scan (scanning now if there was none)."""
+        """The valid skills of the last scan (scanning now if there was none).
+
+        Empty after a ``strict`` scan that failed: it registered nothing.
+        """
         return self._skills if self._skills is not None else self.scan()
 
     def scan(self) -> list[Skill]:
@@ -242,6 +245,8 @@ class SkillDirectory:
             skills.append(skill)
         self.reports = tuple(reports)
         if self.strict and any(report.severity == "error" for report in reports):
+            # Nothing registers from this scan, so nothing of the one before is listed either.
+            self._skills = []
             raise SkillValidationError(reports)
         self._skills = skills
         return skills
@@ -259,7 +264,8 @@ class SkillDirectory:
 
         One ``<skill>`` element per valid skill of the last scan, with its name,
         description and the location of its ``SKILL.md``, escaped for XML, and
-        control characters stripped from the description (see ``_prompt``).
+        control characters stripped from the description (see ``_prompt``). After
+        a ``strict`` scan that failed, the block lists no skill.
         """
         return render_prompt(self.skills)
 
