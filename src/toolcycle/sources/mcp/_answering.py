@@ -30,6 +30,7 @@ import mcp_types
 from toolcycle import PendingApproval, ToolResult, current_resumption
 from toolcycle.approvals import fingerprint
 from toolcycle.sources.mcp._content import McpCallError
+from toolcycle.sources.mcp._pending import KIND, pending_request, read_pending
 from toolcycle.sources.mcp._requests import (
     ElicitAnswer,
     Elicitation,
@@ -41,7 +42,6 @@ from toolcycle.sources.mcp._requests import (
 from toolcycle.sources.mcp._translate import (
     elicit_result,
     elicitation_of,
-    question_json,
     sampling_of,
 )
 from toolcycle.validation import SchemaCompiler
@@ -63,7 +63,6 @@ __all__ = ["ELICITATION_PENDING", "Answerer"]
 
 ELICITATION_PENDING = "ElicitationPending"
 """The ``error_type`` of a call waiting for a person to answer its server's question."""
-_KIND = "mcp.elicitation"
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -120,16 +119,19 @@ class Answerer:
     # -- the session's callbacks (legacy era; logging in both) --------------------------------
 
     def session_options(self) -> dict[str, Any]:
-        """The ClientSession callbacks: only those with a handler, so capabilities are honest.
+        """The `Session` options: callbacks only for those with a handler, so capabilities are honest.
 
         Elicitation is declared in the 2026-07-28 era even without a handler:
         there a question nobody answers now defers the call, which is an answer.
+        With ``protocol="auto"`` the era is not known yet, so the callback is
+        given, and a fallback to the handshake leaves elicitation out of it.
         """
         options: dict[str, Any] = {"logging_callback": self._on_log}
         if self.protocol != "legacy":
             options["log_level"] = "info"  # the new era sends logs only to a client that asks
         if self.requests.on_elicit is not None or self.protocol != "legacy":
             options["elicitation_callback"] = self._legacy_elicit
+            options["handshake_elicitation"] = self.requests.on_elicit is not None
         if self.requests.on_sample is not None:
             options["sampling_callback"] = self._legacy_sample
         if self.requests.roots is not None:
@@ -282,20 +284,22 @@ class Answerer:
         answered: dict[str, Any] = {}
         state: str | None = None
         resumed = current_resumption()
-        if resumed is not None and resumed.request.get("kind") == _KIND:
+        if resumed is not None and resumed.request.get("kind") == KIND:
             request = resumed.request
-            question = Elicitation(**request["question"])
+            plan_id = call.plan.plan_id if call.plan is not None else ""
+            record = read_pending(request, self.server, call.tool_name or remote, plan_id)
+            question = record.question
             reply = resumed.reply if isinstance(resumed.reply, dict) else {}
             answer = ElicitAnswer(reply.get("action", "cancel"), reply.get("content"))
             problem = _problem(answer, question)
             if problem is not None:
                 # The person may answer again: a new pending call with the same question.
                 return self._pending(call, remote, params, request, problem)
-            answered = dict(request["answered"])
-            answered[request["key"]] = elicit_result(answer, question).model_dump(
+            answered = record.answered
+            answered[record.key] = elicit_result(answer, question).model_dump(
                 mode="json", by_alias=True, exclude_none=True
             )
-            state = request["state"]
+            state = record.state
         return await self._rounds(call, remote, params, send, await send(answered or None, state))
 
     async def _rounds(
@@ -321,15 +325,14 @@ class Answerer:
             try:
                 answered = await self._answer_all(asked, call)
             except _Deferred as deferred:
-                request = {
-                    "kind": _KIND,
-                    "server": self.server,
-                    "tool": remote,
-                    "key": deferred.key,
-                    "question": question_json(deferred.question),
-                    "answered": deferred.answered,
-                    "state": result.request_state,
-                }
+                request = pending_request(
+                    self.server,
+                    remote,
+                    deferred.key,
+                    deferred.question,
+                    deferred.answered,
+                    result.request_state,
+                )
                 return self._pending(call, remote, params, request, deferred.reason)
             result = await send(answered or None, result.request_state)
         return result

@@ -7,7 +7,16 @@ resolver gives for each plan. Every connection puts a `_Guard` in front of
 them: it sets the plan's headers on each request, lets the plan's auth run
 its flow, and on a final HTTP 401 asks the resolver once for fresh
 credentials and sends the request again. A request still refused makes the
-call fail with `McpAuthError`, naming the server.
+call fail with `McpAuthError`, naming the server. Requests refused together
+share one fresh set: a request whose credentials were replaced while it was
+out is sent again with the new ones, without asking the resolver again.
+
+Calls on one connection run in parallel, so whether a request was refused is
+kept per MCP request, not per connection: the connection opens a
+`request_scope` around each one, and the guard records a refusal in the
+scope of the request that met it. The SDK runs each HTTP request in a copy
+of the context of the task that sent the MCP request, which carries the
+scope there.
 
 The connection hands every error it raises to `_Transport.vet`, which turns
 a refusal into `McpAuthError` and takes every secret it knows (header values,
@@ -18,9 +27,11 @@ a log or a span, nor the exception a host logs.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -40,7 +51,13 @@ if TYPE_CHECKING:
 
     from toolcycle.sources.mcp._stdio import StdioProcess
 
-__all__ = ["CredentialsResolver", "HttpCredentials", "HttpEndpoint", "McpAuthError"]
+__all__ = [
+    "CredentialsResolver",
+    "HttpCredentials",
+    "HttpEndpoint",
+    "McpAuthError",
+    "request_scope",
+]
 
 _HIDDEN = "[redacted]"
 _MIN_SECRET = 4  # shorter values are too common in text to replace safely
@@ -128,6 +145,33 @@ class HttpEndpoint:
         )
 
 
+@dataclass(slots=True)
+class _Outcome:
+    """What became of the HTTP requests of one MCP request: refused or not, and why."""
+
+    refused: bool = False
+    """Whether the last of them that finished was refused with a 401."""
+    refresh_error: Exception | None = None
+    """What the resolver raised when that refusal asked it for fresh credentials."""
+
+
+_OUTCOME: ContextVar[_Outcome | None] = ContextVar("toolcycle_mcp_outcome", default=None)
+
+
+@contextmanager
+def request_scope() -> Iterator[None]:
+    """The scope of one MCP request: a refusal met inside it is its own, not a parallel one's.
+
+    Errors are vetted (`_Transport.vet`) inside the scope of the request that
+    raised them.
+    """
+    token = _OUTCOME.set(_Outcome())
+    try:
+        yield
+    finally:
+        _OUTCOME.reset(token)
+
+
 class _Guard(httpx2.Auth):
     """Sets the plan's headers, runs its auth, and on a 401 retries once with fresh credentials."""
 
@@ -139,16 +183,14 @@ class _Guard(httpx2.Auth):
         self.credentials = credentials
         self.used = [credentials]
         """Every set of credentials this connection presented, for scrubbing."""
-        self.refused = False
-        """Whether the last request that finished was refused with a 401."""
-        self.refresh_error: Exception | None = None
-        """What the resolver raised when that refusal asked it for fresh credentials."""
         self._refresh = refresh
+        self._refreshing = asyncio.Lock()
 
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """Send ``request`` through the current credentials; once more after a 401."""
+        outcome = _OUTCOME.get() or _Outcome()  # outside any request scope: nobody asks
         retried = False
         while True:
             credentials = self.credentials
@@ -166,23 +208,36 @@ class _Guard(httpx2.Auth):
             finally:
                 await flow.aclose()
             if response.status_code != 401:
-                self.refused = False
-                self.refresh_error = None
+                outcome.refused = False
+                outcome.refresh_error = None
                 return
-            if retried or self._refresh is None:
-                self.refused = True
+            refresh = self._refresh
+            if retried or refresh is None:
+                outcome.refused = True
                 return
             retried = True
             try:
-                self.credentials = await self._refresh()
+                await self._renew(refresh, credentials)
             except Exception as exc:
                 # Raised through the HTTP client it would drop the connection and read as
                 # the server's doing; the refusal stands instead, naming the resolver.
-                self.refused = True
-                self.refresh_error = exc
+                outcome.refused = True
+                outcome.refresh_error = exc
                 return
-            self.refresh_error = None
-            self.used.append(self.credentials)
+            outcome.refresh_error = None
+
+    async def _renew(
+        self, refresh: Callable[[], Awaitable[HttpCredentials]], refused: HttpCredentials
+    ) -> None:
+        """Ask ``refresh`` for fresh credentials, unless ``refused`` were replaced already.
+
+        Parallel requests refused together ask once: the others wait, then go again
+        with what the first one got.
+        """
+        async with self._refreshing:
+            if self.credentials is refused:
+                self.credentials = await refresh()
+                self.used.append(self.credentials)
 
     def secrets(self) -> set[str]:
         """The values to keep out of messages: header values and OAuth tokens."""
@@ -236,10 +291,11 @@ class _Transport:
         """The error a connection raises: `McpAuthError` after a refusal, else ``error`` scrubbed."""
         guard = self._guard
         name = self._endpoint.name
+        outcome = _OUTCOME.get()
         if guard is None:
             return error
-        if guard.refused:
-            failed = guard.refresh_error
+        if outcome is not None and outcome.refused:
+            failed = outcome.refresh_error
             if failed is not None:
                 refusal = McpAuthError(
                     f"MCP server {name!r} refused the credentials (HTTP 401), and the "

@@ -20,21 +20,22 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types
-from mcp.client import ClientSession
 from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
+from toolcycle.sources.mcp._auth import request_scope
 from toolcycle.sources.mcp._child import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._direct import InProcess
+from toolcycle.sources.mcp._session import Session
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
 
-    from mcp.client import IncomingMessage
+    from mcp.client import ClientSession, IncomingMessage
     from mcp.client._transport import TransportStreams
 
     from toolcycle.sources.mcp._answering import Answerer
@@ -88,7 +89,10 @@ class Connection:
         self._lost = asyncio.Event()
         self._failure: BaseException | None = None
         self._vet: Callable[[Exception], Exception] | None = None
-        """The transport's last word on each error raised (HTTP: credentials, see ``_auth``)."""
+        """The transport's last word on each error raised (HTTP: credentials, see ``_auth``).
+
+        Called in the `request_scope` of the request that failed.
+        """
         self.broken = False
         self.header_tools: frozenset[str] = frozenset()
         """Tools with ``x-mcp-header`` arguments (see ``_headers``); set by the server."""
@@ -113,22 +117,24 @@ class Connection:
                 or did not finish it within ``timeout`` seconds.
         """
         self.loop = asyncio.get_running_loop()
-        self._task = self.loop.create_task(self._own(), name=f"toolcycle-mcp:{self.name}")
-        try:
-            async with asyncio.timeout(timeout):
-                await self._ready.wait()
-        except TimeoutError:
-            await self.close()
-            raise self._error(f"did not finish starting within {timeout} seconds") from None
-        except asyncio.CancelledError:
-            await asyncio.shield(self.close())
-            raise
-        if self._session is None:
-            await self.close()
-            failure = _leaf(self._failure)
-            error = self._error(f"failed to start: {_describe(failure)}")
-            error.__cause__ = failure
-            raise self._vetted(error)
+        # The owner task's context is a copy of this one: the handshake's scope is this one.
+        with request_scope():
+            self._task = self.loop.create_task(self._own(), name=f"toolcycle-mcp:{self.name}")
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._ready.wait()
+            except TimeoutError:
+                await self.close()
+                raise self._error(f"did not finish starting within {timeout} seconds") from None
+            except asyncio.CancelledError:
+                await asyncio.shield(self.close())
+                raise
+            if self._session is None:
+                await self.close()
+                failure = _leaf(self._failure)
+                error = self._error(f"failed to start: {_describe(failure)}")
+                error.__cause__ = failure
+                raise self._vetted(error)
 
     async def _own(self) -> None:
         try:
@@ -143,7 +149,7 @@ class Connection:
                     transport, self._process = endpoint.streams(self._mark_lost)
                     self._vet = getattr(transport, "vet", None)
                     read, write = await stack.enter_async_context(transport)
-                    session = ClientSession(
+                    session = Session(
                         read,
                         write,
                         message_handler=self._on_message,
@@ -186,10 +192,11 @@ class Connection:
         seen: set[str] = set()
         while True:
             params = None if cursor is None else mcp_types.PaginatedRequestParams(cursor=cursor)
-            try:
-                page = await session.list_tools(params=params)
-            except Exception as exc:
-                raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
+            with request_scope():
+                try:
+                    page = await session.list_tools(params=params)
+                except Exception as exc:
+                    raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -237,13 +244,14 @@ class Connection:
         )
         # So the server's own requests on this session can name the call (legacy era).
         serving = self._answerer.serving(session) if self._answerer else contextlib.nullcontext()
-        try:
-            # Only the 2026-07-28 era can answer with InputRequiredResult.
-            kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
-            with serving:
-                return await session.send_request(request, kind, progress_callback=forward)
-        except Exception as exc:
-            raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
+        # Only the 2026-07-28 era can answer with InputRequiredResult.
+        kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
+        with request_scope():  # a refusal met by a parallel call is not this call's
+            try:
+                with serving:
+                    return await session.send_request(request, kind, progress_callback=forward)
+            except Exception as exc:
+                raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
     async def _learn_headers(self, session: ClientSession) -> None:
         """List the tools on this session once, so the SDK sends their ``Mcp-Param-*`` headers.

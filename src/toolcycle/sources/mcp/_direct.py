@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from mcp.client import ClientSession
 from mcp.client._memory import InMemoryTransport
 from mcp.client._probe import negotiate_auto
 from mcp.client.subscriptions import listen
@@ -31,11 +30,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.runner import modern_on_request
 from mcp.shared.direct_dispatcher import create_direct_dispatcher_pair
 
+from toolcycle.sources.mcp._session import Session
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
     import mcp_types
+    from mcp.client import ClientSession
     from mcp.client._transport import TransportStreams
     from mcp.client.session import MessageHandlerFnT
 
@@ -79,7 +81,7 @@ class InProcess:
     ) -> ClientSession:
         """Serve the server on a direct dispatcher pair and return a negotiated session.
 
-        ``options`` are more keyword arguments of the `ClientSession` (the callbacks
+        ``options`` are more keyword arguments of the `Session` (the callbacks
         that answer the server's requests).
 
         Everything entered is left by ``stack``, in the task that entered it.
@@ -92,7 +94,7 @@ class InProcess:
         group = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(server_side.close)
         await group.start(server_side.run, modern_on_request(server, lifespan_state), _no_notify)
-        session = ClientSession(
+        session = Session(
             dispatcher=client_side,
             message_handler=on_message,
             client_info=client_info,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 import unicodedata
@@ -13,6 +12,7 @@ from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
 from toolcycle.sources.skills._limits import SkillLimits
+from toolcycle.sources.skills._prompt import render_prompt
 from toolcycle.sources.skills._rules import (
     InvalidSkillWarning,
     SkillReport,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolInstance
 
-__all__ = ["Skill", "SkillDirectory", "render_prompt"]
+__all__ = ["Skill", "SkillDirectory"]
 
 _log = logging.getLogger("toolcycle.skills")
 
@@ -201,7 +201,10 @@ class SkillDirectory:
 
     @property
     def skills(self) -> list[Skill]:
-        """The valid skills of the last scan (scanning now if there was none)."""
+        """The valid skills of the last scan (scanning now if there was none).
+
+        Empty after a ``strict`` scan that failed: it registered nothing.
+        """
         return self._skills if self._skills is not None else self.scan()
 
     def scan(self) -> list[Skill]:
@@ -242,6 +245,8 @@ class SkillDirectory:
             skills.append(skill)
         self.reports = tuple(reports)
         if self.strict and any(report.severity == "error" for report in reports):
+            # Nothing registers from this scan, so nothing of the one before is listed either.
+            self._skills = []
             raise SkillValidationError(reports)
         self._skills = skills
         return skills
@@ -258,7 +263,9 @@ class SkillDirectory:
         """The ``<available_skills>`` block for an agent's system prompt.
 
         One ``<skill>`` element per valid skill of the last scan, with its name,
-        description and the location of its ``SKILL.md``, escaped for XML.
+        description and the location of its ``SKILL.md``, escaped for XML, and
+        control characters stripped from the description (see ``_prompt``). After
+        a ``strict`` scan that failed, the block lists no skill.
         """
         return render_prompt(self.skills)
 
@@ -292,27 +299,6 @@ class SkillDirectory:
                     key=lambda name: (os.path.islink(os.path.join(folder, name)), name),
                 )
         return sorted(found)
-
-
-def render_prompt(skills: list[Skill]) -> str:
-    """The ``<available_skills>`` block for ``skills``, in the reference library's layout."""
-    lines = ["<available_skills>"]
-    for skill in skills:
-        lines += [
-            "<skill>",
-            "<name>",
-            html.escape(skill.name),
-            "</name>",
-            "<description>",
-            html.escape(skill.description),
-            "</description>",
-            "<location>",
-            html.escape(str(skill.location)),
-            "</location>",
-            "</skill>",
-        ]
-    lines.append("</available_skills>")
-    return "\n".join(lines)
 
 
 def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list[SkillReport]]:
