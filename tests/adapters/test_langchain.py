@@ -728,6 +728,45 @@ def test_a_tool_exception_is_a_failed_result(runtime: ToolRuntime) -> None:
     assert not result.success and "the index is offline" in (result.error or "")
 
 
+@pytest.mark.parametrize("handler", [True, "the model reads this", lambda error: "handled"])
+async def test_a_tool_exception_handled_by_langchain_is_still_a_failed_call(
+    runtime: ToolRuntime, handler: Any
+) -> None:
+    """handle_tool_error would turn the exception into a string result: the call fails instead.
+
+    Sync and async, with plain arguments and with the call's id injected, the trace
+    says ``error`` with the tool's own message, as without ``handle_tool_error``.
+    """
+
+    def broken(text: str) -> str:
+        """Fail."""
+        raise ToolException("the index is offline")
+
+    async def abroken(text: str) -> str:
+        """Fail, asynchronously."""
+        raise ToolException("the index is offline")
+
+    def tagged(text: str, call: Annotated[str, InjectedToolCallId]) -> str:
+        """Fail, with the call's id injected."""
+        raise ToolException("the index is offline")
+
+    tools = [
+        StructuredTool.from_function(broken, name="broken", handle_tool_error=handler),
+        StructuredTool.from_function(coroutine=abroken, name="abroken", handle_tool_error=handler),
+        StructuredTool.from_function(tagged, name="tagged", handle_tool_error=handler),
+    ]
+    for one in tools:
+        runtime.register(from_langchain(one))
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            results = [await runtime.aexecute(one.name, {"text": "a"}, ctx) for one in tools]
+    for result in results:
+        assert not result.success and result.error_type == "ToolException"
+        assert "the index is offline" in (result.error or "")
+    assert [t.status for t in traces] == ["error", "error", "error"]
+    assert all(one.handle_tool_error == handler for one in tools)  # the user's tools unchanged
+
+
 async def test_an_async_langchain_tool_stays_async(runtime: ToolRuntime) -> None:
     """A coroutine tool's execute is a coroutine; a dict args_schema is kept as it is."""
     loop_seen: list[asyncio.AbstractEventLoop] = []
