@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import multiprocessing
 import os
 import pickle
@@ -18,9 +19,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolcycle import PlanHost, ToolRuntime
+from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
-from toolcycle.hosts._tools import _by_name, pack
+from toolcycle.hosts._proxy import HostedPlan
+from toolcycle.hosts._tools import _by_name, pack, settle
 from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
 from toolcycle.otel import OpenTelemetry
 
@@ -365,3 +367,74 @@ def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None
         sent_ok, error, changes = pickle.loads(_packed(ok, value, []))
         assert not sent_ok and changes == []
         assert "could not be sent back from the host" in str(error)
+
+
+class _InlinePlan(HostedPlan):
+    """A hosted plan whose worker answers every stage at once; ``sent`` is what it got."""
+
+    def __init__(self) -> None:
+        super().__init__(ProcessHost(name="inline"), ToolExecutionContext("inline"))
+        self.sent: list[tuple[str, str, Any]] = []
+
+    def alive(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        raise AssertionError("an inline plan has its worker already")
+
+    def dispatch(
+        self, kind: str, name: str, argument: Any, listener: Any
+    ) -> tuple[int, concurrent.futures.Future[Any]]:
+        self.sent.append((kind, name, argument))
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        settle(future, True, None, [])
+        return len(self.sent), future
+
+    def cancel(self, number: int, reason: str | None) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def test_an_activation_is_sent_while_another_thread_adds_a_stand_in() -> None:
+    """The plan's stand-ins may grow while an activation finds the tool it sends.
+
+    A name that compares slowly holds the activation where it used to look its tool
+    up among the plan's stand-ins; another stand-in is added meanwhile. The tool sent
+    is the activated stand-in's own, and nothing fails.
+    """
+    progressed, go = threading.Event(), threading.Event()
+
+    class SlowName(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            progressed.set()
+            assert go.wait(WAIT)
+            return str.__eq__(self, other)
+
+    plan = _InlinePlan()
+    plan.stand_in("a", box.Recorder("a"), False)
+    slow = box.Recorder("b")
+    stand_in = plan.stand_in(SlowName("b"), slow, False)
+    failures: list[BaseException] = []
+
+    def activate() -> None:
+        try:
+            stand_in.activate(ToolExecutionContext("inline"))
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            progressed.set()
+
+    activating = threading.Thread(target=activate)
+    activating.start()
+    assert progressed.wait(WAIT)
+    plan.stand_in("c", box.Recorder("c"), False)  # while the activation may be under way
+    go.set()
+    activating.join(WAIT)
+    assert not activating.is_alive() and failures == []
+    [(kind, name, payload)] = plan.sent
+    assert (kind, name) == ("activate", "b")
+    assert load_tool(payload).name == "b"

@@ -50,7 +50,11 @@ class Placement(Protocol):
     def send(
         self, kind: str, name: str, argument: Any, listener: Listener | None
     ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
-        """Send one stage (after `prepare`); its number and future."""
+        """Send one stage (after `prepare`); its number and future.
+
+        An activation's ``argument`` is the tool itself, which the placement packs
+        for the worker; an execution's is its arguments; a deactivation's is None.
+        """
         ...
 
     def cancel(self, number: int, reason: str | None) -> None:
@@ -76,7 +80,7 @@ class HostedTool:
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         """Build the tool in the worker and activate it there."""
-        self._run("activate", None, ctx)
+        self._run("activate", self.tool, ctx)
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Run the call in the worker and return its output."""
@@ -114,7 +118,7 @@ class AsyncHostedTool(HostedTool):
 
     async def activate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
         """Build the tool in the worker and activate it there."""
-        await self._arun("activate", None, ctx)
+        await self._arun("activate", self.tool, ctx)
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Run the call in the worker and return its output."""
@@ -273,7 +277,9 @@ class HostedPlan(ABC):
             if not self.alive() or name not in self.live:
                 return 0, _done((None, []))  # its worker died: nothing left to release
         elif kind == "activate":
-            argument = pack(name, self._tool(name), self.host._imports)
+            # The stand-in's own tool: never looked up among the plan's stand-ins,
+            # which other threads' calls may be adding to meanwhile.
+            argument = pack(name, argument, self.host._imports)
         number, future = self.dispatch(kind, name, argument, listener)
         if kind == "activate":
             self.payloads[name] = argument
@@ -288,9 +294,6 @@ class HostedPlan(ABC):
                 self.payloads.pop(name, None)
         elif kind == "deactivate":
             self.live.discard(name)
-
-    def _tool(self, name: str) -> ToolInstance:
-        return next(s.tool for (n, _), s in self.stand_ins.items() if n == name)
 
 
 PlanT = TypeVar("PlanT", bound=HostedPlan)
