@@ -290,34 +290,34 @@ def test_the_worker_serves_stages_over_its_pipe() -> None:
         return message if message[0] == "progress" else (message[1], *pickle.loads(message[2]))
 
     mine.send(("activate", 1, "waits", ("ref", "hosts_toolbox:wait_for_cancel")))
-    assert outcome() == (1, True, None, [])
+    assert outcome() == (1, True, None, [], ())
     mine.send(("activate", 2, "coro", ("ref", "hosts_toolbox:await_cancel")))
-    assert outcome() == (2, True, None, [])
+    assert outcome() == (2, True, None, [], ())
     mine.send(("execute", 3, "waits", {}))
     assert outcome()[0] == "progress"
     mine.send(("cancel", 3, "enough"))
     mine.send(("cancel", 99, "unknown"))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (3, False, "ToolCancelledError")
     mine.send(("execute", 4, "coro", {}))
     assert outcome()[0] == "progress"
     mine.send(("cancel", 4, "enough"))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (4, False, "ToolCancelledError")
     mine.send(("execute", 5, "missing", {}))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (5, False, "KeyError")
     mine.send(("deactivate", 6, "waits"))
-    assert outcome() == (6, True, None, [])
+    assert outcome() == (6, True, None, [], ())
     mine.send(("activate", 8, "deferred", ("pickle", pickle.dumps(box.Deferred("deferred")))))
     assert outcome()[0] == "progress"  # "activating"
-    assert outcome() == (8, True, None, [])
+    assert outcome() == (8, True, None, [], ())
     mine.send(("execute", 9, "deferred", {}))
-    assert outcome() == (9, True, "later", [])
+    assert outcome() == (9, True, "later", [], ())
     mine.send(("activate", 10, "afail", ("ref", "hosts_toolbox:afail")))
-    assert outcome() == (10, True, None, [])
+    assert outcome() == (10, True, None, [], ())
     mine.send(("execute", 11, "afail", {}))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, str(error)) == (11, False, "async failure")
     mine.send(("execute", 7, "coro", {}))  # still running when the worker is told to stop
     assert outcome()[0] == "progress"
@@ -364,8 +364,8 @@ async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
 def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:
     """An output that does not pickle, an error that does not pickle back: plain errors."""
     for ok, value in ((True, threading.Lock()), (False, box.Unpicklable("a", "b"))):
-        sent_ok, error, changes = pickle.loads(_packed(ok, value, []))
-        assert not sent_ok and changes == []
+        sent_ok, error, changes, revealed = pickle.loads(_packed(ok, value, [], ("found",)))
+        assert not sent_ok and changes == [] and revealed == ("found",)
         assert "could not be sent back from the host" in str(error)
 
 
@@ -383,7 +383,7 @@ class _InlinePlan(HostedPlan):
         raise AssertionError("an inline plan has its worker already")
 
     def dispatch(
-        self, kind: str, name: str, argument: Any, listener: Any
+        self, kind: str, name: str, argument: Any, *rest: Any
     ) -> tuple[int, concurrent.futures.Future[Any]]:
         self.sent.append((kind, name, argument))
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()

@@ -135,6 +135,38 @@ async def test_changes_recorded_before_a_failure_come_back_to_async_callers_too(
     assert [change.target for change in result.changes] == ["b.txt"]
 
 
+async def test_a_tool_in_the_worker_reads_its_call_id_and_its_plans_limits_and_reveals(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The worker's context says what the caller's would: call id, limits, revealed tools."""
+    async with runtime.aplan(host=host, timeout=30.0, idle_timeout=20) as ctx:
+        ctx.reveal_tools(["earlier"])
+        sync = runtime.execute("call_info", {}, ctx)
+        asynchronous = await runtime.aexecute("call_info", {}, ctx)
+    for result in (sync, asynchronous):
+        assert result.success and result.trace is not None
+        assert result.output == {
+            "call_id": result.trace.call_id,
+            "timeout": 30.0,
+            "idle_timeout": 20,
+            "revealed": ["earlier"],
+        }
+    assert sync.trace.call_id != asynchronous.trace.call_id
+
+
+async def test_tools_a_hosted_tool_reveals_reach_the_callers_plan(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """ctx.reveal_tools in the worker reveals the tools in the plan, even if the call then fails."""
+    async with runtime.aplan(host=host) as ctx:
+        assert runtime.execute("reveal", {"names": ["one"]}, ctx).success
+        assert ctx.revealed_tools == {"one"}
+        failed = runtime.execute("reveal", {"names": ["two"], "then_fail": True}, ctx)
+        assert not failed.success and ctx.revealed_tools == {"one", "two"}
+        assert (await runtime.aexecute("areveal", {"names": ["three"]}, ctx)).success
+        assert ctx.revealed_tools == {"one", "two", "three"}
+
+
 def test_cancelling_the_plan_cancels_the_body_in_the_worker(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from multiprocessing.context import BaseContext
 
+    from toolcycle.hosts._tools import Call, Settled
+
     Listener = Callable[[float, float | None, str | None], None]
 
 __all__ = ["Child", "Pending"]
@@ -36,7 +38,7 @@ class Pending:
     __slots__ = ("future", "label", "listener")
 
     def __init__(self, label: str, listener: Listener | None) -> None:
-        self.future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+        self.future: concurrent.futures.Future[Settled] = concurrent.futures.Future()
         self.label = label
         self.listener = listener
 
@@ -73,16 +75,21 @@ class Child:
         self._reader.start()
 
     def send(
-        self, kind: str, name: str, argument: Any = None, listener: Listener | None = None
+        self,
+        kind: str,
+        name: str,
+        argument: Any = None,
+        listener: Listener | None = None,
+        call: Call | None = None,
     ) -> tuple[int, Pending]:
-        """Send one stage; its `Pending` settles with ``(value, changes)`` or the error."""
+        """Send one stage; its `Pending` settles with ``(value, changes, revealed)`` or the error."""
         number = next(self._numbers)
         pending = Pending(f"{kind} of tool {name!r}", listener)
         with self._lock:
             if not self.dead:
                 self._pending[number] = pending
                 try:
-                    self._conn.send((kind, number, name, argument))
+                    self._conn.send((kind, number, name, argument, call))
                 except (OSError, ValueError):  # pragma: no cover - it broke since the check
                     self._pending.pop(number, None)
                     pending.future.set_exception(self._died(pending.label))
@@ -133,10 +140,10 @@ class Child:
             if pending is None:  # pragma: no cover - every outcome has its stage
                 continue
             try:
-                ok, value, changes = pickle.loads(rest[0])
+                ok, value, changes, revealed = pickle.loads(rest[0])
             except Exception as exc:
-                ok, value, changes = False, _unreadable(pending.label, exc), []
-            settle(pending.future, ok, value, changes)
+                ok, value, changes, revealed = False, _unreadable(pending.label, exc), [], ()
+            settle(pending.future, ok, value, changes, revealed)
         with self._lock:
             self.dead = True
             left, self._pending = self._pending, {}
