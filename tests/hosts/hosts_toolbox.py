@@ -251,3 +251,13 @@ async def areveal(ctx: ToolExecutionContext, names: list[str]) -> str:
     """The async twin of reveal."""
     ctx.reveal_tools(names)
     return "revealed"
+
+
+@tool(writes=False)
+def start_sleeper() -> int:
+    """Start a process that outlives this call (as a tool's server would); its pid."""
+    import subprocess
+    import sys
+
+    code = f"import time; time.sleep({WAIT * 6})"
+    return subprocess.Popen([sys.executable, "-c", code]).pid

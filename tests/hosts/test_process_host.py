@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import select
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError
 
 WAIT = 10.0
+POSIX = pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
 
 
 def test_stages_run_in_the_plans_worker_in_lifecycle_order(
@@ -410,3 +415,54 @@ def test_progress_from_the_worker_keeps_a_call_alive_past_its_idle_limit(
         result = runtime.execute("ticker", {"steps": 6, "gap": 0.3}, ctx, idle_timeout=1.0)
     assert result.output == 6, result.error
     assert result.trace is not None and result.trace.progress_count == 6
+
+
+@POSIX
+def test_a_worker_leads_a_session_of_its_own_and_ends_with_its_plan(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The worker is not in the caller's process group (a terminal's signals miss it)."""
+    with runtime.plan(host=host) as ctx:
+        pid = runtime.execute("where", {}, ctx).output
+        assert os.getsid(pid) == pid and os.getpgid(pid) == pid
+        assert os.getpgid(pid) != os.getpgrp()
+    assert host.worker_pid(ctx) is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended and reaped: no process is left
+
+
+@POSIX
+def test_a_ctrl_c_in_the_callers_terminal_leaves_the_worker_to_its_plan() -> None:
+    """SIGINT to the caller's whole process group: the caller stops gracefully in the same worker."""
+    script = Path(__file__).with_name("ctrl_c_plan.py")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,  # its Ctrl-C reaches its own group, not this test's
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["interrupted"] and report["error"] is None
+    assert report["after"] == report["before"]
+
+
+@POSIX
+def test_a_worker_killed_at_its_plans_end_takes_the_processes_it_started_along(
+    runtime: ToolRuntime,
+) -> None:
+    """A worker killed at the plan's end (stop_timeout=0) leaves no process it started running."""
+    host = ProcessHost(stop_timeout=0)
+    try:
+        with runtime.plan(host=host) as ctx:
+            sleeper = runtime.execute("start_sleeper", {}, ctx).output
+            ended = os.pidfd_open(sleeper)  # readable once the process has ended
+    finally:
+        host.close()
+    try:
+        readable, _, _ = select.select([ended], [], [], WAIT)
+    finally:
+        os.close(ended)
+    assert readable, f"process {sleeper}, started by the worker, still runs"

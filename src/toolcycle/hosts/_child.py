@@ -4,6 +4,10 @@ A reading thread takes every message the worker sends: a stage's outcome settles
 that stage's future, a progress report goes to the stage's listener. When the
 pipe closes without a ``stop`` (the worker was killed, or crashed), every stage
 still waiting fails with a `ToolHostError` naming the host, and the child is dead.
+
+The worker leads a session and process group of its own (``serve_detached``), so
+a terminal's Ctrl-C reaches the caller only; a worker killed at its plan's end
+takes its process group along, whatever it started there.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import itertools
+import os
 import pickle
 import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.hosts._tools import ToolHostError, settle
-from toolcycle.hosts._worker import serve
+from toolcycle.hosts._worker import serve_detached
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,7 +68,10 @@ class Child:
         mine, theirs = context.Pipe()
         self._conn = mine
         self.process = context.Process(  # type: ignore[attr-defined]
-            target=serve, args=(theirs,), name=f"toolcycle-host-{self.plan_id}", daemon=True
+            target=serve_detached,
+            args=(theirs,),
+            name=f"toolcycle-host-{self.plan_id}",
+            daemon=True,
         )
         self.process.start()
         theirs.close()
@@ -114,6 +122,12 @@ class Child:
                     self._conn.send(("stop",))
         self.process.join(timeout)
         if self.process.is_alive():
+            if hasattr(os, "killpg"):
+                # Its group: the servers and scripts it started, which it can no longer
+                # stop. Unreaped until the join below, it keeps the group's id its own;
+                # a worker killed before it made the group leaves none to find.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
             self.process.kill()
             # A killed process ends at once, but not within a timeout of 0: give it a moment.
             self.process.join(max(timeout, _KILLED_WITHIN))

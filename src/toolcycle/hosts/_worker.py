@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from toolcycle import Change, ProgressEvent, ToolInstance
     from toolcycle.hosts._tools import Call
 
-__all__ = ["StageContext", "load_tool", "serve", "stage_context"]
+__all__ = ["StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
 
 
 class StageContext(ToolExecutionContext):
@@ -271,6 +271,19 @@ async def _settle(grace: float) -> None:
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+def serve_detached(conn: Connection) -> None:
+    """`serve`, in a session and process group of the worker's own: a worker process's life.
+
+    A terminal sends its Ctrl-C to its whole foreground process group; in the
+    caller's group, the worker would die of it before the caller could end its
+    plans gracefully. The caller ends the worker itself, and the worker ends when
+    the caller goes away (its pipe closes).
+    """
+    if hasattr(os, "setsid"):
+        os.setsid()
+    serve(conn)
 
 
 def serve(conn: Connection) -> None:
