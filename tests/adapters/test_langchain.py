@@ -48,6 +48,7 @@ from toolcycle import (
     tool,
 )
 from toolcycle.adapters.langchain import from_langchain, langchain_tools
+from toolcycle.adapters.langchain._graph import REPLAYS
 from toolcycle.otel import OpenTelemetry
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -648,6 +649,41 @@ def test_the_answers_kept_for_re_runs_are_bounded(runtime: ToolRuntime) -> None:
         )
     assert sum(isinstance(m, ToolMessage) for m in out["messages"]) == 130
     assert len(tools[0]._graph._answers) == 128  # the bound itself is private state
+
+
+def test_what_the_tools_keep_of_answered_approvals_is_bounded() -> None:
+    """However many steps pause and are resumed, the tools keep the latest 128 of each."""
+    runtime, _, sent = _send_setup()
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        tools = langchain_tools(runtime, ctx)
+        agent = _agent(_send_model(), tools, checkpointer=InMemorySaver())
+        for number in range(REPLAYS + 3):
+            config = {"configurable": {"thread_id": f"many-{number}"}}
+            assert agent.invoke({"messages": [("user", "send it")]}, config)["__interrupt__"]
+            agent.invoke(Command(resume=True), config)
+    assert len(sent) == REPLAYS + 3
+    kept = {name: len(held) for name, held in vars(tools[0]._graph).items() if _sized(held)}
+    assert kept and max(kept.values()) <= REPLAYS, kept  # the bound itself is private state
+
+
+def test_a_paused_step_is_kept_until_it_is_resumed() -> None:
+    """A step waiting for a decision is never forgotten for newer ones: its resume still works."""
+    runtime, _, sent = _send_setup()
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        agent = _agent(_send_model(), langchain_tools(runtime, ctx), checkpointer=InMemorySaver())
+        waiting = {"configurable": {"thread_id": "waits"}}
+        assert agent.invoke({"messages": [("user", "send it")]}, waiting)["__interrupt__"]
+        for number in range(REPLAYS + 3):
+            config = {"configurable": {"thread_id": f"later-{number}"}}
+            agent.invoke({"messages": [("user", "send it")]}, config)
+            agent.invoke(Command(resume=True), config)
+        done = agent.invoke(Command(resume=True), waiting)
+    assert done["messages"][-1].content == "success: sent to ann"
+    assert len(sent) == REPLAYS + 4
+
+
+def _sized(value: object) -> bool:
+    return isinstance(value, dict | list | set)
 
 
 def test_outside_a_graph_a_deferred_call_answers_with_its_pending_record() -> None:
