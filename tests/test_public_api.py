@@ -522,7 +522,7 @@ ALLOWED = {
     },
     "hosts._ray_actor": {"", "hosts._worker"},
     "hosts._tools": {""},
-    "hosts._worker": {""},
+    "hosts._worker": {"", "hosts._tools"},  # _tools for annotations only
     "cli": {""},
     "_cli_tools": {""},
     "_cli_sources": {""},

@@ -48,6 +48,7 @@ from toolcycle import (
     tool,
 )
 from toolcycle.adapters.langchain import from_langchain, langchain_tools
+from toolcycle.adapters.langchain._graph import REPLAYS
 from toolcycle.otel import OpenTelemetry
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -650,6 +651,41 @@ def test_the_answers_kept_for_re_runs_are_bounded(runtime: ToolRuntime) -> None:
     assert len(tools[0]._graph._answers) == 128  # the bound itself is private state
 
 
+def test_what_the_tools_keep_of_answered_approvals_is_bounded() -> None:
+    """However many steps pause and are resumed, the tools keep the latest 128 of each."""
+    runtime, _, sent = _send_setup()
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        tools = langchain_tools(runtime, ctx)
+        agent = _agent(_send_model(), tools, checkpointer=InMemorySaver())
+        for number in range(REPLAYS + 3):
+            config = {"configurable": {"thread_id": f"many-{number}"}}
+            assert agent.invoke({"messages": [("user", "send it")]}, config)["__interrupt__"]
+            agent.invoke(Command(resume=True), config)
+    assert len(sent) == REPLAYS + 3
+    kept = {name: len(held) for name, held in vars(tools[0]._graph).items() if _sized(held)}
+    assert kept and max(kept.values()) <= REPLAYS, kept  # the bound itself is private state
+
+
+def test_a_paused_step_is_kept_until_it_is_resumed() -> None:
+    """A step waiting for a decision is never forgotten for newer ones: its resume still works."""
+    runtime, _, sent = _send_setup()
+    with runtime, runtime.plan(approver=_defer) as ctx:
+        agent = _agent(_send_model(), langchain_tools(runtime, ctx), checkpointer=InMemorySaver())
+        waiting = {"configurable": {"thread_id": "waits"}}
+        assert agent.invoke({"messages": [("user", "send it")]}, waiting)["__interrupt__"]
+        for number in range(REPLAYS + 3):
+            config = {"configurable": {"thread_id": f"later-{number}"}}
+            agent.invoke({"messages": [("user", "send it")]}, config)
+            agent.invoke(Command(resume=True), config)
+        done = agent.invoke(Command(resume=True), waiting)
+    assert done["messages"][-1].content == "success: sent to ann"
+    assert len(sent) == REPLAYS + 4
+
+
+def _sized(value: object) -> bool:
+    return isinstance(value, dict | list | set)
+
+
 def test_outside_a_graph_a_deferred_call_answers_with_its_pending_record() -> None:
     """No graph to pause: the message says it waits and carries the record to resume."""
     runtime, _, sent = _send_setup()
@@ -726,6 +762,45 @@ def test_a_tool_exception_is_a_failed_result(runtime: ToolRuntime) -> None:
     with runtime.plan() as ctx:
         result = runtime.execute("broken", {"text": "a"}, ctx)
     assert not result.success and "the index is offline" in (result.error or "")
+
+
+@pytest.mark.parametrize("handler", [True, "the model reads this", lambda error: "handled"])
+async def test_a_tool_exception_handled_by_langchain_is_still_a_failed_call(
+    runtime: ToolRuntime, handler: Any
+) -> None:
+    """handle_tool_error would turn the exception into a string result: the call fails instead.
+
+    Sync and async, with plain arguments and with the call's id injected, the trace
+    says ``error`` with the tool's own message, as without ``handle_tool_error``.
+    """
+
+    def broken(text: str) -> str:
+        """Fail."""
+        raise ToolException("the index is offline")
+
+    async def abroken(text: str) -> str:
+        """Fail, asynchronously."""
+        raise ToolException("the index is offline")
+
+    def tagged(text: str, call: Annotated[str, InjectedToolCallId]) -> str:
+        """Fail, with the call's id injected."""
+        raise ToolException("the index is offline")
+
+    tools = [
+        StructuredTool.from_function(broken, name="broken", handle_tool_error=handler),
+        StructuredTool.from_function(coroutine=abroken, name="abroken", handle_tool_error=handler),
+        StructuredTool.from_function(tagged, name="tagged", handle_tool_error=handler),
+    ]
+    for one in tools:
+        runtime.register(from_langchain(one))
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            results = [await runtime.aexecute(one.name, {"text": "a"}, ctx) for one in tools]
+    for result in results:
+        assert not result.success and result.error_type == "ToolException"
+        assert "the index is offline" in (result.error or "")
+    assert [t.status for t in traces] == ["error", "error", "error"]
+    assert all(one.handle_tool_error == handler for one in tools)  # the user's tools unchanged
 
 
 async def test_an_async_langchain_tool_stays_async(runtime: ToolRuntime) -> None:

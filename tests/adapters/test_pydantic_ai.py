@@ -612,3 +612,52 @@ async def test_unreadable_metadata_handed_back_fails_the_call(runtime: ToolRunti
     [answer] = script.returns()
     assert answer.outcome == "failed"
     assert "cannot be read" in str(answer.content)
+
+
+async def test_the_deferred_calls_a_toolset_holds_are_bounded_and_a_forgotten_one_resumes(
+    runtime: ToolRuntime,
+) -> None:
+    """Beyond the latest PENDING_KEPT the oldest is forgotten; its metadata still resumes it."""
+    from pydantic_ai.exceptions import ApprovalRequired
+
+    from toolcycle.adapters.pydantic_ai._toolset import PENDING_KEPT
+
+    paid: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    def asked(call_id: str, **approval: Any) -> RunContext[None]:
+        return RunContext(
+            deps=None, model=TestModel(), usage=RunUsage(), tool_call_id=call_id, **approval
+        )
+
+    runtime.register(pay)
+    with runtime.plan(approver=lambda request: ApprovalDecision.defer("later")) as plan:
+        toolset = ToolcycleToolset(runtime, plan=plan)
+        tools = await toolset.get_tools(asked("c0"))
+        metadata: dict[str, Any] = {}
+        for number in range(PENDING_KEPT + 3):
+            with pytest.raises(ApprovalRequired) as raised:
+                await toolset.call_tool(
+                    "pay", {"amount": number}, asked(f"c{number}"), tools["pay"]
+                )
+            metadata[f"c{number}"] = raised.value.metadata
+        assert len(toolset._pending) == PENDING_KEPT  # the bound itself is private state
+        assert "c0" not in toolset._pending and f"c{PENDING_KEPT + 2}" in toolset._pending
+        newest = f"c{PENDING_KEPT + 2}"
+        assert (
+            await toolset.call_tool(
+                "pay",
+                {"amount": PENDING_KEPT + 2},
+                asked(newest, tool_call_approved=True),
+                tools["pay"],
+            )
+            == "paid"
+        )
+        forgotten = asked("c0", tool_call_approved=True, tool_call_metadata=metadata["c0"])
+        assert await toolset.call_tool("pay", {"amount": 0}, forgotten, tools["pay"]) == "paid"
+    assert paid == [PENDING_KEPT + 2, 0]

@@ -43,6 +43,8 @@ def runtime() -> Iterator[ToolRuntime]:
         ):
             made.register(fn)
         made.register(box.fail)
+        for fn in (box.call_info, box.reveal, box.areveal, box.start_sleeper):
+            made.register(fn)
         made.register(box.unsendable)
         made.register(box.exit_now)
         made.register(box.unreadable)

@@ -224,3 +224,40 @@ class DiesAgain(Recorder):
         if journal.exists() and f"activate {self.name}" in journal.read_text():
             os._exit(7)
         note(ctx, f"activate {self.name}")
+
+
+@tool(writes=False)
+def call_info(ctx: ToolExecutionContext) -> dict[str, Any]:
+    """What the call's context says: its id, its limits, the tools the plan revealed."""
+    return {
+        "call_id": ctx.call_id,
+        "timeout": ctx.timeout,
+        "idle_timeout": ctx.idle_timeout,
+        "revealed": sorted(ctx.revealed_tools),
+    }
+
+
+@tool(writes=False)
+def reveal(ctx: ToolExecutionContext, names: list[str], then_fail: bool = False) -> str:
+    """Reveal deferred tools to the plan, as a tool that searches for tools would."""
+    ctx.reveal_tools(names)
+    if then_fail:
+        raise ValueError("failed after revealing")
+    return "revealed"
+
+
+@tool(writes=False)
+async def areveal(ctx: ToolExecutionContext, names: list[str]) -> str:
+    """The async twin of reveal."""
+    ctx.reveal_tools(names)
+    return "revealed"
+
+
+@tool(writes=False)
+def start_sleeper() -> int:
+    """Start a process that outlives this call (as a tool's server would); its pid."""
+    import subprocess
+    import sys
+
+    code = f"import time; time.sleep({WAIT * 6})"
+    return subprocess.Popen([sys.executable, "-c", code]).pid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import multiprocessing
 import os
 import pickle
@@ -18,9 +19,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolcycle import PlanHost, ToolRuntime
+from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
-from toolcycle.hosts._tools import _by_name, pack
+from toolcycle.hosts._proxy import HostedPlan
+from toolcycle.hosts._tools import _by_name, pack, settle
 from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
 from toolcycle.otel import OpenTelemetry
 
@@ -288,34 +290,34 @@ def test_the_worker_serves_stages_over_its_pipe() -> None:
         return message if message[0] == "progress" else (message[1], *pickle.loads(message[2]))
 
     mine.send(("activate", 1, "waits", ("ref", "hosts_toolbox:wait_for_cancel")))
-    assert outcome() == (1, True, None, [])
+    assert outcome() == (1, True, None, [], ())
     mine.send(("activate", 2, "coro", ("ref", "hosts_toolbox:await_cancel")))
-    assert outcome() == (2, True, None, [])
+    assert outcome() == (2, True, None, [], ())
     mine.send(("execute", 3, "waits", {}))
     assert outcome()[0] == "progress"
     mine.send(("cancel", 3, "enough"))
     mine.send(("cancel", 99, "unknown"))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (3, False, "ToolCancelledError")
     mine.send(("execute", 4, "coro", {}))
     assert outcome()[0] == "progress"
     mine.send(("cancel", 4, "enough"))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (4, False, "ToolCancelledError")
     mine.send(("execute", 5, "missing", {}))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, type(error).__name__) == (5, False, "KeyError")
     mine.send(("deactivate", 6, "waits"))
-    assert outcome() == (6, True, None, [])
+    assert outcome() == (6, True, None, [], ())
     mine.send(("activate", 8, "deferred", ("pickle", pickle.dumps(box.Deferred("deferred")))))
     assert outcome()[0] == "progress"  # "activating"
-    assert outcome() == (8, True, None, [])
+    assert outcome() == (8, True, None, [], ())
     mine.send(("execute", 9, "deferred", {}))
-    assert outcome() == (9, True, "later", [])
+    assert outcome() == (9, True, "later", [], ())
     mine.send(("activate", 10, "afail", ("ref", "hosts_toolbox:afail")))
-    assert outcome() == (10, True, None, [])
+    assert outcome() == (10, True, None, [], ())
     mine.send(("execute", 11, "afail", {}))
-    number, ok, error, _ = outcome()
+    number, ok, error, _, _ = outcome()
     assert (number, ok, str(error)) == (11, False, "async failure")
     mine.send(("execute", 7, "coro", {}))  # still running when the worker is told to stop
     assert outcome()[0] == "progress"
@@ -362,6 +364,77 @@ async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
 def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:
     """An output that does not pickle, an error that does not pickle back: plain errors."""
     for ok, value in ((True, threading.Lock()), (False, box.Unpicklable("a", "b"))):
-        sent_ok, error, changes = pickle.loads(_packed(ok, value, []))
-        assert not sent_ok and changes == []
+        sent_ok, error, changes, revealed = pickle.loads(_packed(ok, value, [], ("found",)))
+        assert not sent_ok and changes == [] and revealed == ("found",)
         assert "could not be sent back from the host" in str(error)
+
+
+class _InlinePlan(HostedPlan):
+    """A hosted plan whose worker answers every stage at once; ``sent`` is what it got."""
+
+    def __init__(self) -> None:
+        super().__init__(ProcessHost(name="inline"), ToolExecutionContext("inline"))
+        self.sent: list[tuple[str, str, Any]] = []
+
+    def alive(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        raise AssertionError("an inline plan has its worker already")
+
+    def dispatch(
+        self, kind: str, name: str, argument: Any, *rest: Any
+    ) -> tuple[int, concurrent.futures.Future[Any]]:
+        self.sent.append((kind, name, argument))
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        settle(future, True, None, [])
+        return len(self.sent), future
+
+    def cancel(self, number: int, reason: str | None) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def test_an_activation_is_sent_while_another_thread_adds_a_stand_in() -> None:
+    """The plan's stand-ins may grow while an activation finds the tool it sends.
+
+    A name that compares slowly holds the activation where it used to look its tool
+    up among the plan's stand-ins; another stand-in is added meanwhile. The tool sent
+    is the activated stand-in's own, and nothing fails.
+    """
+    progressed, go = threading.Event(), threading.Event()
+
+    class SlowName(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            progressed.set()
+            assert go.wait(WAIT)
+            return str.__eq__(self, other)
+
+    plan = _InlinePlan()
+    plan.stand_in("a", box.Recorder("a"), False)
+    slow = box.Recorder("b")
+    stand_in = plan.stand_in(SlowName("b"), slow, False)
+    failures: list[BaseException] = []
+
+    def activate() -> None:
+        try:
+            stand_in.activate(ToolExecutionContext("inline"))
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            progressed.set()
+
+    activating = threading.Thread(target=activate)
+    activating.start()
+    assert progressed.wait(WAIT)
+    plan.stand_in("c", box.Recorder("c"), False)  # while the activation may be under way
+    go.set()
+    activating.join(WAIT)
+    assert not activating.is_alive() and failures == []
+    [(kind, name, payload)] = plan.sent
+    assert (kind, name) == ("activate", "b")
+    assert load_tool(payload).name == "b"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import select
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError
 
 WAIT = 10.0
+POSIX = pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
 
 
 def test_stages_run_in_the_plans_worker_in_lifecycle_order(
@@ -133,6 +138,38 @@ async def test_changes_recorded_before_a_failure_come_back_to_async_callers_too(
         assert [change.target for change in ctx.changes] == ["b.txt"]
     assert isinstance(result.exception, ValueError)
     assert [change.target for change in result.changes] == ["b.txt"]
+
+
+async def test_a_tool_in_the_worker_reads_its_call_id_and_its_plans_limits_and_reveals(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The worker's context says what the caller's would: call id, limits, revealed tools."""
+    async with runtime.aplan(host=host, timeout=30.0, idle_timeout=20) as ctx:
+        ctx.reveal_tools(["earlier"])
+        sync = runtime.execute("call_info", {}, ctx)
+        asynchronous = await runtime.aexecute("call_info", {}, ctx)
+    for result in (sync, asynchronous):
+        assert result.success and result.trace is not None
+        assert result.output == {
+            "call_id": result.trace.call_id,
+            "timeout": 30.0,
+            "idle_timeout": 20,
+            "revealed": ["earlier"],
+        }
+    assert sync.trace.call_id != asynchronous.trace.call_id
+
+
+async def test_tools_a_hosted_tool_reveals_reach_the_callers_plan(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """ctx.reveal_tools in the worker reveals the tools in the plan, even if the call then fails."""
+    async with runtime.aplan(host=host) as ctx:
+        assert runtime.execute("reveal", {"names": ["one"]}, ctx).success
+        assert ctx.revealed_tools == {"one"}
+        failed = runtime.execute("reveal", {"names": ["two"], "then_fail": True}, ctx)
+        assert not failed.success and ctx.revealed_tools == {"one", "two"}
+        assert (await runtime.aexecute("areveal", {"names": ["three"]}, ctx)).success
+        assert ctx.revealed_tools == {"one", "two", "three"}
 
 
 def test_cancelling_the_plan_cancels_the_body_in_the_worker(
@@ -378,3 +415,54 @@ def test_progress_from_the_worker_keeps_a_call_alive_past_its_idle_limit(
         result = runtime.execute("ticker", {"steps": 6, "gap": 0.3}, ctx, idle_timeout=1.0)
     assert result.output == 6, result.error
     assert result.trace is not None and result.trace.progress_count == 6
+
+
+@POSIX
+def test_a_worker_leads_a_session_of_its_own_and_ends_with_its_plan(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """The worker is not in the caller's process group (a terminal's signals miss it)."""
+    with runtime.plan(host=host) as ctx:
+        pid = runtime.execute("where", {}, ctx).output
+        assert os.getsid(pid) == pid and os.getpgid(pid) == pid
+        assert os.getpgid(pid) != os.getpgrp()
+    assert host.worker_pid(ctx) is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended and reaped: no process is left
+
+
+@POSIX
+def test_a_ctrl_c_in_the_callers_terminal_leaves_the_worker_to_its_plan() -> None:
+    """SIGINT to the caller's whole process group: the caller stops gracefully in the same worker."""
+    script = Path(__file__).with_name("ctrl_c_plan.py")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,  # its Ctrl-C reaches its own group, not this test's
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["interrupted"] and report["error"] is None
+    assert report["after"] == report["before"]
+
+
+@POSIX
+def test_a_worker_killed_at_its_plans_end_takes_the_processes_it_started_along(
+    runtime: ToolRuntime,
+) -> None:
+    """A worker killed at the plan's end (stop_timeout=0) leaves no process it started running."""
+    host = ProcessHost(stop_timeout=0)
+    try:
+        with runtime.plan(host=host) as ctx:
+            sleeper = runtime.execute("start_sleeper", {}, ctx).output
+            ended = os.pidfd_open(sleeper)  # readable once the process has ended
+    finally:
+        host.close()
+    try:
+        readable, _, _ = select.select([ended], [], [], WAIT)
+    finally:
+        os.close(ended)
+    assert readable, f"process {sleeper}, started by the worker, still runs"

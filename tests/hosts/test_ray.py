@@ -173,6 +173,25 @@ def test_changes_recorded_before_a_failure_come_back_with_the_error(
     assert [change.target for change in result.changes] == ["a.txt"]
 
 
+async def test_a_tool_in_the_actor_reads_its_call_id_and_limits_and_reveals_tools(
+    rt: ToolRuntime, host: RayHost
+) -> None:
+    """The actor's context says what the caller's would, and its reveals reach the plan."""
+    async with rt.aplan(host=host, timeout=30.0, idle_timeout=20) as ctx:
+        ctx.reveal_tools(["earlier"])
+        info = rt.execute("call_info", {}, ctx)
+        assert rt.execute("reveal", {"names": ["one"]}, ctx).success
+        assert (await rt.aexecute("areveal", {"names": ["two"]}, ctx)).success
+        assert ctx.revealed_tools == {"earlier", "one", "two"}
+    assert info.trace is not None
+    assert info.output == {
+        "call_id": info.trace.call_id,
+        "timeout": 30.0,
+        "idle_timeout": 20,
+        "revealed": ["earlier"],
+    }
+
+
 def test_progress_reaches_the_caller_while_the_actor_runs_the_call(
     rt: ToolRuntime, host: RayHost, signal: str
 ) -> None:
@@ -461,7 +480,7 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
             with pytest.raises(ToolHostError, match="'ray' failed during the execute"):
                 stage.result()
             assert not plan.dead
-            real = plan._send("execute", "where", {}, None, 99)
+            real = plan._send("execute", "where", {}, None, 99, None)
             heard = [threading.Event(), threading.Event()]
             for event in heard:  # Ray's own future is hooked once, for every callback
                 real.add_done_callback(lambda _, event=event: event.set())
@@ -531,7 +550,7 @@ async def test_the_actor_cancels_a_sync_body_through_its_token() -> None:
     assert await asyncio.to_thread(tool.entered.wait, WAIT)
     await actor.cancel(1, "stop")
     blob, _, node = await asyncio.wait_for(running, WAIT)
-    ok, error, _ = pickle.loads(blob)
+    ok, error, _, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError) and error.reason == "stop"
     assert node == ray.get_runtime_context().get_node_id()
 
@@ -546,7 +565,7 @@ async def test_the_actor_cancels_the_task_of_a_coroutine_stage() -> None:
         await asyncio.sleep(0)
     await actor.cancel(1, "stop")
     blob, _, _ = await asyncio.wait_for(running, WAIT)
-    ok, error, _ = pickle.loads(blob)
+    ok, error, _, _ = pickle.loads(blob)
     assert not ok and isinstance(error, ToolCancelledError)
 
 
@@ -556,7 +575,7 @@ async def test_a_cancel_that_arrives_before_its_stage_cancels_it_at_the_start() 
     actor.tools["p", "t"] = _Entered(asynchronous=False)
     await actor.cancel(7, "early")
     blob, _, _ = await asyncio.wait_for(run(actor, ("p", "execute", 7, "t", {})), WAIT)
-    ok, error, _ = pickle.loads(blob)
+    ok, error, _, _ = pickle.loads(blob)
     assert not ok and error.reason == "early"
     assert actor.early == {}
 
@@ -571,7 +590,7 @@ async def test_the_actor_activates_from_a_payload_and_forgets_a_deactivated_tool
         assert pickle.loads(blob)[0], kind
     assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
     blob, _, _ = await run(actor, ("p", "execute", 9, "r", {}))
-    ok, error, _ = pickle.loads(blob)
+    ok, error, _, _ = pickle.loads(blob)
     assert not ok and isinstance(error, KeyError)
     actor.tools["p", "d"] = box.Deferred("d")  # a sync execute that hands back a coroutine
     blob, _, _ = await run(actor, ("p", "execute", 10, "d", {}))
@@ -721,7 +740,7 @@ async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> No
     await actor.leave("q")
     assert set(actor.tools) == {("p", "r")} and "q" not in actor.plans
     blob, _, _ = await run(actor, ("q", "execute", 2, "r", {}))
-    ok, error, _ = pickle.loads(blob)
+    ok, error, _, _ = pickle.loads(blob)
     assert not ok and "has not joined this actor" in str(error)
 
 

@@ -4,6 +4,10 @@ A reading thread takes every message the worker sends: a stage's outcome settles
 that stage's future, a progress report goes to the stage's listener. When the
 pipe closes without a ``stop`` (the worker was killed, or crashed), every stage
 still waiting fails with a `ToolHostError` naming the host, and the child is dead.
+
+The worker leads a session and process group of its own (``serve_detached``), so
+a terminal's Ctrl-C reaches the caller only; a worker killed at its plan's end
+takes its process group along, whatever it started there.
 """
 
 from __future__ import annotations
@@ -11,17 +15,20 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import itertools
+import os
 import pickle
 import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.hosts._tools import ToolHostError, settle
-from toolcycle.hosts._worker import serve
+from toolcycle.hosts._worker import serve_detached
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from multiprocessing.context import BaseContext
+
+    from toolcycle.hosts._tools import Call, Settled
 
     Listener = Callable[[float, float | None, str | None], None]
 
@@ -36,7 +43,7 @@ class Pending:
     __slots__ = ("future", "label", "listener")
 
     def __init__(self, label: str, listener: Listener | None) -> None:
-        self.future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+        self.future: concurrent.futures.Future[Settled] = concurrent.futures.Future()
         self.label = label
         self.listener = listener
 
@@ -61,7 +68,10 @@ class Child:
         mine, theirs = context.Pipe()
         self._conn = mine
         self.process = context.Process(  # type: ignore[attr-defined]
-            target=serve, args=(theirs,), name=f"toolcycle-host-{self.plan_id}", daemon=True
+            target=serve_detached,
+            args=(theirs,),
+            name=f"toolcycle-host-{self.plan_id}",
+            daemon=True,
         )
         self.process.start()
         theirs.close()
@@ -73,16 +83,21 @@ class Child:
         self._reader.start()
 
     def send(
-        self, kind: str, name: str, argument: Any = None, listener: Listener | None = None
+        self,
+        kind: str,
+        name: str,
+        argument: Any = None,
+        listener: Listener | None = None,
+        call: Call | None = None,
     ) -> tuple[int, Pending]:
-        """Send one stage; its `Pending` settles with ``(value, changes)`` or the error."""
+        """Send one stage; its `Pending` settles with ``(value, changes, revealed)`` or the error."""
         number = next(self._numbers)
         pending = Pending(f"{kind} of tool {name!r}", listener)
         with self._lock:
             if not self.dead:
                 self._pending[number] = pending
                 try:
-                    self._conn.send((kind, number, name, argument))
+                    self._conn.send((kind, number, name, argument, call))
                 except (OSError, ValueError):  # pragma: no cover - it broke since the check
                     self._pending.pop(number, None)
                     pending.future.set_exception(self._died(pending.label))
@@ -107,6 +122,12 @@ class Child:
                     self._conn.send(("stop",))
         self.process.join(timeout)
         if self.process.is_alive():
+            if hasattr(os, "killpg"):
+                # Its group: the servers and scripts it started, which it can no longer
+                # stop. Unreaped until the join below, it keeps the group's id its own;
+                # a worker killed before it made the group leaves none to find.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
             self.process.kill()
             # A killed process ends at once, but not within a timeout of 0: give it a moment.
             self.process.join(max(timeout, _KILLED_WITHIN))
@@ -133,10 +154,10 @@ class Child:
             if pending is None:  # pragma: no cover - every outcome has its stage
                 continue
             try:
-                ok, value, changes = pickle.loads(rest[0])
+                ok, value, changes, revealed = pickle.loads(rest[0])
             except Exception as exc:
-                ok, value, changes = False, _unreadable(pending.label, exc), []
-            settle(pending.future, ok, value, changes)
+                ok, value, changes, revealed = False, _unreadable(pending.label, exc), [], ()
+            settle(pending.future, ok, value, changes, revealed)
         with self._lock:
             self.dead = True
             left, self._pending = self._pending, {}

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from toolcycle import ToolExecutionContext
     from toolcycle.hosts._child import Listener
-    from toolcycle.hosts._tools import ToolImport
+    from toolcycle.hosts._tools import Call, Settled, ToolImport
 
 __all__ = ["ProcessHost"]
 
@@ -117,11 +117,11 @@ class _Plan(HostedPlan):
         self.child = Child(host._context, host.name, {**info, "environ": dict(os.environ)})
 
     def dispatch(
-        self, kind: str, name: str, argument: Any, listener: Listener | None
-    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call | None
+    ) -> tuple[int, concurrent.futures.Future[Settled]]:
         child = self.child
         assert child is not None  # prepare() started it
-        number, pending = child.send(kind, name, argument, listener)
+        number, pending = child.send(kind, name, argument, listener, call)
         return number, pending.future
 
     def cancel(self, number: int, reason: str | None) -> None:
@@ -145,6 +145,8 @@ def _plan_info(ctx: ToolExecutionContext) -> dict[str, Any]:
         "requires_checkpoint": ctx.requires_checkpoint,
         "resources": ctx.resources,
         "metadata": ctx.metadata,
+        "timeout": ctx.timeout,
+        "idle_timeout": ctx.idle_timeout,
     }
     try:
         pickle.dumps(info)

@@ -1,11 +1,13 @@
 """The stand-ins the caller's runtime drives in place of tools that run in a host.
 
 A stand-in looks like the tool to the pipeline: its ``activate``, ``execute`` and
-``deactivate`` send the stage to the plan's worker and wait. Before waiting it
-links the caller's call token to the worker, so cancelling the call cancels the
-stage there, and passes the worker's progress reports to the call's reporter; the
-changes the stage recorded (a failed stage's too) are recorded again on the
-caller's context, inside the call, so they land in the result and in the plan's record.
+``deactivate`` send the stage to the plan's worker, with the call's id and the
+tools the plan has revealed, and wait. Before waiting it links the caller's call
+token to the worker, so cancelling the call cancels the stage there, and passes
+the worker's progress reports to the call's reporter; the changes the stage
+recorded (a failed stage's too) are recorded again on the caller's context,
+inside the call, so they land in the result and in the plan's record, and the
+tools it revealed are revealed in the plan.
 
 `HostedTool` is for sync callers (it blocks its thread), `AsyncHostedTool` for
 async ones (it awaits, and a cancellation of the awaiting task reaches the worker).
@@ -25,13 +27,14 @@ import threading
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from toolcycle.hosts._tools import StageFailed, ToolHostError, ToolImport, pack
+from toolcycle.hosts._tools import StageFailed, ToolHostError, ToolImport, call_of, pack
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from toolcycle import ToolDescriptor, ToolExecutionContext, ToolInstance
     from toolcycle.hosts._child import Listener
+    from toolcycle.hosts._tools import Call, Settled
 
 __all__ = ["AsyncHostedTool", "HostBase", "HostedPlan", "HostedTool", "Placement"]
 
@@ -48,9 +51,14 @@ class Placement(Protocol):
         ...
 
     def send(
-        self, kind: str, name: str, argument: Any, listener: Listener | None
-    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
-        """Send one stage (after `prepare`); its number and future."""
+        self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call
+    ) -> tuple[int, concurrent.futures.Future[Settled]]:
+        """Send one stage (after `prepare`); its number and future.
+
+        An activation's ``argument`` is the tool itself, which the placement packs
+        for the worker; an execution's is its arguments; a deactivation's is None.
+        ``call`` is what the stage's context in the worker takes from the caller's.
+        """
         ...
 
     def cancel(self, number: int, reason: str | None) -> None:
@@ -76,7 +84,7 @@ class HostedTool:
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         """Build the tool in the worker and activate it there."""
-        self._run("activate", None, ctx)
+        self._run("activate", self.tool, ctx)
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Run the call in the worker and return its output."""
@@ -91,10 +99,12 @@ class HostedTool:
         if not placement.ready(kind, self.name):
             placement.prepare(kind, self.name)
         token = ctx.call_token
-        number, future = placement.send(kind, self.name, argument, ctx.progress_reporter())
+        number, future = placement.send(
+            kind, self.name, argument, ctx.progress_reporter(), call_of(ctx)
+        )
         unlink = token.on_cancel(lambda: placement.cancel(number, token.reason))
         try:
-            value, changes = future.result()
+            value, changes, revealed = future.result()
         except StageFailed as failed:
             placement.settled(kind, self.name, False)
             raise _recorded(failed, ctx) from None
@@ -104,8 +114,7 @@ class HostedTool:
         finally:
             unlink()
         placement.settled(kind, self.name, True)
-        for change in changes:
-            ctx.record_change(change)
+        _brought_back(changes, revealed, ctx)
         return value
 
 
@@ -114,7 +123,7 @@ class AsyncHostedTool(HostedTool):
 
     async def activate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
         """Build the tool in the worker and activate it there."""
-        await self._arun("activate", None, ctx)
+        await self._arun("activate", self.tool, ctx)
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Run the call in the worker and return its output."""
@@ -128,9 +137,11 @@ class AsyncHostedTool(HostedTool):
         placement = self.placement
         if not placement.ready(kind, self.name):  # starting a process blocks: not on the loop
             await asyncio.to_thread(placement.prepare, kind, self.name)
-        number, future = placement.send(kind, self.name, argument, ctx.progress_reporter())
+        number, future = placement.send(
+            kind, self.name, argument, ctx.progress_reporter(), call_of(ctx)
+        )
         try:
-            value, changes = await asyncio.wrap_future(future)
+            value, changes, revealed = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             # The awaiting task was cancelled (the call token, a timeout, its caller):
             # so is the stage in the worker.
@@ -144,8 +155,7 @@ class AsyncHostedTool(HostedTool):
             placement.settled(kind, self.name, False)
             raise
         placement.settled(kind, self.name, True)
-        for change in changes:
-            ctx.record_change(change)
+        _brought_back(changes, revealed, ctx)
         return value
 
 
@@ -189,8 +199,8 @@ class HostedPlan(ABC):
 
     @abstractmethod
     def dispatch(
-        self, kind: str, name: str, argument: Any, listener: Listener | None
-    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call | None
+    ) -> tuple[int, concurrent.futures.Future[Settled]]:
         """Send one stage to the worker, which `alive` says is there; its number and future."""
         ...
 
@@ -235,7 +245,9 @@ class HostedPlan(ABC):
                         plan_id=self.plan_id,
                     )
                 try:
-                    self.dispatch("activate", name, payload, None)[1].result()
+                    # A re-activation serves no call of its own; what it revealed, the
+                    # first activation revealed already.
+                    self.dispatch("activate", name, payload, None, None)[1].result()
                 except ToolHostError:
                     raise
                 except Exception as exc:
@@ -265,16 +277,18 @@ class HostedPlan(ABC):
         self.start()
 
     def send(
-        self, kind: str, name: str, argument: Any, listener: Listener | None
-    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call
+    ) -> tuple[int, concurrent.futures.Future[Settled]]:
         """See `Placement.send`: an activation sends the tool, a deactivation forgets it."""
         if kind == "deactivate":
             self.payloads.pop(name, None)
             if not self.alive() or name not in self.live:
-                return 0, _done((None, []))  # its worker died: nothing left to release
+                return 0, _done((None, [], ()))  # its worker died: nothing left to release
         elif kind == "activate":
-            argument = pack(name, self._tool(name), self.host._imports)
-        number, future = self.dispatch(kind, name, argument, listener)
+            # The stand-in's own tool: never looked up among the plan's stand-ins,
+            # which other threads' calls may be adding to meanwhile.
+            argument = pack(name, argument, self.host._imports)
+        number, future = self.dispatch(kind, name, argument, listener, call)
         if kind == "activate":
             self.payloads[name] = argument
         return number, future
@@ -288,9 +302,6 @@ class HostedPlan(ABC):
                 self.payloads.pop(name, None)
         elif kind == "deactivate":
             self.live.discard(name)
-
-    def _tool(self, name: str) -> ToolInstance:
-        return next(s.tool for (n, _), s in self.stand_ins.items() if n == name)
 
 
 PlanT = TypeVar("PlanT", bound=HostedPlan)
@@ -366,14 +377,21 @@ class HostBase(ABC, Generic[PlanT]):
             plan.close()
 
 
-def _recorded(failed: StageFailed, ctx: ToolExecutionContext) -> BaseException:
-    """The stage's own error, once the changes it recorded before failing are in ``ctx``."""
-    for change in failed.changes:
+def _brought_back(changes: list[Any], revealed: tuple[str, ...], ctx: ToolExecutionContext) -> None:
+    """Land what a stage did to its plan in ``ctx``, as it would have without a host."""
+    for change in changes:
         ctx.record_change(change)
+    if revealed:
+        ctx.reveal_tools(revealed)
+
+
+def _recorded(failed: StageFailed, ctx: ToolExecutionContext) -> BaseException:
+    """The stage's own error, once what it did before failing is in ``ctx``."""
+    _brought_back(failed.changes, failed.revealed, ctx)
     return failed.error
 
 
-def _done(value: tuple[Any, list[Any]]) -> concurrent.futures.Future[tuple[Any, list[Any]]]:
-    future: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+def _done(value: Settled) -> concurrent.futures.Future[Settled]:
+    future: concurrent.futures.Future[Settled] = concurrent.futures.Future()
     future.set_result(value)
     return future

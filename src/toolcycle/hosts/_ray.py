@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from toolcycle import ToolExecutionContext
     from toolcycle.hosts._child import Listener
     from toolcycle.hosts._ray_actor import Outcome, Report
-    from toolcycle.hosts._tools import ToolImport
+    from toolcycle.hosts._tools import Call, Settled, ToolImport
 
 __all__ = ["RayHost"]
 
@@ -180,17 +180,23 @@ class _Plan(HostedPlan):
         self.actor = remote_actor.options(**host._options).remote(info)
 
     def dispatch(
-        self, kind: str, name: str, argument: Any, listener: Listener | None
-    ) -> tuple[int, concurrent.futures.Future[tuple[Any, list[Any]]]]:
+        self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call | None
+    ) -> tuple[int, concurrent.futures.Future[Settled]]:
         number = next(self.numbers)
-        return number, self._send(kind, name, argument, listener, number)
+        return number, self._send(kind, name, argument, listener, number, call)
 
     def _send(
-        self, kind: str, name: str, argument: Any, listener: Listener | None, number: int
+        self,
+        kind: str,
+        name: str,
+        argument: Any,
+        listener: Listener | None,
+        number: int,
+        call: Call | None,
     ) -> _Stage:
         actor = self.actor
         label = f"{kind} of tool {name!r}"
-        stage = pickle.dumps((self.plan_id, kind, number, name, argument))
+        stage = pickle.dumps((self.plan_id, kind, number, name, argument, call))
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
             # costs Ray more than a plain one, so only then).
@@ -230,7 +236,7 @@ class _Plan(HostedPlan):
             actor.leave.remote(self.plan_id)
 
 
-class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
+class _Stage(concurrent.futures.Future["Settled"]):
     """One stage sent to the plan's actor, settled from its outcome.
 
     ``ref`` is the object ref of a plain ``run``, or the stream of a ``stream``:
@@ -260,7 +266,7 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         self.streamed = streamed
         self.follower: Any = None  # what follows the stage for add_done_callback
 
-    def result(self, timeout: float | None = None) -> tuple[Any, list[Any]]:
+    def result(self, timeout: float | None = None) -> Settled:
         """Wait for the stage's outcome (the stand-ins never pass a timeout)."""
         if not self.done() and self.follower is None:
             self._collect()
@@ -316,10 +322,10 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         self.plan.node = node
         self.tell(reports)
         try:
-            ok, value, changes = pickle.loads(blob)
+            ok, value, changes, revealed = pickle.loads(blob)
         except Exception as exc:
-            ok, value, changes = False, _unreadable(self.label, exc), []
-        self.finish(ok, value, changes)
+            ok, value, changes, revealed = False, _unreadable(self.label, exc), [], ()
+        self.finish(ok, value, changes, revealed)
 
     def tell(self, reports: list[Any]) -> None:
         if self.listener is not None:
@@ -331,8 +337,10 @@ class _Stage(concurrent.futures.Future[tuple[Any, list[Any]]]):
         """Ray could not finish the stage: fail it naming the host."""
         self.finish(False, self.plan.lost(self.actor, self.label, exc), [])
 
-    def finish(self, ok: bool, value: Any, changes: list[Any]) -> None:
-        settle(self, ok, value, changes)
+    def finish(
+        self, ok: bool, value: Any, changes: list[Any], revealed: tuple[str, ...] = ()
+    ) -> None:
+        settle(self, ok, value, changes, revealed)
 
 
 def _kill(actor: Any) -> None:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from toolcycle import CancellationToken, ToolExecutionContext
-from toolcycle.hosts._worker import _cancelled, _packed, load_tool
+from toolcycle import CancellationToken
+from toolcycle.hosts._worker import StageContext, _cancelled, _packed, load_tool, stage_context
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -37,14 +37,15 @@ Report = tuple[float, float | None, str | None]
 """One progress report of a stage: ``(progress, total, message)``."""
 
 Outcome = tuple[bytes, list[Report], str]
-"""What the actor sends back for a stage: the pickled ``(ok, value, changes)``,
+"""What the actor sends back for a stage: the pickled ``(ok, value, changes, revealed)``,
 the progress the stage reported (when not streamed as it came), and the actor's node id."""
 
 EARLY_KEPT = 1024
 """Cancels an actor keeps for stages it has not seen (some came after their stage)."""
 
-Stage = tuple[str, str, int, str, Any]
-"""One stage as the caller sends it, pickled: ``(plan id, kind, number, tool name, argument)``."""
+Stage = tuple[Any, ...]
+"""One stage as the caller sends it, pickled: ``(plan id, kind, number, tool name,
+argument, call)``, where ``call`` is the caller's call id and revealed tools (``_tools.Call``)."""
 
 
 class PlanActor:
@@ -111,22 +112,15 @@ class PlanActor:
     async def _run(
         self, stage: Stage, report: Callable[[Report], None], reports: list[Report]
     ) -> Outcome:
-        plan_id, kind, number, name, argument = stage
+        plan_id, kind, number, name, argument, *rest = stage
+        call = rest[0] if rest else None  # a stage sent by hand may leave it out
         token = self.tokens[number] = CancellationToken()
 
         def progress(event: ProgressEvent) -> None:
             report((event.progress, event.total, event.message))
 
         info = self.plans.get(plan_id) or {"plan_id": plan_id}
-        ctx = ToolExecutionContext(
-            plan_id,
-            read_only=info.get("read_only", False),
-            requires_checkpoint=info.get("requires_checkpoint", False),
-            resources=info.get("resources", ()),
-            metadata=dict(info.get("metadata", {})),
-            cancellation_token=token,
-            on_progress=progress,
-        )
+        ctx = stage_context(info, token, progress, call)
         if number in self.early:
             token.cancel(self.early.pop(number))
         try:
@@ -141,7 +135,7 @@ class PlanActor:
             self.tasks.pop(number, None)
         if ok and kind == "deactivate":
             self.tools.pop((plan_id, name), None)
-        return _packed(ok, value, list(ctx.changes)), reports, self.node
+        return _packed(ok, value, list(ctx.changes), ctx.revealed_here()), reports, self.node
 
     async def _stage(
         self,
@@ -149,7 +143,7 @@ class PlanActor:
         kind: str,
         key: tuple[str, str],
         argument: Any,
-        ctx: ToolExecutionContext,
+        ctx: StageContext,
     ) -> Any:
         if key[0] not in self.plans:
             raise RuntimeError(f"plan {key[0]!r} has not joined this actor")

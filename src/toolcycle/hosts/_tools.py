@@ -1,7 +1,8 @@
 """How a tool travels to a host (pickled, by its module's name for it, or by import path).
 
 Also how a stage's outcome settles the caller's future for it: a stage that failed
-after recording changes brings them back with its error (`StageFailed`).
+after recording changes, or revealing tools, brings them back with its error
+(`StageFailed`).
 """
 
 from __future__ import annotations
@@ -12,16 +13,37 @@ import importlib.util
 import pickle
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolcycle import ToolRuntimeError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from toolcycle import ToolInstance
+    from toolcycle import ToolExecutionContext, ToolInstance
 
-__all__ = ["StageFailed", "ToolHostError", "ToolImport", "pack", "settle"]
+__all__ = [
+    "Call",
+    "Settled",
+    "StageFailed",
+    "ToolHostError",
+    "ToolImport",
+    "call_of",
+    "pack",
+    "settle",
+]
+
+Call: TypeAlias = tuple[str | None, tuple[str, ...]]
+"""What a stage's context in a worker takes from the caller's at the stage's start:
+the call's id and the deferred tools the plan has revealed."""
+
+Settled: TypeAlias = tuple[Any, list[Any], tuple[str, ...]]
+"""A stage that ended well: its value, the changes it recorded, the deferred tools it revealed."""
+
+
+def call_of(ctx: ToolExecutionContext) -> Call:
+    """The `Call` that a stage sent now, from ``ctx``, carries to its worker."""
+    return ctx.call_id, tuple(ctx.revealed_tools)
 
 
 class ToolHostError(ToolRuntimeError):
@@ -34,34 +56,41 @@ class StageFailed(Exception):
     A stand-in records ``changes`` on the caller's context, where they would have
     landed without a host, then raises ``error``: a tool that wrote a file and
     then failed leaves that write in the plan's record, so a rollback undoes it.
+    The tools it revealed stay revealed in the plan, as they would without a host.
 
     Args:
         error: what the stage raised.
         changes: what it recorded with ``ctx.record_change`` before that.
+        revealed: the deferred tools it revealed with ``ctx.reveal_tools`` before that.
     """
 
-    def __init__(self, error: BaseException, changes: list[Any]) -> None:
+    def __init__(
+        self, error: BaseException, changes: list[Any], revealed: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.changes = changes
+        self.revealed = revealed
 
 
 def settle(
-    future: concurrent.futures.Future[tuple[Any, list[Any]]],
+    future: concurrent.futures.Future[Settled],
     ok: bool,
     value: Any,
     changes: list[Any],
+    revealed: tuple[str, ...] = (),
 ) -> None:
-    """Settle a stage's future with its outcome: ``(value, changes)``, or its error.
+    """Settle a stage's future with its outcome: ``(value, changes, revealed)``, or its error.
 
-    A failure that recorded changes settles with a `StageFailed` holding both; a
-    future settled already (the stage's worker died meanwhile) stays as it is.
+    A failure that recorded changes or revealed tools settles with a `StageFailed`
+    holding them; a future settled already (the stage's worker died meanwhile)
+    stays as it is.
     """
     with contextlib.suppress(concurrent.futures.InvalidStateError):
         if ok:
-            future.set_result((value, changes))
-        elif changes:
-            future.set_exception(StageFailed(value, changes))
+            future.set_result((value, changes, revealed))
+        elif changes or revealed:
+            future.set_exception(StageFailed(value, changes, revealed))
         else:
             future.set_exception(value)
 

@@ -5,17 +5,21 @@ on its main thread, and runs each stage elsewhere so that a cancellation can
 arrive while a stage runs: a sync stage on a small thread pool, a coroutine stage
 on one event loop thread the worker starts when first needed.
 
-Every stage gets a context of its own: the plan's id, flags, resources and
-metadata, and a token that mirrors the caller's call token (a ``cancel`` message
-cancels it, and also the task of a coroutine stage). What a stage records with
-``record_change`` and reports with ``report_progress`` travels back to the caller.
+Every stage gets a context of its own (`stage_context`): the plan's id, flags,
+resources, metadata and limits, the id of the call it serves and the tools the
+plan has revealed, and a token that mirrors the caller's call token (a ``cancel``
+message cancels it, and also the task of a coroutine stage). What a stage records
+with ``record_change``, reports with ``report_progress`` and reveals with
+``reveal_tools`` travels back to the caller.
 
 The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
-name, payload)``, ``("execute", id, name, params)``, ``("deactivate", id, name)``,
-``("cancel", id, reason)`` and ``("stop",)``. From it: ``("done", id, outcome)``
-(the pickled ``(ok, value, changes)``) and ``("progress", id, progress, total, message)``.
-From a `ProcessHost`, ``info["environ"]`` is the caller's environment, which the
-worker takes on before its first stage.
+name, payload, call)``, ``("execute", id, name, params, call)``, ``("deactivate",
+id, name, None, call)``, ``("cancel", id, reason)`` and ``("stop",)``, where
+``call`` is the caller's ``(call id, revealed tools)`` at the stage's start (see
+``_tools.call_of``). From it: ``("done", id, outcome)`` (the pickled ``(ok, value, changes,
+revealed)``) and ``("progress", id, progress, total, message)``. From a
+`ProcessHost`, ``info["environ"]`` is the caller's environment, which the worker
+takes on before its first stage.
 """
 
 from __future__ import annotations
@@ -33,11 +37,61 @@ from typing import TYPE_CHECKING, Any
 from toolcycle import CancellationToken, ToolCancelledError, ToolExecutionContext
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from multiprocessing.connection import Connection
 
     from toolcycle import Change, ProgressEvent, ToolInstance
+    from toolcycle.hosts._tools import Call
 
-__all__ = ["load_tool", "serve"]
+__all__ = ["StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+
+
+class StageContext(ToolExecutionContext):
+    """A stage's context in a worker: the plan's, answering ``call_id`` as the caller's did.
+
+    The caller's ``call_id`` comes from the call running in its thread or task,
+    which a worker does not have; the stage is given it instead. What the stage
+    reveals (`revealed_here`) goes back to the caller's plan with its outcome.
+    """
+
+    __slots__ = ("_revealed_before", "_stage_call_id")
+    _revealed_before: frozenset[str]
+    _stage_call_id: str | None
+
+    @property
+    def call_id(self) -> str | None:
+        """The id of the call this stage serves, as the caller read it; None outside a call."""
+        return self._stage_call_id
+
+    def revealed_here(self) -> tuple[str, ...]:
+        """The tools the stage revealed, beyond those the plan had revealed at its start."""
+        return tuple(sorted(self.revealed_tools.difference(self._revealed_before)))
+
+
+def stage_context(
+    info: dict[str, Any],
+    token: CancellationToken,
+    on_progress: Callable[[ProgressEvent], object],
+    call: Call | None,
+) -> StageContext:
+    """The context of one stage: the plan's ``info``, its own token, the caller's ``call``."""
+    ctx = StageContext(
+        info["plan_id"],
+        read_only=info.get("read_only", False),
+        requires_checkpoint=info.get("requires_checkpoint", False),
+        resources=info.get("resources", ()),
+        metadata=dict(info.get("metadata", {})),
+        timeout=info.get("timeout"),
+        idle_timeout=info.get("idle_timeout"),
+        cancellation_token=token,
+        on_progress=on_progress,
+    )
+    call_id, revealed = call if call is not None else (None, ())
+    ctx._stage_call_id = call_id
+    ctx._revealed_before = frozenset(revealed)
+    if revealed:
+        ctx.reveal_tools(revealed)
+    return ctx
 
 
 def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
@@ -86,27 +140,20 @@ class _Worker:
         with self.send_lock:
             self.conn.send(message)
 
-    def context(self, number: int) -> ToolExecutionContext:
+    def context(self, number: int, call: Call | None) -> StageContext:
         """A context for one stage, whose token the caller's cancel message cancels."""
         token = self.tokens[number] = CancellationToken()
-        info = self.info
 
         def progress(event: ProgressEvent) -> None:
             self.send(("progress", number, event.progress, event.total, event.message))
 
-        return ToolExecutionContext(
-            info["plan_id"],
-            read_only=info.get("read_only", False),
-            requires_checkpoint=info.get("requires_checkpoint", False),
-            resources=info.get("resources", ()),
-            metadata=dict(info.get("metadata", {})),
-            cancellation_token=token,
-            on_progress=progress,
-        )
+        return stage_context(self.info, token, progress, call)
 
-    def start(self, kind: str, number: int, name: str, argument: Any) -> None:
+    def start(
+        self, kind: str, number: int, name: str, argument: Any = None, call: Call | None = None
+    ) -> None:
         """Run one stage off the reading thread; its outcome is sent when it ends."""
-        ctx = self.context(number)
+        ctx = self.context(number, call)
         try:
             if kind == "activate":
                 self.tools[name] = load_tool(argument)
@@ -125,7 +172,7 @@ class _Worker:
         future.add_done_callback(self.running.discard)
 
     def run_sync(
-        self, number: int, stage: Any, args: tuple[Any, ...], ctx: ToolExecutionContext, *rest: str
+        self, number: int, stage: Any, args: tuple[Any, ...], ctx: StageContext, *rest: str
     ) -> None:
         try:
             value = stage(*args)
@@ -137,7 +184,7 @@ class _Worker:
             else:
                 self.done(number, value, ctx, *rest)
 
-    def on_loop(self, number: int, coro: Any, ctx: ToolExecutionContext, *rest: str) -> None:
+    def on_loop(self, number: int, coro: Any, ctx: StageContext, *rest: str) -> None:
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
             self.loop_thread = threading.Thread(
@@ -158,16 +205,14 @@ class _Worker:
 
         future.add_done_callback(ended)
 
-    def done(
-        self, number: int, value: Any, ctx: ToolExecutionContext, kind: str, name: str
-    ) -> None:
+    def done(self, number: int, value: Any, ctx: StageContext, kind: str, name: str) -> None:
         if kind == "deactivate":
             self.tools.pop(name, None)
         self.finish(number, True, value, ctx)
 
-    def finish(self, number: int, ok: bool, value: Any, ctx: ToolExecutionContext) -> None:
+    def finish(self, number: int, ok: bool, value: Any, ctx: StageContext) -> None:
         self.tokens.pop(number, None)
-        self.send(("done", number, _packed(ok, value, list(ctx.changes))))
+        self.send(("done", number, _packed(ok, value, list(ctx.changes), ctx.revealed_here())))
 
     def cancel(self, number: int, reason: str | None) -> None:
         token = self.tokens.get(number)
@@ -189,7 +234,7 @@ class _Worker:
             loop.close()
 
 
-def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
+def _packed(ok: bool, value: Any, changes: list[Change], revealed: tuple[str, ...] = ()) -> bytes:
     """A stage's outcome as bytes the caller can always open.
 
     The caller opens the outer message on its reading thread, which must never
@@ -197,7 +242,7 @@ def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
     class does not pickle back) becomes a plain error that says so.
     """
     try:
-        blob = pickle.dumps((ok, value, changes))
+        blob = pickle.dumps((ok, value, changes, revealed))
         if not ok:
             pickle.loads(blob)
     except Exception as exc:
@@ -206,7 +251,7 @@ def _packed(ok: bool, value: Any, changes: list[Change]) -> bytes:
             f"the tool's {what} could not be sent back from the host ({exc}); return "
             "JSON-compatible values and raise exceptions that pickle"
         )
-        blob = pickle.dumps((False, problem, changes))
+        blob = pickle.dumps((False, problem, changes, revealed))
     return blob
 
 
@@ -228,6 +273,19 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+def serve_detached(conn: Connection) -> None:
+    """`serve`, in a session and process group of the worker's own: a worker process's life.
+
+    A terminal sends its Ctrl-C to its whole foreground process group; in the
+    caller's group, the worker would die of it before the caller could end its
+    plans gracefully. The caller ends the worker itself, and the worker ends when
+    the caller goes away (its pipe closes).
+    """
+    if hasattr(os, "setsid"):
+        os.setsid()
+    serve(conn)
+
+
 def serve(conn: Connection) -> None:
     """Serve one plan's tools until told to stop or the caller goes away."""
     worker = _Worker(conn)
@@ -238,10 +296,8 @@ def serve(conn: Connection) -> None:
             except (EOFError, OSError):  # the caller went away
                 return
             kind = message[0]
-            if kind in ("activate", "execute"):
-                worker.start(kind, message[1], message[2], message[3])
-            elif kind == "deactivate":
-                worker.start(kind, message[1], message[2], None)
+            if kind in ("activate", "execute", "deactivate"):
+                worker.start(*message)
             elif kind == "cancel":
                 worker.cancel(message[1], message[2])
             elif kind == "plan":

@@ -53,7 +53,8 @@ Key: TypeAlias = tuple[str, str, str]
 """A tool call in a LangGraph run: its thread, its task's namespace, its tool call id."""
 
 REPLAYS = 128
-"""How many answers the tools of one plan keep for LangGraph's re-runs of a step."""
+"""How many answers, and answered steps, the tools of one plan keep for LangGraph's
+re-runs of a step."""
 
 
 class GraphSteps:
@@ -71,6 +72,13 @@ class GraphSteps:
     calls of its step that are running have answered (`enter`, `leave`, `await_others`),
     because LangGraph abandons them when the node raises, and a sync tool's body that
     was cancelled mid-run still finishes on its thread, unremembered.
+
+    What it keeps is bounded. A step whose asker waits for a decision is kept (its
+    asker, the record shown) until the decision comes: LangGraph may resume it at any
+    time, and forgetting it could let another call of the step take its decision. So
+    a paused step that is never resumed stays as long as the tools, which serve one
+    plan. Once resumed, the step moves to the answered steps, of which the latest
+    `REPLAYS` are kept, as are the latest `REPLAYS` answers (only those replay).
     """
 
     def __init__(self) -> None:
@@ -78,16 +86,23 @@ class GraphSteps:
         self._changed = threading.Condition(self._lock)
         self._running: dict[tuple[str, str], int] = {}
         self._waiting: dict[tuple[str, str], list[asyncio.Future[None]]] = {}
-        self._askers: dict[tuple[str, str], str] = {}
+        self._askers: dict[tuple[str, str], str] = {}  # steps waiting for a decision
+        self._answered: OrderedDict[tuple[str, str], str] = OrderedDict()  # and resumed
         self._shown: dict[Key, PendingApproval] = {}
         self._answers: OrderedDict[Key, ToolMessage] = OrderedDict()
+
+    def _asker(self, step: tuple[str, str]) -> str | None:
+        """The call that asked in this step, waiting or answered; the caller holds the lock."""
+        asker = self._askers.get(step)
+        return asker if asker is not None else self._answered.get(step)
 
     def replay(self, key: Key | None) -> ToolMessage | None:
         """The answer an earlier run of this call's step gave, if that step asked a person."""
         if key is None:
             return None
         with self._lock:
-            earlier = self._answers.get(key) if key[:2] in self._askers else None
+            asked = self._asker(key[:2]) is not None
+            earlier = self._answers.get(key) if asked else None
         return None if earlier is None else earlier.model_copy()
 
     def remember(self, key: Key | None, answer: Any) -> Any:
@@ -153,8 +168,12 @@ class GraphSteps:
         """
         if key is None or _interrupt is None:
             return None
+        step = key[:2]
         with self._lock:
-            if self._askers.setdefault(key[:2], key[2]) != key[2]:
+            asker = self._asker(step)
+            if asker is None:
+                self._askers[step] = key[2]
+            elif asker != key[2]:
                 return (
                     "this call needs approval while another call of the same step waits "
                     "for one; call it again once that one is answered"
@@ -168,6 +187,11 @@ class GraphSteps:
             return Pause(pause)
         with self._lock:
             self._shown.pop(key, None)
+            # Decided: kept (among the latest) for the rest of the step's re-run.
+            self._answered[step] = self._askers.pop(step, key[2])
+            self._answered.move_to_end(step)
+            if len(self._answered) > REPLAYS:
+                self._answered.popitem(last=False)
         return Resume(shown, _decision(answer))
 
 

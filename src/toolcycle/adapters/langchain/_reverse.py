@@ -38,7 +38,9 @@ def from_langchain(
     about a LangChain tool says whether it writes, so the capability defaults are the
     core's safe ones, as for `toolcycle.wrap`: it writes and cannot be rolled back
     unless you say otherwise. An exception the tool raises (``ToolException``
-    included) is a failed result. A tool with an ``InjectedToolCallId`` argument is
+    included) is a failed result, with the tool's own message, whatever the tool's
+    ``handle_tool_error`` says: that setting would turn the exception into a string
+    output and the failed call into a successful one. A tool with an ``InjectedToolCallId`` argument is
     invoked with a tool call whose id is the runtime's call id (the trace's
     ``call_id``), and its output is the content of the `ToolMessage` it answers with.
 
@@ -60,8 +62,21 @@ def from_langchain(
         tags=frozenset(tool.tags or ()) | frozenset(tags),
     )
     if _is_async(tool):
-        return _AsyncLangChainTool(tool, descriptor)
-    return _LangChainTool(tool, descriptor)
+        return _AsyncLangChainTool(_raising(tool), descriptor)
+    return _LangChainTool(_raising(tool), descriptor)
+
+
+def _raising(tool: BaseTool) -> BaseTool:
+    """``tool`` as it runs here: its ``ToolException`` raised, not turned into its output.
+
+    LangChain catches the exception of a tool with ``handle_tool_error`` and returns
+    its message (or the handler's) as the tool's output, so the runtime would trace a
+    failed call as ``ok``. A shallow copy that lets it through leaves the caller's tool
+    as it was; the copy shares its function, coroutine and callbacks.
+    """
+    if not tool.handle_tool_error:
+        return tool
+    return tool.model_copy(update={"handle_tool_error": False})
 
 
 # A `Tool` without an args_schema takes one string. Its signature says nothing useful

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from pydantic import ValidationError
@@ -46,7 +47,15 @@ if TYPE_CHECKING:
         ToolRuntime,
     )
 
-__all__ = ["ToolcycleToolset"]
+__all__ = ["PENDING_KEPT", "ToolcycleToolset"]
+
+PENDING_KEPT: Final = 1024
+"""How many deferred calls a toolset holds for their decisions, the oldest forgotten first.
+
+A decision may come in any later run, or never (the conversation was dropped), so a
+toolset that lives as long as its agent cannot wait for them all. A call it forgot is
+still resumed from the record its requests' metadata carries, handed back with the
+decision; without it, the call asks for approval again (it never runs unapproved)."""
 
 # Mistakes the model can put right by calling again; every other failure is final.
 _RETRY = frozenset(
@@ -144,7 +153,8 @@ class ToolcycleToolset(AbstractToolset[Any]):
         self._options = plan_options
         self._plan = plan
         # Shared by the run copies: a call deferred in one run is decided in a later one.
-        self._pending: dict[str, PendingApproval] = {}
+        # The latest PENDING_KEPT, oldest first.
+        self._pending: OrderedDict[str, PendingApproval] = OrderedDict()
         self._per_run = False
         self._entries = 0
 
@@ -268,7 +278,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
             return tool_return(result) if result.content else result.output
         pending = result.pending
         if pending is not None:
-            self._pending[call_id or pending.approval_id] = pending
+            self._keep(call_id or pending.approval_id, pending)
             raise ApprovalRequired(
                 metadata={
                     "approval_id": pending.approval_id,
@@ -281,6 +291,13 @@ class ToolcycleToolset(AbstractToolset[Any]):
         if result.error_type in _RETRY:
             raise ModelRetry(error)
         raise ToolFailed(error)
+
+    def _keep(self, key: str, pending: PendingApproval) -> None:
+        """Hold a deferred call for its decision, forgetting the oldest beyond `PENDING_KEPT`."""
+        self._pending[key] = pending
+        self._pending.move_to_end(key)
+        if len(self._pending) > PENDING_KEPT:
+            self._pending.popitem(last=False)
 
     async def _resume(
         self, pending: PendingApproval, tool_args: Any, plan: ToolExecutionContext
