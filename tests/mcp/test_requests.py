@@ -389,3 +389,29 @@ def test_a_resume_whose_reply_is_not_an_answer_asks_again() -> None:
     assert again.error_type == ELICITATION_PENDING and "'maybe' is not an answer" in (
         again.error or ""
     )
+
+
+def test_a_server_naming_ever_new_loggers_gets_a_bounded_number_of_them(caplog) -> None:
+    """The logging module keeps every logger: past the bound, the name goes in the message."""
+    from toolcycle.sources.mcp._logs import LOGGER_NAME_MAX, LOGGERS_KEPT, ServerLog
+
+    log = ServerLog("flood", None)
+    prefix = "toolcycle.mcp.flood."
+
+    async def send(count: int, long: str) -> None:
+        for n in range(count):
+            await log(types.LoggingMessageNotificationParams(level="info", logger=f"l{n}", data=n))
+        await log(types.LoggingMessageNotificationParams(level="info", logger="l0", data="again"))
+        await log(types.LoggingMessageNotificationParams(level="error", logger=long, data="long"))
+
+    long_name = "x" * (LOGGER_NAME_MAX + 1)
+    with caplog.at_level(logging.INFO):
+        asyncio.run(send(LOGGERS_KEPT + 100, long_name))
+    made = [name for name in logging.Logger.manager.loggerDict if name.startswith(prefix)]
+    assert len(made) == LOGGERS_KEPT
+    by_text = {r.getMessage(): r for r in caplog.records}
+    assert by_text["0"].name == prefix + "l0" and by_text["again"].name == prefix + "l0"
+    past = by_text[f"[l{LOGGERS_KEPT}] {LOGGERS_KEPT}"]  # the first name past the bound
+    assert past.name == "toolcycle.mcp.flood" and past.levelno == logging.INFO
+    cut = by_text[f"[{long_name[:LOGGER_NAME_MAX]}] long"]
+    assert cut.name == "toolcycle.mcp.flood" and cut.levelno == logging.ERROR

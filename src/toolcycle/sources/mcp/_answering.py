@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -30,11 +29,11 @@ import mcp_types
 from toolcycle import PendingApproval, ToolResult, current_resumption
 from toolcycle.approvals import fingerprint
 from toolcycle.sources.mcp._content import McpCallError
+from toolcycle.sources.mcp._logs import ServerLog
 from toolcycle.sources.mcp._pending import KIND, pending_request, read_pending
 from toolcycle.sources.mcp._requests import (
     ElicitAnswer,
     Elicitation,
-    LogMessage,
     RequestContext,
     SamplingAnswer,
     roots_problem,
@@ -63,16 +62,6 @@ __all__ = ["ELICITATION_PENDING", "Answerer"]
 
 ELICITATION_PENDING = "ElicitationPending"
 """The ``error_type`` of a call waiting for a person to answer its server's question."""
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 # The call being sent and whose it is, read by `Answerer.serving` on the
 # connection's loop: the send crosses loops through tasks, which copy it.
 _SENDING: ContextVar[tuple[Answerer, RequestContext] | None] = ContextVar(
@@ -107,7 +96,8 @@ class Answerer:
         self.server = server
         self.protocol = protocol
         self.requests = requests
-        self.logger = logging.getLogger(f"toolcycle.mcp.{server}")
+        self.log = ServerLog(server, requests.on_log)
+        self.logger = self.log.logger
         self.watching = any(
             h is not None for h in (requests.on_elicit, requests.on_sample, requests.roots)
         )
@@ -126,7 +116,7 @@ class Answerer:
         With ``protocol="auto"`` the era is not known yet, so the callback is
         given, and a fallback to the handshake leaves elicitation out of it.
         """
-        options: dict[str, Any] = {"logging_callback": self._on_log}
+        options: dict[str, Any] = {"logging_callback": self.log}
         if self.protocol != "legacy":
             options["log_level"] = "info"  # the new era sends logs only to a client that asks
         if self.requests.on_elicit is not None or self.protocol != "legacy":
@@ -137,20 +127,6 @@ class Answerer:
         if self.requests.roots is not None:
             options["list_roots_callback"] = self._legacy_roots
         return options
-
-    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
-        level = _LEVELS.get(params.level, logging.INFO)
-        name = f"{self.logger.name}.{params.logger}" if params.logger else self.logger.name
-        logging.getLogger(name).log(level, "%s", params.data)
-        handler = self.requests.on_log
-        if handler is not None:
-            try:
-                # Called here, in order; a coroutine handler is awaited like the others.
-                seen = handler(LogMessage(params.level, params.data, params.logger), self.server)
-                if inspect.isawaitable(seen):
-                    await seen
-            except Exception:
-                self.logger.exception("the on_log handler of MCP server %r raised", self.server)
 
     @contextlib.contextmanager
     def serving(self, session: object) -> Iterator[None]:
