@@ -239,7 +239,10 @@ class ToolResult(BaseModel):
     truncated: bool = False
     """The output was over ``max_result_bytes`` and is a cut JSON text with a marker."""
     exception: SkipJsonSchema[BaseException | None] = Field(default=None, exclude=True, repr=False)
-    """The exception behind the failure, when there was one; never serialised."""
+    """The exception behind the failure, when there was one; never serialised.
+
+    The tool's own object, its text not scrubbed of secret arguments (``error`` is).
+    """
     call: ToolCall | None = None
     """The model's tool call this result answers, when it came from ``runtime.call``."""
     pending: PendingApproval | None = None
@@ -360,6 +363,9 @@ class ToolResult(BaseModel):
 
     def raise_for_error(self) -> None:
         """Raise `ToolExecutionError` if the call failed, chaining the original exception.
+
+        The error's message is ``self.error``, with secret arguments scrubbed; the
+        chained exception is the tool's own, as it raised it (see docs/security.md).
 
         Raises:
             ToolExecutionError: when ``success`` is false.
