@@ -17,6 +17,7 @@ from toolcycle import (
     ToolDescriptor,
     ToolExecutionContext,
     ToolRuntime,
+    ToolRuntimeError,
     tool,
     wrap,
 )
@@ -478,6 +479,36 @@ def test_a_search_in_a_batch_waits_for_its_turn(
     )
     assert first.output == "stopped"
     assert not second.success and second.error_type == "ToolCancelledError"
+    assert ctx.revealed_tools == frozenset()
+
+
+@pytest.mark.parametrize("how", ["call_many", "acall_many"])
+def test_a_search_in_a_batch_after_a_call_that_ended_the_plan_is_refused(
+    searchable: ToolRuntime, how: str
+) -> None:
+    """A search queued behind a call that ends the plan raises as any call of an ended plan."""
+    ctx = searchable.new_context(read_only=True)
+
+    @tool(writes=False, sequential=True)
+    def finish() -> str:
+        """End the plan this call runs in."""
+        searchable.end_plan(ctx)
+        return "ended"
+
+    searchable.register(finish)
+    batch = [
+        {"name": "finish", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "github issue"}},
+    ]
+    with capture_traces(searchable) as traces, pytest.raises(ToolRuntimeError, match="has ended"):
+        if how == "call_many":
+            searchable.call_many(batch, ctx)
+        else:
+            asyncio.run(searchable.acall_many(batch, ctx))
+    assert [(trace.tool_name, trace.status) for trace in traces] == [
+        ("finish", "ok"),
+        ("search_tools", "error"),
+    ]
     assert ctx.revealed_tools == frozenset()
 
 

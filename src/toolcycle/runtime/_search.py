@@ -16,7 +16,7 @@ from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
 from toolcycle.capabilities import is_allowed
-from toolcycle.errors import ToolCancelledError
+from toolcycle.errors import ToolCancelledError, ToolRuntimeError
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
@@ -72,11 +72,24 @@ class ToolSearch:
         """Run a model's ``search_tools`` call: rank, reveal what it found, trace it.
 
         Raises:
+            ToolRuntimeError: the plan has ended (traced ``error``), as any call
+                of an ended plan is refused: in a batch, an earlier call may
+                have ended it since the batch was read.
             ToolCancelledError: the plan is cancelled (traced ``cancelled``), as
                 any call of a cancelled plan is refused before it starts.
         """
         steps = self._steps
         record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
+        if ctx.ended:
+            error = ToolRuntimeError(
+                f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+                tool_name=SEARCH_TOOL,
+                plan_id=ctx.plan_id,
+            )
+            steps.emit(record, "error", error=error)
+            if record.observer is not None:
+                steps.observed(record)
+            raise error
         if ctx.cancellation_token.is_cancelled:
             try:
                 steps.raise_cancelled(record, None)
