@@ -1267,3 +1267,29 @@ def test_a_search_in_a_cancelled_plan_ends_its_span_as_cancelled(
     span = _one(exporter, "execute_tool search_tools")
     assert _attributes(span)["error.type"] == "ToolCancelledError"
     assert span.status.status_code is StatusCode.ERROR
+
+
+def test_a_search_behind_a_call_that_ended_the_plan_ends_its_span_as_an_error(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """A batch's search refused because an earlier call ended the plan still ends its span."""
+    runtime = make_runtime()
+    runtime.register(shout, defer_loading=True)
+    ctx = runtime.new_context()
+
+    @tool(writes=False, sequential=True)
+    def finish() -> str:
+        """End the plan this call runs in."""
+        runtime.end_plan(ctx)
+        return "ended"
+
+    runtime.register(finish)
+    batch = [
+        {"name": "finish", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "capitals"}},
+    ]
+    with pytest.raises(toolcycle.ToolRuntimeError, match="has ended"):
+        runtime.call_many(batch, ctx)
+    span = _one(exporter, "execute_tool search_tools")
+    assert _attributes(span)["error.type"] == "ToolRuntimeError"
+    assert span.status.status_code is StatusCode.ERROR

@@ -745,6 +745,45 @@ async def test_a_second_aend_plan_waits_for_a_sync_end_on_another_thread(
     assert first_ended == [[]]
 
 
+async def test_a_sync_end_on_the_thread_of_an_async_end_under_way_returns_at_once() -> None:
+    """end_plan from the loop whose task is in aend_plan cannot wait for it: it returns []."""
+    tool = HeldDeactivate(asynchronous=True)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        await runtime.aexecute("held", {}, ctx)
+        first = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+        assert runtime.end_plan(ctx) == []  # on this loop's thread: waiting would block it
+        assert not tool.deactivated.is_set()
+        tool.release.set()
+        assert await asyncio.wait_for(first, WAIT) == []
+
+
+async def test_a_second_aend_plan_cancelled_while_it_waits_leaves_the_first_end_alone(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """Cancelling a waiting second end raises in it only; the first end deactivates as usual."""
+    awaiting = log_waiter("toolcycle.lifecycle", "plan.awaiting_end", logging.DEBUG)
+    tool = HeldDeactivate(asynchronous=True)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        await runtime.aexecute("held", {}, ctx)
+        first = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+        second = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(awaiting.wait, "p")
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(second, WAIT)
+        [end] = runtime._plans._under_way.values()
+        assert end.wakers == []  # the cancelled waiter left nothing behind
+        tool.release.set()
+        assert await asyncio.wait_for(first, WAIT) == []
+    assert tool.deactivated.is_set()
+
+
 class EndsItsPlanOnDeactivate:
     """A tool whose ``deactivate`` ends its own plan again, as ``how`` says."""
 

@@ -151,9 +151,7 @@ class PlanRegistry:
         """End the plan from async code (see `ToolRuntime.aend_plan`)."""
         end = self._start(ctx)
         if end is None:
-            other = self._other_end(ctx, blocking=False)
-            if other is not None:
-                await self._over(other)
+            await self._await_other_end(ctx)
             return []
         token = _ending_here.set((*_ending_here.get(), ctx))
         try:
@@ -180,21 +178,14 @@ class PlanRegistry:
         whose task is ending a plan, say) is not waited for: it could only go on
         once this returns.
         """
-        me = threading.get_ident()
-
-        def others() -> int:
-            return sum(1 for end in self._under_way.values() if end.thread != me)
-
-        with self._ends:
-            count = others()
-        if count:
-            lifecycle_event("runtime.awaiting_plan_ends", count=count)
         for ctx in self._cache.open_plans():
             self.end_plan(ctx)
+        me = threading.get_ident()
         with self._ends:
-            if not count and others():
-                lifecycle_event("runtime.awaiting_plan_ends", count=others())
-            self._ends.wait_for(lambda: not others())
+            others = [end for end in self._under_way.values() if end.thread != me]
+            if others:
+                lifecycle_event("runtime.awaiting_plan_ends", count=len(others))
+            self._ends.wait_for(lambda: all(end.thread == me for end in self._under_way.values()))
 
     def _start(self, ctx: ToolExecutionContext) -> _End | None:
         """Close the plan and count its end as under way; None if it had ended or is ending."""
@@ -215,7 +206,13 @@ class PlanRegistry:
         for wake in wakers:
             wake()
 
-    def _other_end(self, ctx: ToolExecutionContext, *, blocking: bool) -> _End | None:
+    def _other_end(
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        blocking: bool,
+        wake: Callable[[], object] | None = None,
+    ) -> _End | None:
         """The end of ``ctx`` under way that a second end must wait for, if any.
 
         None when the plan's end is over, and when the code asking is part of
@@ -223,21 +220,25 @@ class PlanRegistry:
         tool ending its own plan), or, for a ``blocking`` wait, when the end
         runs on this very thread (an event loop's task in `aend_plan`): the
         first end could only finish once this returns, so waiting would deadlock.
+        ``wake`` is called once the end is over: it is registered here, under
+        the lock, so that it cannot miss the end.
         """
         with self._ends:
             end = self._under_way.get(ctx)
-        if end is None or ctx in _ending_here.get():
-            return None
-        if blocking and end.thread == threading.get_ident():
-            return None
-        owner, scope = here(), _call_scope.get()
-        if any(flight.is_caller(owner, scope) for flight in end.flights):
-            return None
+            if end is None or ctx in _ending_here.get():
+                return None
+            if blocking and end.thread == threading.get_ident():
+                return None
+            owner, scope = here(), _call_scope.get()
+            if any(flight.is_caller(owner, scope) for flight in end.flights):
+                return None
+            if wake is not None:
+                end.wakers.append(wake)
         lifecycle_event("plan.awaiting_end", plan_id=ctx.plan_id)
         return end
 
-    async def _over(self, end: _End) -> None:
-        """Wait, without blocking the event loop, until ``end`` is over."""
+    async def _await_other_end(self, ctx: ToolExecutionContext) -> None:
+        """Wait, without blocking the event loop, until another end of ``ctx`` is over."""
         loop = asyncio.get_running_loop()
         over = loop.create_future()
 
@@ -246,10 +247,9 @@ class PlanRegistry:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_resolve, over)
 
-        with self._ends:
-            if end.over:
-                return
-            end.wakers.append(wake)
+        end = self._other_end(ctx, blocking=False, wake=wake)
+        if end is None:
+            return
         try:
             await over
         finally:
@@ -331,12 +331,12 @@ def _leave(token: Token[tuple[ToolExecutionContext, ...]]) -> None:
     """Undo the `_ending_here` set at the start of a plan end."""
     try:
         _ending_here.reset(token)
-    except ValueError:  # a coroutine closed outside its task's context: nothing to reset
+    except ValueError:  # pragma: no cover - a coroutine closed outside its task's context
         return
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
+    with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
         future.set_result(None)
 
 
