@@ -1014,6 +1014,118 @@ def test_a_failed_activation_marks_both_spans_as_errors(
     assert _parent_id(activation) == call.context.span_id
 
 
+class Traced:
+    """A tool whose ``activate`` and ``deactivate`` each start a span; sync or async."""
+
+    def __init__(self, tracer: trace.Tracer, *, asynchronous: bool) -> None:
+        self.tracer = tracer
+        if asynchronous:
+            self.activate = self._aactivate  # type: ignore[method-assign]
+            self.deactivate = self._adeactivate  # type: ignore[method-assign]
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="traced", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self._inner("activate")
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ok"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self._inner("deactivate")
+
+    async def _aactivate(self, ctx: ToolExecutionContext) -> None:
+        await asyncio.sleep(0)
+        self._inner("activate")
+
+    async def _adeactivate(self, ctx: ToolExecutionContext) -> None:
+        await asyncio.sleep(0)
+        self._inner("deactivate")
+
+    def _inner(self, stage: str) -> None:
+        with self.tracer.start_as_current_span(f"inner {stage}"):
+            pass
+
+
+STAGE_WAYS = [
+    (kind, way, limit)
+    for kind in ("sync", "async")
+    for way in ("execute", "aexecute")
+    for limit in (None, WAIT)
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "way", "limit"),
+    STAGE_WAYS,
+    ids=[f"{kind} tool, {way}, deactivate limit {limit}" for kind, way, limit in STAGE_WAYS],
+)
+def test_spans_a_tool_starts_in_activate_and_deactivate_nest_under_the_stage_span(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    tracer: trace.Tracer,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    way: str,
+    limit: float | None,
+) -> None:
+    """The stage's span is current while the stage runs; the caller's is current after it."""
+    runtime = ToolRuntime(
+        tracer=NullTracer(),
+        deactivate_timeout=limit,
+        instrumentation=OpenTelemetry(tracer_provider=provider),
+    )
+    runtime.register(Traced(tracer, asynchronous=kind == "async"))
+
+    def run_sync() -> list[bool]:
+        current = []
+        with tracer.start_as_current_span("caller") as caller:
+            with runtime.plan() as ctx:
+                runtime.execute("traced", {}, ctx)
+                current.append(trace.get_current_span() is caller)
+            current.append(trace.get_current_span() is caller)
+        return current
+
+    async def run_async() -> list[bool]:
+        current = []
+        with tracer.start_as_current_span("caller") as caller:
+            async with runtime.aplan() as ctx:
+                await runtime.aexecute("traced", {}, ctx)
+                current.append(trace.get_current_span() is caller)
+            current.append(trace.get_current_span() is caller)
+        return current
+
+    try:
+        current = run_sync() if way == "execute" else asyncio.run(run_async())
+    finally:
+        runtime.close()
+    assert current == [True, True]
+    for stage in ("activate", "deactivate"):
+        stage_span = _one(exporter, f"{stage}_tool traced")
+        assert _parent_id(_one(exporter, f"inner {stage}")) == stage_span.context.span_id
+    assert _parent_id(_one(exporter, "activate_tool traced")) == (
+        _one(exporter, "execute_tool traced").context.span_id
+    )
+    assert _parent_id(_one(exporter, "deactivate_tool traced")) == (
+        _one(exporter, "caller").context.span_id
+    )
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+
+
+def test_a_stage_span_finished_in_another_context_ends_without_raising(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A stage's finish that cannot restore the context still ends its span."""
+    otel = OpenTelemetry(tracer_provider=provider)
+    observer = contextvars.copy_context().run(
+        lambda: otel.stage_started("activate", tool_name="add", ctx=ToolExecutionContext("p1"))
+    )
+    contextvars.copy_context().run(observer.finish, None)
+    observer.finish(None)  # a second finish does nothing
+    assert [span.name for span in exporter.get_finished_spans()] == ["activate_tool add"]
+
+
 # -- the optional dependency -------------------------------------------------------------
 
 
@@ -1154,4 +1266,30 @@ def test_a_search_in_a_cancelled_plan_ends_its_span_as_cancelled(
             runtime.call({"name": "search_tools", "arguments": {"query": "capitals"}}, ctx)
     span = _one(exporter, "execute_tool search_tools")
     assert _attributes(span)["error.type"] == "ToolCancelledError"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+def test_a_search_behind_a_call_that_ended_the_plan_ends_its_span_as_an_error(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """A batch's search refused because an earlier call ended the plan still ends its span."""
+    runtime = make_runtime()
+    runtime.register(shout, defer_loading=True)
+    ctx = runtime.new_context()
+
+    @tool(writes=False, sequential=True)
+    def finish() -> str:
+        """End the plan this call runs in."""
+        runtime.end_plan(ctx)
+        return "ended"
+
+    runtime.register(finish)
+    batch = [
+        {"name": "finish", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "capitals"}},
+    ]
+    with pytest.raises(toolcycle.ToolRuntimeError, match="has ended"):
+        runtime.call_many(batch, ctx)
+    span = _one(exporter, "execute_tool search_tools")
+    assert _attributes(span)["error.type"] == "ToolRuntimeError"
     assert span.status.status_code is StatusCode.ERROR

@@ -132,8 +132,13 @@ class GatedActivate:
         self.deactivated.set()
 
 
-def _in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
-    """Run ``target`` on a thread; the list gets what it returned or raised."""
+def _in_thread(
+    target: Callable[[], Any], *, daemon: bool = False
+) -> tuple[threading.Thread, list[Any]]:
+    """Run ``target`` on a thread; the list gets what it returned or raised.
+
+    A ``daemon`` thread does not keep the test run alive if it deadlocks.
+    """
     outcome: list[Any] = []
 
     def run() -> None:
@@ -142,7 +147,7 @@ def _in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
         except BaseException as exc:
             outcome.append(exc)
 
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=run, daemon=daemon)
     thread.start()
     return thread, outcome
 
@@ -635,6 +640,255 @@ def test_a_timed_out_call_after_its_plan_ended_leaves_nothing_for_a_later_plan()
         assert not tool.done.is_set()  # the second end did not wait for the old call
         tool.release.set()
         assert tool.done.wait(WAIT)
+
+
+# -- a second end of a plan whose end is under way ---------------------------------------
+
+
+class HeldDeactivate:
+    """A tool whose ``deactivate`` waits until ``release`` is set; sync or async."""
+
+    def __init__(self, *, asynchronous: bool = False) -> None:
+        self.deactivating = threading.Event()
+        self.release = threading.Event()
+        self.deactivated = threading.Event()
+        if asynchronous:
+            self.deactivate = self._adeactivate  # type: ignore[method-assign]
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="held", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.deactivating.set()
+        self.release.wait(WAIT)
+        self.deactivated.set()
+
+    async def _adeactivate(self, ctx: ToolExecutionContext) -> None:
+        self.deactivating.set()
+        await asyncio.to_thread(self.release.wait, WAIT)
+        self.deactivated.set()
+
+
+def test_a_second_end_from_another_thread_returns_once_the_tools_are_deactivated(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """end_plan while another thread's end deactivates waits for it, then returns []."""
+    awaiting = log_waiter("toolcycle.lifecycle", "plan.awaiting_end", logging.DEBUG)
+    tool = HeldDeactivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        runtime.execute("held", {}, ctx)
+        first, first_ended = _in_thread(lambda: runtime.end_plan(ctx))
+        assert tool.deactivating.wait(WAIT)
+        second, second_ended = _in_thread(
+            lambda: (runtime.end_plan(ctx), tool.deactivated.is_set())
+        )
+        waited = awaiting.wait("p")  # the second end is waiting for the first
+        tool.release.set()
+        first.join(WAIT)
+        second.join(WAIT)
+    assert waited
+    assert first_ended == [[]]
+    assert second_ended == [([], True)]  # it returned after the deactivation, with []
+
+
+async def test_a_second_aend_plan_returns_once_the_first_has_deactivated_the_tools(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """aend_plan while another task's aend_plan deactivates awaits it, then returns []."""
+    awaiting = log_waiter("toolcycle.lifecycle", "plan.awaiting_end", logging.DEBUG)
+    tool = HeldDeactivate(asynchronous=True)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        await runtime.aexecute("held", {}, ctx)
+        first = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+
+        async def second_end() -> tuple[list[Any], bool]:
+            return await runtime.aend_plan(ctx), tool.deactivated.is_set()
+
+        second = asyncio.ensure_future(second_end())
+        waited = await asyncio.to_thread(awaiting.wait, "p")
+        assert not second.done()  # its task is waiting, not the event loop
+        tool.release.set()
+        assert await asyncio.wait_for(first, WAIT) == []
+        assert await asyncio.wait_for(second, WAIT) == ([], True)
+    assert waited
+
+
+async def test_a_second_aend_plan_waits_for_a_sync_end_on_another_thread(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """aend_plan while a thread's end_plan deactivates awaits that end without blocking."""
+    awaiting = log_waiter("toolcycle.lifecycle", "plan.awaiting_end", logging.DEBUG)
+    tool = HeldDeactivate()
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        runtime.execute("held", {}, ctx)
+        first, first_ended = _in_thread(lambda: runtime.end_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+        second = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(awaiting.wait, "p")
+        tool.release.set()
+        assert await asyncio.wait_for(second, WAIT) == []
+        assert tool.deactivated.is_set()
+        await asyncio.to_thread(first.join, WAIT)
+    assert first_ended == [[]]
+
+
+async def test_a_sync_end_on_the_thread_of_an_async_end_under_way_returns_at_once() -> None:
+    """end_plan from the loop whose task is in aend_plan cannot wait for it: it returns []."""
+    tool = HeldDeactivate(asynchronous=True)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        await runtime.aexecute("held", {}, ctx)
+        first = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+        assert runtime.end_plan(ctx) == []  # on this loop's thread: waiting would block it
+        assert not tool.deactivated.is_set()
+        tool.release.set()
+        assert await asyncio.wait_for(first, WAIT) == []
+
+
+async def test_a_second_aend_plan_cancelled_while_it_waits_leaves_the_first_end_alone(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """Cancelling a waiting second end raises in it only; the first end deactivates as usual."""
+    awaiting = log_waiter("toolcycle.lifecycle", "plan.awaiting_end", logging.DEBUG)
+    tool = HeldDeactivate(asynchronous=True)
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(tool)
+        ctx = runtime.new_context("p")
+        await runtime.aexecute("held", {}, ctx)
+        first = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(tool.deactivating.wait, WAIT)
+        second = asyncio.ensure_future(runtime.aend_plan(ctx))
+        assert await asyncio.to_thread(awaiting.wait, "p")
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(second, WAIT)
+        [end] = runtime._plans._under_way.values()
+        assert end.wakers == []  # the cancelled waiter left nothing behind
+        tool.release.set()
+        assert await asyncio.wait_for(first, WAIT) == []
+    assert tool.deactivated.is_set()
+
+
+class EndsItsPlanOnDeactivate:
+    """A tool whose ``deactivate`` ends its own plan again, as ``how`` says."""
+
+    def __init__(self, runtime: ToolRuntime, how: str) -> None:
+        self.runtime = runtime
+        self.how = how
+        self.ends: list[Any] = []
+        if how == "aend_plan":
+            self.deactivate = self._adeactivate  # type: ignore[method-assign]
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="ender", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        return "ran"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.ends.append(self.runtime.end_plan(ctx))
+
+    async def _adeactivate(self, ctx: ToolExecutionContext) -> None:
+        self.ends.append(await self.runtime.aend_plan(ctx))
+
+
+REENTRANT_ENDS = [
+    (how, first, limit)
+    for how in ("end_plan", "aend_plan")
+    for first in ("end_plan", "aend_plan")
+    for limit in (None, WAIT)
+]
+
+
+@pytest.mark.parametrize(
+    ("how", "first", "limit"),
+    REENTRANT_ENDS,
+    ids=[
+        f"{how} in deactivate, under {first}, limit {limit}" for how, first, limit in REENTRANT_ENDS
+    ],
+)
+def test_a_deactivate_that_ends_its_own_plan_again_returns_at_once(
+    how: str, first: str, limit: float | None
+) -> None:
+    """An end made by a deactivate of the plan is part of the first end: it does not wait."""
+    runtime = ToolRuntime(tracer=NullTracer(), deactivate_timeout=limit)
+    tool = EndsItsPlanOnDeactivate(runtime, how)
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    runtime.execute("ender", {}, ctx)
+    if first == "end_plan":
+        ender, ended = _in_thread(lambda: runtime.end_plan(ctx), daemon=True)
+    else:
+        ender, ended = _in_thread(lambda: asyncio.run(runtime.aend_plan(ctx)), daemon=True)
+    ender.join(WAIT)
+    assert not ender.is_alive(), "the end waited for itself"
+    runtime.close()
+    assert ended == [[]]
+    assert tool.ends == [[]]
+
+
+class EndsItsPlanWhenStopped:
+    """A sync tool that, once the plan's end stops its call, ends the plan itself too."""
+
+    def __init__(self, runtime: ToolRuntime) -> None:
+        self.runtime = runtime
+        self.started = threading.Event()
+        self.ends: list[Any] = []
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(name="stopped", capability={"writes": False})
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        stop = threading.Event()
+        ctx.call_token.on_cancel(stop.set)
+        self.started.set()
+        stop.wait(WAIT)
+        self.ends.append(self.runtime.end_plan(ctx))
+        return "stopped"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+@pytest.mark.parametrize("how", ["execute", "aexecute"])
+def test_a_call_that_ends_its_plan_while_the_end_drains_it_is_not_held_up(how: str) -> None:
+    """A call the end waits for ends the plan too: that end returns at once, not at the limit."""
+    runtime = ToolRuntime(tracer=NullTracer(), drain_timeout=WAIT)
+    tool = EndsItsPlanWhenStopped(runtime)
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    with capture_traces(runtime) as traces:
+        if how == "execute":
+            worker, _ = _in_thread(lambda: runtime.execute("stopped", {}, ctx))
+        else:
+            worker, _ = _in_thread(lambda: asyncio.run(runtime.aexecute("stopped", {}, ctx)))
+        assert tool.started.wait(WAIT)
+        assert runtime.end_plan(ctx) == []
+        worker.join(WAIT)
+    runtime.close()
+    assert tool.ends == [[]]
+    assert not traces[0].abandoned  # the end did not give up on it at drain_timeout
 
 
 # -- an owner cancelled by its own caller ------------------------------------------------

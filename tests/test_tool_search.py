@@ -13,10 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolcycle import (
+    NullTracer,
     ToolCancelledError,
     ToolDescriptor,
     ToolExecutionContext,
     ToolRuntime,
+    ToolRuntimeError,
     tool,
     wrap,
 )
@@ -481,6 +483,36 @@ def test_a_search_in_a_batch_waits_for_its_turn(
     assert ctx.revealed_tools == frozenset()
 
 
+@pytest.mark.parametrize("how", ["call_many", "acall_many"])
+def test_a_search_in_a_batch_after_a_call_that_ended_the_plan_is_refused(
+    searchable: ToolRuntime, how: str
+) -> None:
+    """A search queued behind a call that ends the plan raises as any call of an ended plan."""
+    ctx = searchable.new_context(read_only=True)
+
+    @tool(writes=False, sequential=True)
+    def finish() -> str:
+        """End the plan this call runs in."""
+        searchable.end_plan(ctx)
+        return "ended"
+
+    searchable.register(finish)
+    batch = [
+        {"name": "finish", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "github issue"}},
+    ]
+    with capture_traces(searchable) as traces, pytest.raises(ToolRuntimeError, match="has ended"):
+        if how == "call_many":
+            searchable.call_many(batch, ctx)
+        else:
+            asyncio.run(searchable.acall_many(batch, ctx))
+    assert [(trace.tool_name, trace.status) for trace in traces] == [
+        ("finish", "ok"),
+        ("search_tools", "error"),
+    ]
+    assert ctx.revealed_tools == frozenset()
+
+
 # -- the failure modes peers ran into ----------------------------------------------------
 
 
@@ -576,21 +608,75 @@ def test_without_bm25s_local_search_says_how_to_install_it(
 def test_the_index_is_rebuilt_only_when_the_registry_changes(runtime: ToolRuntime) -> None:
     """Two searches share one index; a registration makes the next search see the new tool."""
     runtime.register(github_create_issue)
+    tool_search = runtime._dispatcher._search
     with runtime.plan() as ctx:
         search(runtime, ctx, "github")
-        index = runtime._dispatcher._search._index
+        index = tool_search._current(ctx)
         search(runtime, ctx, "issue")
-        assert runtime._dispatcher._search._index is index
+        assert tool_search._current(ctx) is index
         runtime.register(slack_post_message)
         assert search(runtime, ctx, "slack").output["tools"][0]["name"] == "slack_post_message"
-        assert runtime._dispatcher._search._index is not index
+        assert tool_search._current(ctx) is not index
         runtime.unregister("slack_post_message")
         assert search(runtime, ctx, "slack").output["tools"] == []
 
 
+def test_tools_the_plan_may_not_run_do_not_make_a_word_too_common() -> None:
+    """A read-only plan's search counts only the tools it may run: writers change nothing."""
+
+    def answer(writers: int) -> Any:
+        with ToolRuntime(tracer=NullTracer()) as each:
+            each.register(github_create_issue)
+            each.register(slack_post_message)
+            for number in range(writers):
+                each.register(
+                    wrap(
+                        lambda: None,
+                        name=f"github_write_{number}",
+                        description="Write to a GitHub repository.",
+                        writes=True,
+                    ),
+                    defer_loading=True,
+                )
+            with each.plan(read_only=True) as ctx:
+                return search(each, ctx, "github").output
+
+    expected = {
+        "tools": [
+            {
+                "name": "github_create_issue",
+                "description": "Create an issue in a GitHub repository.",
+            }
+        ]
+    }
+    assert answer(0) == expected
+    assert answer(10) == expected  # "github" is in 11 of 12 tools, but in 1 of the plan's 2
+
+
+def test_plans_that_may_run_different_tools_search_different_indexes(
+    searchable: ToolRuntime,
+) -> None:
+    """A read-only plan and an open one each get an index of what they may run, kept apart."""
+    tool_search = searchable._dispatcher._search
+    with searchable.plan(read_only=True) as reading, searchable.plan() as writing:
+        assert search(searchable, reading, "repository").output["tools"] == [
+            {
+                "name": "github_create_issue",
+                "description": "Create an issue in a GitHub repository.",
+            }
+        ]
+        assert [t["name"] for t in search(searchable, writing, "repository").output["tools"]] == [
+            "delete_repository",
+            "github_create_issue",
+        ]
+        assert tool_search._current(reading) is not tool_search._current(writing)
+        with searchable.plan(read_only=True) as another:
+            assert tool_search._current(another) is tool_search._current(reading)
+
+
 def test_an_empty_index_finds_nothing() -> None:
     """With no deferred tool there is nothing to score and nothing found."""
-    hits = SearchIndex([]).search("anything", 5, lambda d: True)
+    hits = SearchIndex([]).search("anything", 5)
     assert hits.tools == [] and hits.too_common == []
 
 
@@ -628,7 +714,7 @@ def test_parameter_names_are_searched_too() -> None:
         description="Look something up.",
         input_schema={"type": "object", "properties": {"postcode": {"type": "string"}}},
     )
-    hits = SearchIndex([descriptor]).search("postcode", 5, lambda d: True)
+    hits = SearchIndex([descriptor]).search("postcode", 5)
     assert hits.tools == [descriptor]
 
 
@@ -654,7 +740,7 @@ _INDEX = SearchIndex(
 @given(st.text(max_size=40))
 def test_any_query_returns_at_most_limit_tools_all_matching(query: str) -> None:
     """Whatever the query, a search returns at most limit tools, each sharing a word with it."""
-    found = _INDEX.search(query, 3, lambda d: True).tools
+    found = _INDEX.search(query, 3).tools
     assert len(found) <= 3
     query_words = set(words(query))
     for descriptor in found:
@@ -671,13 +757,14 @@ def test_an_index_another_thread_just_built_is_used(runtime: ToolRuntime) -> Non
         """A lock whose holder finds the index built meanwhile, as by another thread."""
 
         def __enter__(self) -> None:
-            tool_search._index, tool_search._generation = built, runtime._tools.generation
+            tool_search._indexes = (runtime._tools.generation, {(False, False): built})
 
         def __exit__(self, *exc_info: object) -> None:
             pass
 
     tool_search._lock = Raced()  # type: ignore[assignment]
-    assert tool_search._current() is built
+    with runtime.plan() as ctx:
+        assert tool_search._current(ctx) is built
 
 
 def test_a_tool_gone_between_reading_and_running_the_call_is_refused(

@@ -12,7 +12,9 @@ The contract, which the runtime keeps and an implementation may rely on:
   or task, the caller's, so an implementation may make its span "current" in
   ``call_started`` (a context variable) and restore the previous one in
   ``finish``. The tool itself runs inside that window, so work it does (its own
-  spans, an HTTP client's) nests under the call.
+  spans, an HTTP client's) nests under the call. The same holds for
+  ``stage_started`` and its observer's ``finish``, around the tool's
+  ``activate`` or ``deactivate``.
 - ``finish`` is called exactly once per ``call_started``, however the call ends:
   a result, a refusal, a timeout, a cancellation, an exception.
 - ``arguments`` and ``output`` are passed only when the observer's

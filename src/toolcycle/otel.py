@@ -24,7 +24,8 @@ itself nest under it. Each progress report of the call (``ctx.report_progress``,
 an MCP server's notifications) is a span event named ``toolcycle.progress`` with
 the attributes ``progress`` and, when given, ``total`` and ``message``. Each
 ``activate`` and ``deactivate`` becomes a span of its own,
-``activate_tool {tool name}`` or ``deactivate_tool {tool name}``.
+``activate_tool {tool name}`` or ``deactivate_tool {tool name}``, current while
+the stage runs, so spans the tool starts there nest under it too.
 
 Arguments and results are not recorded unless ``record_payloads=True``. They
 are what a model and a tool exchange, which may be personal data or secrets a
@@ -168,17 +169,16 @@ class OpenTelemetry(Instrumentation):
             if descriptor.description:
                 attributes["gen_ai.tool.description"] = descriptor.description
         span = self._start(f"execute_tool {tool_name}".rstrip(), attributes)
-        try:
-            token = otel_context.attach(otel_trace.set_span_in_context(span))
-        except Exception as exc:  # the span still records the call, just not as a parent
-            _log.debug("could not make the span of %r current: %r", tool_name, exc)
-            token = None
+        token = _attach(span, tool_name)
         return _CallSpan(span, token, self.record_payloads, self.max_payload_chars)
 
     def stage_started(
         self, stage: Stage, *, tool_name: str, ctx: ToolExecutionContext
     ) -> StageObserver:
         """Start an ``activate_tool`` or ``deactivate_tool`` span under the current span.
+
+        The span is the current span until the stage's ``finish``, so spans
+        the tool starts in its ``activate`` or ``deactivate`` nest under it.
 
         Args:
             stage: ``"activate"`` or ``"deactivate"``.
@@ -193,7 +193,8 @@ class OpenTelemetry(Instrumentation):
             "toolcycle.plan_id": ctx.plan_id,
             "toolcycle.stage": stage,
         }
-        return _StageSpan(self._start(f"{stage}_tool {tool_name}", attributes))
+        span = self._start(f"{stage}_tool {tool_name}", attributes)
+        return _StageSpan(span, _attach(span, tool_name))
 
     def _start(self, name: str, attributes: dict[str, AttributeValue]) -> otel_trace.Span:
         """Start an internal span under the current one; a span that records nothing on failure."""
@@ -252,7 +253,8 @@ class _CallSpan(CallObserver):
             _log.debug("could not record the outcome of a call: %r", exc)
         finally:
             _end(self._span)
-            self._restore()
+            _detach(self._token)
+            self._token = None
 
     def progress(self, event: ProgressEvent) -> None:
         """Add a progress report to the span as a ``toolcycle.progress`` event.
@@ -317,25 +319,17 @@ class _CallSpan(CallObserver):
             description = trace.error or trace.status
             span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, description))
 
-    def _restore(self) -> None:
-        token, self._token = self._token, None
-        if token is None:
-            return
-        try:
-            otel_context.detach(token)
-        except Exception as exc:  # detach logs and swallows its own failures; belt and braces
-            _log.debug("could not restore the caller's span: %r", exc)
-
 
 class _StageSpan(StageObserver):
-    """The span of one ``activate`` or ``deactivate``."""
+    """The span of one ``activate`` or ``deactivate``, current until ``finish``."""
 
-    def __init__(self, span: otel_trace.Span) -> None:
+    def __init__(self, span: otel_trace.Span, token: Token[otel_context.Context] | None) -> None:
         self._span = span
+        self._token = token
         self._finished = False
 
     def finish(self, error: BaseException | None) -> None:
-        """Record the stage's error, if it raised one, and end the span.
+        """Record the stage's error, if it raised one, end the span and restore the caller's.
 
         Args:
             error: what the stage raised, or None when it succeeded.
@@ -354,6 +348,8 @@ class _StageSpan(StageObserver):
             _log.debug("could not record the error of a stage: %r", exc)
         finally:
             _end(span)
+            _detach(self._token)
+            self._token = None
 
 
 def _public_type(error: BaseException) -> str:
@@ -389,6 +385,25 @@ def _guardrail_decisions(
 def _tool_type(source: SourceKind) -> str:
     """The GenAI ``gen_ai.tool.type`` of a tool from its source kind."""
     return _TOOL_TYPES.get(source, "function")
+
+
+def _attach(span: otel_trace.Span, tool_name: str) -> Token[otel_context.Context] | None:
+    """Make ``span`` the current span; the token that restores the previous one, if it could."""
+    try:
+        return otel_context.attach(otel_trace.set_span_in_context(span))
+    except Exception as exc:  # the span still records the work, just not as a parent
+        _log.debug("could not make the span of %r current: %r", tool_name, exc)
+        return None
+
+
+def _detach(token: Token[otel_context.Context] | None) -> None:
+    """Make the span that was current before `_attach` current again."""
+    if token is None:
+        return
+    try:
+        otel_context.detach(token)
+    except Exception as exc:  # detach logs and swallows its own failures; belt and braces
+        _log.debug("could not restore the caller's span: %r", exc)
 
 
 def _end(span: otel_trace.Span) -> None:

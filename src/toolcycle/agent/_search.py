@@ -6,8 +6,8 @@ most), its description and its parameter names. Names are split at ``_``, ``-``,
 ``github_createIssue`` gives ``github``, ``createissue``, ``create`` and ``issue``. The bags are scored with BM25 by the
 ``bm25s`` package (the optional extra ``search``), imported here only.
 
-A query word found in more than half of the indexed tools, and in more of them
-than one answer may list, tells the tools apart no better than chance (the
+A query word found in more than half of the indexed tools (the deferred tools
+a plan may run), and in more of them than one answer may list, tells the tools apart no better than chance (the
 ``mcp`` of 200 tools named ``mcp__server__...``): it is left out of the
 scoring and reported back, so the model learns to use other words rather than
 receive an arbitrary few tools as if they were the best.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from toolcycle.models import ToolDescriptor
 
@@ -97,6 +97,10 @@ class SearchHits:
 class SearchIndex:
     """The deferred tools of one registry state, ready to be searched.
 
+    Index only the tools a search may return (those the plan may run): the
+    tools indexed decide which query words are too common, and how rare, so
+    how well, each word tells tools apart.
+
     Args:
         descriptors: the tools to search, in registration order (ties keep it).
     """
@@ -111,10 +115,8 @@ class SearchIndex:
             retriever.index(documents, show_progress=False)
             self._retriever = retriever
 
-    def search(
-        self, query: str, limit: int, allowed: Callable[[ToolDescriptor], bool]
-    ) -> SearchHits:
-        """The ``limit`` best tools for ``query`` among those ``allowed`` accepts.
+    def search(self, query: str, limit: int) -> SearchHits:
+        """The ``limit`` best tools for ``query``.
 
         A tool none of the query's words appear in is never returned.
         """
@@ -133,11 +135,5 @@ class SearchIndex:
         scores = self._retriever.get_scores(usable)
         matched = scores.nonzero()[0]  # ascending, so a stable sort keeps ties in order
         ordered = matched[(-scores[matched]).argsort(kind="stable")]
-        found: list[ToolDescriptor] = []
-        for index in ordered.tolist():
-            descriptor = self.descriptors[index]
-            if allowed(descriptor):
-                found.append(descriptor)
-                if len(found) == limit:
-                    break
+        found = [self.descriptors[index] for index in ordered[:limit].tolist()]
         return SearchHits(found, too_common)

@@ -381,7 +381,10 @@ class ToolRuntime:
 
         Calls in flight are cancelled and waited for (``drain_timeout``); each tool
         activated is then deactivated once. Never raises: a failing ``deactivate``
-        is logged and returned. Ending an ended plan does nothing.
+        is logged and returned. Ending an ended plan does nothing and returns [];
+        while another thread or task is still ending it, that is once its end is
+        over (an end made from within that end, or by a call it waits for,
+        returns at once).
         """
         return self._plans.end_plan(ctx)
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import threading
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.cancellation import CancellationToken
@@ -17,7 +18,8 @@ from toolcycle.runtime._shared import here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
+    from contextvars import Token
 
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.context import _CallScope
@@ -29,6 +31,27 @@ if TYPE_CHECKING:
 __all__ = ["PlanRegistry"]
 
 _log = get_logger("toolcycle.runtime")
+
+# The plans whose end the code running here is part of: the end itself, the
+# ``deactivate``s it runs, and whatever they start (a helper thread, a task on
+# the runtime's loop copies it). A second end of one of them from here is
+# re-entrant: waiting for the first end would be waiting for itself.
+_ending_here: ContextVar[tuple[ToolExecutionContext, ...]] = ContextVar(
+    "toolcycle_ending_here", default=()
+)
+
+
+class _End:
+    """One plan end under way: where it runs, the calls it drains, and who waits for it."""
+
+    __slots__ = ("ctx", "flights", "over", "thread", "wakers")
+
+    def __init__(self, ctx: ToolExecutionContext, flights: tuple[Flight, ...]) -> None:
+        self.ctx = ctx
+        self.flights = flights
+        self.thread = threading.get_ident()
+        self.over = False
+        self.wakers: list[Callable[[], object]] = []
 
 
 class PlanRegistry:
@@ -64,8 +87,9 @@ class PlanRegistry:
         self._after_plan = after_plan
         self._drain_timeout = check_seconds("drain_timeout", drain_timeout, zero=True)
         self._abandon_timeout = check_seconds("abandon_timeout", abandon_timeout, zero=True)
-        # The thread of each plan end under way, so that closing waits for them.
-        self._ending: list[int] = []
+        # Each plan end under way, so that closing, and a second end of the same
+        # plan, wait for it.
+        self._under_way: dict[ToolExecutionContext, _End] = {}
         self._ends = threading.Condition()
 
     def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
@@ -104,26 +128,36 @@ class PlanRegistry:
 
     def end_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """End the plan from sync code (see `ToolRuntime.end_plan`)."""
-        with self._under_way():
-            flights = self._cache.close(ctx)
-            if flights is None:
-                return []
-            if flights:
-                self._drain(ctx, flights)
+        end = self._start(ctx)
+        if end is None:
+            other = self._other_end(ctx, blocking=True)
+            if other is not None:
+                with self._ends:
+                    self._ends.wait_for(lambda: other.over)
+            return []
+        token = _ending_here.set((*_ending_here.get(), ctx))
+        try:
+            if end.flights:
+                self._drain(ctx, end.flights)
             errors = self._cache.end_plan(ctx, self._calls.teardown)
             if ctx.host is not None:  # its tools are deactivated: now the worker ends
                 ctx.host.end(ctx)
             return self._ended(ctx, errors)
+        finally:
+            self._finish(end)
+            _leave(token)
 
     async def aend_plan(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         """End the plan from async code (see `ToolRuntime.aend_plan`)."""
-        with self._under_way():
-            flights = self._cache.close(ctx)
-            if flights is None:
-                return []
-            if flights:
+        end = self._start(ctx)
+        if end is None:
+            await self._await_other_end(ctx)
+            return []
+        token = _ending_here.set((*_ending_here.get(), ctx))
+        try:
+            if end.flights:
                 drain = asyncio.ensure_future(
-                    asyncio.to_thread(self._drain, ctx, flights, here(), _call_scope.get())
+                    asyncio.to_thread(self._drain, ctx, end.flights, here(), _call_scope.get())
                 )
                 # Cancelled meanwhile, the end must not deactivate tools under calls still
                 # running: it ends the plan after the drain all the same, then re-raises.
@@ -132,6 +166,9 @@ class PlanRegistry:
                     await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
                     raise cancelled
             return await self._aend(ctx)
+        finally:
+            self._finish(end)
+            _leave(token)
 
     def end_all(self) -> None:
         """End every open plan, and wait for the ends other threads have under way.
@@ -145,23 +182,80 @@ class PlanRegistry:
             self.end_plan(ctx)
         me = threading.get_ident()
         with self._ends:
-            others = [owner for owner in self._ending if owner != me]
+            others = [end for end in self._under_way.values() if end.thread != me]
             if others:
                 lifecycle_event("runtime.awaiting_plan_ends", count=len(others))
-            self._ends.wait_for(lambda: all(owner == me for owner in self._ending))
+            self._ends.wait_for(lambda: all(end.thread == me for end in self._under_way.values()))
 
-    @contextlib.contextmanager
-    def _under_way(self) -> Iterator[None]:
-        """Count a plan end as under way on this thread while the block runs."""
-        me = threading.get_ident()
+    def _start(self, ctx: ToolExecutionContext) -> _End | None:
+        """Close the plan and count its end as under way; None if it had ended or is ending."""
         with self._ends:
-            self._ending.append(me)
+            flights = self._cache.close(ctx)
+            if flights is None:
+                return None
+            end = self._under_way[ctx] = _End(ctx, flights)
+            return end
+
+    def _finish(self, end: _End) -> None:
+        """The end is over: wake whoever waits for it."""
+        with self._ends:
+            del self._under_way[end.ctx]
+            end.over = True
+            wakers, end.wakers = end.wakers, []
+            self._ends.notify_all()
+        for wake in wakers:
+            wake()
+
+    def _other_end(
+        self,
+        ctx: ToolExecutionContext,
+        *,
+        blocking: bool,
+        wake: Callable[[], object] | None = None,
+    ) -> _End | None:
+        """The end of ``ctx`` under way that a second end must wait for, if any.
+
+        None when the plan's end is over, and when the code asking is part of
+        that end (a ``deactivate`` it runs) or is one of the calls it drains (a
+        tool ending its own plan), or, for a ``blocking`` wait, when the end
+        runs on this very thread (an event loop's task in `aend_plan`): the
+        first end could only finish once this returns, so waiting would deadlock.
+        ``wake`` is called once the end is over: it is registered here, under
+        the lock, so that it cannot miss the end.
+        """
+        with self._ends:
+            end = self._under_way.get(ctx)
+            if end is None or ctx in _ending_here.get():
+                return None
+            if blocking and end.thread == threading.get_ident():
+                return None
+            owner, scope = here(), _call_scope.get()
+            if any(flight.is_caller(owner, scope) for flight in end.flights):
+                return None
+            if wake is not None:
+                end.wakers.append(wake)
+        lifecycle_event("plan.awaiting_end", plan_id=ctx.plan_id)
+        return end
+
+    async def _await_other_end(self, ctx: ToolExecutionContext) -> None:
+        """Wait, without blocking the event loop, until another end of ``ctx`` is over."""
+        loop = asyncio.get_running_loop()
+        over = loop.create_future()
+
+        def wake() -> None:
+            # Runs in the ending thread, which must not fail for a waiter gone with its loop.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, over)
+
+        end = self._other_end(ctx, blocking=False, wake=wake)
+        if end is None:
+            return
         try:
-            yield
+            await over
         finally:
-            with self._ends:
-                self._ending.remove(me)
-                self._ends.notify_all()
+            with self._ends:  # a cancelled waiter leaves nothing behind
+                if wake in end.wakers:
+                    end.wakers.remove(wake)
 
     async def _aend(self, ctx: ToolExecutionContext) -> list[ToolDeactivationError]:
         errors = await self._cache.aend_plan(ctx, self._calls.ateardown)
@@ -231,6 +325,19 @@ def _copied(metadata: Any) -> dict[str, Any]:
         return dict(metadata)
     except (TypeError, ValueError):
         raise TypeError(f"metadata must be a dict or None, got {metadata!r}") from None
+
+
+def _leave(token: Token[tuple[ToolExecutionContext, ...]]) -> None:
+    """Undo the `_ending_here` set at the start of a plan end."""
+    try:
+        _ending_here.reset(token)
+    except ValueError:  # pragma: no cover - a coroutine closed outside its task's context
+        return
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
+        future.set_result(None)
 
 
 async def _despite_cancellation(

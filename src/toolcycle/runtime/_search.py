@@ -2,7 +2,11 @@
 
 The index of deferred tools is built on the first search and again only after
 the registry changed (a registration, an unregistration, a source refreshed).
-A search reads descriptors only: it never activates or runs a tool.
+It holds only the tools a plan may run, so that tools the plan may not run
+change nothing in its answers (not which words are too common, nor how words
+rank): plans that allow the same tools (read-only or not, requiring
+checkpoints or not) share one index. A search reads descriptors only: it
+never activates or runs a tool.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from toolcycle.agent._deferred import DEFAULT_LIMIT, SEARCH_TOOL, deferred_defin
 from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
-from toolcycle.capabilities import is_allowed
-from toolcycle.errors import ToolCancelledError
+from toolcycle.capabilities import _rules, is_allowed
+from toolcycle.errors import ToolCancelledError, ToolRuntimeError
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
@@ -42,8 +46,9 @@ class ToolSearch:
         self._catalog = catalog
         self._steps = steps
         self._lock = threading.Lock()
-        self._index: SearchIndex | None = None
-        self._generation = -1
+        # The registry generation the indexes are of, and an index per kind of plan
+        # (see `_rules`), replaced together when the registry changes.
+        self._indexes: tuple[int, dict[tuple[bool, bool], SearchIndex]] = (-1, {})
 
     def definitions(
         self, ctx: ToolExecutionContext, format: str, *, strict: bool, search: str
@@ -72,11 +77,24 @@ class ToolSearch:
         """Run a model's ``search_tools`` call: rank, reveal what it found, trace it.
 
         Raises:
+            ToolRuntimeError: the plan has ended (traced ``error``), as any call
+                of an ended plan is refused: in a batch, an earlier call may
+                have ended it since the batch was read.
             ToolCancelledError: the plan is cancelled (traced ``cancelled``), as
                 any call of a cancelled plan is refused before it starts.
         """
         steps = self._steps
         record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
+        if ctx.ended:
+            error = ToolRuntimeError(
+                f"plan {ctx.plan_id!r} has ended; start a new plan to run more tools",
+                tool_name=SEARCH_TOOL,
+                plan_id=ctx.plan_id,
+            )
+            steps.emit(record, "error", error=error)
+            if record.observer is not None:
+                steps.observed(record)
+            raise error
         if ctx.cancellation_token.is_cancelled:
             try:
                 steps.raise_cancelled(record, None)
@@ -92,7 +110,7 @@ class ToolSearch:
             )
             result = refusal(call, problem, error_type, trace)
         else:
-            hits = self._current().search(query, limit, lambda d: is_allowed(d, ctx))
+            hits = self._current(ctx).search(query, limit)
             names = tuple(descriptor.name for descriptor in hits.tools)
             ctx.reveal_tools(names)
             output = _output(hits.tools, hits.too_common, call.format)
@@ -105,18 +123,34 @@ class ToolSearch:
             steps.observed(record)
         return result
 
-    def _current(self) -> SearchIndex:
-        """The index of the deferred tools as registered now, built if it is out of date."""
+    def _current(self, ctx: ToolExecutionContext) -> SearchIndex:
+        """The index of the deferred tools the plan may run as registered now.
+
+        Built if it is out of date, or if no plan like this one searched since
+        the registry last changed.
+        """
         generation = self._catalog.generation
-        index = self._index
-        if index is not None and self._generation == generation:
+        rules = _rules(ctx)
+        built, indexes = self._indexes
+        index = indexes.get(rules)
+        if index is not None and built == generation:
             return index
         with self._lock:
-            if self._index is None or self._generation != generation:
-                deferred = [d for d in self._catalog.descriptors() if d.defer_loading]
-                self._index = SearchIndex(deferred)
-                self._generation = generation
-            return self._index
+            generation = self._catalog.generation  # read before the descriptors
+            built, indexes = self._indexes
+            if built != generation:
+                indexes = {}
+                self._indexes = (generation, indexes)
+            index = indexes.get(rules)
+            if index is None:
+                index = indexes[rules] = SearchIndex(
+                    [
+                        d
+                        for d in self._catalog.descriptors()
+                        if d.defer_loading and is_allowed(d, ctx)
+                    ]
+                )
+            return index
 
 
 def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
