@@ -39,6 +39,7 @@ from toolcycle.sources.mcp import (
     _auth,
 )
 
+from .asgi import read_body, replay, send_json_error
 from .auth_server import Tokens, serve
 
 
@@ -246,36 +247,12 @@ class _Leaky:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or (scope["method"], scope["path"]) != ("POST", "/mcp"):
             return await self.app(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
         request = json.loads(body)
         if request.get("method") == "tools/call" and request["params"]["name"] == "leak":
-            headers = dict(scope["headers"])
-            error = {"code": -32001, "message": "bad: " + headers[b"authorization"].decode()}
-            payload = json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            return await send({"type": "http.response.body", "body": payload})
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return await self.app(scope, replay, send)
+            quoted = "bad: " + dict(scope["headers"])[b"authorization"].decode()
+            return await send_json_error(send, request["id"], -32001, quoted)
+        return await self.app(scope, replay(body, receive), send)
 
 
 def test_no_secret_reaches_errors_traces_spans_or_logs(

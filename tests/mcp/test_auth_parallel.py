@@ -14,6 +14,7 @@ import pytest
 from toolcycle import NullTracer, ToolExecutionContext, ToolResult, ToolRuntime
 from toolcycle.sources.mcp import HttpCredentials, McpServer
 
+from .asgi import read_body, replay
 from .auth_server import Tokens, serve
 
 WAIT = 10.0
@@ -39,11 +40,11 @@ class _Gate:
         async def gated(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http" or (scope["method"], scope["path"]) != ("POST", "/mcp"):
                 return await app(scope, receive, send)
-            body = await _body(receive)
+            body = await read_body(receive)
             request = json.loads(body)
             tool = request.get("params", {}).get("name") if isinstance(request, dict) else None
             if request.get("method") != "tools/call" or tool is None:
-                return await app(scope, _replay(body, receive), send)
+                return await app(scope, replay(body, receive), send)
             if tool == self.refuse:
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 return await send({"type": "http.response.body", "body": b""})
@@ -51,7 +52,7 @@ class _Gate:
                 await self._wait_for_the_other()
             if tool == self.hold:
                 send = self._held(send)
-            return await app(scope, _replay(body, receive), send)
+            return await app(scope, replay(body, receive), send)
 
         return gated
 
@@ -71,28 +72,6 @@ class _Gate:
             await send(message)
 
         return held
-
-
-async def _body(receive: Any) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Any) -> Any:
-    replayed = False
-
-    async def replay() -> Any:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
 
 
 class _Spy(httpx2.Auth):

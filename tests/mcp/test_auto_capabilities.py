@@ -15,6 +15,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from toolcycle import NullTracer, ToolRuntime
 from toolcycle.sources.mcp import ElicitAnswer, Elicitation, McpServer, RequestContext
 
+from .asgi import read_body, replay, send_json_error
 from .asking_server import build
 from .conftest import wait_for
 from .test_requests import PERSON
@@ -36,13 +37,7 @@ class _Recorder:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             return await self.app(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
         request = json.loads(body)
         method = request.get("method")
         params = request.get("params") or {}
@@ -52,21 +47,8 @@ class _Recorder:
             meta = params.get("_meta") or {}
             self.declared.append((method, meta.get(CLIENT_CAPABILITIES_META_KEY, {})))
         if method == "server/discover" and self.legacy:
-            error = {"code": -32601, "message": "Method not found"}
-            payload = json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error})
-            start = {"type": "http.response.start", "status": 200}
-            await send({**start, "headers": [(b"content-type", b"application/json")]})
-            return await send({"type": "http.response.body", "body": payload.encode()})
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return await self.app(scope, replay, send)
+            return await send_json_error(send, request["id"], -32601, "Method not found")
+        return await self.app(scope, replay(body, receive), send)
 
 
 @pytest.fixture(scope="module")
