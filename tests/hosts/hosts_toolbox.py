@@ -261,3 +261,35 @@ def start_sleeper() -> int:
 
     code = f"import time; time.sleep({WAIT * 6})"
     return subprocess.Popen([sys.executable, "-c", code]).pid
+
+
+def _until_gate(ctx: ToolExecutionContext) -> None:
+    """Wait (bounded) until the file the plan's metadata names as its gate exists."""
+    gate = Path(ctx.metadata["gate"])
+    deadline = time.monotonic() + WAIT
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the tool's own work: it cannot be interrupted
+
+
+class Lingering(Recorder):
+    """A tool whose sync stages run on past their call, ignoring its token, until a gate opens.
+
+    ``execute`` waits for the gate; so does ``activate`` when the plan's metadata
+    says ``slow_activate``. Each stage reports progress as it starts.
+    """
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        note(ctx, f"activate {self.name}")
+        if ctx.metadata.get("slow_activate"):
+            ctx.report_progress(0, message="activating")
+            _until_gate(ctx)
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        ctx.report_progress(0, message="started")
+        _until_gate(ctx)
+        note(ctx, f"execute-end {self.name}")
+        return "finished"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        ctx.report_progress(0, message="deactivating")
+        note(ctx, f"deactivate {self.name}")
