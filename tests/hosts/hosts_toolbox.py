@@ -293,3 +293,39 @@ class Lingering(Recorder):
     def deactivate(self, ctx: ToolExecutionContext) -> None:
         ctx.report_progress(0, message="deactivating")
         note(ctx, f"deactivate {self.name}")
+
+
+class Gated(Recorder):
+    """An in-process worker's tool: ``activate`` waits for ``go``; every stage is listed.
+
+    Its first activation fails when ``fail_first`` is set.
+    """
+
+    def __init__(self, name: str, *, fail_first: bool = False) -> None:
+        super().__init__(name)
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.fail_first = fail_first
+        self.stages: list[str] = []
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.entered.set()
+        self.go.wait(WAIT)
+        self.stages.append("activate")
+        if self.fail_first:
+            self.fail_first = False
+            raise RuntimeError("the first activation fails")
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+
+
+class AsyncGated(Gated):
+    """The same, with a coroutine ``deactivate``."""
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        self.stages.append("deactivate")
+
+
+GATED: Gated | None = None
+"""The tool an in-process worker test serves by name (``hosts_toolbox:GATED``)."""

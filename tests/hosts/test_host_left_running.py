@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import pickle
 import threading
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import hosts_toolbox as box
@@ -13,6 +16,7 @@ from hosts_toolbox import lines
 
 from toolcycle import ProgressEvent, ToolRuntime
 from toolcycle.hosts import ProcessHost
+from toolcycle.hosts._worker import serve
 
 WAIT = 10.0
 QUIET = 1.0  # how long a stage that must not start yet is given to start anyway
@@ -84,3 +88,62 @@ async def test_an_activation_the_caller_gave_up_on_runs_once_and_is_deactivated_
     # a tool whose activation no call took up.
     undone = ["lingering", "first"] if called_again else ["first", "lingering"]
     assert [words[1] for words in stages if words[0] == "deactivate"] == undone
+
+
+def _serve(tool: box.Gated) -> tuple[Connection, threading.Thread]:
+    """A worker serving in a thread of this process, and the caller's end of its pipe."""
+    box.GATED = tool
+    mine, theirs = multiprocessing.Pipe()
+    thread = threading.Thread(target=serve, args=(theirs,), daemon=True)
+    thread.start()
+    return mine, thread
+
+
+def _outcomes(conn: Connection, count: int) -> dict[int, bool]:
+    """The next ``count`` outcomes the worker sends: whether each stage ended well, by number."""
+    found: dict[int, bool] = {}
+    while len(found) < count:
+        assert conn.poll(WAIT)
+        kind, number, *rest = conn.recv()
+        if kind == "done":
+            found[number] = pickle.loads(rest[0])[0]
+    return found
+
+
+@pytest.mark.parametrize("tool", [box.Gated, box.AsyncGated], ids=["sync", "coroutine"])
+def test_a_worker_shares_a_running_activation_and_releases_it_when_no_caller_did(
+    tool: type[box.Gated],
+) -> None:
+    """A second activate waits for the first and shares it; the worker deactivates it as it stops."""
+    gated = tool("gated")
+    conn, thread = _serve(gated)
+    payload = ("ref", "hosts_toolbox:GATED")
+    conn.send(("activate", 1, "gated", payload, None))
+    assert gated.entered.wait(WAIT)
+    conn.send(("activate", 2, "gated", payload, None))
+    gated.go.set()
+    assert _outcomes(conn, 2) == {1: True, 2: True}
+    conn.send(("activate", 3, "gated", payload, None))  # active already: done at once
+    assert _outcomes(conn, 1) == {3: True}
+    conn.send(("stop",))
+    thread.join(WAIT)
+    conn.close()
+    assert gated.stages == ["activate", "deactivate"]
+
+
+def test_a_worker_activates_afresh_for_a_waiting_caller_when_the_first_activation_failed() -> None:
+    """The second activate does not share a failure: it tries again, as the runtime would."""
+    gated = box.Gated("gated", fail_first=True)
+    conn, thread = _serve(gated)
+    payload = ("ref", "hosts_toolbox:GATED")
+    conn.send(("activate", 1, "gated", payload, None))
+    assert gated.entered.wait(WAIT)
+    conn.send(("activate", 2, "gated", payload, None))
+    gated.go.set()
+    assert _outcomes(conn, 2) == {1: False, 2: True}
+    conn.send(("deactivate", 3, "gated", None, None))
+    assert _outcomes(conn, 1) == {3: True}
+    conn.send(("stop",))
+    thread.join(WAIT)
+    conn.close()
+    assert gated.stages == ["activate", "activate", "deactivate"]
