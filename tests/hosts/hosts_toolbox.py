@@ -261,3 +261,71 @@ def start_sleeper() -> int:
 
     code = f"import time; time.sleep({WAIT * 6})"
     return subprocess.Popen([sys.executable, "-c", code]).pid
+
+
+def _until_gate(ctx: ToolExecutionContext) -> None:
+    """Wait (bounded) until the file the plan's metadata names as its gate exists."""
+    gate = Path(ctx.metadata["gate"])
+    deadline = time.monotonic() + WAIT
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the tool's own work: it cannot be interrupted
+
+
+class Lingering(Recorder):
+    """A tool whose sync stages run on past their call, ignoring its token, until a gate opens.
+
+    ``execute`` waits for the gate; so does ``activate`` when the plan's metadata
+    says ``slow_activate``. Each stage reports progress as it starts.
+    """
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        note(ctx, f"activate {self.name}")
+        if ctx.metadata.get("slow_activate"):
+            ctx.report_progress(0, message="activating")
+            _until_gate(ctx)
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> str:
+        ctx.report_progress(0, message="started")
+        _until_gate(ctx)
+        note(ctx, f"execute-end {self.name}")
+        return "finished"
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        ctx.report_progress(0, message="deactivating")
+        note(ctx, f"deactivate {self.name}")
+
+
+class Gated(Recorder):
+    """An in-process worker's tool: ``activate`` waits for ``go``; every stage is listed.
+
+    Its first activation fails when ``fail_first`` is set.
+    """
+
+    def __init__(self, name: str, *, fail_first: bool = False) -> None:
+        super().__init__(name)
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.fail_first = fail_first
+        self.stages: list[str] = []
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        self.entered.set()
+        self.go.wait(WAIT)
+        self.stages.append("activate")
+        if self.fail_first:
+            self.fail_first = False
+            raise RuntimeError("the first activation fails")
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.stages.append("deactivate")
+
+
+class AsyncGated(Gated):
+    """The same, with a coroutine ``deactivate``."""
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        self.stages.append("deactivate")
+
+
+GATED: Gated | None = None
+"""The tool an in-process worker test serves by name (``hosts_toolbox:GATED``)."""

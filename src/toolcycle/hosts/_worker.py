@@ -32,6 +32,7 @@ import inspect
 import os
 import pickle
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle import CancellationToken, ToolCancelledError, ToolExecutionContext
@@ -115,7 +116,16 @@ def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
 
 
 class _Worker:
-    """What one worker process holds: the plan, its tools, the calls running."""
+    """What one worker process holds: the plan, its tools, the calls running.
+
+    A tool is activated here at most once per plan: an ``activate`` of a tool
+    active here already (its caller gave up on the first, which went on) is done
+    at once, and one that comes while the first still runs shares its outcome.
+    A ``deactivate`` waits until the tool's stages running here have ended (their
+    callers may have given up on them; a sync body cannot be stopped). A tool
+    still active when the worker ends, whose activation no call took up, is
+    deactivated then.
+    """
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -127,6 +137,11 @@ class _Worker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.running: set[concurrent.futures.Future[Any]] = set()
+        self.lock = threading.Lock()  # the state below: the reading thread and stages change it
+        self.stages: dict[int, tuple[str, str]] = {}  # each running stage's kind and tool
+        self.busy: dict[str, set[concurrent.futures.Future[Any]]] = {}  # by tool
+        self.active: dict[str, None] = {}  # activated, not yet deactivated, in order
+        self.activating: dict[str, list[tuple[int, Any, Call | None]]] = {}  # who waits
 
     def adopt(self, info: dict[str, Any]) -> None:
         """Take the plan's info; from a `ProcessHost`, with the environment to run in."""
@@ -154,22 +169,81 @@ class _Worker:
     ) -> None:
         """Run one stage off the reading thread; its outcome is sent when it ends."""
         ctx = self.context(number, call)
+        if kind == "activate":
+            with self.lock:
+                active = name in self.active  # its first activation ended after its caller left
+                waiting = self.activating.get(name)
+                if waiting is not None:  # the first still runs: share its outcome
+                    waiting.append((number, argument, call))
+                elif not active:
+                    self.activating[name] = []
+            if active or waiting is not None:
+                self.tokens.pop(number, None)
+                if active:
+                    self.send(("done", number, _packed(True, None, [])))
+                return
+        elif kind == "deactivate":
+            # Stages its callers gave up on may still run here: not under them.
+            held: concurrent.futures.Future[None] = concurrent.futures.Future()
+            self.running.add(held)
+            held.add_done_callback(self.running.discard)
+            self.when_idle(name, lambda: self.run(held, kind, number, name, argument, ctx))
+            return
+        self.run(None, kind, number, name, argument, ctx)
+
+    def run(
+        self,
+        held: concurrent.futures.Future[None] | None,
+        kind: str,
+        number: int,
+        name: str,
+        argument: Any,
+        ctx: StageContext,
+    ) -> None:
+        """Start one stage now (``held``: a deactivation that waited, settled once it starts)."""
+        with self.lock:
+            self.stages[number] = (kind, name)
+            if kind == "deactivate":
+                self.active.pop(name, None)  # tried now: never again as the worker ends
         try:
             if kind == "activate":
                 self.tools[name] = load_tool(argument)
             stage = getattr(self.tools[name], kind)
         except Exception as exc:
             self.finish(number, False, exc, ctx)
-            return
-        args = (argument, ctx) if kind == "execute" else (ctx,)
-        if inspect.iscoroutinefunction(stage):
-            self.on_loop(number, stage(*args), ctx, kind, name)
         else:
-            self.track(self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name))
+            args = (argument, ctx) if kind == "execute" else (ctx,)
+            if inspect.iscoroutinefunction(stage):
+                self.on_loop(number, stage(*args), ctx, kind, name)
+            else:
+                with contextlib.suppress(RuntimeError):  # the worker ended meanwhile
+                    self.track(
+                        self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name), name
+                    )
+        if held is not None:
+            held.set_result(None)
 
-    def track(self, future: concurrent.futures.Future[Any]) -> None:
-        self.running.add(future)
+    def still(self, name: str) -> list[concurrent.futures.Future[Any]]:
+        """The tool's stages running here now."""
+        return [future for future in self.busy.get(name, ()) if not future.done()]
+
+    def when_idle(self, name: str, action: Callable[[], object]) -> None:
+        """Run ``action`` once none of the tool's stages runs here (one may hand on to another)."""
+        with self.lock:
+            still = self.still(name)
+        if still:
+            _after(still, lambda: self.when_idle(name, action))
+        else:
+            action()
+
+    def track(self, future: concurrent.futures.Future[Any], name: str) -> None:
+        """Count ``future`` among the tool's stages running now, and the worker's."""
+        with self.lock:
+            self.running.add(future)
+            mine = self.busy.setdefault(name, set())
+            mine.add(future)
         future.add_done_callback(self.running.discard)
+        future.add_done_callback(mine.discard)
 
     def run_sync(
         self, number: int, stage: Any, args: tuple[Any, ...], ctx: StageContext, *rest: str
@@ -184,7 +258,7 @@ class _Worker:
             else:
                 self.done(number, value, ctx, *rest)
 
-    def on_loop(self, number: int, coro: Any, ctx: StageContext, *rest: str) -> None:
+    def on_loop(self, number: int, coro: Any, ctx: StageContext, kind: str, name: str) -> None:
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
             self.loop_thread = threading.Thread(
@@ -192,7 +266,7 @@ class _Worker:
             )
             self.loop_thread.start()
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        self.track(future)
+        self.track(future, name)
         ctx.cancellation_token.on_cancel(future.cancel)
 
         def ended(done: concurrent.futures.Future[Any]) -> None:
@@ -201,7 +275,7 @@ class _Worker:
             elif done.exception() is not None:
                 self.finish(number, False, done.exception(), ctx)
             else:
-                self.done(number, done.result(), ctx, *rest)
+                self.done(number, done.result(), ctx, kind, name)
 
         future.add_done_callback(ended)
 
@@ -212,7 +286,19 @@ class _Worker:
 
     def finish(self, number: int, ok: bool, value: Any, ctx: StageContext) -> None:
         self.tokens.pop(number, None)
+        waiting: list[tuple[int, Any, Call | None]] = []
+        with self.lock:
+            kind, name = self.stages.pop(number, ("", ""))
+            if kind == "activate":
+                waiting = self.activating.pop(name, [])
+                if ok:
+                    self.active[name] = None
         self.send(("done", number, _packed(ok, value, list(ctx.changes), ctx.revealed_here())))
+        for later, argument, call in waiting:
+            if ok:
+                self.send(("done", later, _packed(True, None, [])))
+            else:  # the first failed: the next tries afresh, as the runtime's cache would
+                self.start("activate", later, name, argument, call)
 
     def cancel(self, number: int, reason: str | None) -> None:
         token = self.tokens.get(number)
@@ -220,10 +306,22 @@ class _Worker:
             token.cancel(reason)
 
     def close(self, grace: float = 5.0) -> None:
-        """Cancel the stages still running and give them ``grace`` seconds to end."""
+        """Cancel the stages still running, give them ``grace`` seconds to end, then release.
+
+        What is still active then (an activation no call took up) is deactivated,
+        newest first, within what is left of ``grace``.
+        """
+        deadline = time.monotonic() + grace
         for token in list(self.tokens.values()):
             token.cancel("the plan ended")
-        concurrent.futures.wait(list(self.running), timeout=grace)
+        # A deactivation held for a stage starts once that stage ends: wait for it too.
+        while self.running and (left := deadline - time.monotonic()) > 0:
+            concurrent.futures.wait(list(self.running), timeout=left)
+        with self.lock:
+            leftover, self.active = list(self.active), {}
+        if not self.running:
+            for name in reversed(leftover):
+                self.release(name, deadline)
         self.pool.shutdown(wait=False, cancel_futures=True)
         loop, thread = self.loop, self.loop_thread
         if loop is not None and thread is not None:
@@ -232,6 +330,43 @@ class _Worker:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(grace)
             loop.close()
+
+    def release(self, name: str, deadline: float) -> None:
+        """Deactivate a tool no caller will, as the worker ends; its outcome has no one to go to."""
+        ctx = stage_context(self.info, CancellationToken(), _unheard, None)
+        with contextlib.suppress(Exception):  # the caller has gone: nobody to tell
+            stage = self.tools[name].deactivate
+            if inspect.iscoroutinefunction(stage):
+                asyncio.run(_awaited(stage(ctx)))  # the loop's own tasks are over
+            else:
+                self.pool.submit(_ran, stage, ctx).result(max(0.0, deadline - time.monotonic()))
+
+
+def _after(futures: list[concurrent.futures.Future[Any]], action: Callable[[], object]) -> None:
+    """Run ``action`` once every one of ``futures`` is done, on the thread that ends the last."""
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one(_: concurrent.futures.Future[Any]) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            action()
+
+    for future in futures:
+        future.add_done_callback(one)
+
+
+def _ran(stage: Callable[[StageContext], Any], ctx: StageContext) -> None:
+    """Run a sync stage, and a coroutine it hands back, to its end."""
+    value = stage(ctx)
+    if inspect.isawaitable(value):
+        asyncio.run(_awaited(value))
+
+
+def _unheard(event: ProgressEvent) -> None:
+    """Progress of a stage no caller follows."""
 
 
 def _packed(ok: bool, value: Any, changes: list[Change], revealed: tuple[str, ...] = ()) -> bytes:
