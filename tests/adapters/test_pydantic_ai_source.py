@@ -8,17 +8,20 @@ from typing import Any, Self
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
+from pydantic_ai import ModelRetry as PydanticAiModelRetry
 from pydantic_ai.toolsets import WrapperToolset
 
 from toolcycle import (
     ApprovalDecision,
+    ModelRetry,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolCapability,
     ToolRuntime,
     ToolSource,
+    tool,
 )
 from toolcycle.adapters.pydantic_ai import from_toolset
 from toolcycle.testing import capture_traces
@@ -119,6 +122,99 @@ async def test_arguments_reach_the_tool_as_its_types_and_its_return_as_json(
     async with runtime.aplan() as ctx:
         result = await runtime.aexecute("shift", {"x": 1, "y": 2}, ctx)
     assert result.output == {"x": 2, "y": 2}
+
+
+async def test_model_retry_from_a_toolset_tool_asks_the_model_to_retry(
+    runtime: ToolRuntime,
+) -> None:
+    """pydantic-ai's ModelRetry is toolcycle's: a retryable failure, as from a native tool."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise PydanticAiModelRetry("no such key; try 'a' or 'b'")
+
+    @tool
+    def native(key: str) -> str:
+        """Look a key up, natively."""
+        raise ModelRetry("no such key; try 'a' or 'b'")
+
+    register(runtime, from_toolset(toolset))
+    runtime.register(native)
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("lookup", {"key": "z"}, ctx)
+            expected = await runtime.aexecute("native", {"key": "z"}, ctx)
+    assert result.error_type == expected.error_type == "ModelRetry"
+    assert result.retryable and result.retries_left == expected.retries_left == 1
+    assert result.error == (expected.error or "").replace("'native'", "'lookup'")
+    assert [t.status for t in traces] == ["error", "error"]
+
+
+class RelativePath(BaseModel):
+    """A path that a rule JSON Schema cannot express keeps relative."""
+
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/"):
+            raise ValueError("the path must be relative")
+        return value
+
+
+async def test_arguments_a_toolset_tool_rejects_ask_the_model_to_retry(
+    runtime: ToolRuntime,
+) -> None:
+    """The argument validator and the args_validator function run; a rejection is a retry.
+
+    The arguments pass the JSON Schema; the model's validator, a sync and an async
+    ``args_validator`` (given the run's deps) reject them, each with its own message.
+    """
+    toolset: FunctionToolset[str] = FunctionToolset()
+
+    @toolset.tool_plain
+    def read(where: RelativePath) -> str:
+        """Read a file."""
+        return f"read {where.path}"
+
+    def capitalised(ctx: RunContext[str], city: str) -> None:
+        if city != city.title():
+            raise PydanticAiModelRetry(f"{ctx.deps}: write the city capitalised")
+
+    async def known(ctx: RunContext[str], city: str) -> None:
+        if city not in {"Oslo", "Bergen"}:
+            raise PydanticAiModelRetry(f"{ctx.deps}: {city} is not a known city")
+
+    @toolset.tool_plain(args_validator=capitalised)
+    def forecast(city: str) -> str:
+        """Forecast the weather."""
+        return f"sun in {city}"
+
+    @toolset.tool_plain(args_validator=known)
+    def warnings(city: str) -> str:
+        """Weather warnings."""
+        return f"none in {city}"
+
+    register(runtime, from_toolset(toolset, deps="station"))
+    async with runtime.aplan() as ctx:
+        results = [
+            await runtime.aexecute("read", {"path": "/etc/hosts"}, ctx),
+            await runtime.aexecute("forecast", {"city": "oslo"}, ctx),
+            await runtime.aexecute("warnings", {"city": "Paris"}, ctx),
+        ]
+        accepted = [
+            await runtime.aexecute("read", {"path": "notes.txt"}, ctx),
+            await runtime.aexecute("forecast", {"city": "Oslo"}, ctx),
+            await runtime.aexecute("warnings", {"city": "Bergen"}, ctx),
+        ]
+    assert all(r.error_type == "ModelRetry" and r.retryable for r in results)
+    assert "path: Value error, the path must be relative" in (results[0].error or "")
+    assert "station: write the city capitalised" in (results[1].error or "")
+    assert "station: Paris is not a known city" in (results[2].error or "")
+    assert [r.output for r in accepted] == ["read notes.txt", "sun in Oslo", "none in Bergen"]
 
 
 async def test_each_plan_enters_the_toolset_once_and_exits_it_at_its_end(

@@ -16,18 +16,20 @@ entered it can exit.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pydantic_ai
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
-from pydantic_core import to_jsonable_python
+from pydantic_core import ValidationError, to_jsonable_python
 
-from toolcycle import ToolActivationError, ToolCapability, ToolDescriptor
+from toolcycle import ModelRetry, ToolActivationError, ToolCapability, ToolDescriptor
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -233,14 +235,52 @@ class _ToolsetTool:
             raise ToolActivationError(f"the toolset no longer offers {name!r}")
         run_ctx = self._source.context()
         run_ctx.tool_name = name
-        arguments = tool.args_validator.validate_python(params)
-        output = await entry.toolset.call_tool(name, arguments, run_ctx, tool)
+        try:
+            arguments = await _arguments(tool, params, run_ctx)
+            output = await entry.toolset.call_tool(name, arguments, run_ctx, tool)
+        except pydantic_ai.ModelRetry as error:
+            # What pydantic-ai would send the model as a retry prompt: toolcycle's own signal.
+            raise ModelRetry(error.message) from error
         if isinstance(output, ToolReturn):
             output = output.return_value
         return to_jsonable_python(output)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         await self._source.leave(ctx.plan_id)
+
+
+async def _arguments(
+    tool: ToolsetTool[Any], params: dict[str, Any], run_ctx: RunContext[Any]
+) -> dict[str, Any]:
+    """The call's arguments as the tool takes them, checked as pydantic-ai checks them.
+
+    The tool's argument validator converts them (a rule JSON Schema cannot express
+    may reject them there), then its ``args_validator`` function, if it has one,
+    looks at them. A rejection by either is a mistake the model can fix, as in an
+    agent run.
+
+    Raises:
+        ModelRetry: toolcycle's, for arguments the argument validator rejects;
+            pydantic-ai's, as the ``args_validator`` function raised it.
+    """
+    try:
+        arguments: dict[str, Any] = tool.args_validator.validate_python(params)
+    except ValidationError as error:
+        raise ModelRetry(_rejection(error)) from error
+    if tool.args_validator_func is not None:
+        checked = tool.args_validator_func(run_ctx, **arguments)
+        if inspect.isawaitable(checked):
+            await checked
+    return arguments
+
+
+def _rejection(error: ValidationError) -> str:
+    """What the argument validator rejected, one line per problem, without pydantic's links."""
+    lines = (
+        f"{'.'.join(str(part) for part in problem['loc']) or '/'}: {problem['msg']}"
+        for problem in error.errors(include_url=False)
+    )
+    return "the arguments were rejected:\n" + "\n".join(lines)
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
