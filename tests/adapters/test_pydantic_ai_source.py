@@ -11,11 +11,17 @@ import pytest
 from pydantic import BaseModel, field_validator
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
 from pydantic_ai import ModelRetry as PydanticAiModelRetry
+from pydantic_ai.messages import BinaryContent, CachePoint, ImageUrl, TextContent, UploadedFile
 from pydantic_ai.toolsets import WrapperToolset
 
 from toolcycle import (
     ApprovalDecision,
+    Audio,
+    File,
+    Image,
     ModelRetry,
+    ResourceLink,
+    Text,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolCapability,
@@ -215,6 +221,103 @@ async def test_arguments_a_toolset_tool_rejects_ask_the_model_to_retry(
     assert "station: write the city capitalised" in (results[1].error or "")
     assert "station: Paris is not a known city" in (results[2].error or "")
     assert [r.output for r in accepted] == ["read notes.txt", "sun in Oslo", "none in Bergen"]
+
+
+async def test_a_tool_returns_content_and_metadata_reach_the_model_and_the_host(
+    runtime: ToolRuntime,
+) -> None:
+    """ToolReturn.content becomes parts after the value's text; metadata is the host's alone."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+    png, wav, pdf = b"\x89PNG\r\n\x1a\n...", b"RIFF....WAVE", b"%PDF-1.7..."
+
+    @toolset.tool_plain
+    def report(week: int) -> ToolReturn[dict[str, int]]:
+        """The weekly report."""
+        return ToolReturn(
+            {"week": week},
+            content=[
+                "the weekly report",
+                TextContent("the totals", metadata={"for": "the app"}),
+                BinaryContent(png, media_type="image/png"),
+                BinaryContent(wav, media_type="audio/wav"),
+                BinaryContent(pdf, media_type="application/pdf", identifier="weekly.pdf"),
+                ImageUrl("https://example.com/chart.png"),
+            ],
+            metadata={"render_ms": 41},
+        )
+
+    register(runtime, from_toolset(toolset))
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("report", {"week": 7}, ctx)
+    assert result.output == {"week": 7}
+    assert result.content == (
+        Text('{"week":7}'),
+        Text("the weekly report"),
+        Text("the totals"),
+        Image(png, "image/png"),
+        Audio(wav, "audio/wav"),
+        File(pdf, "application/pdf", name="weekly.pdf"),
+        ResourceLink("https://example.com/chart.png", mime_type="image/png"),
+    )
+    assert result.metadata == {"render_ms": 41}
+    assert traces[0].content_kinds == (("text",) * 3 + ("image", "audio", "file", "resource_link"))
+
+
+async def test_tool_return_content_without_a_part_is_named_or_left_out(
+    runtime: ToolRuntime,
+) -> None:
+    """An uploaded file or an unknown item becomes a line naming it, a cache point nothing.
+
+    Metadata that is not a mapping is kept under "metadata"; a URL whose media type
+    cannot be inferred is a link without one. A plain ToolReturn (no content, no
+    metadata) still gives its value alone.
+    """
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    def upload() -> ToolReturn:
+        """Upload a file."""
+        return ToolReturn(
+            "uploaded",
+            content=[
+                UploadedFile("file-abc123", "openai", media_type="application/pdf"),
+                CachePoint(),
+                ImageUrl("https://example.com/latest"),  # no media type to infer
+                Point(x=1, y=2),  # not pydantic-ai content: a kind this adapter does not know
+            ],
+            metadata=["not", "a", "mapping"],
+        )
+
+    @toolset.tool_plain
+    def note() -> ToolReturn:
+        """A note."""
+        return ToolReturn(None, content="only content")
+
+    @toolset.tool_plain
+    def plain() -> ToolReturn:
+        """A plain value."""
+        return ToolReturn({"ok": True})
+
+    register(runtime, from_toolset(toolset))
+    async with runtime.aplan() as ctx:
+        uploaded = await runtime.aexecute("upload", {}, ctx)
+        noted = await runtime.aexecute("note", {}, ctx)
+        plained = await runtime.aexecute("plain", {}, ctx)
+    assert uploaded.output == "uploaded"
+    assert uploaded.content == (
+        Text("uploaded"),
+        Text(
+            "[uploaded file file-abc123 (application/pdf) not shown: "
+            "toolcycle has no content part for it]"
+        ),
+        ResourceLink("https://example.com/latest"),
+        Text("[Point item not shown: toolcycle has no content part for it]"),
+    )
+    assert uploaded.metadata == {"metadata": ["not", "a", "mapping"]}
+    assert noted.output is None and noted.content == (Text("only content"),)
+    assert noted.metadata is None
+    assert plained.output == {"ok": True} and plained.content == () and plained.metadata is None
 
 
 async def test_each_plan_enters_the_toolset_once_and_exits_it_at_its_end(

@@ -30,6 +30,7 @@ from pydantic_ai.usage import RunUsage
 from pydantic_core import ValidationError, to_jsonable_python
 
 from toolcycle import ModelRetry, ToolActivationError, ToolCapability, ToolDescriptor
+from toolcycle.adapters.pydantic_ai._content import from_tool_return
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -242,7 +243,7 @@ class _ToolsetTool:
             # What pydantic-ai would send the model as a retry prompt: toolcycle's own signal.
             raise ModelRetry(error.message) from error
         if isinstance(output, ToolReturn):
-            output = output.return_value
+            return from_tool_return(output)
         return to_jsonable_python(output)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
