@@ -320,6 +320,47 @@ async def test_tool_return_content_without_a_part_is_named_or_left_out(
     assert plained.output == {"ok": True} and plained.content == () and plained.metadata is None
 
 
+def test_a_tool_pydantic_ai_loads_only_when_searched_is_a_deferred_tool(
+    runtime: ToolRuntime,
+) -> None:
+    """defer_loading, set on a tool or by a whole toolset's defer_loading(), defers it here.
+
+    It stays out of the definitions until a search reveals it; the others are shown.
+    """
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain(defer_loading=True)
+    def create_issue(repo: str, title: str) -> str:
+        """Create an issue in a GitHub repository."""
+        return f"created {title!r} in {repo}"
+
+    @toolset.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    others: FunctionToolset[None] = FunctionToolset()
+
+    @others.tool_plain
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    register(runtime, from_toolset(toolset))
+    register(runtime, from_toolset(others.defer_loading()))
+    assert [runtime.descriptor(name).defer_loading for name in ("create_issue", "add")] == [
+        True,
+        False,
+    ]
+    assert runtime.descriptor("multiply").defer_loading
+    with runtime.plan() as ctx:
+        shown = runtime.tool_definitions(ctx, format="openai")
+        assert [d["function"]["name"] for d in shown] == ["add", "search_tools"]
+        search = {"name": "search_tools", "arguments": {"query": "github issue"}}
+        assert runtime.call(search, ctx).success
+        assert "create_issue" in ctx.revealed_tools
+
+
 async def test_each_plan_enters_the_toolset_once_and_exits_it_at_its_end(
     runtime: ToolRuntime,
 ) -> None:

@@ -60,7 +60,8 @@ def from_toolset(
             the plan's approval, unless its capability here says
             ``requires_approval=False``.
 
-    Each plan enters the toolset when it activates the first of its tools, and exits
+    A tool pydantic-ai hides until a tool search finds it (``defer_loading``) is a
+    deferred toolcycle tool. Each plan enters the toolset when it activates the first of its tools, and exits
     it when it deactivates the last.
     """
     return _ToolsetSource(toolset, deps, dict(capabilities or {}))
@@ -130,6 +131,7 @@ class _ToolsetSource:
             capability=capability,
             source_name=self._toolset.label,
             timeout=definition.timeout,
+            defer_loading=definition.defer_loading,
         )
 
     async def enter(self, plan_id: str) -> _InPlan:
