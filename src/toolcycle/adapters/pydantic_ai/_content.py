@@ -63,7 +63,9 @@ def from_tool_return(answer: PydanticAiToolReturn[Any]) -> Any:
     if answer.content is None and answer.metadata is None:
         return value
     items = [answer.content] if isinstance(answer.content, str) else answer.content or []
-    parts = [] if answer.return_value is None else [Text(_text(answer.return_value))]
+    parts: list[ContentPart] = []
+    if answer.return_value is not None:
+        parts.append(Text(_text(answer.return_value)))
     parts.extend(part for item in items if (part := _part(item)) is not None)
     metadata = answer.metadata
     if metadata is not None and not isinstance(metadata, Mapping):
@@ -91,10 +93,9 @@ def _part(item: Any) -> ContentPart | None:
         return File(item.data, kind, name=item.identifier)
     if isinstance(item, FileUrl):
         try:
-            kind = item.media_type
+            return ResourceLink(item.url, mime_type=item.media_type)
         except ValueError:  # no media type given, and none to infer from the URL
-            kind = None
-        return ResourceLink(item.url, mime_type=kind)
+            return ResourceLink(item.url)
     if isinstance(item, CachePoint):
         return None
     # No part holds a provider's file id (or a kind newer than this adapter): a line
