@@ -5,7 +5,9 @@ on a loop of its own so that registration works from sync and async code alike).
 In each plan, the first activation of one of its tools gives the toolset's copy for
 that plan (``for_run``) and enters it; the last deactivation in the plan exits it.
 Calls run through that copy with the arguments the runtime has validated against
-the tool's schema, converted by the toolset's own argument validator.
+the tool's schema, converted by the toolset's own argument validator and checked
+by the tool's ``args_validator`` function; a rejection, or pydantic-ai's
+``ModelRetry``, asks the model to retry as toolcycle's ``ModelRetry`` does.
 
 The copy is entered and exited by one task of its own that lives as long as the
 plan holds it: the runtime activates and deactivates in tasks of their own, and a
@@ -61,8 +63,8 @@ def from_toolset(
             ``requires_approval=False``.
 
     A tool pydantic-ai hides until a tool search finds it (``defer_loading``) is a
-    deferred toolcycle tool. Each plan enters the toolset when it activates the first of its tools, and exits
-    it when it deactivates the last.
+    deferred toolcycle tool. Each plan enters the toolset when it activates the first
+    of its tools, and exits it when it deactivates the last.
     """
     return _ToolsetSource(toolset, deps, dict(capabilities or {}))
 
