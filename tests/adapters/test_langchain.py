@@ -34,7 +34,7 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from toolcycle import (
     ApprovalDecision,
@@ -801,6 +801,62 @@ async def test_a_tool_exception_handled_by_langchain_is_still_a_failed_call(
         assert "the index is offline" in (result.error or "")
     assert [t.status for t in traces] == ["error", "error", "error"]
     assert all(one.handle_tool_error == handler for one in tools)  # the user's tools unchanged
+
+
+class _RelativePath(BaseModel):
+    """Arguments with a rule JSON Schema cannot express: the path must be relative."""
+
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/"):
+            raise ValueError("the path must be relative")
+        return value
+
+
+@pytest.mark.parametrize("handler", [True, "the model reads this", lambda error: "handled"])
+async def test_arguments_the_args_schema_rejects_are_a_failed_call_despite_handle_validation_error(
+    runtime: ToolRuntime, handler: Any
+) -> None:
+    """handle_validation_error would turn the rejection into a string result: the call fails.
+
+    The arguments pass the JSON Schema, so only LangChain's own pydantic validation sees
+    the problem; sync and async, the trace says ``error`` with pydantic's message.
+    """
+
+    def read(path: str) -> str:
+        """Read a file."""
+        return "contents"
+
+    async def aread(path: str) -> str:
+        """Read a file, asynchronously."""
+        return "contents"
+
+    tools = [
+        StructuredTool.from_function(
+            read, name="read", args_schema=_RelativePath, handle_validation_error=handler
+        ),
+        StructuredTool.from_function(
+            coroutine=aread,
+            name="aread",
+            args_schema=_RelativePath,
+            handle_validation_error=handler,
+        ),
+    ]
+    for one in tools:
+        runtime.register(from_langchain(one))
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            results = [
+                await runtime.aexecute(one.name, {"path": "/etc/hosts"}, ctx) for one in tools
+            ]
+    for result in results:
+        assert not result.success and result.error_type == "ValidationError"
+        assert "the path must be relative" in (result.error or "")
+    assert [t.status for t in traces] == ["error", "error"]
+    assert all(one.handle_validation_error == handler for one in tools)  # unchanged
 
 
 async def test_an_async_langchain_tool_stays_async(runtime: ToolRuntime) -> None:

@@ -131,6 +131,7 @@ def test_a_server_tool_runs_under_a_read_only_plan_with_validation_and_traces(
     assert not wrong.success
     assert wrong.error_type == "ToolSchemaValidationError"
     assert not failed.success and "it broke on purpose" in (failed.error or "")
+    assert failed.error_type == "ModelRetry" and failed.retryable  # the toolset says retry
     assert [(t.tool_name, t.status) for t in traces] == [
         ("echo", "ok"),
         ("add", "ok"),

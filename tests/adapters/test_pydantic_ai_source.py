@@ -8,17 +8,26 @@ from typing import Any, Self
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
+from pydantic_ai import ModelRetry as PydanticAiModelRetry
+from pydantic_ai.messages import BinaryContent, CachePoint, ImageUrl, TextContent, UploadedFile
 from pydantic_ai.toolsets import WrapperToolset
 
 from toolcycle import (
     ApprovalDecision,
+    Audio,
+    File,
+    Image,
+    ModelRetry,
+    ResourceLink,
+    Text,
     ToolAccessDeniedError,
     ToolActivationError,
     ToolCapability,
     ToolRuntime,
     ToolSource,
+    tool,
 )
 from toolcycle.adapters.pydantic_ai import from_toolset
 from toolcycle.testing import capture_traces
@@ -119,6 +128,237 @@ async def test_arguments_reach_the_tool_as_its_types_and_its_return_as_json(
     async with runtime.aplan() as ctx:
         result = await runtime.aexecute("shift", {"x": 1, "y": 2}, ctx)
     assert result.output == {"x": 2, "y": 2}
+
+
+async def test_model_retry_from_a_toolset_tool_asks_the_model_to_retry(
+    runtime: ToolRuntime,
+) -> None:
+    """pydantic-ai's ModelRetry is toolcycle's: a retryable failure, as from a native tool."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise PydanticAiModelRetry("no such key; try 'a' or 'b'")
+
+    @tool
+    def native(key: str) -> str:
+        """Look a key up, natively."""
+        raise ModelRetry("no such key; try 'a' or 'b'")
+
+    register(runtime, from_toolset(toolset))
+    runtime.register(native)
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("lookup", {"key": "z"}, ctx)
+            expected = await runtime.aexecute("native", {"key": "z"}, ctx)
+    assert result.error_type == expected.error_type == "ModelRetry"
+    assert result.retryable and result.retries_left == expected.retries_left == 1
+    assert result.error == (expected.error or "").replace("'native'", "'lookup'")
+    assert [t.status for t in traces] == ["error", "error"]
+
+
+class RelativePath(BaseModel):
+    """A path that a rule JSON Schema cannot express keeps relative."""
+
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if value.startswith("/"):
+            raise ValueError("the path must be relative")
+        return value
+
+
+async def test_arguments_a_toolset_tool_rejects_ask_the_model_to_retry(
+    runtime: ToolRuntime,
+) -> None:
+    """The argument validator and the args_validator function run; a rejection is a retry.
+
+    The arguments pass the JSON Schema; the model's validator, a sync and an async
+    ``args_validator`` (given the run's deps) reject them, each with its own message.
+    """
+    toolset: FunctionToolset[str] = FunctionToolset()
+
+    @toolset.tool_plain
+    def read(where: RelativePath) -> str:
+        """Read a file."""
+        return f"read {where.path}"
+
+    def capitalised(ctx: RunContext[str], city: str) -> None:
+        if city != city.title():
+            raise PydanticAiModelRetry(f"{ctx.deps}: write the city capitalised")
+
+    async def known(ctx: RunContext[str], city: str) -> None:
+        if city not in {"Oslo", "Bergen"}:
+            raise PydanticAiModelRetry(f"{ctx.deps}: {city} is not a known city")
+
+    @toolset.tool_plain(args_validator=capitalised)
+    def forecast(city: str) -> str:
+        """Forecast the weather."""
+        return f"sun in {city}"
+
+    @toolset.tool_plain(args_validator=known)
+    def warnings(city: str) -> str:
+        """Weather warnings."""
+        return f"none in {city}"
+
+    register(runtime, from_toolset(toolset, deps="station"))
+    async with runtime.aplan() as ctx:
+        results = [
+            await runtime.aexecute("read", {"path": "/etc/hosts"}, ctx),
+            await runtime.aexecute("forecast", {"city": "oslo"}, ctx),
+            await runtime.aexecute("warnings", {"city": "Paris"}, ctx),
+        ]
+        accepted = [
+            await runtime.aexecute("read", {"path": "notes.txt"}, ctx),
+            await runtime.aexecute("forecast", {"city": "Oslo"}, ctx),
+            await runtime.aexecute("warnings", {"city": "Bergen"}, ctx),
+        ]
+    assert all(r.error_type == "ModelRetry" and r.retryable for r in results)
+    assert "path: Value error, the path must be relative" in (results[0].error or "")
+    assert "station: write the city capitalised" in (results[1].error or "")
+    assert "station: Paris is not a known city" in (results[2].error or "")
+    assert [r.output for r in accepted] == ["read notes.txt", "sun in Oslo", "none in Bergen"]
+
+
+async def test_a_tool_returns_content_and_metadata_reach_the_model_and_the_host(
+    runtime: ToolRuntime,
+) -> None:
+    """ToolReturn.content becomes parts after the value's text; metadata is the host's alone."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+    png, wav, pdf = b"\x89PNG\r\n\x1a\n...", b"RIFF....WAVE", b"%PDF-1.7..."
+
+    @toolset.tool_plain
+    def report(week: int) -> ToolReturn[dict[str, int]]:
+        """The weekly report."""
+        return ToolReturn(
+            {"week": week},
+            content=[
+                "the weekly report",
+                TextContent("the totals", metadata={"for": "the app"}),
+                BinaryContent(png, media_type="image/png"),
+                BinaryContent(wav, media_type="audio/wav"),
+                BinaryContent(pdf, media_type="application/pdf", identifier="weekly.pdf"),
+                ImageUrl("https://example.com/chart.png"),
+            ],
+            metadata={"render_ms": 41},
+        )
+
+    register(runtime, from_toolset(toolset))
+    with capture_traces(runtime) as traces:
+        async with runtime.aplan() as ctx:
+            result = await runtime.aexecute("report", {"week": 7}, ctx)
+    assert result.output == {"week": 7}
+    assert result.content == (
+        Text('{"week":7}'),
+        Text("the weekly report"),
+        Text("the totals"),
+        Image(png, "image/png"),
+        Audio(wav, "audio/wav"),
+        File(pdf, "application/pdf", name="weekly.pdf"),
+        ResourceLink("https://example.com/chart.png", mime_type="image/png"),
+    )
+    assert result.metadata == {"render_ms": 41}
+    assert traces[0].content_kinds == (("text",) * 3 + ("image", "audio", "file", "resource_link"))
+
+
+async def test_tool_return_content_without_a_part_is_named_or_left_out(
+    runtime: ToolRuntime,
+) -> None:
+    """An uploaded file or an unknown item becomes a line naming it, a cache point nothing.
+
+    Metadata that is not a mapping is kept under "metadata"; a URL whose media type
+    cannot be inferred is a link without one. A plain ToolReturn (no content, no
+    metadata) still gives its value alone.
+    """
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    def upload() -> ToolReturn:
+        """Upload a file."""
+        return ToolReturn(
+            "uploaded",
+            content=[
+                UploadedFile("file-abc123", "openai", media_type="application/pdf"),
+                CachePoint(),
+                ImageUrl("https://example.com/latest"),  # no media type to infer
+                Point(x=1, y=2),  # not pydantic-ai content: a kind this adapter does not know
+            ],
+            metadata=["not", "a", "mapping"],
+        )
+
+    @toolset.tool_plain
+    def note() -> ToolReturn:
+        """A note."""
+        return ToolReturn(None, content="only content")
+
+    @toolset.tool_plain
+    def plain() -> ToolReturn:
+        """A plain value."""
+        return ToolReturn({"ok": True})
+
+    register(runtime, from_toolset(toolset))
+    async with runtime.aplan() as ctx:
+        uploaded = await runtime.aexecute("upload", {}, ctx)
+        noted = await runtime.aexecute("note", {}, ctx)
+        plained = await runtime.aexecute("plain", {}, ctx)
+    assert uploaded.output == "uploaded"
+    assert uploaded.content == (
+        Text("uploaded"),
+        Text(
+            "[uploaded file file-abc123 (application/pdf) not shown: "
+            "toolcycle has no content part for it]"
+        ),
+        ResourceLink("https://example.com/latest"),
+        Text("[Point item not shown: toolcycle has no content part for it]"),
+    )
+    assert uploaded.metadata == {"metadata": ["not", "a", "mapping"]}
+    assert noted.output is None and noted.content == (Text("only content"),)
+    assert noted.metadata is None
+    assert plained.output == {"ok": True} and plained.content == () and plained.metadata is None
+
+
+def test_a_tool_pydantic_ai_loads_only_when_searched_is_a_deferred_tool(
+    runtime: ToolRuntime,
+) -> None:
+    """defer_loading, set on a tool or by a whole toolset's defer_loading(), defers it here.
+
+    It stays out of the definitions until a search reveals it; the others are shown.
+    """
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain(defer_loading=True)
+    def create_issue(repo: str, title: str) -> str:
+        """Create an issue in a GitHub repository."""
+        return f"created {title!r} in {repo}"
+
+    @toolset.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    others: FunctionToolset[None] = FunctionToolset()
+
+    @others.tool_plain
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    register(runtime, from_toolset(toolset))
+    register(runtime, from_toolset(others.defer_loading()))
+    assert [runtime.descriptor(name).defer_loading for name in ("create_issue", "add")] == [
+        True,
+        False,
+    ]
+    assert runtime.descriptor("multiply").defer_loading
+    with runtime.plan() as ctx:
+        shown = runtime.tool_definitions(ctx, format="openai")
+        assert [d["function"]["name"] for d in shown] == ["add", "search_tools"]
+        search = {"name": "search_tools", "arguments": {"query": "github issue"}}
+        assert runtime.call(search, ctx).success
+        assert "create_issue" in ctx.revealed_tools
 
 
 async def test_each_plan_enters_the_toolset_once_and_exits_it_at_its_end(

@@ -40,7 +40,9 @@ def from_langchain(
     unless you say otherwise. An exception the tool raises (``ToolException``
     included) is a failed result, with the tool's own message, whatever the tool's
     ``handle_tool_error`` says: that setting would turn the exception into a string
-    output and the failed call into a successful one. A tool with an ``InjectedToolCallId`` argument is
+    output and the failed call into a successful one. Likewise, arguments its
+    ``args_schema`` rejects (a validator JSON Schema cannot express) are a failed
+    result whatever ``handle_validation_error`` says. A tool with an ``InjectedToolCallId`` argument is
     invoked with a tool call whose id is the runtime's call id (the trace's
     ``call_id``), and its output is the content of the `ToolMessage` it answers with.
 
@@ -67,16 +69,17 @@ def from_langchain(
 
 
 def _raising(tool: BaseTool) -> BaseTool:
-    """``tool`` as it runs here: its ``ToolException`` raised, not turned into its output.
+    """``tool`` as it runs here: its errors raised, not turned into its output.
 
-    LangChain catches the exception of a tool with ``handle_tool_error`` and returns
-    its message (or the handler's) as the tool's output, so the runtime would trace a
-    failed call as ``ok``. A shallow copy that lets it through leaves the caller's tool
-    as it was; the copy shares its function, coroutine and callbacks.
+    LangChain catches the ``ToolException`` of a tool with ``handle_tool_error``, and
+    the rejection of its ``args_schema`` for one with ``handle_validation_error``, and
+    returns the message (or the handler's) as the tool's output, so the runtime would
+    trace a failed call as ``ok``. A shallow copy that lets them through leaves the
+    caller's tool as it was; the copy shares its function, coroutine and callbacks.
     """
-    if not tool.handle_tool_error:
+    if not (tool.handle_tool_error or tool.handle_validation_error):
         return tool
-    return tool.model_copy(update={"handle_tool_error": False})
+    return tool.model_copy(update={"handle_tool_error": False, "handle_validation_error": False})
 
 
 # A `Tool` without an args_schema takes one string. Its signature says nothing useful

@@ -5,7 +5,9 @@ on a loop of its own so that registration works from sync and async code alike).
 In each plan, the first activation of one of its tools gives the toolset's copy for
 that plan (``for_run``) and enters it; the last deactivation in the plan exits it.
 Calls run through that copy with the arguments the runtime has validated against
-the tool's schema, converted by the toolset's own argument validator.
+the tool's schema, converted by the toolset's own argument validator and checked
+by the tool's ``args_validator`` function; a rejection, or pydantic-ai's
+``ModelRetry``, asks the model to retry as toolcycle's ``ModelRetry`` does.
 
 The copy is entered and exited by one task of its own that lives as long as the
 plan holds it: the runtime activates and deactivates in tasks of their own, and a
@@ -16,18 +18,21 @@ entered it can exit.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pydantic_ai
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
-from pydantic_core import to_jsonable_python
+from pydantic_core import ValidationError, to_jsonable_python
 
-from toolcycle import ToolActivationError, ToolCapability, ToolDescriptor
+from toolcycle import ModelRetry, ToolActivationError, ToolCapability, ToolDescriptor
+from toolcycle.adapters.pydantic_ai._content import from_tool_return
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,8 +62,9 @@ def from_toolset(
             the plan's approval, unless its capability here says
             ``requires_approval=False``.
 
-    Each plan enters the toolset when it activates the first of its tools, and exits
-    it when it deactivates the last.
+    A tool pydantic-ai hides until a tool search finds it (``defer_loading``) is a
+    deferred toolcycle tool. Each plan enters the toolset when it activates the first
+    of its tools, and exits it when it deactivates the last.
     """
     return _ToolsetSource(toolset, deps, dict(capabilities or {}))
 
@@ -127,6 +133,7 @@ class _ToolsetSource:
             capability=capability,
             source_name=self._toolset.label,
             timeout=definition.timeout,
+            defer_loading=definition.defer_loading,
         )
 
     async def enter(self, plan_id: str) -> _InPlan:
@@ -233,14 +240,52 @@ class _ToolsetTool:
             raise ToolActivationError(f"the toolset no longer offers {name!r}")
         run_ctx = self._source.context()
         run_ctx.tool_name = name
-        arguments = tool.args_validator.validate_python(params)
-        output = await entry.toolset.call_tool(name, arguments, run_ctx, tool)
+        try:
+            arguments = await _arguments(tool, params, run_ctx)
+            output = await entry.toolset.call_tool(name, arguments, run_ctx, tool)
+        except pydantic_ai.ModelRetry as error:
+            # What pydantic-ai would send the model as a retry prompt: toolcycle's own signal.
+            raise ModelRetry(error.message) from error
         if isinstance(output, ToolReturn):
-            output = output.return_value
+            return from_tool_return(output)
         return to_jsonable_python(output)
 
     async def deactivate(self, ctx: ToolExecutionContext) -> None:
         await self._source.leave(ctx.plan_id)
+
+
+async def _arguments(
+    tool: ToolsetTool[Any], params: dict[str, Any], run_ctx: RunContext[Any]
+) -> dict[str, Any]:
+    """The call's arguments as the tool takes them, checked as pydantic-ai checks them.
+
+    The tool's argument validator converts them (a rule JSON Schema cannot express
+    may reject them there), then its ``args_validator`` function, if it has one,
+    looks at them. A rejection by either is a mistake the model can fix, as in an
+    agent run.
+
+    Raises:
+        ModelRetry: toolcycle's, for arguments the argument validator rejects;
+            pydantic-ai's, as the ``args_validator`` function raised it.
+    """
+    try:
+        arguments: dict[str, Any] = tool.args_validator.validate_python(params)
+    except ValidationError as error:
+        raise ModelRetry(_rejection(error)) from error
+    if tool.args_validator_func is not None:
+        checked = tool.args_validator_func(run_ctx, **arguments)
+        if inspect.isawaitable(checked):
+            await checked
+    return arguments
+
+
+def _rejection(error: ValidationError) -> str:
+    """What the argument validator rejected, one line per problem, without pydantic's links."""
+    lines = (
+        f"{'.'.join(str(part) for part in problem['loc']) or '/'}: {problem['msg']}"
+        for problem in error.errors(include_url=False)
+    )
+    return "the arguments were rejected:\n" + "\n".join(lines)
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
