@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
 from pydantic_ai import ModelRetry as PydanticAiModelRetry
+from pydantic_ai import ToolFailed as PydanticAiToolFailed
 from pydantic_ai.messages import BinaryContent, CachePoint, ImageUrl, TextContent, UploadedFile
 from pydantic_ai.toolsets import WrapperToolset
 
@@ -21,6 +22,7 @@ from toolcycle import (
     Image,
     ModelRetry,
     ResourceLink,
+    RetryPolicy,
     Text,
     ToolAccessDeniedError,
     ToolActivationError,
@@ -156,6 +158,27 @@ async def test_model_retry_from_a_toolset_tool_asks_the_model_to_retry(
     assert result.retryable and result.retries_left == expected.retries_left == 1
     assert result.error == (expected.error or "").replace("'native'", "'lookup'")
     assert [t.status for t in traces] == ["error", "error"]
+
+
+async def test_tool_failed_from_a_toolset_tool_is_never_retried(runtime: ToolRuntime) -> None:
+    """pydantic-ai's ToolFailed is toolcycle's: a failure on purpose, which no policy repeats."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+    runs: list[str] = []
+
+    @toolset.tool_plain
+    def fetch(key: str) -> str:
+        """Fetch a key."""
+        runs.append(key)
+        raise PydanticAiToolFailed(f"{key} was deleted upstream")
+
+    policy = RetryPolicy(attempts=3, backoff=0.0, jitter=0.0, retry_on=(Exception,))
+    read = {"fetch": ToolCapability(writes=False, idempotent=True)}  # else never retried
+    runtime.register_source(from_toolset(toolset, capabilities=read), retry=policy)
+    async with runtime.aplan() as ctx:
+        result = await runtime.aexecute("fetch", {"key": "k"}, ctx)
+    assert runs == ["k"]  # one run: not retried although retry_on names every exception
+    assert result.error_type == "ToolFailed" and not result.retryable
+    assert result.error == "k was deleted upstream"
 
 
 class RelativePath(BaseModel):

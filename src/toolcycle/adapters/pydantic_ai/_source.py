@@ -7,7 +7,8 @@ that plan (``for_run``) and enters it; the last deactivation in the plan exits i
 Calls run through that copy with the arguments the runtime has validated against
 the tool's schema, converted by the toolset's own argument validator and checked
 by the tool's ``args_validator`` function; a rejection, or pydantic-ai's
-``ModelRetry``, asks the model to retry as toolcycle's ``ModelRetry`` does.
+``ModelRetry``, asks the model to retry as toolcycle's ``ModelRetry`` does, and
+pydantic-ai's ``ToolFailed`` is toolcycle's (a failure no retry policy repeats).
 
 The copy is entered and exited by one task of its own that lives as long as the
 plan holds it: the runtime activates and deactivates in tasks of their own, and a
@@ -31,7 +32,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 from pydantic_core import ValidationError, to_jsonable_python
 
-from toolcycle import ModelRetry, ToolActivationError, ToolCapability, ToolDescriptor
+from toolcycle import ModelRetry, ToolActivationError, ToolCapability, ToolDescriptor, ToolFailed
 from toolcycle.adapters.pydantic_ai._content import from_tool_return
 
 if TYPE_CHECKING:
@@ -246,6 +247,9 @@ class _ToolsetTool:
         except pydantic_ai.ModelRetry as error:
             # What pydantic-ai would send the model as a retry prompt: toolcycle's own signal.
             raise ModelRetry(error.message) from error
+        except pydantic_ai.ToolFailed as error:
+            # A failure on purpose: never retried by a RetryPolicy, as in pydantic-ai.
+            raise ToolFailed(error.message) from error
         if isinstance(output, ToolReturn):
             return from_tool_return(output)
         return to_jsonable_python(output)
