@@ -520,7 +520,7 @@ ALLOWED = {
         "hosts._ray_actor",
         "hosts._tools",
     },
-    "hosts._ray_actor": {"", "hosts._worker"},
+    "hosts._ray_actor": {"", "hosts._stages", "hosts._worker"},
     "hosts._tools": {""},
     "hosts._stages": set(),
     "hosts._worker": {"", "hosts._stages", "hosts._tools"},  # _tools for annotations only
