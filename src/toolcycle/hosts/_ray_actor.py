@@ -123,7 +123,12 @@ class PlanActor:
                 if owner == key and token is not None:
                     token.cancel("the plan ended")
             quiet: asyncio.Future[None] = loop.create_future()
-            lifecycle.when_quiet(lambda: quiet.done() or quiet.set_result(None))
+
+            def heard() -> None:
+                if not quiet.done():  # the wait below may have given up
+                    quiet.set_result(None)
+
+            lifecycle.when_quiet(heard)
             with contextlib.suppress(TimeoutError):  # a body that runs on: nothing to release
                 await asyncio.wait_for(quiet, grace)
                 for name in lifecycle.leftover():
@@ -136,7 +141,7 @@ class PlanActor:
         ctx = stage_context(info, CancellationToken(), _unheard, None)
 
         async def deactivate() -> None:
-            stage = self.tools[key, name].deactivate
+            stage: Any = self.tools[key, name].deactivate  # sync, or a coroutine function
             if inspect.iscoroutinefunction(stage):
                 value = stage(ctx)
             else:
