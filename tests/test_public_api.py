@@ -520,9 +520,10 @@ ALLOWED = {
         "hosts._ray_actor",
         "hosts._tools",
     },
-    "hosts._ray_actor": {"", "hosts._worker"},
+    "hosts._ray_actor": {"", "hosts._stages", "hosts._worker"},
     "hosts._tools": {""},
-    "hosts._worker": {"", "hosts._tools"},  # _tools for annotations only
+    "hosts._stages": set(),
+    "hosts._worker": {"", "hosts._stages", "hosts._tools"},  # _tools for annotations only
     "cli": {""},
     "_cli_tools": {""},
     "_cli_sources": {""},

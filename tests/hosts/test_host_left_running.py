@@ -1,4 +1,4 @@
-"""Plan hosts: stages a caller gave up on while they run on in the worker."""
+"""Plan hosts: stages a caller gave up on while they run on in the worker (a process, an actor)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import asyncio
 import multiprocessing
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hosts_toolbox as box
 import pytest
@@ -18,8 +19,25 @@ from toolcycle import ProgressEvent, ToolRuntime
 from toolcycle.hosts import ProcessHost
 from toolcycle.hosts._worker import serve
 
+if TYPE_CHECKING:
+    from toolcycle.hosts import RayHost
+
 WAIT = 10.0
 QUIET = 1.0  # how long a stage that must not start yet is given to start anyway
+
+
+@pytest.fixture(params=["process", "ray"])
+def either(request: pytest.FixtureRequest) -> Iterator[ProcessHost | RayHost]:
+    """A process host, then a Ray host (on a local cluster), closed after the test."""
+    if request.param == "process":
+        made: ProcessHost | RayHost = ProcessHost(name="local")
+    else:
+        request.getfixturevalue("ray_cluster")  # skips the test without Ray
+        from toolcycle.hosts import RayHost  # Ray is an optional extra
+
+        made = RayHost()
+    yield made
+    made.close()
 
 
 def _heard() -> tuple[dict[str, threading.Event], Callable[[ProgressEvent], None]]:
@@ -34,14 +52,14 @@ def _heard() -> tuple[dict[str, threading.Event], Callable[[ProgressEvent], None
 
 
 async def test_a_plan_end_deactivates_a_tool_only_once_its_abandoned_body_has_ended(
-    runtime: ToolRuntime, host: ProcessHost, journal: Path, tmp_path: Path
+    runtime: ToolRuntime, either: ProcessHost | RayHost, journal: Path, tmp_path: Path
 ) -> None:
     """After aexecute gives up on a sync body, the worker deactivates the tool once it ends."""
     gate = tmp_path / "gate"
     heard, listen = _heard()
     runtime.register(box.Lingering("lingering"))
     ctx = runtime.new_context(
-        host=host, metadata={"journal": str(journal), "gate": str(gate)}, on_progress=listen
+        host=either, metadata={"journal": str(journal), "gate": str(gate)}, on_progress=listen
     )
     await runtime.aactivate("lingering", ctx)  # starting the worker is not the call's time
     result = await runtime.aexecute("lingering", {}, ctx, timeout=0.5)
@@ -60,19 +78,23 @@ async def test_a_plan_end_deactivates_a_tool_only_once_its_abandoned_body_has_en
         ["execute-end", "lingering"],
         ["deactivate", "lingering"],
     ]
-    assert host.worker_pid(ctx) is None
+    assert either.placement(ctx) is None  # the worker ended, or the actor
 
 
 @pytest.mark.parametrize("called_again", [True, False], ids=["called-again", "not-called-again"])
 async def test_an_activation_the_caller_gave_up_on_runs_once_and_is_deactivated_once(
-    runtime: ToolRuntime, host: ProcessHost, journal: Path, tmp_path: Path, called_again: bool
+    runtime: ToolRuntime,
+    either: ProcessHost | RayHost,
+    journal: Path,
+    tmp_path: Path,
+    called_again: bool,
 ) -> None:
     """An activate that outlives its aexecute is the plan's one: never a second, undone at the end."""
     gate = tmp_path / "gate"
     heard, listen = _heard()
     runtime.register(box.Lingering("lingering"))
     metadata = {"journal": str(journal), "gate": str(gate), "slow_activate": True}
-    async with runtime.aplan(host=host, metadata=metadata, on_progress=listen) as ctx:
+    async with runtime.aplan(host=either, metadata=metadata, on_progress=listen) as ctx:
         await runtime.aactivate("first", ctx)  # starting the worker is not the call's time
         first = await runtime.aexecute("lingering", {}, ctx, timeout=0.5)
         assert first.trace is not None and first.trace.status == "timed_out"
@@ -84,8 +106,8 @@ async def test_an_activation_the_caller_gave_up_on_runs_once_and_is_deactivated_
     stages = [words[:2] for words in lines(journal)]
     assert stages.count(["activate", "lingering"]) == 1
     assert stages.count(["deactivate", "lingering"]) == 1
-    # The runtime deactivates what it activated, newest first; the worker, as it stops,
-    # a tool whose activation no call took up.
+    # The runtime deactivates what it activated, newest first; the worker, as it stops
+    # (the actor, as the plan leaves it), a tool whose activation no call took up.
     undone = ["lingering", "first"] if called_again else ["first", "lingering"]
     assert [words[1] for words in stages if words[0] == "deactivate"] == undone
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -28,42 +26,17 @@ from hosts_toolbox import lines
 from sources_kit import alive, pid_server, skill_folder
 from sources_kit import gone as process_gone
 
-import toolcycle
 from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
 from toolcycle.hosts import RayHost, ToolHostError, ToolImport
 from toolcycle.sources.skills import SkillDirectory
 
 WAIT = 10.0
+QUIET = 1.0  # how long a stage that must not start yet is given to start anyway
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster() -> Iterator[None]:
-    """One local Ray cluster for the module, kept out of the real home and /tmp/ray."""
-    saved = {key: os.environ.get(key) for key in ("HOME", "RAY_AUTH_MODE")}
-    home = tempfile.mkdtemp(prefix="tc-ray-home-")
-    scratch = tempfile.mkdtemp(prefix="tc-ray-")  # short: Ray's socket paths must fit
-    os.environ["HOME"] = home
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    # The actors import toolcycle and the test tools by name, from this checkout.
-    paths = [str(Path(__file__).parent), str(Path(toolcycle.__file__).parents[1])]
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _temp_dir=scratch,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        shutil.rmtree(home, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
+def cluster(ray_cluster: None) -> None:
+    """One local Ray cluster for the module (see ``conftest.ray_cluster``)."""
 
 
 @pytest.fixture
@@ -492,7 +465,7 @@ def test_a_failure_of_ray_itself_fails_the_stage_naming_the_host(host: RayHost) 
                 plan,
                 plan.actor,
                 stream.remote(
-                    pickle.dumps((ctx.plan_id, "execute", 100, "change_something", {"target": "t"}))
+                    pickle.dumps((plan.key, "execute", 100, "change_something", {"target": "t"}))
                 ),
                 "execute of tool 'change_something'",
                 lambda *report: reports.append(report),
@@ -771,3 +744,130 @@ async def test_an_actor_keeps_only_the_latest_cancels_for_stages_it_has_not_seen
         await actor.cancel(number, "late")
     assert len(actor.early) == EARLY_KEPT
     assert min(actor.early) == 5
+
+
+class _Stuck(box.Recorder):
+    """An in-process tool whose execute ignores its token until ``go``; its stages are listed."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.stages: list[str] = []
+
+    def execute(self, params: dict[str, Any], ctx: Any) -> str:
+        self.entered.set()
+        self.go.wait(WAIT)
+        self.stages.append("execute-end")
+        return "finished"
+
+    def deactivate(self, ctx: Any) -> None:
+        self.stages.append("deactivate")
+
+
+async def test_the_actor_holds_a_deactivate_until_a_sync_body_its_caller_left_has_ended() -> None:
+    """A stream Ray cancels leaves its sync body running: the tool is deactivated only after."""
+    actor, tool = _actor(), _Stuck("t")
+    actor.tools["p", "t"] = tool
+    stream = actor.stream(pickle.dumps(("p", "execute", 1, "t", {})))
+    first = asyncio.ensure_future(anext(stream))
+    assert await asyncio.to_thread(tool.entered.wait, WAIT)
+    first.cancel()  # what Ray does to a cancelled stream: the body runs on, on its thread
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    deactivating = asyncio.ensure_future(run(actor, ("p", "deactivate", 2, "t", None)))
+    try:
+        done, _ = await asyncio.wait({deactivating}, timeout=QUIET)
+        assert not done  # held: the body still runs
+    finally:
+        tool.go.set()
+    blob, _, _ = await asyncio.wait_for(deactivating, WAIT)
+    assert pickle.loads(blob)[0]
+    assert tool.stages == ["execute-end", "deactivate"]
+    assert actor.tools == {} and actor.tokens == {} and actor.tasks == {}
+
+
+async def _waits_for_the_first(actor: Any, plan: str, name: str) -> None:
+    """Until an activate of ``name`` waits for the one under way (a turn of the loop or two)."""
+    for _ in range(1000):
+        if actor.lifecycles[plan]._activating.get(name):
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"no activate of {name!r} waits")
+
+
+@pytest.mark.parametrize("tool", [box.Gated, box.AsyncGated], ids=["sync", "coroutine"])
+async def test_the_actor_shares_a_running_activation_and_releases_it_when_no_caller_did(
+    tool: type[box.Gated],
+) -> None:
+    """A second activate waits for the first and shares it; leaving deactivates it once."""
+    actor, gated = _actor(), tool("gated")
+    box.GATED = gated
+    payload = ("ref", "hosts_toolbox:GATED")
+    first = asyncio.ensure_future(run(actor, ("p", "activate", 1, "gated", payload)))
+    assert await asyncio.to_thread(gated.entered.wait, WAIT)
+    second = asyncio.ensure_future(run(actor, ("p", "activate", 2, "gated", payload)))
+    await _waits_for_the_first(actor, "p", "gated")
+    gated.go.set()
+    for outcome in await asyncio.wait_for(asyncio.gather(first, second), WAIT):
+        assert pickle.loads(outcome[0])[0]
+    blob, _, _ = await run(actor, ("p", "activate", 3, "gated", payload))  # active: done at once
+    assert pickle.loads(blob)[0]
+    await asyncio.wait_for(actor.leave("p"), WAIT)
+    assert gated.stages == ["activate", "deactivate"]
+    assert actor.tools == {} and actor.plans == {}
+
+
+async def test_the_actor_activates_afresh_for_a_waiting_caller_when_the_first_activation_failed() -> (
+    None
+):
+    """The second activate does not share a failure: it tries again, as the runtime would."""
+    actor, gated = _actor(), box.Gated("gated", fail_first=True)
+    box.GATED = gated
+    payload = ("ref", "hosts_toolbox:GATED")
+    first = asyncio.ensure_future(run(actor, ("p", "activate", 1, "gated", payload)))
+    assert await asyncio.to_thread(gated.entered.wait, WAIT)
+    second = asyncio.ensure_future(run(actor, ("p", "activate", 2, "gated", payload)))
+    await _waits_for_the_first(actor, "p", "gated")
+    gated.go.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(first, second), WAIT)
+    assert [pickle.loads(blob)[0] for blob, _, _ in outcomes] == [False, True]
+    blob, _, _ = await run(actor, ("p", "deactivate", 3, "gated", None))
+    assert pickle.loads(blob)[0]
+    await asyncio.wait_for(actor.leave("p"), WAIT)
+    assert gated.stages == ["activate", "activate", "deactivate"]
+
+
+def test_plans_of_two_runtimes_with_one_id_keep_apart_on_a_pool_actor(
+    rt: ToolRuntime, tmp_path: Path
+) -> None:
+    """Two plans named alike share a pool actor: each keeps its tools, metadata and end."""
+    host = RayHost(pool=1)
+    journals = [tmp_path / "one.txt", tmp_path / "two.txt"]
+    try:
+        with ToolRuntime() as other:
+            other.register(box.Recorder("first"))
+            one = rt.new_context(host=host, plan_id="same", metadata={"journal": str(journals[0])})
+            two = other.new_context(
+                host=host, plan_id="same", metadata={"journal": str(journals[1])}
+            )
+            assert rt.execute("first", {"x": 1}, one).success
+            assert other.execute("first", {"x": 2}, two).success
+            assert host.actor(one) is host.actor(two)
+            assert other.end_plan(two) == []
+            after = rt.execute("first", {"x": 3}, one)  # the other plan's end took nothing of it
+            assert after.success, after.error
+            assert rt.end_plan(one) == []
+    finally:
+        host.close()
+    assert [words[:2] for words in lines(journals[0])] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]
+    assert [words[:2] for words in lines(journals[1])] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["deactivate", "first"],
+    ]

@@ -23,7 +23,7 @@ from ray.exceptions import RayActorError, RayError
 from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _plan_info
 from toolcycle.hosts._proxy import HostBase, HostedPlan
-from toolcycle.hosts._ray_actor import remote_actor
+from toolcycle.hosts._ray_actor import LEAVE_GRACE, remote_actor
 from toolcycle.hosts._tools import ToolHostError, settle
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ class RayHost(HostBase["_Plan"]):
 
     With ``pool=n`` the host keeps ``n`` actors instead, started when first
     needed, and gives each new plan the one serving the fewest plans: a plan's
-    tools are kept apart from other plans' inside it by the plan's id, their
-    lifecycle is the same (activation once per plan in its actor, reverse
-    deactivation at its end), and the plan's end drops its state there rather
-    than killing the actor. Use it for many short plans, where an actor per
+    tools are kept apart from other plans' inside it (by a key of the plan's
+    own: two plans may share an id), their lifecycle is the same (activation
+    once per plan in its actor, reverse deactivation at its end), and the
+    plan's end drops its state there rather than killing the actor. Use it for many short plans, where an actor per
     plan would start a worker process each.
 
     An actor that dies fails the stage it ran with a `ToolHostError` naming the
@@ -91,6 +91,8 @@ class RayHost(HostBase["_Plan"]):
         self._options = dict(actor_options or {})
         # Stage numbers, unique within the host, so that plans sharing an actor never clash.
         self._numbers = itertools.count(1)
+        # Plan keys, unique within the host: two runtimes sharing it may give plans one id.
+        self._keys = itertools.count(1)
         self._pool: list[Any] | None = None if pool is None else [None] * pool
         self._load = [0] * (pool or 0)  # plans per pool actor
 
@@ -149,6 +151,7 @@ class _Plan(HostedPlan):
         self.dead = False
         self.node: str | None = None
         self.numbers = host._numbers
+        self.key = f"{self.plan_id}#{next(host._keys)}"  # the plan's own, in a shared actor
         self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
 
     def alive(self) -> bool:
@@ -171,13 +174,13 @@ class _Plan(HostedPlan):
             self.actor, self.slot = host._lend(old, self.slot)
             # Waited for: an async actor may start a later call before an earlier one.
             try:
-                ray.get(self.actor.join.remote(info))
+                ray.get(self.actor.join.remote(info, self.key))
             except RayError as exc:
                 raise self.lost(self.actor, "plan's start", exc) from None
             return
         if old is not None:  # dead, or out of reach: make sure it stays gone
             _kill(old)
-        self.actor = remote_actor.options(**host._options).remote(info)
+        self.actor = remote_actor.options(**host._options).remote(info, self.key)
 
     def dispatch(
         self, kind: str, name: str, argument: Any, listener: Listener | None, call: Call | None
@@ -196,7 +199,7 @@ class _Plan(HostedPlan):
     ) -> _Stage:
         actor = self.actor
         label = f"{kind} of tool {name!r}"
-        stage = pickle.dumps((self.plan_id, kind, number, name, argument, call))
+        stage = pickle.dumps((self.key, kind, number, name, argument, call))
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
             # costs Ray more than a plain one, so only then).
@@ -226,14 +229,18 @@ class _Plan(HostedPlan):
         with self.lock:
             self.closed = True
             actor, self.actor = self.actor, None
+            dead = self.dead
         if actor is None:
             return
+        if self.slot >= 0:
+            self.ray_host._give_back(self.slot)
+        with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to let go
+            left = actor.leave.remote(self.key, LEAVE_GRACE)
+            if self.slot < 0 and not dead:
+                # Its leftover activations are deactivated there before it is killed.
+                ray.get(left, timeout=2 * LEAVE_GRACE)
         if self.slot < 0:
             _kill(actor)
-            return
-        self.ray_host._give_back(self.slot)
-        with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to drop
-            actor.leave.remote(self.plan_id)
 
 
 class _Stage(concurrent.futures.Future["Settled"]):

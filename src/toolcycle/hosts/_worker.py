@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle import CancellationToken, ToolCancelledError, ToolExecutionContext
+from toolcycle.hosts._stages import ToolStages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -118,13 +119,9 @@ def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
 class _Worker:
     """What one worker process holds: the plan, its tools, the calls running.
 
-    A tool is activated here at most once per plan: an ``activate`` of a tool
-    active here already (its caller gave up on the first, which went on) is done
-    at once, and one that comes while the first still runs shares its outcome.
-    A ``deactivate`` waits until the tool's stages running here have ended (their
-    callers may have given up on them; a sync body cannot be stopped). A tool
-    still active when the worker ends, whose activation no call took up, is
-    deactivated then.
+    Its tools' lifecycle there is `ToolStages`': each is activated at most once,
+    never deactivated under a stage of it still running, and deactivated as the
+    worker ends if its activation outlived every call that wanted it.
     """
 
     def __init__(self, conn: Connection) -> None:
@@ -136,12 +133,8 @@ class _Worker:
         self.pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcycle-host")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: threading.Thread | None = None
-        self.running: set[concurrent.futures.Future[Any]] = set()
-        self.lock = threading.Lock()  # the state below: the reading thread and stages change it
-        self.stages: dict[int, tuple[str, str]] = {}  # each running stage's kind and tool
-        self.busy: dict[str, set[concurrent.futures.Future[Any]]] = {}  # by tool
-        self.active: dict[str, None] = {}  # activated, not yet deactivated, in order
-        self.activating: dict[str, list[tuple[int, Any, Call | None]]] = {}  # who waits
+        self.lifecycle: ToolStages[tuple[int, Any, Call | None]] = ToolStages()
+        self.stages: dict[int, tuple[str, str]] = {}  # each begun stage's kind and tool
 
     def adopt(self, info: dict[str, Any]) -> None:
         """Take the plan's info; from a `ProcessHost`, with the environment to run in."""
@@ -168,82 +161,38 @@ class _Worker:
         self, kind: str, number: int, name: str, argument: Any = None, call: Call | None = None
     ) -> None:
         """Run one stage off the reading thread; its outcome is sent when it ends."""
-        ctx = self.context(number, call)
+        if kind == "deactivate":
+            # Stages their callers gave up on may still run here: not under them.
+            ctx = self.context(number, call)
+            self.stages[number] = (kind, name)
+            self.lifecycle.deactivate(name, lambda: self.run(kind, number, name, argument, ctx))
+            return
         if kind == "activate":
-            with self.lock:
-                active = name in self.active  # its first activation ended after its caller left
-                waiting = self.activating.get(name)
-                if waiting is not None:  # the first still runs: share its outcome
-                    waiting.append((number, argument, call))
-                elif not active:
-                    self.activating[name] = []
-            if active or waiting is not None:
-                self.tokens.pop(number, None)
-                if active:
+            verdict = self.lifecycle.activate(name, (number, argument, call))
+            if verdict != "run":  # done already, or shares the one under way
+                if verdict == "done":
                     self.send(("done", number, _packed(True, None, [])))
                 return
-        elif kind == "deactivate":
-            # Stages its callers gave up on may still run here: not under them.
-            held: concurrent.futures.Future[None] = concurrent.futures.Future()
-            self.running.add(held)
-            held.add_done_callback(self.running.discard)
-            self.when_idle(name, lambda: self.run(held, kind, number, name, argument, ctx))
-            return
-        self.run(None, kind, number, name, argument, ctx)
+        ctx = self.context(number, call)
+        self.stages[number] = (kind, name)
+        self.lifecycle.begin(name)
+        self.run(kind, number, name, argument, ctx)
 
-    def run(
-        self,
-        held: concurrent.futures.Future[None] | None,
-        kind: str,
-        number: int,
-        name: str,
-        argument: Any,
-        ctx: StageContext,
-    ) -> None:
-        """Start one stage now (``held``: a deactivation that waited, settled once it starts)."""
-        with self.lock:
-            self.stages[number] = (kind, name)
-            if kind == "deactivate":
-                self.active.pop(name, None)  # tried now: never again as the worker ends
+    def run(self, kind: str, number: int, name: str, argument: Any, ctx: StageContext) -> None:
+        """Start one stage, begun in `lifecycle`, now."""
         try:
             if kind == "activate":
                 self.tools[name] = load_tool(argument)
             stage = getattr(self.tools[name], kind)
         except Exception as exc:
             self.finish(number, False, exc, ctx)
+            return
+        args = (argument, ctx) if kind == "execute" else (ctx,)
+        if inspect.iscoroutinefunction(stage):
+            self.on_loop(number, stage(*args), ctx, kind, name)
         else:
-            args = (argument, ctx) if kind == "execute" else (ctx,)
-            if inspect.iscoroutinefunction(stage):
-                self.on_loop(number, stage(*args), ctx, kind, name)
-            else:
-                with contextlib.suppress(RuntimeError):  # the worker ended meanwhile
-                    self.track(
-                        self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name), name
-                    )
-        if held is not None:
-            held.set_result(None)
-
-    def still(self, name: str) -> list[concurrent.futures.Future[Any]]:
-        """The tool's stages running here now."""
-        return [future for future in self.busy.get(name, ()) if not future.done()]
-
-    def when_idle(self, name: str, action: Callable[[], object]) -> None:
-        """Run ``action`` once none of the tool's stages runs here (one may hand on to another)."""
-        with self.lock:
-            still = self.still(name)
-        if still:
-            _after(still, lambda: self.when_idle(name, action))
-        else:
-            action()
-
-    def track(self, future: concurrent.futures.Future[Any], name: str) -> None:
-        """Count ``future`` among the tool's stages running now, and the worker's."""
-        with self.lock:
-            self.running.add(future)
-            mine = self.busy.setdefault(name, set())
-            mine.add(future)
-        future.add_done_callback(self.running.discard)
-        future.add_done_callback(mine.discard)
+            with contextlib.suppress(RuntimeError):  # the worker ended meanwhile
+                self.pool.submit(self.run_sync, number, stage, args, ctx, kind, name)
 
     def run_sync(
         self, number: int, stage: Any, args: tuple[Any, ...], ctx: StageContext, *rest: str
@@ -266,7 +215,6 @@ class _Worker:
             )
             self.loop_thread.start()
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        self.track(future, name)
         ctx.cancellation_token.on_cancel(future.cancel)
 
         def ended(done: concurrent.futures.Future[Any]) -> None:
@@ -285,15 +233,12 @@ class _Worker:
         self.finish(number, True, value, ctx)
 
     def finish(self, number: int, ok: bool, value: Any, ctx: StageContext) -> None:
+        """Send a begun stage's outcome; then what waited for it goes on."""
         self.tokens.pop(number, None)
-        waiting: list[tuple[int, Any, Call | None]] = []
-        with self.lock:
-            kind, name = self.stages.pop(number, ("", ""))
-            if kind == "activate":
-                waiting = self.activating.pop(name, [])
-                if ok:
-                    self.active[name] = None
+        kind, name = self.stages.pop(number)
+        waiting = self.lifecycle.activated(name, ok) if kind == "activate" else []
         self.send(("done", number, _packed(ok, value, list(ctx.changes), ctx.revealed_here())))
+        self.lifecycle.end(name)
         for later, argument, call in waiting:
             if ok:
                 self.send(("done", later, _packed(True, None, [])))
@@ -315,12 +260,10 @@ class _Worker:
         for token in list(self.tokens.values()):
             token.cancel("the plan ended")
         # A deactivation held for a stage starts once that stage ends: wait for it too.
-        while self.running and (left := deadline - time.monotonic()) > 0:
-            concurrent.futures.wait(list(self.running), timeout=left)
-        with self.lock:
-            leftover, self.active = list(self.active), {}
-        if not self.running:
-            for name in reversed(leftover):
+        quiet = threading.Event()
+        self.lifecycle.when_quiet(quiet.set)
+        if quiet.wait(grace):
+            for name in self.lifecycle.leftover():
                 self.release(name, deadline)
         self.pool.shutdown(wait=False, cancel_futures=True)
         loop, thread = self.loop, self.loop_thread
@@ -340,22 +283,6 @@ class _Worker:
                 asyncio.run(_awaited(stage(ctx)))  # the loop's own tasks are over
             else:
                 self.pool.submit(_ran, stage, ctx).result(max(0.0, deadline - time.monotonic()))
-
-
-def _after(futures: list[concurrent.futures.Future[Any]], action: Callable[[], object]) -> None:
-    """Run ``action`` once every one of ``futures`` is done, on the thread that ends the last."""
-    left = [len(futures)]
-    lock = threading.Lock()
-
-    def one(_: concurrent.futures.Future[Any]) -> None:
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if last:
-            action()
-
-    for future in futures:
-        future.add_done_callback(one)
 
 
 def _ran(stage: Callable[[StageContext], Any], ctx: StageContext) -> None:
