@@ -9,6 +9,8 @@ from typing import Any, Self
 import anyio
 import pytest
 from pydantic import BaseModel, field_validator
+from pydantic_ai import ApprovalRequired as PydanticAiApprovalRequired
+from pydantic_ai import CallDeferred as PydanticAiCallDeferred
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
 from pydantic_ai import ModelRetry as PydanticAiModelRetry
 from pydantic_ai import ToolFailed as PydanticAiToolFailed
@@ -700,3 +702,46 @@ def test_a_tool_without_pydantic_ai_retries_takes_the_sources_limit(runtime: Too
     runtime.register_source(from_toolset(toolset), max_retries=4)
     with runtime.plan() as ctx:
         assert runtime.execute("firm", {"n": 1}, ctx).retries_left == 4
+
+
+def _asking_toolset() -> FunctionToolset[None]:
+    """Tools that ask pydantic-ai's caller for approval or defer their call, and a checked one."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    def ask(ctx: RunContext[None], n: int) -> None:
+        raise PydanticAiApprovalRequired()
+
+    @toolset.tool_plain
+    def pay(n: int) -> int:
+        """Pay n."""
+        raise PydanticAiApprovalRequired(metadata={"why": "large"})
+
+    @toolset.tool_plain
+    def later(n: int) -> int:
+        """Answer n later."""
+        raise PydanticAiCallDeferred()
+
+    @toolset.tool_plain(args_validator=ask)
+    def checked(n: int) -> int:
+        """Answer n once checked."""
+        return n
+
+    return toolset
+
+
+def test_approval_required_or_call_deferred_in_a_call_is_a_failure_saying_what_to_do(
+    runtime: ToolRuntime,
+) -> None:
+    """pydantic-ai's in-call approval and deferral are not supported: the failure says so."""
+    register(runtime, from_toolset(_asking_toolset()))
+    with runtime.plan() as ctx:
+        pay, later, checked = (
+            runtime.execute(name, {"n": 1}, ctx) for name in ("pay", "later", "checked")
+        )
+
+    for result in (pay, later, checked):
+        assert result.error_type == "ToolFailed" and not result.retryable
+        assert "from_toolset does not support" in (result.error or "")
+    assert "ToolCapability(requires_approval=True)" in (pay.error or "")
+    assert "ApprovalRequired" in (checked.error or "")
+    assert "CallDeferred" in (later.error or "")

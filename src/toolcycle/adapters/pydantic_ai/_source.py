@@ -278,6 +278,8 @@ class _ToolsetTool:
         except pydantic_ai.ToolFailed as error:
             # A failure on purpose: never retried by a RetryPolicy, as in pydantic-ai.
             raise ToolFailed(error.message) from error
+        except (pydantic_ai.ApprovalRequired, pydantic_ai.CallDeferred) as error:
+            raise ToolFailed(_unsupported(name, error)) from error
         entry.retries.pop(name, None)
         if isinstance(output, ToolReturn):
             return from_tool_return(output)
@@ -310,6 +312,30 @@ async def _arguments(
         if inspect.isawaitable(checked):
             await checked
     return arguments
+
+
+def _unsupported(name: str, error: BaseException) -> str:
+    """Why pydantic-ai's ``ApprovalRequired`` or ``CallDeferred`` cannot work here, and what to do.
+
+    A toolcycle plan asks for approval before a call runs, never while it runs, and
+    a call the runtime runs returns its result: neither can be handed to a caller
+    from inside the call.
+    """
+    if isinstance(error, pydantic_ai.ApprovalRequired):
+        return (
+            f"tool {name!r} asked for approval while running (pydantic-ai's ApprovalRequired), "
+            "which from_toolset does not support: a toolcycle plan asks before a call runs. "
+            f"Give the tool requires_approval=True (in pydantic-ai, or from_toolset(capabilities="
+            f"{{{name!r}: ToolCapability(requires_approval=True)}})) so the plan's approver is "
+            "asked first, and do not raise ApprovalRequired in it (its RunContext never says "
+            "tool_call_approved here)"
+        )
+    return (
+        f"tool {name!r} deferred its call (pydantic-ai's CallDeferred), which from_toolset does "
+        "not support: the runtime runs a call and returns its result. Return the result from "
+        "the tool, or give it requires_approval=True so the plan's approver can defer the call "
+        "before it runs"
+    )
 
 
 def _limit(listed: int) -> int | None:
