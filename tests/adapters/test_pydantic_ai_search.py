@@ -14,6 +14,7 @@ import pytest
 from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
 from search_kit import ISSUE, add, create_issue, deferred_runtime
 
 from toolcycle import ToolRuntime
@@ -167,3 +168,60 @@ async def test_search_tools_goes_in_the_step_that_reveals_the_last_waiting_tool(
         await asyncio.wait_for(agent.run("file a bug"), WAIT)
 
     assert script.offered == [["add", "search_tools"], ["add", ISSUE]]
+
+
+def _weather(city: str) -> str:
+    """Get the weather forecast for a city."""
+    return f"sunny in {city}"
+
+
+async def _search_then_call(runtime: ToolRuntime, toolsets: list[Any]) -> tuple[str, Script]:
+    """A run that searches with pydantic-ai's search_tools, then calls what it found."""
+
+    def call_what_was_found(returned: dict[str, ToolReturnPart]) -> list[Any]:
+        found = returned["s1"].content["discovered_tools"]
+        assert [tool["name"] for tool in found] == [ISSUE]
+        return [ToolCallPart(ISSUE, {"repo": "o/r", "title": "bug"}, tool_call_id="c1")]
+
+    script = Script(
+        [ToolCallPart("search_tools", {"queries": ["github issue"]}, tool_call_id="s1")],
+        call_what_was_found,
+        lambda returned: [TextPart(str(returned["c1"].content))],
+    )
+    agent = Agent(FunctionModel(script), toolsets=toolsets)
+    result = await asyncio.wait_for(agent.run("file a bug"), WAIT)
+    return result.output, script
+
+
+async def test_search_pydantic_ai_shares_one_search_with_the_agents_own_deferred_tools(
+    runtime: ToolRuntime,
+) -> None:
+    """Beside pydantic-ai deferred tools, its one search_tools finds the runtime's too."""
+    own: FunctionToolset[None] = FunctionToolset()
+    own.add_function(_weather, defer_loading=True)
+    with runtime.plan() as plan:
+        toolset = ToolcycleToolset(runtime, plan=plan, search="pydantic-ai")
+        output, script = await _search_then_call(runtime, [own, toolset])
+        assert "github.create_issue" in plan.revealed_tools  # the plan was told
+
+    assert output == "created 'bug' in o/r"
+    assert script.offered == [["add"], ["add", ISSUE], ["add", ISSUE]]
+    assert [t.tool_name for t in runtime.recent_traces()] == ["github.create_issue"]
+
+
+async def test_search_pydantic_ai_hands_the_deferred_tools_to_pydantic_ais_search_alone(
+    runtime: ToolRuntime,
+) -> None:
+    """Without deferred tools of the agent's own, pydantic-ai's search is still the one offered."""
+    output, script = await _search_then_call(
+        runtime, [ToolcycleToolset(runtime, search="pydantic-ai")]
+    )
+
+    assert output == "created 'bug' in o/r"
+    assert script.offered[0] == ["add"]  # neither the waiting tools nor a second search
+
+
+def test_a_search_other_than_toolcycle_or_pydantic_ai_is_refused(runtime: ToolRuntime) -> None:
+    """A misspelt search is refused when the toolset is made, not at the first run."""
+    with pytest.raises(ValueError, match="search must be"):
+        ToolcycleToolset(runtime, search="pydantic_ai")  # type: ignore[arg-type]

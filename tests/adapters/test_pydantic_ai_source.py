@@ -9,6 +9,8 @@ from typing import Any, Self
 import anyio
 import pytest
 from pydantic import BaseModel, field_validator
+from pydantic_ai import ApprovalRequired as PydanticAiApprovalRequired
+from pydantic_ai import CallDeferred as PydanticAiCallDeferred
 from pydantic_ai import FunctionToolset, RunContext, ToolReturn
 from pydantic_ai import ModelRetry as PydanticAiModelRetry
 from pydantic_ai import ToolFailed as PydanticAiToolFailed
@@ -642,3 +644,104 @@ async def test_an_activation_cancelled_while_entering_leaves_nothing_entered(
     assert (await runtime.aexecute("greet", {"name": "b"}, ctx)).success
     assert await runtime.aend_plan(ctx) == []
     assert recording.events[-2:] == ["enter", "exit"]
+
+
+def _flaky_toolset(seen: list[tuple[int, int]]) -> FunctionToolset[None]:
+    """A tool with three retries that asks for a retry until its third try."""
+    toolset: FunctionToolset[None] = FunctionToolset(max_retries=5)
+
+    @toolset.tool(retries=3)
+    def flaky(ctx: RunContext[None], n: int) -> int:
+        """Answer n on the third try."""
+        seen.append((ctx.retry, ctx.max_retries))
+        if ctx.retry < 2:
+            raise PydanticAiModelRetry("not yet")
+        return n
+
+    @toolset.tool_plain
+    def firm(n: int) -> int:
+        """Always ask for a retry."""
+        raise PydanticAiModelRetry("no")
+
+    return toolset
+
+
+def test_a_tools_pydantic_ai_retries_are_its_max_retries(runtime: ToolRuntime) -> None:
+    """The tool's retries, else its toolset's, are how many retries the plan allows it."""
+    register(runtime, from_toolset(_flaky_toolset([])))
+    with runtime.plan() as ctx:
+        first = runtime.execute("flaky", {"n": 1}, ctx)
+        firm = runtime.execute("firm", {"n": 1}, ctx)
+
+    assert first.retryable and first.retries_left == 3
+    assert firm.retryable and firm.retries_left == 5
+
+
+def test_the_run_context_counts_the_tools_retries_in_the_plan(runtime: ToolRuntime) -> None:
+    """RunContext.retry is the tool's retries in a row so far; a return starts it anew."""
+    seen: list[tuple[int, int]] = []
+    register(runtime, from_toolset(_flaky_toolset(seen)))
+    with runtime.plan() as ctx:
+        outcomes = [runtime.execute("flaky", {"n": 7}, ctx).success for _ in range(4)]
+    with runtime.plan() as ctx:
+        runtime.execute("flaky", {"n": 7}, ctx)
+
+    assert outcomes == [False, False, True, False]
+    assert seen == [(0, 3), (1, 3), (2, 3), (0, 3), (0, 3)]  # a new plan starts from 0
+
+
+def test_a_tool_without_pydantic_ai_retries_takes_the_sources_limit(runtime: ToolRuntime) -> None:
+    """Neither the tool nor its toolset set one: register_source's limit applies, as before."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    @toolset.tool_plain
+    def firm(n: int) -> int:
+        """Always ask for a retry."""
+        raise PydanticAiModelRetry("no")
+
+    runtime.register_source(from_toolset(toolset), max_retries=4)
+    with runtime.plan() as ctx:
+        assert runtime.execute("firm", {"n": 1}, ctx).retries_left == 4
+
+
+def _asking_toolset() -> FunctionToolset[None]:
+    """Tools that ask pydantic-ai's caller for approval or defer their call, and a checked one."""
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    def ask(ctx: RunContext[None], n: int) -> None:
+        raise PydanticAiApprovalRequired()
+
+    @toolset.tool_plain
+    def pay(n: int) -> int:
+        """Pay n."""
+        raise PydanticAiApprovalRequired(metadata={"why": "large"})
+
+    @toolset.tool_plain
+    def later(n: int) -> int:
+        """Answer n later."""
+        raise PydanticAiCallDeferred()
+
+    @toolset.tool_plain(args_validator=ask)
+    def checked(n: int) -> int:
+        """Answer n once checked."""
+        return n
+
+    return toolset
+
+
+def test_approval_required_or_call_deferred_in_a_call_is_a_failure_saying_what_to_do(
+    runtime: ToolRuntime,
+) -> None:
+    """pydantic-ai's in-call approval and deferral are not supported: the failure says so."""
+    register(runtime, from_toolset(_asking_toolset()))
+    with runtime.plan() as ctx:
+        pay, later, checked = (
+            runtime.execute(name, {"n": 1}, ctx) for name in ("pay", "later", "checked")
+        )
+
+    for result in (pay, later, checked):
+        assert result.error_type == "ToolFailed" and not result.retryable
+        assert "from_toolset does not support" in (result.error or "")
+    assert "ToolCapability(requires_approval=True)" in (pay.error or "")
+    assert "ApprovalRequired" in (checked.error or "")
+    assert "CallDeferred" in (later.error or "")

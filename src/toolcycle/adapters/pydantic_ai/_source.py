@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = ["from_toolset"]
 
+# The RunContext.max_retries of the listing, which no agent gives: a tool listed with it
+# took the run's limit, having none of its own or of its toolset's, so the runtime's
+# limit applies to it (register_source's, else the runtime's).
+_NO_LIMIT = -1
+
 
 def from_toolset(
     toolset: AbstractToolset[Any],
@@ -81,6 +86,8 @@ class _InPlan:
     toolset: AbstractToolset[Any] | None = None
     tools: dict[str, ToolsetTool[Any]] = field(default_factory=dict)
     error: BaseException | None = None
+    # Each tool's retries in a row in this plan, for its RunContext.retry.
+    retries: dict[str, int] = field(default_factory=dict)
 
 
 class _ToolsetSource:
@@ -101,18 +108,23 @@ class _ToolsetSource:
     def __repr__(self) -> str:
         return f"from_toolset({self._toolset.label})"
 
-    def context(self) -> RunContext[Any]:
+    def context(self, max_retries: int = 0) -> RunContext[Any]:
         """The run context the toolset's methods receive outside an agent run."""
-        return RunContext(deps=self._deps, model=TestModel(), usage=RunUsage())
+        return RunContext(
+            deps=self._deps, model=TestModel(), usage=RunUsage(), max_retries=max_retries
+        )
 
     def tools(self) -> list[ToolInstance]:
         """Enter the toolset, list its tools and exit it, on a loop of its own."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolcycle-list") as pool:
             listed = pool.submit(asyncio.run, self._list()).result()
-        return [_ToolsetTool(self, self._descriptor(tool)) for tool in listed.values()]
+        return [
+            _ToolsetTool(self, self._descriptor(tool), _limit(tool.max_retries))
+            for tool in listed.values()
+        ]
 
     async def _list(self) -> dict[str, ToolsetTool[Any]]:
-        ctx = self.context()
+        ctx = self.context(_NO_LIMIT)
         toolset = await self._toolset.for_run(ctx)
         async with toolset:
             return await toolset.get_tools(ctx)
@@ -218,11 +230,19 @@ class _ToolsetSource:
 
 
 class _ToolsetTool:
-    """One tool of a pydantic-ai toolset, as a toolcycle tool."""
+    """One tool of a pydantic-ai toolset, as a toolcycle tool.
 
-    def __init__(self, source: _ToolsetSource, descriptor: ToolDescriptor) -> None:
+    Its ``max_retries`` is pydantic-ai's for the tool (the tool's, else its
+    toolset's), the tool's own retry limit in the runtime; None leaves the limit
+    to the runtime.
+    """
+
+    def __init__(
+        self, source: _ToolsetSource, descriptor: ToolDescriptor, max_retries: int | None
+    ) -> None:
         self._source = source
         self._descriptor = descriptor
+        self.max_retries = max_retries
 
     def __repr__(self) -> str:
         return f"<{self._descriptor.name} of {self._source!r}>"
@@ -241,15 +261,26 @@ class _ToolsetTool:
             raise ToolActivationError(f"the toolset no longer offers {name!r}")
         run_ctx = self._source.context()
         run_ctx.tool_name = name
+        if self.max_retries is not None:
+            run_ctx.max_retries = self.max_retries
+        # The retries the tool itself asked for (a call the runtime refused against the
+        # schema never reaches it, so it is not counted here); reset once it returns.
+        run_ctx.retry = entry.retries.get(name, 0)
         try:
             arguments = await _arguments(tool, params, run_ctx)
             output = await entry.toolset.call_tool(name, arguments, run_ctx, tool)
-        except pydantic_ai.ModelRetry as error:
+        except (pydantic_ai.ModelRetry, ModelRetry) as error:
+            entry.retries[name] = run_ctx.retry + 1
+            if isinstance(error, ModelRetry):
+                raise
             # What pydantic-ai would send the model as a retry prompt: toolcycle's own signal.
             raise ModelRetry(error.message) from error
         except pydantic_ai.ToolFailed as error:
             # A failure on purpose: never retried by a RetryPolicy, as in pydantic-ai.
             raise ToolFailed(error.message) from error
+        except (pydantic_ai.ApprovalRequired, pydantic_ai.CallDeferred) as error:
+            raise ToolFailed(_unsupported(name, error)) from error
+        entry.retries.pop(name, None)
         if isinstance(output, ToolReturn):
             return from_tool_return(output)
         return to_jsonable_python(output)
@@ -281,6 +312,35 @@ async def _arguments(
         if inspect.isawaitable(checked):
             await checked
     return arguments
+
+
+def _unsupported(name: str, error: BaseException) -> str:
+    """Why pydantic-ai's ``ApprovalRequired`` or ``CallDeferred`` cannot work here, and what to do.
+
+    A toolcycle plan asks for approval before a call runs, never while it runs, and
+    a call the runtime runs returns its result: neither can be handed to a caller
+    from inside the call.
+    """
+    if isinstance(error, pydantic_ai.ApprovalRequired):
+        return (
+            f"tool {name!r} asked for approval while running (pydantic-ai's ApprovalRequired), "
+            "which from_toolset does not support: a toolcycle plan asks before a call runs. "
+            f"Give the tool requires_approval=True (in pydantic-ai, or from_toolset(capabilities="
+            f"{{{name!r}: ToolCapability(requires_approval=True)}})) so the plan's approver is "
+            "asked first, and do not raise ApprovalRequired in it (its RunContext never says "
+            "tool_call_approved here)"
+        )
+    return (
+        f"tool {name!r} deferred its call (pydantic-ai's CallDeferred), which from_toolset does "
+        "not support: the runtime runs a call and returns its result. Return the result from "
+        "the tool, or give it requires_approval=True so the plan's approver can defer the call "
+        "before it runs"
+    )
+
+
+def _limit(listed: int) -> int | None:
+    """The retry limit a tool was listed with, None if it took the listing's (it has none)."""
+    return None if listed == _NO_LIMIT else listed
 
 
 def _rejection(error: ValidationError) -> str:

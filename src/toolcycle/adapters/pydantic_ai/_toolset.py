@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from pydantic import ValidationError
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed, UserError
@@ -126,13 +126,20 @@ class ToolcycleToolset(AbstractToolset[Any]):
             toolsets and ends it when it leaves them.
         id: the toolset's id, unique among an agent's toolsets (pydantic-ai's
             durable execution needs one).
+        search: which tool search finds the runtime's deferred tools. ``"toolcycle"``
+            offers the runtime's own ``search_tools`` while any waits. ``"pydantic-ai"``
+            offers them with ``defer_loading=True`` for pydantic-ai's own tool search
+            (its ``search_tools``, or the provider's native search) and no search of
+            its own; use it when the agent has deferred tools of its own, since
+            pydantic-ai reserves the name ``search_tools`` for its search then.
         **plan_options: the options of each run's plan, as for `ToolRuntime.new_context`.
             Without an ``approver``, the plan's approver defers to pydantic-ai's own
             approval flow, and ``approval`` defaults to ``"flagged"``: tools marked
             ``requires_approval=True`` wait for the caller's decision, others run.
 
     Raises:
-        ValueError: both ``plan`` and ``plan_options`` were given.
+        ValueError: both ``plan`` and ``plan_options`` were given, or ``search`` is
+            neither ``"toolcycle"`` nor ``"pydantic-ai"``.
     """
 
     def __init__(
@@ -141,15 +148,19 @@ class ToolcycleToolset(AbstractToolset[Any]):
         *,
         plan: ToolExecutionContext | None = None,
         id: str | None = None,
+        search: Literal["toolcycle", "pydantic-ai"] = "toolcycle",
         **plan_options: Any,
     ) -> None:
         if plan is not None and plan_options:
             raise ValueError("give either an open plan or the options of new plans, not both")
+        if search not in ("toolcycle", "pydantic-ai"):
+            raise ValueError(f'search must be "toolcycle" or "pydantic-ai", got {search!r}')
         if "approver" not in plan_options or plan_options["approver"] is None:
             plan_options["approver"] = _defer_to_pydantic_ai
             plan_options.setdefault("approval", "flagged")
         self._runtime = runtime
         self._id = id
+        self._search = search
         self._options = plan_options
         self._plan = plan
         # Shared by the run copies: a call deferred in one run is decided in a later one.
@@ -205,13 +216,26 @@ class ToolcycleToolset(AbstractToolset[Any]):
         if self._pending:
             await self._settle_denials(ctx, plan)
         found = offers(self._runtime, plan, _FORMAT, strict=False)
-        called = _called_while_waiting(ctx.messages, found, plan)
-        if called:
-            plan.reveal_tools(called)
-            found = offers(self._runtime, plan, _FORMAT, strict=False)  # search_tools may go
+        handed = self._search == "pydantic-ai"
+        if handed:
+            # pydantic-ai's search reveals them: the plan is told, as for its own search.
+            discovered = ctx.discovered_tool_names
+            plan.reveal_tools(
+                descriptor.name
+                for descriptor, offer in found
+                if descriptor is not None and offer["function"]["name"] in discovered
+            )
+        else:
+            called = _called_while_waiting(ctx.messages, found, plan)
+            if called:
+                plan.reveal_tools(called)
+                found = offers(self._runtime, plan, _FORMAT, strict=False)  # search_tools may go
         tools: dict[str, ToolsetTool[Any]] = {}
         for descriptor, offer in found:
-            if descriptor is not None and waiting(descriptor, plan):
+            if handed:
+                if descriptor is None:
+                    continue  # pydantic-ai offers the one search_tools
+            elif descriptor is not None and waiting(descriptor, plan):
                 continue  # shown once a search finds it or the model calls it
             function = offer["function"]
             name = function["name"]
@@ -222,6 +246,8 @@ class ToolcycleToolset(AbstractToolset[Any]):
                     description=function["description"] or None,
                     parameters_json_schema=function["parameters"],
                     sequential=descriptor is not None and descriptor.capability.sequential,
+                    # Kept for the whole run, as pydantic-ai wants: it tracks what is revealed.
+                    defer_loading=handed and descriptor is not None and descriptor.defer_loading,
                 ),
                 max_retries=ctx.max_retries,
                 args_validator=_PASS_THROUGH,
