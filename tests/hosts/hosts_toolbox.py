@@ -329,3 +329,14 @@ class AsyncGated(Gated):
 
 GATED: Gated | None = None
 """The tool an in-process worker test serves by name (``hosts_toolbox:GATED``)."""
+
+
+class HangsAgain(Recorder):
+    """A tool whose second activation (in a fresh worker) waits for the plan's gate."""
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        journal = Path(ctx.metadata["journal"])
+        again = journal.exists() and f"activate {self.name}" in journal.read_text()
+        note(ctx, f"activate {self.name}")
+        if again:
+            _until_gate(ctx)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import select
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import hosts_toolbox as box
@@ -296,6 +298,44 @@ def test_a_killed_worker_fails_its_call_and_the_plan_goes_on_in_a_fresh_one(
         ["execute", "first"],
         ["deactivate", "first"],
     ]
+
+
+def test_a_plan_end_does_not_wait_for_a_re_activation_that_hangs_in_a_fresh_worker(
+    journal: Path, tmp_path: Path
+) -> None:
+    """The end stops the fresh worker, which fails the re-activation, rather than wait for it."""
+    metadata = {"journal": str(journal), "gate": str(tmp_path / "never-opened")}
+    results: list[object] = []
+    host = ProcessHost(name="local", stop_timeout=0.5)  # the end's own limits stay short
+    with contextlib.closing(host), ToolRuntime(drain_timeout=0.2) as runtime:
+        runtime.register(box.HangsAgain("hangs"))
+        ctx = runtime.new_context(host=host, metadata=metadata)
+        assert runtime.execute("hangs", {}, ctx).success
+        pid = host.worker_pid(ctx)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        _wait_dead(host, ctx)
+        caller = threading.Thread(target=lambda: results.append(runtime.execute("hangs", {}, ctx)))
+        caller.start()
+        _wait_for_lines(journal, 2)  # the fresh worker is re-activating, held at the gate
+        ender = threading.Thread(target=runtime.end_plan, args=(ctx,))
+        ender.start()
+        ender.join(WAIT / 2)  # the gate is never opened: the re-activation alone lasts WAIT
+        assert not ender.is_alive(), "the plan end waited for the hanging re-activation"
+        caller.join(WAIT)
+    (result,) = results
+    assert not result.success and result.error_type == "ToolHostError"  # type: ignore[attr-defined]
+    assert host.worker_pid(ctx) is None
+
+
+def _wait_for_lines(journal: Path, count: int) -> None:
+    """Wait (bounded) until the tools have written ``count`` lines to the journal."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if journal.exists() and len(lines(journal)) >= count:
+            return
+        time.sleep(0.01)  # written by another process: nothing to wait on but the file
+    raise AssertionError(f"the journal never reached {count} lines: {lines(journal)}")
 
 
 def test_a_second_death_fails_the_plans_later_calls(

@@ -231,34 +231,45 @@ class HostedPlan(ABC):
         return self.alive() and (kind == "activate" or name in self.live)
 
     def prepare(self, kind: str, name: str) -> None:
-        """See `Placement.prepare`."""
+        """See `Placement.prepare`.
+
+        A re-activation is sent under the lock and waited for outside it: the
+        plan's `close` takes the lock, and must be able to stop a worker whose
+        re-activation never ends (stopping it fails the activation). Two calls
+        re-activating one tool at once are one activation: the worker shares it.
+        """
         with self.lock:
             if not self.alive():
                 self._fresh()
-            if kind == "execute" and name not in self.live:
-                payload = self.payloads.get(name)
-                if payload is None:  # the runtime activates first: never met in its use
-                    raise ToolHostError(
-                        f"tool {name!r} was never activated in host {self.host.name!r} for "
-                        f"plan {self.plan_id!r}",
-                        tool_name=name,
-                        plan_id=self.plan_id,
-                    )
-                try:
-                    # A re-activation serves no call of its own; what it revealed, the
-                    # first activation revealed already.
-                    self.dispatch("activate", name, payload, None, None)[1].result()
-                except ToolHostError:
-                    raise
-                except Exception as exc:
-                    # What it recorded before failing has no call to land in.
-                    cause = exc.error if isinstance(exc, StageFailed) else exc
-                    raise ToolHostError(
-                        f"tool {name!r} could not be activated again in the fresh "
-                        f"{self.worker} of host {self.host.name!r}: {cause}",
-                        tool_name=name,
-                        plan_id=self.plan_id,
-                    ) from cause
+            if kind != "execute" or name in self.live:
+                return
+            payload = self.payloads.get(name)
+            if payload is None:  # the runtime activates first: never met in its use
+                raise ToolHostError(
+                    f"tool {name!r} was never activated in host {self.host.name!r} for "
+                    f"plan {self.plan_id!r}",
+                    tool_name=name,
+                    plan_id=self.plan_id,
+                )
+            # A re-activation serves no call of its own; what it revealed, the first
+            # activation revealed already.
+            future = self.dispatch("activate", name, payload, None, None)[1]
+            starts = self.starts
+        try:
+            future.result()
+        except ToolHostError:
+            raise
+        except Exception as exc:
+            # What it recorded before failing has no call to land in.
+            cause = exc.error if isinstance(exc, StageFailed) else exc
+            raise ToolHostError(
+                f"tool {name!r} could not be activated again in the fresh "
+                f"{self.worker} of host {self.host.name!r}: {cause}",
+                tool_name=name,
+                plan_id=self.plan_id,
+            ) from cause
+        with self.lock:
+            if self.starts == starts:  # not a worker that died and was replaced meanwhile
                 self.live.add(name)
 
     def _fresh(self) -> None:
