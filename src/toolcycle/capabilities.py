@@ -82,7 +82,7 @@ def is_allowed(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> bool:
     )
 
 
-def _rules(ctx: ToolExecutionContext) -> tuple[bool, bool]:
+def plan_rules(ctx: ToolExecutionContext) -> tuple[bool, bool]:
     """The plan's flags `is_allowed` reads: two plans alike in them allow the same tools."""
     return ctx.read_only, ctx.requires_checkpoint
 

@@ -7,10 +7,11 @@ most), its description and its parameter names. Names are split at ``_``, ``-``,
 ``bm25s`` package (the optional extra ``search``), imported here only.
 
 A query word found in more than half of the indexed tools (the deferred tools
-a plan may run), and in more of them than one answer may list, tells the tools apart no better than chance (the
-``mcp`` of 200 tools named ``mcp__server__...``): it is left out of the
-scoring and reported back, so the model learns to use other words rather than
-receive an arbitrary few tools as if they were the best.
+a plan may run), and in more of them than one answer may list, tells the tools
+apart no better than chance (the ``mcp`` of 200 tools named
+``mcp__server__...``): it is left out of the scoring and reported back, so the
+model learns to use other words rather than receive an arbitrary few tools as if
+they were the best.
 """
 
 from __future__ import annotations
