@@ -90,7 +90,7 @@ class Child:
         listener: Listener | None = None,
         call: Call | None = None,
     ) -> tuple[int, Pending]:
-        """Send one stage; its `Pending` settles with ``(value, changes, revealed)`` or the error."""
+        """Send one stage; its `Pending` settles with ``(value, changes, revealed)``, or fails."""
         number = next(self._numbers)
         pending = Pending(f"{kind} of tool {name!r}", listener)
         with self._lock:

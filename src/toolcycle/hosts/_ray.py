@@ -53,8 +53,8 @@ class RayHost(HostBase["_Plan"]):
     tools are kept apart from other plans' inside it (by a key of the plan's
     own: two plans may share an id), their lifecycle is the same (activation
     once per plan in its actor, reverse deactivation at its end), and the
-    plan's end drops its state there rather than killing the actor. Use it for many short plans, where an actor per
-    plan would start a worker process each.
+    plan's end drops its state there rather than killing the actor. Use it for
+    many short plans, where an actor per plan would start a worker process each.
 
     An actor that dies fails the stage it ran with a `ToolHostError` naming the
     host; the plan's next call starts one fresh actor (in a pool: replaces that

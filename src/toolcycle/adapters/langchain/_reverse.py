@@ -42,9 +42,10 @@ def from_langchain(
     ``handle_tool_error`` says: that setting would turn the exception into a string
     output and the failed call into a successful one. Likewise, arguments its
     ``args_schema`` rejects (a validator JSON Schema cannot express) are a failed
-    result whatever ``handle_validation_error`` says. A tool with an ``InjectedToolCallId`` argument is
-    invoked with a tool call whose id is the runtime's call id (the trace's
-    ``call_id``), and its output is the content of the `ToolMessage` it answers with.
+    result whatever ``handle_validation_error`` says. A tool with an
+    ``InjectedToolCallId`` argument is invoked with a tool call whose id is the
+    runtime's call id (the trace's ``call_id``), and its output is the content of
+    the `ToolMessage` it answers with.
 
     Raises:
         ToolDefinitionError: the tool's schema is neither a pydantic model nor a dict.

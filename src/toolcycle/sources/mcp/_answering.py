@@ -109,7 +109,7 @@ class Answerer:
     # -- the session's callbacks (legacy era; logging in both) --------------------------------
 
     def session_options(self) -> dict[str, Any]:
-        """The `Session` options: callbacks only for those with a handler, so capabilities are honest.
+        """The `Session` options: callbacks only for handlers given, so capabilities are honest.
 
         Elicitation is declared in the 2026-07-28 era even without a handler:
         there a question nobody answers now defers the call, which is an answer.
