@@ -82,11 +82,6 @@ def is_allowed(descriptor: ToolDescriptor, ctx: ToolExecutionContext) -> bool:
     )
 
 
-def plan_rules(ctx: ToolExecutionContext) -> tuple[bool, bool]:
-    """The plan's flags `is_allowed` reads: two plans alike in them allow the same tools."""
-    return ctx.read_only, ctx.requires_checkpoint
-
-
 def _undoable(capability: ToolCapability) -> bool:
     """Whether a checkpoint plan may run the tool: it changes nothing, or can undo it."""
     return not capability.writes or capability.checkpointable

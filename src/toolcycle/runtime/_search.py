@@ -19,7 +19,7 @@ from toolcycle.agent._deferred import DEFAULT_LIMIT, SEARCH_TOOL, deferred_defin
 from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
-from toolcycle.capabilities import is_allowed, plan_rules
+from toolcycle.capabilities import is_allowed
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError
 from toolcycle.models import ToolResult
 
@@ -47,7 +47,7 @@ class ToolSearch:
         self._steps = steps
         self._lock = threading.Lock()
         # The registry generation the indexes are of, and an index per kind of plan
-        # (see `plan_rules`), replaced together when the registry changes.
+        # (see `_rules`), replaced together when the registry changes.
         self._indexes: tuple[int, dict[tuple[bool, bool], SearchIndex]] = (-1, {})
 
     def definitions(
@@ -130,7 +130,7 @@ class ToolSearch:
         the registry last changed.
         """
         generation = self._catalog.generation
-        rules = plan_rules(ctx)
+        rules = _rules(ctx)
         built, indexes = self._indexes
         index = indexes.get(rules)
         if index is not None and built == generation:
@@ -206,3 +206,8 @@ def _one_line(description: str) -> str:
     if len(line) > _DESCRIPTION_CHARS:
         return line[: _DESCRIPTION_CHARS - 3].rstrip() + "..."
     return line
+
+
+def _rules(ctx: ToolExecutionContext) -> tuple[bool, bool]:
+    """The plan's flags `is_allowed` reads: two plans alike in them allow the same tools."""
+    return ctx.read_only, ctx.requires_checkpoint
