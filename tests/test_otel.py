@@ -1154,9 +1154,9 @@ def test_a_missing_opentelemetry_names_the_extra(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("limit", [1, 3, 20, 40, 200])
 def test_a_cut_payload_never_exceeds_max_payload_chars(limit: int) -> None:
-    from toolcycle.otel import _capped
+    from toolcycle._span_payloads import capped as cap
 
-    capped = _capped("x" * 500, limit)
+    capped = cap("x" * 500, limit)
     assert len(capped) <= limit
     assert ("[cut: 500 characters" in capped) == (limit >= 40)
     assert capped.startswith("x" if limit > 3 else ".")

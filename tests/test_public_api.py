@@ -107,6 +107,7 @@ ALLOWED = {
     "_version": set(),
     "_types": set(),
     "_lazy_trace": set(),
+    "_span_payloads": set(),
     "_value": set(),
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
     "runtime._recorder": {
@@ -530,7 +531,7 @@ ALLOWED = {
     "__main__": {"cli"},
     # An integration layer: the package's public names ("" is toolcycle itself) and the
     # public instrumentation protocols, never a private module.
-    "otel": {"", "instrumentation"},
+    "otel": {"", "instrumentation", "_span_payloads"},
     "__init__": {
         "content",
         "_version",

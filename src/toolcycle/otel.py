@@ -42,9 +42,7 @@ imports ``opentelemetry``.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -57,6 +55,7 @@ except ImportError as exc:
     ) from exc
 
 from toolcycle import __version__
+from toolcycle._span_payloads import payload_text
 from toolcycle.instrumentation import CallObserver, Instrumentation, StageObserver
 
 if TYPE_CHECKING:
@@ -309,9 +308,11 @@ class _CallSpan(CallObserver):
         if self._record_payloads:
             limit = self._max_payload_chars
             if arguments is not None:
-                _put_json(attributes, "gen_ai.tool.call.arguments", arguments, limit)
+                key = "gen_ai.tool.call.arguments"
+                attributes[key] = payload_text(arguments, limit, key)
             if trace.success:
-                _put_json(attributes, "gen_ai.tool.call.result", output, limit)
+                key = "gen_ai.tool.call.result"
+                attributes[key] = payload_text(output, limit, key)
         if trace.guardrails:
             _guardrail_decisions(span, attributes, trace)
         span.set_attributes(attributes)
@@ -412,40 +413,3 @@ def _end(span: otel_trace.Span) -> None:
         span.end()
     except Exception as exc:
         _log.debug("could not end a span: %r", exc)
-
-
-def _put_json(attributes: dict[str, AttributeValue], key: str, value: Any, limit: int) -> None:
-    """Store ``value`` as compact JSON text of at most ``limit`` characters under ``key``.
-
-    A value that cannot be written (nested deeper than the encoder goes, an
-    integer too long to convert, an object whose ``__str__`` raises) leaves a
-    short note in its place; a lone surrogate is written as its JSON escape,
-    so that the attribute is valid Unicode for every exporter.
-    """
-    try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-    except Exception as exc:  # the payload is data from the call, the span must survive it
-        _log.debug("could not write %s as JSON: %r", key, type(exc))
-        attributes[key] = _capped(f"[not recorded: {type(exc).__name__}]", limit)
-        return
-    if not text.isascii():
-        text = _SURROGATE.sub(_escaped, text)
-    attributes[key] = _capped(text, limit)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escaped(found: re.Match[str]) -> str:
-    """A lone surrogate as the JSON escape that stands for it."""
-    return f"\\u{ord(found.group()):04x}"
-
-
-def _capped(text: str, limit: int) -> str:
-    """``text`` if it fits ``limit`` characters, else as much of its start as fits with a marker."""
-    if len(text) <= limit:
-        return text
-    marker = f"...[cut: {len(text)} characters, limit {limit}]"
-    if len(marker) > limit:  # a limit this small keeps what it can, with the shortest mark
-        marker = "..."[:limit]
-    return text[: limit - len(marker)] + marker
