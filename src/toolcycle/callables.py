@@ -71,21 +71,28 @@ class FunctionTool:
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
+        # Read when a function becomes a tool, so that `import toolcycle` does not load
+        # these modules (nor pydantic's TypeAdapter) for a process that makes none.
+        from toolcycle._docstrings import parse_docstring
+        from toolcycle._signatures import (
+            arguments_model,
+            arguments_schema,
+            check_not_generator,
+            return_adapter,
+            unwrapped,
+        )
+
         self.fn = fn
         self.__wrapped__ = fn
-        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__doc__ = getattr(unwrapped(fn), "__doc__", None)
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
             raise ToolDefinitionError(
                 f"{fn!r} has no usable name; name the tool with wrap(fn, name=...) "
                 "or @tool(name=...)"
             )
-        # Read when a function becomes a tool, so that `import toolcycle` does not load
-        # these modules (nor pydantic's TypeAdapter) for a process that makes none.
-        from toolcycle._docstrings import parse_docstring
-        from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
-
-        doc = parse_docstring(inspect.getdoc(fn))
+        check_not_generator(fn, tool_name)
+        doc = parse_docstring(inspect.getdoc(unwrapped(fn)))
         self._parameters, self._arguments, self._fields = arguments_model(fn, tool_name, doc.params)
         self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
         self._returns, output_schema, self._passes = return_adapter(fn, tool_name)
@@ -245,7 +252,9 @@ def wrap(
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
     """
-    cls = AsyncFunctionTool if inspect.iscoroutinefunction(fn) else FunctionTool
+    from toolcycle._signatures import is_async  # loaded with the first tool, as in FunctionTool
+
+    cls = AsyncFunctionTool if is_async(fn) else FunctionTool
     return cls(
         fn,
         name=name,
