@@ -1,4 +1,4 @@
-"""Wrapped callables other than plain functions: partials, callable objects, generators."""
+"""Wrapped callables other than plain functions, and results their annotation cannot serialise."""
 
 from __future__ import annotations
 
@@ -113,3 +113,33 @@ def test_generator_functions_are_refused_where_they_are_wrapped(fn: object, kind
         wrap(fn, name="numbers")  # type: ignore[arg-type]
     assert f"is {kind} function" in str(caught.value)
     assert "return a list" in str(caught.value)
+
+
+def _raw() -> bytes:
+    """Read raw bytes."""
+    return b"\xff\x00"
+
+
+def _huge() -> float:
+    """Compute a huge number."""
+    return 10**400  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("fn", "cause"),
+    [(_raw, "UnicodeDecodeError"), (_huge, "OverflowError")],
+    ids=["bytes-not-utf8", "int-too-big-for-float"],
+)
+def test_a_result_its_annotation_cannot_serialise_fails_as_output_that_is_not_json(
+    fn: object, cause: str
+) -> None:
+    """The call fails with ``ToolOutputError``, as any non-JSON output does, naming the cause."""
+    tool = wrap(fn, writes=False)  # type: ignore[arg-type]
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        with runtime.plan(read_only=True) as ctx:
+            result = runtime.execute(tool.name, {}, ctx)
+    assert not result.success
+    assert result.error_type == "ToolOutputError"
+    assert result.error is not None
+    assert result.error.startswith(f"tool {tool.name!r} returned output that is not JSON: {cause}")
