@@ -1,12 +1,14 @@
-"""Wrapped callables other than plain functions, and results their annotation cannot serialise."""
+"""Wrapped callables beyond plain functions, and values of theirs that JSON cannot carry."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import math
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from pydantic import BaseModel
 
 from toolcycle import AsyncFunctionTool, ToolDefinitionError, ToolRuntime, wrap
 
@@ -143,3 +145,25 @@ def test_a_result_its_annotation_cannot_serialise_fails_as_output_that_is_not_js
     assert result.error_type == "ToolOutputError"
     assert result.error is not None
     assert result.error.startswith(f"tool {tool.name!r} returned output that is not JSON: {cause}")
+
+
+class _Reading(BaseModel):
+    value: float = math.nan
+
+
+def _limitless(x: float = math.inf, y: int = 1) -> float:
+    """Use a default JSON cannot carry."""
+    return x
+
+
+def _unread() -> _Reading:
+    """Return a model whose default JSON cannot carry."""
+    return _Reading()
+
+
+def test_a_default_of_nan_or_infinity_is_refused_where_the_function_is_wrapped() -> None:
+    """The schema could not be sent to a model; the definition fails, naming the parameter."""
+    with pytest.raises(ToolDefinitionError, match="parameter 'x' of tool '_limitless'.*NaN"):
+        wrap(_limitless)
+    with pytest.raises(ToolDefinitionError, match="return annotation of tool '_unread'.*NaN"):
+        wrap(_unread)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import operator
 import types
 import typing
@@ -271,7 +272,26 @@ def arguments_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
         ) from exc
     schema.pop("title", None)
     schema.setdefault("properties", {})
+    if not _strict(schema):
+        culprit = next((key for key, sub in schema["properties"].items() if not _strict(sub)), None)
+        where = f"parameter {culprit!r}" if culprit is not None else "a parameter"
+        raise ToolDefinitionError(_NOT_A_NUMBER.format(where=where, name=name), tool_name=name)
     return schema
+
+
+_NOT_A_NUMBER = (
+    "{where} of tool {name!r} has a default (or another schema value) that is NaN or an "
+    "infinity, which no JSON can carry; use a finite number or None"
+)
+
+
+def _strict(schema: Any) -> bool:
+    """Whether ``schema`` holds no NaN or infinity, which JSON cannot carry."""
+    try:
+        json.dumps(schema, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def return_adapter(
@@ -317,6 +337,9 @@ def _adapter_of(
             f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
             tool_name=name,
         ) from exc
+    if not _strict(schema):
+        where = "the return annotation"
+        raise ToolDefinitionError(_NOT_A_NUMBER.format(where=where, name=name), tool_name=name)
     title = schema.get("title")
     if title is not None and title == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to
