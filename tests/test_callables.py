@@ -825,3 +825,27 @@ def test_a_return_value_off_its_annotation_is_judged_by_output_validation_withou
             strict = runtime.execute("count", {}, ctx)
         assert not strict.success and strict.error_type == "ToolSchemaValidationError"
     assert [str(w.message) for w in recwarn] == []
+
+
+def test_numpy_entries_naming_several_parameters_describe_each() -> None:
+    """``b, c : int`` gives both their text, and the entries after it are still read."""
+
+    def fn(a: int, b: int, c: int, d: int) -> None:
+        """Do.
+
+        Parameters
+        ----------
+        a : int
+            the first.
+        b, c : int
+            the middle two.
+        d : int
+            the last.
+        """
+
+    assert {name: prop.get("description") for name, prop in _props(wrap(fn)).items()} == {
+        "a": "the first.",
+        "b": "the middle two.",
+        "c": "the middle two.",
+        "d": "the last.",
+    }

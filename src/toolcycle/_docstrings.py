@@ -5,7 +5,7 @@ Three styles are understood, because all three are common in the wild:
 - Google: an ``Args:`` (or ``Arguments:``, ``Parameters:``) section with
   ``name (type): text`` entries, continuation lines indented further;
 - NumPy: a ``Parameters`` heading underlined with dashes, ``name : type`` lines
-  followed by indented text;
+  (or ``x, y : type`` for several) followed by indented text;
 - Sphinx: ``:param name: text`` (or ``:param type name: text``) fields.
 
 The summary is the first paragraph, cut short only by a section heading the
@@ -23,7 +23,8 @@ __all__ = ["Docstring", "parse_docstring"]
 
 _GOOGLE_HEADERS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
 _GOOGLE_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
-_NUMPY_ENTRY = re.compile(r"^(\w+)\s*(?::.*)?$")
+# One name, or several sharing a description ("x, y : float"); a name may be starred.
+_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _SPHINX_FIELD = re.compile(r"^:\w+(?:\s[^:]*)?:(?:\s|$)")
@@ -137,12 +138,18 @@ def _numpy(lines: list[str]) -> dict[str, str]:
             entry = _NUMPY_ENTRY.match(line.strip())
             if entry is None:
                 break
-            if current is not None:
-                params[current] = _join(buffer)
+            _numpy_entry(params, current, buffer)
             current, buffer = entry.group(1), []
-        if current is not None:
-            params[current] = _join(buffer)
+        _numpy_entry(params, current, buffer)
     return params
+
+
+def _numpy_entry(params: dict[str, str], names: str | None, buffer: list[str]) -> None:
+    """Give each name of a NumPy entry (``"b, c"`` names two) the entry's text."""
+    if names is not None:
+        text = _join(buffer)
+        for name in names.split(","):
+            params[name.strip().lstrip("*")] = text
 
 
 def _sphinx(lines: list[str]) -> dict[str, str]:

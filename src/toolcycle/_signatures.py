@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import operator
 import types
 import typing
@@ -41,7 +42,10 @@ __all__ = [
     "Parameter",
     "arguments_model",
     "arguments_schema",
+    "check_not_generator",
+    "is_async",
     "return_adapter",
+    "unwrapped",
 ]
 
 
@@ -85,7 +89,49 @@ class Parameter:
     """ToolExecutionContext or CancellationToken for injected parameters."""
 
 
+def unwrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` without the `functools.partial` layers around it.
+
+    A partial object has neither the annotations nor the docstring of the
+    function it binds: its own class's docstring would become the description.
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
+def _code_of(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What runs when ``fn`` is called: the function, or an instance's ``__call__``."""
+    fn = unwrapped(fn)
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, type):
+        return fn
+    # The class's __call__, not the instance's: that is the one a call runs.
+    return type(fn).__call__
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine.
+
+    So it does for an ``async def`` function, a partial of one, and an object
+    whose ``__call__`` is ``async def``.
+    """
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(_code_of(fn))
+
+
+def check_not_generator(fn: Callable[..., Any], name: str) -> None:
+    """Refuse a generator function: a tool returns one result, it does not yield."""
+    code = _code_of(fn)
+    if inspect.isasyncgenfunction(code) or inspect.isgeneratorfunction(code):
+        kind = "an async generator" if inspect.isasyncgenfunction(code) else "a generator"
+        raise ToolDefinitionError(
+            f"tool {name!r} is {kind} function, but a tool returns one result rather "
+            "than yielding values; collect them and return a list",
+            tool_name=name,
+        )
+
+
 def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    fn = unwrapped(fn)
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
     try:
         return typing.get_type_hints(target, include_extras=True)
@@ -226,7 +272,26 @@ def arguments_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
         ) from exc
     schema.pop("title", None)
     schema.setdefault("properties", {})
+    if not _strict(schema):
+        culprit = next((key for key, sub in schema["properties"].items() if not _strict(sub)), None)
+        where = f"parameter {culprit!r}" if culprit is not None else "a parameter"
+        raise ToolDefinitionError(_NOT_A_NUMBER.format(where=where, name=name), tool_name=name)
     return schema
+
+
+_NOT_A_NUMBER = (
+    "{where} of tool {name!r} has a default (or another schema value) that is NaN or an "
+    "infinity, which no JSON can carry; use a finite number or None"
+)
+
+
+def _strict(schema: Any) -> bool:
+    """Whether ``schema`` holds no NaN or infinity, which JSON cannot carry."""
+    try:
+        json.dumps(schema, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def return_adapter(
@@ -272,6 +337,9 @@ def _adapter_of(
             f"the return annotation of tool {name!r} is not JSON-compatible: {exc}",
             tool_name=name,
         ) from exc
+    if not _strict(schema):
+        where = "the return annotation"
+        raise ToolDefinitionError(_NOT_A_NUMBER.format(where=where, name=name), tool_name=name)
     title = schema.get("title")
     if title is not None and title == getattr(annotation, "__name__", None):
         del schema["title"]  # the class name, as pydantic titles a model it was not told to

@@ -33,7 +33,12 @@ from toolcycle._passthrough import read_arguments
 from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
-from toolcycle.errors import ToolDefinitionError, ToolDefinitionWarning
+from toolcycle.errors import (
+    ToolDefinitionError,
+    ToolDefinitionWarning,
+    ToolOutputError,
+    error_text,
+)
 from toolcycle.models import ToolCapability, ToolDescriptor, ToolResult
 from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 
@@ -71,21 +76,28 @@ class FunctionTool:
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"{fn!r} is not callable")
+        # Read when a function becomes a tool, so that `import toolcycle` does not load
+        # these modules (nor pydantic's TypeAdapter) for a process that makes none.
+        from toolcycle._docstrings import parse_docstring
+        from toolcycle._signatures import (
+            arguments_model,
+            arguments_schema,
+            check_not_generator,
+            return_adapter,
+            unwrapped,
+        )
+
         self.fn = fn
         self.__wrapped__ = fn
-        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__doc__ = getattr(unwrapped(fn), "__doc__", None)
         tool_name = name or getattr(fn, "__name__", None)
         if not tool_name or tool_name == "<lambda>":
             raise ToolDefinitionError(
                 f"{fn!r} has no usable name; name the tool with wrap(fn, name=...) "
                 "or @tool(name=...)"
             )
-        # Read when a function becomes a tool, so that `import toolcycle` does not load
-        # these modules (nor pydantic's TypeAdapter) for a process that makes none.
-        from toolcycle._docstrings import parse_docstring
-        from toolcycle._signatures import arguments_model, arguments_schema, return_adapter
-
-        doc = parse_docstring(inspect.getdoc(fn))
+        check_not_generator(fn, tool_name)
+        doc = parse_docstring(inspect.getdoc(unwrapped(fn)))
         self._parameters, self._arguments, self._fields = arguments_model(fn, tool_name, doc.params)
         self._plain = all(p.inject is None and p.field == p.name for p in self._parameters)
         self._returns, output_schema, self._passes = return_adapter(fn, tool_name)
@@ -170,7 +182,7 @@ class FunctionTool:
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Coerce the validated arguments, call the function, serialise its result."""
-        return self._serialise(self.fn(**self._kwargs(params, ctx)))
+        return self._serialise(self.fn(**self._kwargs(params, ctx)), ctx)
 
     def _kwargs(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
         if self._fields is not None:  # plain parameters: pydantic would change nothing
@@ -191,7 +203,7 @@ class FunctionTool:
                 kwargs[parameter.name] = getattr(arguments, parameter.field)
         return kwargs
 
-    def _serialise(self, result: Any) -> Any:
+    def _serialise(self, result: Any, ctx: ToolExecutionContext) -> Any:
         if self._returns is None or type(result) is ToolResult:  # a result of its own: as is
             return result
         if self._passes is not None and self._passes(result):  # it would serialise to itself
@@ -199,7 +211,17 @@ class FunctionTool:
         # By alias: the output schema (serialisation mode) names the fields so.
         # No serializer warnings: a value off its annotation is output validation's to
         # judge, and a library must not write warnings to its host's stderr.
-        return self._returns.dump_python(result, mode="json", by_alias=True, warnings=False)
+        try:
+            return self._returns.dump_python(result, mode="json", by_alias=True, warnings=False)
+        except Exception as exc:  # bytes that are not UTF-8, an int too big for a float...
+            # The output is at fault, not the function: the same failure as any
+            # other output that is not JSON.
+            raise ToolOutputError(
+                f"tool {self.name!r} returned output that is not JSON: "
+                f"{type(exc).__name__}: {error_text(exc):.300}",
+                tool_name=self.name,
+                plan_id=ctx.plan_id,
+            ) from exc
 
 
 class AsyncFunctionTool(FunctionTool):
@@ -207,7 +229,7 @@ class AsyncFunctionTool(FunctionTool):
 
     async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
         """Coerce the validated arguments, await the function, serialise its result."""
-        return self._serialise(await self.fn(**self._kwargs(params, ctx)))
+        return self._serialise(await self.fn(**self._kwargs(params, ctx)), ctx)
 
 
 def wrap(
@@ -245,7 +267,9 @@ def wrap(
     Raises:
         ToolDefinitionError: the function cannot be described as a tool.
     """
-    cls = AsyncFunctionTool if inspect.iscoroutinefunction(fn) else FunctionTool
+    from toolcycle._signatures import is_async  # loaded with the first tool, as in FunctionTool
+
+    cls = AsyncFunctionTool if is_async(fn) else FunctionTool
     return cls(
         fn,
         name=name,
