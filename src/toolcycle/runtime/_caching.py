@@ -21,6 +21,8 @@ from toolcycle.runtime._results import RETURNED
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from toolcycle.content import ContentPart
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
@@ -95,9 +97,17 @@ class CacheBinding:
         self.store = store
         self._serial = next(_serials)
 
-    def look_up(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, Kept | None]:
-        """The call's key (None: not cacheable) and what is kept under it, if anything."""
-        key = self._key(ctx, data)
+    def look_up(
+        self,
+        ctx: ToolExecutionContext,
+        data: dict[str, Any],
+        scrub: Callable[[str], str] | None = None,
+    ) -> tuple[Any, Kept | None]:
+        """The call's key (None: not cacheable) and what is kept under it, if anything.
+
+        ``scrub`` hides the call's secret arguments in what is logged about it.
+        """
+        key = self._key(ctx, data, scrub)
         if key is None:
             return None, None
         kept: Kept | None = self.store.get(key)
@@ -120,7 +130,11 @@ class CacheBinding:
         if result.content:
             kept.content, kept.content_bytes = result.content, trace.content_bytes
         if result.metadata is not None:
-            kept.metadata = copy.deepcopy(result.metadata)
+            try:
+                kept.metadata = copy.deepcopy(result.metadata)
+            except Exception as exc:  # the host's objects (a lock, a cursor): not kept
+                _log.warning("result_cache.keep_failed", tool=self.name, error=type(exc).__name__)
+                return
         policy = self.policy
         # The store checks again, under its lock, that the plan has not ended since.
         plan = ctx if policy.scope == "plan" else None
@@ -128,7 +142,12 @@ class CacheBinding:
         weight = size + kept.content_bytes + len(key[2].encode())
         self.store.put(key, kept, weight, policy.ttl, plan)
 
-    def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _key(
+        self,
+        ctx: ToolExecutionContext,
+        data: dict[str, Any],
+        scrub: Callable[[str], str] | None,
+    ) -> tuple[Any, ...] | None:
         policy = self.policy
         try:
             # A copy for the host's function: one that changes what it is given must
@@ -139,7 +158,9 @@ class CacheBinding:
             )
             text.encode()  # a lone surrogate is JSON to json.dumps, but no UTF-8 (keep sizes it)
         except Exception as exc:  # the key function is the host's code: skip, do not fail
-            _log.warning("result_cache.key_failed", tool=self.name, error=repr(exc))
+            # Its error may quote an argument (int(data["token"])): no secret in a log record.
+            error = repr(exc) if scrub is None else scrub(repr(exc))
+            _log.warning("result_cache.key_failed", tool=self.name, error=error)
             return None
         # The context, not its id: two plans of one id (one after the other, or in two
         # runtimes sharing the store) never see each other's results.
