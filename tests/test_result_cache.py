@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -442,6 +443,24 @@ def test_changing_a_hits_output_does_not_change_the_cached_result(rt: ToolRuntim
         hit.output["items"].append("mine")
         again = rt.execute("lookup", {"q": "x"}, ctx)
     assert again.output["items"] == ["x"]
+
+
+def test_the_store_holds_no_reference_to_the_output_the_first_caller_got(
+    rt: ToolRuntime,
+) -> None:
+    """A container output is kept as its text: what the host does with its object is its own."""
+    counted = Counted(CachePolicy(ttl=60))
+    rt.register(counted.tool)
+    with rt.plan() as ctx:
+        output = rt.execute("lookup", {"q": "x"}, ctx).output
+        output["items"].extend(["grown"] * 1000)  # the host grows what it got
+        held = sys.getrefcount(output)
+        rt.result_cache.clear()  # drops the store's references, if it held any
+        assert sys.getrefcount(output) == held
+        rt.execute("lookup", {"q": "x"}, ctx)
+        hit = rt.execute("lookup", {"q": "x"}, ctx)
+    assert hit.trace is not None and hit.trace.cache_hit
+    assert hit.output == {"q": "x", "n": 1, "items": ["x"]}
 
 
 @pytest.mark.parametrize("value", ["héllo", 3, 2.5, True, None, ["a", {"b": "ü"}]])

@@ -38,11 +38,15 @@ _log = get_logger("toolcycle.runtime")
 # the same name (or a source's tool refreshed) never sees the old one's results.
 _serials = itertools.count(1)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_AS_TEXT: Any = object()  # a Kept's output that is kept only as its JSON text
 
 
 class Kept:
     """A successful result as kept: its output, the output's JSON text and its size in bytes.
 
+    A scalar output is kept as it is (immutable); a list or a dict only as its JSON
+    text, so that what the store holds is what its byte bound counts, and not the
+    object the first call's host got (and may have changed, or grown, since).
     A rich result's content parts (immutable) and a copy of its metadata are kept too,
     so that a hit shows the model what the first call showed it.
     """
@@ -68,16 +72,13 @@ class Kept:
         self.metadata = metadata
 
     def fresh_output(self) -> Any:
-        """The output as first returned, read anew from its text.
+        """The output as first returned: a scalar as is, a list or a dict read anew from its text.
 
-        ``output`` is the very object the first call's result carried, which its
-        host may since have changed; a hit (and its output guardrails) must see
+        Each hit (and its output guardrails) gets an object of its own, which is
         what the model will be shown.
         """
         output = self.output
-        if type(output) in _SCALARS:
-            return output
-        return json.loads(self.text)
+        return json.loads(self.text) if output is _AS_TEXT else output
 
 
 class CacheBinding:
@@ -122,9 +123,15 @@ class CacheBinding:
         trace = result.trace
         assert trace is not None  # every result the pipeline returns has one
         output = result.output
-        text = result._text
-        if text is None:  # a string output keeps no text of its own
-            text = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+        kind = type(output)
+        text = ""  # a string is its own text: a hit's result makes none of it
+        if kind is not str:
+            encoded = result._text
+            if encoded is None:
+                encoded = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+            text = encoded
+            if kind not in _SCALARS:
+                output = _AS_TEXT
         size = trace.result_size_bytes
         kept = Kept(output, text, size, trace.output_valid)
         if result.content:
