@@ -962,6 +962,44 @@ async def test_an_awaited_cache_hit_still_passes_the_output_guardrails() -> None
     assert not refused.success and refused.error == "closed"
 
 
+def test_a_cache_hit_turned_away_by_an_output_guardrail_is_traced_as_a_hit() -> None:
+    """A rejected or stopped hit ran no tool: its trace says cache_hit, through both drivers."""
+    verdict = {"now": "allow"}
+
+    def gate(call: GuardrailCall, ctx: ToolExecutionContext) -> GuardrailDecision:
+        outcome = verdict["now"]
+        return allow() if outcome == "allow" else reject("no") if outcome == "reject" else stop("x")
+
+    runs: list[str] = []
+
+    @tool(writes=False, cache=CachePolicy(ttl=60), output_guardrails=[gate])
+    def look(text: str) -> str:
+        """Look something up."""
+        runs.append(text)
+        return text.upper()
+
+    async def awaited(runtime: ToolRuntime, ctx: ToolExecutionContext) -> ToolResult:
+        return await runtime.aexecute("look", {"text": "a"}, ctx)
+
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(look)
+        traces = traced(runtime)
+        with runtime.plan() as ctx:
+            runtime.execute("look", {"text": "a"}, ctx)
+            verdict["now"] = "reject"
+            rejected = runtime.execute("look", {"text": "a"}, ctx)
+            awaited_rejected = asyncio.run(awaited(runtime, ctx))
+            verdict["now"] = "stop"
+            with pytest.raises(GuardrailTripped):
+                runtime.execute("look", {"text": "a"}, ctx)
+            with pytest.raises(GuardrailTripped):
+                asyncio.run(awaited(runtime, ctx))
+    assert runs == ["a"]
+    assert not rejected.success and not awaited_rejected.success
+    assert [t.status for t in traces] == ["ok", "rejected", "rejected", "stopped", "stopped"]
+    assert [t.cache_hit for t in traces] == [False, True, True, True, True]
+
+
 def test_a_cache_hits_output_guardrails_judge_what_the_model_will_be_shown() -> None:
     """A host editing the first result's output changes neither a hit nor what guards judge."""
     blocked: set[str] = set()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -349,6 +352,25 @@ def test_a_key_function_that_fails_makes_the_call_skip_the_cache(rt: ToolRuntime
     assert len(rt.result_cache) == 0
 
 
+def test_a_failing_key_functions_logged_error_hides_the_calls_secret_arguments(
+    rt: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The key_failed warning carries the error with a secret argument [redacted]."""
+
+    @tool(writes=False, cache=CachePolicy(ttl=60, key=lambda data: int(data["password"])))
+    def who(password: str) -> str:
+        """Say whose password it is."""
+        return "ann"
+
+    rt.register(who)
+    with caplog.at_level(logging.WARNING, logger="toolcycle"), rt.plan() as ctx:
+        result = rt.execute("who", {"password": "hunter2-secret"}, ctx)
+    assert result.success
+    (record,) = [r for r in caplog.records if r.getMessage() == "result_cache.key_failed"]
+    logged = repr(record.__dict__)
+    assert "hunter2-secret" not in logged and "[redacted]" in logged
+
+
 def test_a_hit_in_a_plan_that_never_activated_the_tool_does_not_activate_it(
     rt: ToolRuntime,
 ) -> None:
@@ -421,6 +443,24 @@ def test_changing_a_hits_output_does_not_change_the_cached_result(rt: ToolRuntim
         hit.output["items"].append("mine")
         again = rt.execute("lookup", {"q": "x"}, ctx)
     assert again.output["items"] == ["x"]
+
+
+def test_the_store_holds_no_reference_to_the_output_the_first_caller_got(
+    rt: ToolRuntime,
+) -> None:
+    """A container output is kept as its text: what the host does with its object is its own."""
+    counted = Counted(CachePolicy(ttl=60))
+    rt.register(counted.tool)
+    with rt.plan() as ctx:
+        output = rt.execute("lookup", {"q": "x"}, ctx).output
+        output["items"].extend(["grown"] * 1000)  # the host grows what it got
+        held = sys.getrefcount(output)
+        rt.result_cache.clear()  # drops the store's references, if it held any
+        assert sys.getrefcount(output) == held
+        rt.execute("lookup", {"q": "x"}, ctx)
+        hit = rt.execute("lookup", {"q": "x"}, ctx)
+    assert hit.trace is not None and hit.trace.cache_hit
+    assert hit.output == {"q": "x", "n": 1, "items": ["x"]}
 
 
 @pytest.mark.parametrize("value", ["héllo", 3, 2.5, True, None, ["a", {"b": "ü"}]])
@@ -825,3 +865,30 @@ def test_a_hit_of_a_rich_result_shows_the_model_the_same_content_and_keeps_metad
     assert answered.trace is not None and answered.trace.cache_hit
     tool_message, user_message = answered.to_messages("openai")  # the image follows
     assert tool_message["tool_call_id"] == "call_1" and user_message["role"] == "user"
+
+
+def test_a_result_whose_metadata_cannot_be_copied_is_returned_and_not_kept() -> None:
+    """Metadata holding a lock is the host's: the call succeeds, and the next one runs again."""
+    runs: list[str] = []
+
+    @tool(writes=False, cache=CachePolicy(ttl=60))
+    def rows(q: str) -> ToolReturn[int]:
+        """Count rows, handing the host the lock that guards them."""
+        runs.append(q)
+        return ToolReturn(value=1, content=[Text("one row")], metadata={"lock": threading.Lock()})
+
+    async def awaited(runtime: ToolRuntime) -> ToolResult:
+        async with runtime.aplan() as ctx:
+            return await runtime.aexecute("rows", {"q": "x"}, ctx)
+
+    with _runtime() as rt:
+        rt.register(rows)
+        with rt.plan() as ctx:
+            first = rt.execute("rows", {"q": "x"}, ctx)
+            second = rt.execute("rows", {"q": "x"}, ctx)
+        third = asyncio.run(awaited(rt))
+        assert len(rt.result_cache) == 0
+    assert runs == ["x", "x", "x"]
+    for result in (first, second, third):
+        assert result.success and result.output == 1
+        assert result.metadata is not None and "lock" in result.metadata

@@ -116,7 +116,8 @@ class ToolExecutionTrace(BaseModel):
     attempts: tuple[RetryAttempt, ...] = ()
     """Each attempt of a tool with a `toolcycle.RetryPolicy`, in order; empty otherwise."""
     cache_hit: bool = False
-    """The result came from the result cache: the tool was neither activated nor run."""
+    """The call was answered from the result cache, or its kept result was turned away
+    by an output guardrail: either way the tool was neither activated nor run."""
     guardrails: tuple[GuardrailRecord, ...] = ()
     """Each guardrail's decision, in the order they ran; empty when none ran."""
     revealed_tools: tuple[str, ...] = ()

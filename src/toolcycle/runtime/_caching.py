@@ -21,6 +21,8 @@ from toolcycle.runtime._results import RETURNED
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from toolcycle.content import ContentPart
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
@@ -36,11 +38,15 @@ _log = get_logger("toolcycle.runtime")
 # the same name (or a source's tool refreshed) never sees the old one's results.
 _serials = itertools.count(1)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_AS_TEXT: Any = object()  # a Kept's output that is kept only as its JSON text
 
 
 class Kept:
     """A successful result as kept: its output, the output's JSON text and its size in bytes.
 
+    A scalar output is kept as it is (immutable); a list or a dict only as its JSON
+    text, so that what the store holds is what its byte bound counts, and not the
+    object the first call's host got (and may have changed, or grown, since).
     A rich result's content parts (immutable) and a copy of its metadata are kept too,
     so that a hit shows the model what the first call showed it.
     """
@@ -66,16 +72,13 @@ class Kept:
         self.metadata = metadata
 
     def fresh_output(self) -> Any:
-        """The output as first returned, read anew from its text.
+        """The output as first returned: a scalar as is, a list or a dict read anew from its text.
 
-        ``output`` is the very object the first call's result carried, which its
-        host may since have changed; a hit (and its output guardrails) must see
+        Each hit (and its output guardrails) gets an object of its own, which is
         what the model will be shown.
         """
         output = self.output
-        if type(output) in _SCALARS:
-            return output
-        return json.loads(self.text)
+        return json.loads(self.text) if output is _AS_TEXT else output
 
 
 class CacheBinding:
@@ -95,9 +98,17 @@ class CacheBinding:
         self.store = store
         self._serial = next(_serials)
 
-    def look_up(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, Kept | None]:
-        """The call's key (None: not cacheable) and what is kept under it, if anything."""
-        key = self._key(ctx, data)
+    def look_up(
+        self,
+        ctx: ToolExecutionContext,
+        data: dict[str, Any],
+        scrub: Callable[[str], str] | None = None,
+    ) -> tuple[Any, Kept | None]:
+        """The call's key (None: not cacheable) and what is kept under it, if anything.
+
+        ``scrub`` hides the call's secret arguments in what is logged about it.
+        """
+        key = self._key(ctx, data, scrub)
         if key is None:
             return None, None
         kept: Kept | None = self.store.get(key)
@@ -112,15 +123,25 @@ class CacheBinding:
         trace = result.trace
         assert trace is not None  # every result the pipeline returns has one
         output = result.output
-        text = result._text
-        if text is None:  # a string output keeps no text of its own
-            text = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+        kind = type(output)
+        text = ""  # a string is its own text: a hit's result makes none of it
+        if kind is not str:
+            encoded = result._text
+            if encoded is None:
+                encoded = json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+            text = encoded
+            if kind not in _SCALARS:
+                output = _AS_TEXT
         size = trace.result_size_bytes
         kept = Kept(output, text, size, trace.output_valid)
         if result.content:
             kept.content, kept.content_bytes = result.content, trace.content_bytes
         if result.metadata is not None:
-            kept.metadata = copy.deepcopy(result.metadata)
+            try:
+                kept.metadata = copy.deepcopy(result.metadata)
+            except Exception as exc:  # the host's objects (a lock, a cursor): not kept
+                _log.warning("result_cache.keep_failed", tool=self.name, error=type(exc).__name__)
+                return
         policy = self.policy
         # The store checks again, under its lock, that the plan has not ended since.
         plan = ctx if policy.scope == "plan" else None
@@ -128,7 +149,12 @@ class CacheBinding:
         weight = size + kept.content_bytes + len(key[2].encode())
         self.store.put(key, kept, weight, policy.ttl, plan)
 
-    def _key(self, ctx: ToolExecutionContext, data: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _key(
+        self,
+        ctx: ToolExecutionContext,
+        data: dict[str, Any],
+        scrub: Callable[[str], str] | None,
+    ) -> tuple[Any, ...] | None:
         policy = self.policy
         try:
             # A copy for the host's function: one that changes what it is given must
@@ -139,7 +165,9 @@ class CacheBinding:
             )
             text.encode()  # a lone surrogate is JSON to json.dumps, but no UTF-8 (keep sizes it)
         except Exception as exc:  # the key function is the host's code: skip, do not fail
-            _log.warning("result_cache.key_failed", tool=self.name, error=repr(exc))
+            # Its error may quote an argument (int(data["token"])): no secret in a log record.
+            error = repr(exc) if scrub is None else scrub(repr(exc))
+            _log.warning("result_cache.key_failed", tool=self.name, error=error)
             return None
         # The context, not its id: two plans of one id (one after the other, or in two
         # runtimes sharing the store) never see each other's results.

@@ -141,6 +141,7 @@ class GuardStep:
     def hit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """A cache hit's result, after its output guardrails: a hit skips only the body."""
         if entry.guards is not None and entry.guards.output:
+            call.record.cache_hit = True  # a rejection or a stop of it ran no tool either
             verdict = self._stage(
                 call, entry, data, "output", kept.fresh_output(), kept.content, []
             )
@@ -151,6 +152,7 @@ class GuardStep:
     async def ahit(self, call: Call, entry: Entry, data: dict[str, Any], kept: Kept) -> ToolResult:
         """Async twin of `hit`."""
         if entry.guards is not None and entry.guards.output:
+            call.record.cache_hit = True  # see `hit`
             verdict = await self._astage(
                 call, entry, data, "output", kept.fresh_output(), kept.content, []
             )

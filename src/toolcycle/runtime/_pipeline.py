@@ -294,7 +294,7 @@ class CallPipeline:
             if verdict is not None:
                 return verdict
             if cache is not None:
-                key, kept = cache.look_up(call.ctx, data)
+                key, kept = cache.look_up(call.ctx, data, call.record.scrub)
                 if kept is not None:
                     return self._guards.hit(call, entry, data, kept)
         else:
@@ -302,7 +302,7 @@ class CallPipeline:
             # the tool. (A guarded tool takes the branch above: a hit passes its input
             # guardrails.)
             assert cache is not None
-            key, kept = cache.look_up(call.ctx, data)
+            key, kept = cache.look_up(call.ctx, data, call.record.scrub)
             if kept is not None:
                 return steps.cache_hit(call, kept)
         # The call's time starts once it may run, not while a person decides.
@@ -388,12 +388,12 @@ class CallPipeline:
             if verdict is not None:
                 return verdict
             if cache is not None:
-                key, kept = cache.look_up(call.ctx, data)
+                key, kept = cache.look_up(call.ctx, data, call.record.scrub)
                 if kept is not None:
                     return await self._guards.ahit(call, entry, data, kept)
         else:
             assert cache is not None
-            key, kept = cache.look_up(call.ctx, data)
+            key, kept = cache.look_up(call.ctx, data, call.record.scrub)
             if kept is not None:
                 return steps.cache_hit(call, kept)
         before, limit = deadlines(call, entry, timeout, idle_timeout)
