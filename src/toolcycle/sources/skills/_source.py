@@ -264,8 +264,8 @@ class SkillDirectory:
 
         One ``<skill>`` element per valid skill of the last scan, with its name,
         description and the location of its ``SKILL.md``, escaped for XML, and
-        control characters stripped from the description (see ``_prompt``). After
-        a ``strict`` scan that failed, the block lists no skill.
+        control characters stripped from the description and location (see
+        ``_prompt``). After a ``strict`` scan that failed, the block lists no skill.
         """
         return render_prompt(self.skills)
 
