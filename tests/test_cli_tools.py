@@ -328,3 +328,17 @@ def test_tools_prints_a_table_on_an_ascii_only_output(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     [row] = result.stdout.splitlines()[1:]
     assert row.endswith("Write a r\\xe9sum\\xe9 from notes, in the style the person asks f...")
+
+
+def test_args_nested_too_deeply_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON deeper than the decoder can follow exits 2 with a message, not a traceback."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keeps notes.\n---\nBody.\n"
+    )
+    deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    code, out, err = run(capsys, "call", "notes", "--args", deep, "--skills", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.strip() == "toolcycle: --args nests lists or objects too deeply to read"

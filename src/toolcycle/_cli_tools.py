@@ -195,6 +195,9 @@ def _call(runtime: ToolRuntime, args: argparse.Namespace, out: TextIO, err: Text
     except json.JSONDecodeError as exc:
         _say(err, f"toolcycle: --args is not valid JSON: {exc}")
         return EXIT_USAGE
+    except RecursionError:  # the decoder recurses once per nested list or object
+        _say(err, "toolcycle: --args nests lists or objects too deeply to read")
+        return EXIT_USAGE
     if not isinstance(arguments, dict):
         _say(err, 'toolcycle: --args must be a JSON object, such as \'{"city": "Oslo"}\'')
         return EXIT_USAGE
