@@ -288,3 +288,57 @@ def test_the_spinner_turns_while_the_sources_start() -> None:
     with _spinner(terminal, "starting"):
         assert terminal.turned.wait(10)
     assert "\r/ starting" in terminal.getvalue() and terminal.getvalue().endswith("\r")
+
+
+def test_control_characters_from_a_source_are_printed_as_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A description or folder name holding an escape sequence never reaches the terminal raw."""
+    module = tmp_path / "sneaky.py"
+    module.write_text(
+        "from toolcycle import tool\n\n\n"
+        "@tool(writes=False)\n"
+        "def sneaky(text: str) -> str:\n"
+        '    """Clears \\x1b[2Jthe screen\\x07 and sets the \\x9b title."""\n'
+        "    return text\n"
+    )
+    skills = tmp_path / "skills"
+    (skills / "evil\x1b]0;owned\x07").mkdir(parents=True)
+    (skills / "evil\x1b]0;owned\x07" / "SKILL.md").write_text(
+        "---\nname: evil\ndescription: Bad folder name.\n---\nBody.\n"
+    )
+    code, out, err = run(capsys, "tools", "--module", str(module), "--skills", str(skills))
+    assert code == 0
+    assert "Clears \\x1b[2Jthe screen\\x07 and sets the \\x9b title." in out
+    assert "evil\\x1b]0;owned\\x07" in err
+    for control in ("\x1b", "\x07", "\x9b"):
+        assert control not in out + err
+
+
+def test_tools_prints_a_table_on_an_ascii_only_output(tmp_path: Path) -> None:
+    """Text the locale cannot encode is escaped, not a UnicodeEncodeError traceback."""
+    (tmp_path / "cv").mkdir()
+    (tmp_path / "cv" / "SKILL.md").write_text(
+        "---\nname: cv\ndescription: Write a résumé from notes, in the style the person "
+        "asks for, with sections.\n---\nBody.\n",
+        encoding="utf-8",
+    )
+    result = toolcycle("tools", "--skills", str(tmp_path), env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    [row] = result.stdout.splitlines()[1:]
+    assert row.endswith("Write a r\\xe9sum\\xe9 from notes, in the style the person asks f...")
+
+
+def test_args_nested_too_deeply_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON deeper than the decoder can follow exits 2 with a message, not a traceback."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keeps notes.\n---\nBody.\n"
+    )
+    deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    code, out, err = run(capsys, "call", "notes", "--args", deep, "--skills", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.strip() == "toolcycle: --args nests lists or objects too deeply to read"

@@ -686,6 +686,25 @@ def test_words_are_case_folded_not_only_lowered() -> None:
     assert words("ΣΟΦΊΑ") == words("σοφία")
 
 
+def test_a_decomposed_accent_or_a_full_width_letter_reads_as_the_usual_word(
+    runtime: ToolRuntime,
+) -> None:
+    """Text is NFKC-normalised, so a combining accent does not cut a word in two."""
+    assert words("re\u0301sume\u0301") == words("résumé") == ["résumé"]
+    assert words("ＧｉｔＨｕｂ") == words("GitHub")
+    runtime.register(
+        wrap(lambda: None, name="cv_writer", description="Write a re\u0301sume\u0301."),
+        defer_loading=True,
+    )
+    runtime.register(
+        wrap(lambda: None, name="summarise", description="Re-sume the meeting."),
+        defer_loading=True,
+    )
+    with runtime.plan() as ctx:
+        found = search(runtime, ctx, "résumé").output["tools"]
+    assert [tool["name"] for tool in found] == ["cv_writer"]
+
+
 def test_names_are_split_into_words() -> None:
     """Underscores, dashes, dots and camelCase humps separate words; tiny words go."""
     assert words("github_createIssue") == ["github", "createissue", "create", "issue"]

@@ -19,6 +19,7 @@ import argparse
 import itertools
 import json
 import math
+import re
 import shlex
 import threading
 import warnings
@@ -44,6 +45,9 @@ __all__ = ["EXIT_FAILED", "EXIT_SOURCE", "EXIT_USAGE", "add_commands", "run_comm
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SOURCE = 3
+
+# C0 and C1 controls and DEL, but not tab or line feed: what a terminal would act on.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 _EXIT_CODES = """\
@@ -113,24 +117,24 @@ def _seconds(text: str) -> float:
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the ``tools``, ``schema`` or ``call`` command that ``args`` describes."""
     if not has_sources(args):
-        print(
+        _say(
+            err,
             "toolcycle: name at least one source: "
             "--mcp, --mcp-url, --skills, --module or --workspace",
-            file=err,
         )
         return EXIT_USAGE
     if args.writable and not args.workspace:
-        print("toolcycle: --writable applies to --workspace folders; name one", file=err)
+        _say(err, "toolcycle: --writable applies to --workspace folders; name one")
         return EXIT_USAGE
     commands: list[list[str]] = []
     for command_line in args.mcp:
         try:
             commands.append(shlex.split(command_line))
         except ValueError as exc:  # an unclosed quote or a trailing backslash
-            print(f"toolcycle: --mcp {command_line!r} is not a shell command line: {exc}", file=err)
+            _say(err, f"toolcycle: --mcp {command_line!r} is not a shell command line: {exc}")
             return EXIT_USAGE
         if not commands[-1][0].strip():  # '""': quotes around nothing
-            print(f"toolcycle: --mcp {command_line!r} names no program to start", file=err)
+            _say(err, f"toolcycle: --mcp {command_line!r} names no program to start")
             return EXIT_USAGE
     with import_path(), ToolRuntime() as runtime:
         try:
@@ -141,14 +145,14 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 warnings.simplefilter("always")
                 register_sources(runtime, args, commands)
         except SourceError as exc:
-            print(f"toolcycle: {exc}", file=err)
+            _say(err, f"toolcycle: {exc}")
             return EXIT_SOURCE
         for warning in seen:  # skipped tools and skills: said once, without a traceback
-            print(f"toolcycle: warning: {warning.message}", file=err)
+            _say(err, f"toolcycle: warning: {warning.message}")
         if args.command == "tools":
             return _list(runtime, out, as_json=args.json)
         if args.name not in {d.name for d in runtime.descriptors()}:
-            print(f"toolcycle: no tool named {args.name!r}; `toolcycle tools` lists them", file=err)
+            _say(err, f"toolcycle: no tool named {args.name!r}; `toolcycle tools` lists them")
             return EXIT_USAGE
         if args.command == "schema":
             descriptor = runtime.descriptor(args.name)
@@ -173,7 +177,7 @@ def _list(runtime: ToolRuntime, out: TextIO, *, as_json: bool) -> int:
             d.source if d.source_name is None else f"{d.source}:{d.source_name}",
             "yes" if d.capability.writes else "no",
             "yes" if d.capability.checkpointable else "no",
-            _one_line(d.description, 60),
+            _one_line(d.description, 60, ellipsis="…" if _encodes(out, "…") else "..."),
         )
         for d in descriptors
     ]
@@ -181,7 +185,7 @@ def _list(runtime: ToolRuntime, out: TextIO, *, as_json: bool) -> int:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
         cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-        print("  ".join([*cells, row[4]]).rstrip(), file=out)
+        _say(out, "  ".join([*cells, row[4]]).rstrip())
     return 0
 
 
@@ -189,16 +193,19 @@ def _call(runtime: ToolRuntime, args: argparse.Namespace, out: TextIO, err: Text
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        print(f"toolcycle: --args is not valid JSON: {exc}", file=err)
+        _say(err, f"toolcycle: --args is not valid JSON: {exc}")
+        return EXIT_USAGE
+    except RecursionError:  # the decoder recurses once per nested list or object
+        _say(err, "toolcycle: --args nests lists or objects too deeply to read")
         return EXIT_USAGE
     if not isinstance(arguments, dict):
-        print('toolcycle: --args must be a JSON object, such as \'{"city": "Oslo"}\'', file=err)
+        _say(err, 'toolcycle: --args must be a JSON object, such as \'{"city": "Oslo"}\'')
         return EXIT_USAGE
     with runtime.plan(read_only=args.read_only, resources=workspaces(args)) as ctx:
         try:
             result = runtime.execute(args.name, arguments, ctx, timeout=args.timeout)
         except (ToolRuntimeError, ToolCancelledError) as exc:
-            print(f"toolcycle: {exc}", file=err)
+            _say(err, f"toolcycle: {exc}")
             return EXIT_FAILED
     report = {
         "success": result.success,
@@ -208,17 +215,43 @@ def _call(runtime: ToolRuntime, args: argparse.Namespace, out: TextIO, err: Text
     }
     print(json.dumps(report, indent=2, default=str), file=out)
     if result.trace is not None and result.trace.error_type == "WorkspaceReadOnlyError":
-        print(
+        _say(
+            err,
             f"toolcycle: {args.name} would change a --workspace folder, which is read-only "
             "unless --writable is given",
-            file=err,
         )
     return 0 if result.success else EXIT_FAILED
 
 
-def _one_line(text: str, width: int) -> str:
+def _one_line(text: str, width: int, *, ellipsis: str) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return line if len(line) <= width else line[: width - len(ellipsis)] + ellipsis
+
+
+def _say(stream: TextIO, text: str) -> None:
+    r"""Print ``text``, which may come from a source, so that no terminal obeys it.
+
+    Control characters other than tab and line feed are shown as escapes
+    (``\x1b``), and so are characters the stream cannot encode (``\xe9`` on
+    an ASCII locale), where printing them would end the command with a traceback.
+    """
+    text = _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
+    if not _encodes(stream, text):
+        encoding = stream.encoding
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    print(text, file=stream)
+
+
+def _encodes(stream: TextIO, text: str) -> bool:
+    """Whether ``stream`` can write ``text`` (a stream without an encoding writes anything)."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @contextmanager

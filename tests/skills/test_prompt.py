@@ -30,6 +30,32 @@ def test_control_characters_from_yaml_escapes_are_stripped_from_the_prompt(
     assert text == "ab [31mred[0m DEL C1.\nNext\ttab\ncr\nnel"
 
 
+def test_the_tool_description_is_stripped_of_control_characters_as_the_prompt_is(
+    tmp_path: Path,
+) -> None:
+    """What a model reads of a skill is the same text in its tool and in the block."""
+    escaped = r'"Reads \x1b]0;title\x07files\x1b[2J.\r\nThen\ttabs."'
+    make_skill(tmp_path, "reader", description=escaped)
+    directory = SkillDirectory(tmp_path)
+    with ToolRuntime() as runtime:
+        [descriptor] = runtime.register_source(directory)
+    assert descriptor.description == "Reads ]0;titlefiles[2J.\nThen\ttabs."
+    assert descriptor.description == _description(directory.prompt())
+    assert "\x1b" in directory.skills[0].description  # the skill keeps the text as written
+
+
+def test_control_characters_in_a_folder_on_the_path_are_stripped_from_the_location(
+    tmp_path: Path,
+) -> None:
+    """A container folder named with an escape sequence shows in the block without it."""
+    container = tmp_path / "team\x1b[31m\x07\rred"
+    skill = make_skill(container, "notes")
+    directory = SkillDirectory(tmp_path, recursive=True)
+    assert directory.skills[0].location == skill.resolve() / "SKILL.md"  # kept as it is
+    location = directory.prompt().split("<location>\n", 1)[1].split("\n</location>", 1)[0]
+    assert location == str(tmp_path.resolve() / "team[31m\nred" / "notes" / "SKILL.md")
+
+
 def test_ordinary_descriptions_render_as_the_reference_library_renders_them(
     tmp_path: Path,
 ) -> None:

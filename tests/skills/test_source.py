@@ -152,6 +152,22 @@ def test_a_skill_folder_given_as_dot_is_named_after_the_folder(
         assert register(runtime, SkillDirectory(".")) == ["notes"]
 
 
+def test_a_relative_folder_is_rescanned_where_it_was_when_the_directory_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that changes its working folder later still refreshes the same skills."""
+    make_skill(tmp_path / "skills", "notes")
+    (tmp_path / "elsewhere" / "skills" / "stray").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    directory = SkillDirectory("skills")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the stray folder elsewhere is never looked at
+        assert [skill.name for skill in directory.scan()] == ["notes"]
+    assert directory.reports == ()
+    assert directory.path == tmp_path / "skills"
+
+
 def test_hidden_folders_and_plain_files_are_not_skills(tmp_path: Path) -> None:
     """A .git folder or a README next to the skills is neither registered nor reported."""
     make_skill(tmp_path, "real")

@@ -17,6 +17,7 @@ they were the best.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,10 +45,15 @@ def words(text: str) -> list[str]:
     """The case-folded words of ``text``, split at non-letters.
 
     Case folding, not lowering, so that ``GRÖSSE`` and ``Größe`` are one word.
+    The text is NFKC-normalised first: a combining accent is no letter, so
+    ``résumé`` written with one (as macOS names files) would otherwise split into
+    ``re`` and ``sume``, and full-width ``ＧｉｔＨｕｂ`` would not be ``github``.
 
     A word with camelCase humps gives itself and each part (``GitHub``:
     ``github``, ``git``, ``hub``), so a query may use either.
     """
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
     found: list[str] = []
     for word in _WORD.findall(text):
         # Most words have no hump (all lower case, or a capital only first): no regex.

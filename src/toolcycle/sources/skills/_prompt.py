@@ -3,13 +3,14 @@ r"""The ``<available_skills>`` block an agent puts in its system prompt.
 The layout is the reference library's (``skills-ref to-prompt``): one
 ``<skill>`` element per skill with its name, description and the location of
 its ``SKILL.md``, each escaped for XML. A description may hold control
-characters the YAML wrote as escapes (``"\a"``, ``"\x1b[31m"``, ``"\0"``).
-They are stripped from the block: they are no text a model should read, a
-terminal showing the prompt would obey them, and XML 1.0 allows no C0 control
-but tab, line feed and carriage return. Tab and line feed stay; the other
-line-breaking controls (carriage return, vertical tab, form feed, next line
-U+0085) become line feeds, a CRLF pair one. The skill's own ``description``
-keeps the text as written.
+characters the YAML wrote as escapes (``"\a"``, ``"\x1b[31m"``, ``"\0"``),
+and a location those of a folder's name. `plain_text` strips them from the
+block, and from the description of the skill's tool: they are no text a model
+should read, a terminal showing the prompt would obey them, and XML 1.0 allows
+no C0 control but tab, line feed and carriage return. Tab and line feed stay;
+the other line-breaking controls (carriage return, vertical tab, form feed,
+next line U+0085) become line feeds, a CRLF pair one. The skill's own
+``description`` and ``location`` keep the text as written.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-__all__ = ["Listed", "render_prompt"]
+__all__ = ["Listed", "plain_text", "render_prompt"]
 
 # C0 and C1 control characters and DEL, but not tab or line feed.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -55,10 +56,10 @@ def render_prompt(skills: Iterable[Listed]) -> str:
             html.escape(skill.name),
             "</name>",
             "<description>",
-            html.escape(_text(skill.description)),
+            html.escape(plain_text(skill.description)),
             "</description>",
             "<location>",
-            html.escape(str(skill.location)),
+            html.escape(plain_text(str(skill.location))),
             "</location>",
             "</skill>",
         ]
@@ -66,6 +67,6 @@ def render_prompt(skills: Iterable[Listed]) -> str:
     return "\n".join(lines)
 
 
-def _text(value: str) -> str:
+def plain_text(value: str) -> str:
     """``value`` without control characters; line-breaking ones become line feeds."""
     return _CONTROL.sub("", _BREAK.sub("\n", value))

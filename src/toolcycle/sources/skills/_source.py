@@ -152,7 +152,8 @@ class SkillDirectory:
     ``strict`` is set.
 
     Args:
-        path: the folder.
+        path: the folder; a relative one is made absolute now, from the
+            current working folder.
         recursive: find skills at any depth (a skill's own folder is not
             searched further); otherwise each direct subfolder is a skill, and
             one without ``SKILL.md`` is reported.
@@ -185,7 +186,9 @@ class SkillDirectory:
         limits: SkillLimits | None = None,
         defer_loading: bool = False,
     ) -> None:
-        self.path = Path(path)
+        # Absolute now, so that a later rescan reads this folder whatever the
+        # working folder is then; links are kept, as their names name skills.
+        self.path = Path(os.path.abspath(path))
         if not self.path.is_dir():
             raise NotADirectoryError(f"the skills folder {str(self.path)!r} is not a directory")
         self.recursive = recursive
@@ -264,8 +267,8 @@ class SkillDirectory:
 
         One ``<skill>`` element per valid skill of the last scan, with its name,
         description and the location of its ``SKILL.md``, escaped for XML, and
-        control characters stripped from the description (see ``_prompt``). After
-        a ``strict`` scan that failed, the block lists no skill.
+        control characters stripped from the description and location (see
+        ``_prompt``). After a ``strict`` scan that failed, the block lists no skill.
         """
         return render_prompt(self.skills)
 

@@ -16,6 +16,7 @@ from toolcycle.sources.skills._files import (
     same_file,
 )
 from toolcycle.sources.skills._frontmatter import read_body
+from toolcycle.sources.skills._prompt import plain_text
 from toolcycle.sources.skills._scripts import command_for, minimal_environment, run_script
 
 if TYPE_CHECKING:
@@ -162,7 +163,8 @@ class SkillTool:
         self.skill = skill
         self._descriptor = ToolDescriptor(
             name=skill.name,
-            description=skill.description,
+            # What a model reads, as in the prompt block: no terminal or XML controls.
+            description=plain_text(skill.description),
             input_schema=_READ_INPUT,
             output_schema=_READ_OUTPUT,
             # Reading changes nothing, so there is nothing a checkpoint must undo.
