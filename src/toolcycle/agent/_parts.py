@@ -125,7 +125,8 @@ def _openai(call_id: str | None, parts: Sequence[ContentPart]) -> list[dict[str,
     if not attached:
         return [tool]
     # Named, since in a batch the user messages follow all the tool messages.
-    whose = {"type": "text", "text": f"[attachments of tool call {call_id}: {kinds}]"}
+    call = "the tool call above" if call_id is None else f"tool call {call_id}"
+    whose = {"type": "text", "text": f"[attachments of {call}: {kinds}]"}
     return [tool, {"role": "user", "content": [whose, *attached]}]
 
 
