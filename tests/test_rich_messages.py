@@ -124,6 +124,11 @@ def test_a_batchs_openai_chat_messages_put_every_tool_message_before_the_attachm
     ]
     assert messages[3]["content"][0]["text"] == "[attachments of tool call c1: image_url]"
     assert messages[4]["content"][0]["text"] == "[attachments of tool call c3: file]"
+    anonymous = ToolResult(
+        success=True, content=(Image(PNG, "image/png"),), call=ToolCall(name="a")
+    )
+    _, user = anonymous.to_messages("openai")
+    assert user["content"][0]["text"] == "[attachments of the tool call above: image_url]"
     blocks = ToolResult.batch_messages([image, plain], "anthropic")
     assert [block["tool_use_id"] for block in blocks] == ["c1", "c2"]
 
