@@ -947,3 +947,27 @@ def test_the_models_call_id_is_in_the_trace_and_execute_leaves_it_empty() -> Non
         traces = rt.recent_traces()
     assert [trace.tool_call_id for trace in traces] == ["call_7", None, None]
     assert len({trace.call_id for trace in traces}) == 3
+
+
+@pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic", "gemini", "mcp"])
+def test_every_format_is_offered_an_object_at_the_schemas_root(fmt: str) -> None:
+    """A schema without a type, or only a local $ref at its root, is offered as an object."""
+    untyped = {"properties": {"q": {"type": "string"}}, "required": ["q"]}
+    named = {
+        "$ref": "#/$defs/Query",
+        "$defs": {"Query": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    }
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="untyped", input_schema=untyped))
+        runtime.register(FakeTool(name="named", input_schema=named))
+        with runtime.plan() as ctx:
+            definitions = runtime.tool_definitions(ctx, format=fmt)  # type: ignore[arg-type]
+    key = {"anthropic": "input_schema", "gemini": "parametersJsonSchema", "mcp": "inputSchema"}
+    schemas = [
+        (d["function"] if fmt == "openai" else d)[key.get(fmt, "parameters")] for d in definitions
+    ]
+    assert schemas[0] == {"type": "object", **untyped}
+    assert schemas[1]["type"] == "object"
+    assert schemas[1]["properties"] == {"q": {"type": "string"}}
+    assert "$ref" not in schemas[1] and "$defs" in schemas[1]
+    assert runtime.descriptor("untyped").input_schema == untyped  # the tool's own is unchanged

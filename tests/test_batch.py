@@ -11,6 +11,7 @@ import pytest
 
 from toolcycle import (
     NullTracer,
+    ToolCall,
     ToolCancelledError,
     ToolExecutionContext,
     ToolExecutionTrace,
@@ -284,6 +285,21 @@ def test_a_cancellation_raised_by_the_runtime_carries_the_cancelled_calls_trace(
     assert caught.value.trace is not None and caught.value.trace == seen[-1]
     assert caught.value.trace.status == "cancelled"
     assert ToolCancelledError("elsewhere").trace is None
+
+
+def test_one_call_passed_as_a_batch_is_refused_rather_than_read_as_its_keys(
+    runtime: ToolRuntime,
+) -> None:
+    """A dict, a ToolCall or a text is not a batch: TypeError, and nothing is traced."""
+    seen: list[ToolExecutionTrace] = []
+    runtime.add_trace_listener(seen.append)
+    one = {"id": "c1", "type": "function", "function": {"name": "step", "arguments": "{}"}}
+    with runtime.plan() as ctx:
+        for wrong in (one, ToolCall(id="c1", name="step"), '[{"name": "step"}]'):
+            with pytest.raises(TypeError, match=r"list of tool calls.*\[tool_call\]"):
+                runtime.call_many(wrong, ctx)  # type: ignore[arg-type]
+        assert len(runtime.call_many((one,), ctx)) == 1  # any other iterable is a batch
+    assert [trace.tool_name for trace in seen] == ["step"]
 
 
 async def test_an_empty_batch_and_a_bad_limit(runtime: ToolRuntime) -> None:

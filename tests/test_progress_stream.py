@@ -268,6 +268,31 @@ async def test_cancelling_the_consuming_task_cancels_the_call(runtime: ToolRunti
     assert trace.status == "cancelled"
 
 
+async def test_aclose_from_another_task_ends_the_consumers_loop_without_cancelling_it(
+    runtime: ToolRuntime,
+) -> None:
+    """A consumer waiting for the next item when another task closes the stream just stops."""
+    first = asyncio.Event()
+
+    async def consume(stream: CallStream) -> list[Item]:
+        items: list[Item] = []
+        async for item in stream:
+            items.append(item)
+            first.set()  # its next wait starts before this task yields
+        return items
+
+    async with runtime.aplan() as ctx:
+        stream = runtime.astream("hang", {}, ctx)
+        consumer = asyncio.create_task(consume(stream))
+        await asyncio.wait_for(first.wait(), WAIT)
+        await stream.aclose()
+        items = await asyncio.wait_for(consumer, WAIT)
+        await _others_end()
+    assert not consumer.cancelled()
+    assert [type(item) for item in items] == [ProgressEvent]
+    assert [t.status for t in runtime.recent_traces()] == ["cancelled"]
+
+
 async def test_a_sync_tool_left_running_after_the_stream_closed_reports_to_nobody(
     runtime: ToolRuntime, gate: Gate
 ) -> None:

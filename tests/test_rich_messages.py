@@ -94,13 +94,43 @@ def test_openai_chat_gets_binary_parts_in_a_user_message_after_the_tool_message(
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
     assert tool_message["content"].startswith("look\n[resource link: file:///big.log")
     assert [part["type"] for part in user["content"]] == [
+        "text",
         "image_url",
         "input_audio",
         "file",
         "file",
     ]
-    assert user["content"][1]["input_audio"]["format"] == "mp3"
-    assert user["content"][2]["file"]["filename"] == "report.pdf"
+    assert user["content"][0]["text"].startswith("[attachments of tool call call_1: ")
+    assert user["content"][2]["input_audio"]["format"] == "mp3"
+    assert user["content"][3]["file"]["filename"] == "report.pdf"
+
+
+def test_a_batchs_openai_chat_messages_put_every_tool_message_before_the_attachments() -> None:
+    """No user message may come between the tool messages that answer one assistant turn."""
+    image = ToolResult(
+        success=True, content=(Image(PNG, "image/png"),), call=ToolCall(id="c1", name="look")
+    )
+    plain = ToolResult(success=True, output="ok", call=ToolCall(id="c2", name="look"))
+    pdf = File(b"%PDF-1.7", "application/pdf", name="r.pdf")
+    document = ToolResult(success=True, content=(pdf,), call=ToolCall(id="c3", name="look"))
+    messages = ToolResult.batch_messages([image, plain, document])
+    accepted("openai", messages)
+    assert [(m["role"], m.get("tool_call_id")) for m in messages] == [
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("tool", "c3"),
+        ("user", None),
+        ("user", None),
+    ]
+    assert messages[3]["content"][0]["text"] == "[attachments of tool call c1: image_url]"
+    assert messages[4]["content"][0]["text"] == "[attachments of tool call c3: file]"
+    anonymous = ToolResult(
+        success=True, content=(Image(PNG, "image/png"),), call=ToolCall(name="a")
+    )
+    _, user = anonymous.to_messages("openai")
+    assert user["content"][0]["text"] == "[attachments of the tool call above: image_url]"
+    blocks = ToolResult.batch_messages([image, plain], "anthropic")
+    assert [block["tool_use_id"] for block in blocks] == ["c1", "c2"]
 
 
 def test_to_message_refuses_a_result_that_needs_two_and_names_to_messages() -> None:

@@ -25,6 +25,9 @@ from toolcycle.agent._parts import content_messages
 from toolcycle.content import ContentPart
 from toolcycle.errors import ToolExecutionError
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
     "ApprovalRecord",
     "BoundResource",
@@ -353,6 +356,35 @@ class ToolResult(BaseModel):
             truncated=self.truncated,
             output_valid=self._output_valid(chosen),
         )
+
+    @staticmethod
+    def batch_messages(
+        results: "Iterable[ToolResult]",
+        format: ProviderFormat | None = None,
+    ) -> list[dict[str, Any]]:
+        """The messages that hand a batch of results (one model turn) back, in a valid order.
+
+        OpenAI Chat wants a tool message for every call of the turn right after
+        the assistant's message, with nothing between them: the user messages that
+        carry attachments (see `to_messages`) come after all the tool messages,
+        in the batch's order. In the other formats this is each result's
+        `to_messages`, one after the other (for Anthropic, the ``tool_result``
+        blocks of one user message).
+
+        Args:
+            results: the batch's results, as ``call_many`` returns them.
+            format: the provider format; by default each call's own.
+
+        Raises:
+            ValueError: a result has no tool call (it came from ``execute``).
+        """
+        answers: list[dict[str, Any]] = []
+        attachments: list[dict[str, Any]] = []
+        for result in results:
+            first, *rest = result.to_messages(format)
+            answers.append(first)
+            attachments.extend(rest)
+        return answers + attachments
 
     def _output_valid(self, format: str) -> bool | None:
         """Whether the output met its schema, where the message depends on it (an MCP object)."""

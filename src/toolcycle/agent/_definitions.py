@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from toolcycle.agent._names import provider_name
-from toolcycle.agent._schemas import openai_strict
+from toolcycle.agent._schemas import object_root, openai_strict
 
 if TYPE_CHECKING:
     from toolcycle.models import ToolDescriptor
@@ -42,7 +42,7 @@ def definition(
         strict: for the OpenAI formats, offer strict mode where the schema allows it.
     """
     name = provider_name(descriptor.name, format)
-    schema = descriptor.input_schema
+    schema = object_root(descriptor.input_schema)
     description = descriptor.description
     if format in {"openai", "openai-responses"}:
         adapted = openai_strict(schema) if strict else None

@@ -124,7 +124,10 @@ def _openai(call_id: str | None, parts: Sequence[ContentPart]) -> list[dict[str,
     tool = {"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)}
     if not attached:
         return [tool]
-    return [tool, {"role": "user", "content": attached}]
+    # Named, since in a batch the user messages follow all the tool messages.
+    call = "the tool call above" if call_id is None else f"tool call {call_id}"
+    whose = {"type": "text", "text": f"[attachments of {call}: {kinds}]"}
+    return [tool, {"role": "user", "content": [whose, *attached]}]
 
 
 def _responses_item(part: ContentPart) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["STRICT_KEYWORDS", "drop_absent_nulls", "openai_strict"]
+__all__ = ["STRICT_KEYWORDS", "drop_absent_nulls", "object_root", "openai_strict"]
 
 _PLAIN = frozenset({str, int, float, bool})
 """Value types that are neither null nor containers."""
@@ -77,6 +77,24 @@ def openai_strict(schema: Any) -> dict[str, Any] | None:
     except (_NotStrict, RecursionError):
         return None
     return adapted
+
+
+def object_root(schema: Any) -> Any:
+    """The input ``schema`` with an object at its root, as every provider wants it.
+
+    OpenAI and Anthropic refuse a tool whose parameters do not say
+    ``"type": "object"`` (and MCP's spec requires it), yet an MCP server may list
+    a schema without ``type``, and a zod or pydantic schema may be only a local
+    ``$ref`` at the root. A call's arguments are always an object, so saying so
+    changes nothing the schema accepts. Any other schema is returned as it is.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        schema = _inlined_root(schema) or schema
+    if "type" not in schema:
+        return {"type": "object", **schema}
+    return schema
 
 
 _ROOT_ONLY = frozenset({"$defs", "$ref", "$schema", "definitions", "description", "title"})

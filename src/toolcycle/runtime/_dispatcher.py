@@ -7,6 +7,7 @@ to do. The caller's mistakes (a call in an ended plan) still raise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._construct import trusted
@@ -137,6 +138,7 @@ class Dispatcher:
         """Run a batch concurrently, one result per call (see `ToolRuntime.acall_many`)."""
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        _check_batch(tool_calls)
         prepared = [self._prepare(tool_call, ctx) for tool_call in tool_calls]
 
         async def run(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -276,6 +278,23 @@ class Dispatcher:
             name, ctx, call_id, status, error_message=message, error_type=error_type
         )
         return refusal(call, message, error_type, trace)
+
+
+def _check_batch(tool_calls: object) -> None:
+    """Refuse one call passed where a batch belongs.
+
+    Iterating one would read its keys (or a model's fields, or a text's
+    characters) as calls, each answered as a mistake of the model's: a batch of
+    refusals that answer nothing it asked.
+
+    Raises:
+        TypeError: ``tool_calls`` is a single call or a text.
+    """
+    if isinstance(tool_calls, str | bytes | Mapping) or hasattr(tool_calls, "model_dump"):
+        raise TypeError(
+            f"tool_calls must be a list of tool calls, got one {type(tool_calls).__name__}; "
+            "pass [tool_call], or use call() for one"
+        )
 
 
 def _answering(result: ToolResult, call: ToolCall) -> ToolResult:

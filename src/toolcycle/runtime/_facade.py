@@ -580,6 +580,7 @@ class ToolRuntime:
         Raises:
             ToolRuntimeError: the plan has ended or the runtime is closed.
             ValueError: a limit or ``max_concurrency`` is not a positive number.
+            TypeError: ``tool_calls`` is one call (a dict, an SDK object) or a text.
         """
         return await self._dispatcher.acall_many(
             tool_calls, ctx, max_concurrency, timeout, idle_timeout

@@ -148,11 +148,15 @@ class CallStream:
                 self._end(channel)
                 task.cancel()
                 raise
+            if self._over:  # aclose() from another task: the loop ends, it is not cancelled
+                raise StopAsyncIteration
 
     async def aclose(self) -> None:
         """Stop the stream: cancel the call if it is still running and wait for it to end.
 
-        A call that had already ended keeps its result and trace. Idempotent.
+        A call that had already ended keeps its result and trace. A consumer
+        waiting for the next item in another task stops iterating, as after the
+        last item. Idempotent.
         """
         self._over = True
         channel, task = self._channel, self._task
