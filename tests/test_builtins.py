@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,45 @@ def test_edit_file_needs_one_exact_occurrence(run: Any, workspace: Path) -> None
     assert "does not occur" in run("edit_file", path="notes.txt", old="zeta", new="x").error
     (workspace / "twice.txt").write_text("a a")
     assert "occurs 2 times" in run("edit_file", path="twice.txt", old="a", new="b").error
+
+
+def test_two_edits_of_one_file_at_once_both_land_and_roll_back(
+    run: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits of one file that overlap take turns: neither is lost, and both are undone."""
+    from toolcycle._confined import ConfinedRoot
+
+    replace = ConfinedRoot.write_atomic
+    first_writing, second_done = threading.Event(), threading.Event()
+    writes: list[bytes] = []
+
+    def first_waits(self: ConfinedRoot, parts: Any, data: bytes, mode: int | None = None) -> None:
+        writes.append(data)
+        if len(writes) == 1:
+            first_writing.set()
+            second_done.wait(1)  # an edit that does not wait its turn ends meanwhile
+        replace(self, parts, data, mode)
+
+    monkeypatch.setattr(ConfinedRoot, "write_atomic", first_waits)
+    results: dict[str, Any] = {}
+
+    def edit(old: str, done: threading.Event | None = None) -> None:
+        results[old] = run("edit_file", path="notes.txt", old=old, new=old.upper())
+        if done is not None:
+            done.set()
+
+    first = threading.Thread(target=edit, args=("alpha",))
+    first.start()
+    assert first_writing.wait(5)
+    second = threading.Thread(target=edit, args=("gamma", second_done))
+    second.start()
+    first.join(5)
+    second.join(5)
+    assert results["alpha"].success and results["gamma"].success
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\nGAMMA\n"
+    report = run.ctx.rollback()
+    assert report.complete, report.not_undone
+    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
 def test_delete_file_and_make_dir(run: Any, workspace: Path) -> None:

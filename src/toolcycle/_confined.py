@@ -16,6 +16,8 @@ one path component at a time, with ``O_NOFOLLOW``:
   O_NOFOLLOW`` under a random name in the same folder and renamed over it, so a
   link planted at any name is neither followed nor moved into place.
 - Errors name paths relative to the root, never the root itself.
+- `ConfinedRoot.exclusive` holds a lock of one file for this process, so that the
+  writers of one file (and rollback) take turns instead of losing each other's work.
 
 The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools are.
 """
@@ -26,6 +28,7 @@ import errno
 import os
 import secrets
 import stat
+import threading
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Self
 
@@ -42,6 +45,11 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_PATH = 4096
 _MAX_LINKS = 40
+
+# The lock of each file someone holds or waits for, with how many do; a file's
+# entry goes when its last user leaves, so the table holds only files in use.
+_file_locks: dict[tuple[int, int, Parts], tuple[threading.Lock, list[int]]] = {}
+_file_locks_guard = threading.Lock()
 
 
 class ConfinementError(Exception):
@@ -160,6 +168,28 @@ class ConfinedRoot:
         finally:
             self._release(fd)
         return tuple(done)
+
+    @contextmanager
+    def exclusive(self, parts: Parts) -> Iterator[None]:
+        """Hold this process's lock of the file at ``parts`` (by root and path) meanwhile.
+
+        Read-modify-write of a file is not atomic: two writers that each read it and
+        replace it lose one's work, and the changes they record no longer chain.
+        Whoever reads a file to replace it holds this lock from the read to the end.
+        """
+        where = os.fstat(self._fd)
+        key = (where.st_dev, where.st_ino, parts)
+        with _file_locks_guard:
+            lock, users = _file_locks.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with _file_locks_guard:
+                users[0] -= 1
+                if not users[0]:
+                    del _file_locks[key]
 
     def lstat(self, parts: Parts) -> os.stat_result | None:
         """What is at ``parts`` (a link is not followed), or None if nothing is."""

@@ -297,7 +297,7 @@ def _confined(undo: _FileUndo, workspaces: Mapping[str, BoundResource]) -> UndoH
             raise ConfinementError(
                 f"workspace {workspace.name!r} cannot be opened ({exc.strerror})"
             ) from None
-        with root:
+        with root, root.exclusive(parts):
             undo(change, root, parts)
 
     return handler
