@@ -242,6 +242,34 @@ def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(plan: Plan
     assert script.stat().st_mode & 0o777 == 0o751
 
 
+def test_the_temporary_for_a_private_file_is_never_readable_by_others(
+    plan: Plan, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From its creation on, the temporary of a private file is as private as the file."""
+    opened = os.open
+    born: list[int] = []
+
+    def spy(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        fd = opened(path, flags, mode, dir_fd=dir_fd)
+        if str(path).endswith(".toolcycle-tmp"):
+            born.append(os.fstat(fd).st_mode & 0o777)
+        return fd
+
+    secret = plan.root / "secret.env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    monkeypatch.setattr(os, "open", spy)
+    umask = os.umask(0o022)
+    try:
+        assert plan("edit_file", path="secret.env", old="1", new="2").success
+        assert plan("delete_file", path="secret.env").success
+        assert plan.ctx.rollback().complete  # restores the deleted file, then its text
+    finally:
+        os.umask(umask)
+    assert born and all(mode & 0o077 == 0 for mode in born), [oct(m) for m in born]
+    assert secret.read_text() == "KEY=1\n" and secret.stat().st_mode & 0o777 == 0o600
+
+
 def test_listing_and_search_follow_links_inside_and_leave_out_the_others(
     plan: Plan, outside: Path
 ) -> None:

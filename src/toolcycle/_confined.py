@@ -272,14 +272,17 @@ class ConfinedRoot:
                 found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
             except FileNotFoundError:
                 found = None
+            final = mode if found is None else None
+            if found is not None and stat.S_ISREG(found):
+                final = stat.S_IMODE(found)
             temp = f".{secrets.token_hex(8)}.toolcycle-tmp"
-            fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=parent)
+            # Born private when the bits are known: another user who opened a temporary
+            # readable by all before its chmod could read a private file's bytes.
+            fd = os.open(temp, _TEMP_FLAGS, 0o666 if final is None else 0o600, dir_fd=parent)
             try:
                 try:
-                    if found is not None and stat.S_ISREG(found):
-                        os.fchmod(fd, stat.S_IMODE(found))
-                    elif found is None and mode is not None:
-                        os.fchmod(fd, mode)
+                    if final is not None:
+                        os.fchmod(fd, final)
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view) :]
