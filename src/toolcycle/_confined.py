@@ -25,6 +25,7 @@ The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import stat
@@ -216,6 +217,19 @@ class ConfinedRoot:
         if data is None:
             raise ConfinementError(f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}")
         return data
+
+    def sha256(self, parts: Parts) -> str:
+        """The SHA-256 (hex) of the file `read_bytes` would read, taken in bounded chunks.
+
+        Raises:
+            ConfinementError: it is a link, not a regular file, or has several hard links.
+            OSError: it cannot be opened or read; the error names ``parts``.
+        """
+        with self._regular(parts) as (fd, _):
+            hashed = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                hashed.update(chunk)
+            return hashed.hexdigest()
 
     def read_capped(self, parts: Parts, max_bytes: int) -> tuple[bytes | None, int]:
         """The file's bytes and size, or None and its size if it is over ``max_bytes``.
