@@ -66,6 +66,20 @@ def test_read_file_returns_text_and_a_window_of_lines(run: Any) -> None:
     assert window["content"] == "beta\n" and window["truncated"]
 
 
+def test_lines_end_only_at_newlines_as_grep_counts_them(run: Any, workspace: Path) -> None:
+    """A form feed or U+2028 inside a line neither shifts line numbers nor splits a line."""
+    (workspace / "paged.py").write_bytes(
+        "a = 1\n\f\nb = '\u2028'\r\nneedle one\nx\x1cy needle two\n".encode()
+    )
+    found = run("search_text", query="needle", path="paged.py").output["matches"]
+    assert [(m["line"], m["text"]) for m in found] == [
+        (4, "needle one"),
+        (5, "x\x1cy needle two"),
+    ]
+    window = run("read_file", path="paged.py", offset=2, limit=1).output
+    assert window["content"] == "b = '\u2028'\r\n" and window["total_lines"] == 5
+
+
 @pytest.mark.parametrize(
     ("path", "error_type", "text"),
     [

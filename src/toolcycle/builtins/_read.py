@@ -38,6 +38,21 @@ def read_text(root: ConfinedRoot, parts: Parts, max_bytes: int) -> str:
         raise NotTextError(f"{shown(parts)} is not valid UTF-8 (byte {exc.start})") from None
 
 
+def _lines(text: str) -> list[str]:
+    r"""The lines of ``text``, each with its ``\n``, counted as grep and editors count them.
+
+    Only ``\n`` ends a line (``\r\n`` ends one too). ``str.splitlines`` also breaks at
+    form feeds, U+2028 and other separators, which would number lines unlike every
+    other tool and cut a line in two in a window of ``read_file``.
+    """
+    lines = text.split("\n")
+    last = lines.pop()
+    kept = [line + "\n" for line in lines]
+    if last:
+        kept.append(last)
+    return kept
+
+
 def _followed(
     root: ConfinedRoot, parts: Parts, info: os.stat_result
 ) -> tuple[Parts, os.stat_result] | None:
@@ -74,7 +89,7 @@ class ReadFile(WorkspaceTool):
         with self._opened(workspace) as root:
             target = root.resolve(params["path"])
             text = read_text(root, target, self.max_bytes)
-        lines = text.splitlines(keepends=True)
+        lines = _lines(text)
         offset = params.get("offset", 0)
         limit = params.get("limit")
         window = lines[offset : None if limit is None else offset + limit]
@@ -200,7 +215,8 @@ class SearchText(WorkspaceTool):
                 text = read_text(root, target, self.max_bytes)
             except (WorkspaceError, ConfinementError, OSError):
                 continue  # binary, oversized, hard-linked or vanished files are skipped
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, ended in enumerate(_lines(text), start=1):
+                line = ended.removesuffix("\n").removesuffix("\r")
                 if len(line) <= self.max_line_length and matcher.search(line):
                     matches.append({"path": shown(target), "line": number, "text": line})
                     if len(matches) == limit:
