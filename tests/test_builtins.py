@@ -228,6 +228,38 @@ def test_two_edits_of_one_file_at_once_both_land_and_roll_back(
     assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
+def test_a_write_given_up_on_while_waiting_its_turn_changes_nothing(
+    run: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that times out while another call writes its file never writes it later."""
+    from toolcycle._confined import ConfinedRoot
+
+    replace = ConfinedRoot.write_atomic
+    first_writing, release = threading.Event(), threading.Event()
+
+    def first_waits(self: ConfinedRoot, parts: Any, data: bytes, mode: int | None = None) -> None:
+        if not first_writing.is_set():
+            first_writing.set()
+            release.wait(5)
+        replace(self, parts, data, mode)
+
+    monkeypatch.setattr(ConfinedRoot, "write_atomic", first_waits)
+    first = threading.Thread(
+        target=run, args=("write_file",), kwargs={"path": "notes.txt", "content": "first"}
+    )
+    first.start()
+    assert first_writing.wait(5)
+    late = run.runtime.execute(
+        "write_file", {"path": "notes.txt", "content": "late"}, run.ctx, timeout=0.2
+    )
+    release.set()
+    first.join(5)
+    assert late.trace is not None and late.trace.status == "timed_out"
+    run.runtime.end_plan(run.ctx)  # waits for the timed-out call to let go
+    assert (workspace / "notes.txt").read_text() == "first"
+    assert [c.tool_name for c in run.ctx.changes] == ["write_file"]
+
+
 def test_delete_file_and_make_dir(run: Any, workspace: Path) -> None:
     """delete_file removes a file; make_dir creates folders; both refuse nonsense."""
     assert run("delete_file", path="notes.txt").output == {"path": "notes.txt", "deleted": True}

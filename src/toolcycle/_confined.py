@@ -34,7 +34,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["ConfinedRoot", "ConfinementError", "OutsideRootError", "Parts", "shown"]
 
@@ -51,6 +51,7 @@ _MAX_LINKS = 40
 # entry goes when its last user leaves, so the table holds only files in use.
 _file_locks: dict[tuple[int, int, Parts], tuple[threading.Lock, list[int]]] = {}
 _file_locks_guard = threading.Lock()
+_TURN_CHECK_SECONDS = 0.05
 
 
 class ConfinementError(Exception):
@@ -171,12 +172,13 @@ class ConfinedRoot:
         return tuple(done)
 
     @contextmanager
-    def exclusive(self, parts: Parts) -> Iterator[None]:
-        """Hold this process's lock of the file at ``parts`` (by root and path) meanwhile.
+    def exclusive(self, parts: Parts, check: Callable[[], object] = bool) -> Iterator[None]:
+        """Hold this process's lock of the file at ``parts`` meanwhile.
 
-        Read-modify-write of a file is not atomic: two writers that each read it and
-        replace it lose one's work, and the changes they record no longer chain.
-        Whoever reads a file to replace it holds this lock from the read to the end.
+        Two writers that each read a file and replace it lose one's work, so whoever
+        reads a file to replace it holds this from the read to the end. ``check`` runs
+        while waiting and once the lock is held; what it raises (a cancellation)
+        ends the wait before anything is touched.
         """
         where = os.fstat(self._fd)
         key = (where.st_dev, where.st_ino, parts)
@@ -184,8 +186,13 @@ class ConfinedRoot:
             lock, users = _file_locks.setdefault(key, (threading.Lock(), [0]))
             users[0] += 1
         try:
-            with lock:
+            while not lock.acquire(timeout=_TURN_CHECK_SECONDS):
+                check()
+            try:
+                check()  # given up on while it waited: it must change nothing now
                 yield
+            finally:
+                lock.release()
         finally:
             with _file_locks_guard:
                 users[0] -= 1

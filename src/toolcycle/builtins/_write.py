@@ -64,7 +64,7 @@ class _Writer(WorkspaceTool):
                 raise WorkspaceError("the workspace root itself cannot be written")
             # From reading the previous bytes to recording the change, no other call
             # of this process writes the file: no edit is lost, the records chain.
-            with root.exclusive(target):
+            with root.exclusive(target, ctx.call_token.check):
                 yield workspace, root, target
 
     def _record(
