@@ -167,6 +167,44 @@ def test_search_text_treats_a_literal_query_literally(run: Any) -> None:
     assert refused.validation is not None and refused.validation.issues[0].keyword == "unicode"
 
 
+@pytest.mark.parametrize(
+    ("tool", "params", "step"),
+    [
+        ("search_text", {"query": "needle"}, "read_text"),
+        ("list_dir", {"recursive": True}, "_followed"),
+    ],
+)
+def test_a_walk_of_the_tree_stops_once_its_call_is_given_up_on(
+    run: Any,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tool: str,
+    params: dict[str, Any],
+    step: str,
+) -> None:
+    """A search or listing of a large tree ends with its call, not after the whole tree."""
+    from toolcycle.builtins import _read
+
+    for index in range(50):
+        (workspace / "src" / f"f{index:02}.txt").write_text("needle\n")
+    original = getattr(_read, step)
+    steps: list[object] = []
+    release = threading.Event()
+
+    def held_on_first(*args: Any) -> Any:
+        steps.append(args)
+        if len(steps) == 1:
+            release.wait(5)  # until the call has timed out
+        return original(*args)
+
+    monkeypatch.setattr(_read, step, held_on_first)
+    result = run.runtime.execute(tool, params, run.ctx, timeout=0.2)
+    release.set()
+    run.runtime.end_plan(run.ctx)  # waits for the call's thread, had it gone on
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert len(steps) == 1
+
+
 def test_write_file_creates_and_overwrites_and_records_changes(run: Any, workspace: Path) -> None:
     """write_file creates folders as needed and records one change per file and folder."""
     created = run("write_file", path="new/dir/file.txt", content="hé")

@@ -13,7 +13,7 @@ from toolcycle.builtins._workspace import NotTextError, WorkspaceError, Workspac
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from toolcycle import ToolExecutionContext
 
@@ -124,13 +124,16 @@ class ListDir(WorkspaceTool):
             info = root.lstat(base)
             if info is None or not stat.S_ISDIR(info.st_mode):
                 raise WorkspaceError(f"{shown(base)} is not a directory")
-            return self._list(root, base, params)
+            return self._list(root, base, params, ctx.call_token.check)
 
-    def _list(self, root: ConfinedRoot, base: Parts, params: dict[str, Any]) -> dict[str, Any]:
+    def _list(
+        self, root: ConfinedRoot, base: Parts, params: dict[str, Any], check: Callable[[], None]
+    ) -> dict[str, Any]:
         pattern = params.get("pattern")
         entries: list[dict[str, Any]] = []
         truncated = False
         for here, info in root.scan(base, recursive=bool(params.get("recursive"))):
+            check()  # a walk of a large tree stops once its call is given up on
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
             followed = _followed(root, here, info)
@@ -203,14 +206,20 @@ class SearchText(WorkspaceTool):
         matcher = _matcher(params["query"], regex=bool(params.get("regex")))
         with self._opened(workspace) as root:
             base = root.resolve(params.get("path", "."))
-            return self._search(root, base, matcher, params)
+            return self._search(root, base, matcher, params, ctx.call_token.check)
 
     def _search(
-        self, root: ConfinedRoot, base: Parts, matcher: Any, params: dict[str, Any]
+        self,
+        root: ConfinedRoot,
+        base: Parts,
+        matcher: Any,
+        params: dict[str, Any],
+        check: Callable[[], None],
     ) -> dict[str, Any]:
         limit = params.get("max_results", 100)
         matches: list[dict[str, Any]] = []
         for target in self._files(root, base, params.get("pattern")):
+            check()  # a search of a large tree stops once its call is given up on
             try:
                 text = read_text(root, target, self.max_bytes)
             except (WorkspaceError, ConfinementError, OSError):
