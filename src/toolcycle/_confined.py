@@ -47,8 +47,7 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _MAX_PATH = 4096
 _MAX_LINKS = 40
 
-# The lock of each file someone holds or waits for, with how many do; a file's
-# entry goes when its last user leaves, so the table holds only files in use.
+# Each file in use: its lock and how many hold or wait for it (the entry goes with the last).
 _file_locks: dict[tuple[int, int, Parts], tuple[threading.Lock, list[int]]] = {}
 _file_locks_guard = threading.Lock()
 _TURN_CHECK_SECONDS = 0.05
@@ -176,9 +175,8 @@ class ConfinedRoot:
         """Hold this process's lock of the file at ``parts`` meanwhile.
 
         Two writers that each read a file and replace it lose one's work, so whoever
-        reads a file to replace it holds this from the read to the end. ``check`` runs
-        while waiting and once the lock is held; what it raises (a cancellation)
-        ends the wait before anything is touched.
+        reads a file to replace it holds this from the read to the end. What ``check``
+        raises (a cancellation), while waiting or once the lock is held, ends the wait.
         """
         where = os.fstat(self._fd)
         key = (where.st_dev, where.st_ino, parts)
@@ -285,23 +283,27 @@ class ConfinedRoot:
     def write_atomic(self, parts: Parts, data: bytes, mode: int | None = None) -> None:
         """Replace (or create) the file at ``parts`` with ``data`` in one rename.
 
-        An existing file keeps its permission bits; a new one gets ``mode``, or the
-        default when None.
+        An existing file keeps its permission bits and, where the process may give
+        it (as root), its owner and group; a new one gets ``mode``, or the default.
         """
         with self._parent(parts) as parent, _naming(shown(parts)):
             try:
-                found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+                found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
                 found = None
+            kept = found if found is not None and stat.S_ISREG(found.st_mode) else None
             final = mode if found is None else None
-            if found is not None and stat.S_ISREG(found):
-                final = stat.S_IMODE(found)
+            if kept is not None:
+                final = stat.S_IMODE(kept.st_mode)
             temp = f".{secrets.token_hex(8)}.toolcycle-tmp"
             # Born private when the bits are known: another user who opened a temporary
             # readable by all before its chmod could read a private file's bytes.
             fd = os.open(temp, _TEMP_FLAGS, 0o666 if final is None else 0o600, dir_fd=parent)
             try:
                 try:
+                    if kept is not None:  # before the chmod, which a chown may undo
+                        with suppress(PermissionError):  # only root may give a file away
+                            os.fchown(fd, kept.st_uid, kept.st_gid)
                     if final is not None:
                         os.fchmod(fd, final)
                     view = memoryview(data)
