@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,20 @@ def test_read_file_returns_text_and_a_window_of_lines(run: Any) -> None:
     }
     window = run("read_file", path="notes.txt", offset=1, limit=1).output
     assert window["content"] == "beta\n" and window["truncated"]
+
+
+def test_lines_end_only_at_newlines_as_grep_counts_them(run: Any, workspace: Path) -> None:
+    """A form feed or U+2028 inside a line neither shifts line numbers nor splits a line."""
+    (workspace / "paged.py").write_bytes(
+        "a = 1\n\f\nb = '\u2028'\r\nneedle one\nx\x1cy needle two\n".encode()
+    )
+    found = run("search_text", query="needle", path="paged.py").output["matches"]
+    assert [(m["line"], m["text"]) for m in found] == [
+        (4, "needle one"),
+        (5, "x\x1cy needle two"),
+    ]
+    window = run("read_file", path="paged.py", offset=2, limit=1).output
+    assert window["content"] == "b = '\u2028'\r\n" and window["total_lines"] == 5
 
 
 @pytest.mark.parametrize(
@@ -152,6 +167,44 @@ def test_search_text_treats_a_literal_query_literally(run: Any) -> None:
     assert refused.validation is not None and refused.validation.issues[0].keyword == "unicode"
 
 
+@pytest.mark.parametrize(
+    ("tool", "params", "step"),
+    [
+        ("search_text", {"query": "needle"}, "read_text"),
+        ("list_dir", {"recursive": True}, "_followed"),
+    ],
+)
+def test_a_walk_of_the_tree_stops_once_its_call_is_given_up_on(
+    run: Any,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tool: str,
+    params: dict[str, Any],
+    step: str,
+) -> None:
+    """A search or listing of a large tree ends with its call, not after the whole tree."""
+    from toolcycle.builtins import _read
+
+    for index in range(50):
+        (workspace / "src" / f"f{index:02}.txt").write_text("needle\n")
+    original = getattr(_read, step)
+    steps: list[object] = []
+    release = threading.Event()
+
+    def held_on_first(*args: Any) -> Any:
+        steps.append(args)
+        if len(steps) == 1:
+            release.wait(5)  # until the call has timed out
+        return original(*args)
+
+    monkeypatch.setattr(_read, step, held_on_first)
+    result = run.runtime.execute(tool, params, run.ctx, timeout=0.2)
+    release.set()
+    run.runtime.end_plan(run.ctx)  # waits for the call's thread, had it gone on
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert len(steps) == 1
+
+
 def test_write_file_creates_and_overwrites_and_records_changes(run: Any, workspace: Path) -> None:
     """write_file creates folders as needed and records one change per file and folder."""
     created = run("write_file", path="new/dir/file.txt", content="hé")
@@ -172,6 +225,77 @@ def test_edit_file_needs_one_exact_occurrence(run: Any, workspace: Path) -> None
     assert "does not occur" in run("edit_file", path="notes.txt", old="zeta", new="x").error
     (workspace / "twice.txt").write_text("a a")
     assert "occurs 2 times" in run("edit_file", path="twice.txt", old="a", new="b").error
+
+
+def test_two_edits_of_one_file_at_once_both_land_and_roll_back(
+    run: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits of one file that overlap take turns: neither is lost, and both are undone."""
+    from toolcycle._confined import ConfinedRoot
+
+    replace = ConfinedRoot.write_atomic
+    first_writing, second_done = threading.Event(), threading.Event()
+    writes: list[bytes] = []
+
+    def first_waits(self: ConfinedRoot, parts: Any, data: bytes, mode: int | None = None) -> None:
+        writes.append(data)
+        if len(writes) == 1:
+            first_writing.set()
+            second_done.wait(1)  # an edit that does not wait its turn ends meanwhile
+        replace(self, parts, data, mode)
+
+    monkeypatch.setattr(ConfinedRoot, "write_atomic", first_waits)
+    results: dict[str, Any] = {}
+
+    def edit(old: str, done: threading.Event | None = None) -> None:
+        results[old] = run("edit_file", path="notes.txt", old=old, new=old.upper())
+        if done is not None:
+            done.set()
+
+    first = threading.Thread(target=edit, args=("alpha",))
+    first.start()
+    assert first_writing.wait(5)
+    second = threading.Thread(target=edit, args=("gamma", second_done))
+    second.start()
+    first.join(5)
+    second.join(5)
+    assert results["alpha"].success and results["gamma"].success
+    assert (workspace / "notes.txt").read_text() == "ALPHA\nbeta\nGAMMA\n"
+    report = run.ctx.rollback()
+    assert report.complete, report.not_undone
+    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
+
+
+def test_a_write_given_up_on_while_waiting_its_turn_changes_nothing(
+    run: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that times out while another call writes its file never writes it later."""
+    from toolcycle._confined import ConfinedRoot
+
+    replace = ConfinedRoot.write_atomic
+    first_writing, release = threading.Event(), threading.Event()
+
+    def first_waits(self: ConfinedRoot, parts: Any, data: bytes, mode: int | None = None) -> None:
+        if not first_writing.is_set():
+            first_writing.set()
+            release.wait(5)
+        replace(self, parts, data, mode)
+
+    monkeypatch.setattr(ConfinedRoot, "write_atomic", first_waits)
+    first = threading.Thread(
+        target=run, args=("write_file",), kwargs={"path": "notes.txt", "content": "first"}
+    )
+    first.start()
+    assert first_writing.wait(5)
+    late = run.runtime.execute(
+        "write_file", {"path": "notes.txt", "content": "late"}, run.ctx, timeout=0.2
+    )
+    release.set()
+    first.join(5)
+    assert late.trace is not None and late.trace.status == "timed_out"
+    run.runtime.end_plan(run.ctx)  # waits for the timed-out call to let go
+    assert (workspace / "notes.txt").read_text() == "first"
+    assert [c.tool_name for c in run.ctx.changes] == ["write_file"]
 
 
 def test_delete_file_and_make_dir(run: Any, workspace: Path) -> None:

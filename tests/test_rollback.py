@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import stat
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,25 @@ def test_a_file_modified_after_the_change_is_reported_not_overwritten(ws: Worksp
     assert outcome.status == "conflict" and "modified" in outcome.message
     assert (ws.root / "a.txt").read_text() == "by someone else"
     assert len(ws.ctx.changes) == 1
+
+
+def test_checking_a_file_that_grew_large_since_the_change_holds_little_memory(
+    ws: Workspace,
+) -> None:
+    """Rollback hashes the file as it reads it, so a huge replacement is not loaded whole."""
+    marker = ws.ctx.checkpoint()
+    assert ws("write_file", path="log.txt", content="short").success
+    with (ws.root / "log.txt").open("wb") as grown:
+        for _ in range(32):
+            grown.write(b"x" * (1 << 20))
+    tracemalloc.start()
+    try:
+        report = ws.ctx.rollback(marker)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [o.status for o in report.outcomes] == ["conflict"]
+    assert peak < 8 << 20, f"{peak} bytes held to check a 32 MiB file"
 
 
 @pytest.mark.parametrize(

@@ -242,6 +242,52 @@ def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(plan: Plan
     assert script.stat().st_mode & 0o777 == 0o751
 
 
+def test_the_temporary_for_a_private_file_is_never_readable_by_others(
+    plan: Plan, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From its creation on, the temporary of a private file is as private as the file."""
+    opened = os.open
+    born: list[int] = []
+
+    def spy(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        fd = opened(path, flags, mode, dir_fd=dir_fd)
+        if str(path).endswith(".toolcycle-tmp"):
+            born.append(os.fstat(fd).st_mode & 0o777)
+        return fd
+
+    secret = plan.root / "secret.env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    monkeypatch.setattr(os, "open", spy)
+    umask = os.umask(0o022)
+    try:
+        assert plan("edit_file", path="secret.env", old="1", new="2").success
+        assert plan("delete_file", path="secret.env").success
+        assert plan.ctx.rollback().complete  # restores the deleted file, then its text
+    finally:
+        os.umask(umask)
+    assert born and all(mode & 0o077 == 0 for mode in born), [oct(m) for m in born]
+    assert secret.read_text() == "KEY=1\n" and secret.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file away"
+)
+def test_a_file_replaced_as_root_keeps_its_owner_and_group(plan: Plan) -> None:
+    """Editing (and undoing the edit of) a user's file as root leaves it the user's."""
+    owned = plan.root / "owned.txt"
+    owned.write_text("mine\n")
+    os.chown(owned, 4321, 4322)
+    owned.chmod(0o640)
+    assert plan("edit_file", path="owned.txt", old="mine", new="edited").success
+    edited = owned.stat()
+    assert (edited.st_uid, edited.st_gid, edited.st_mode & 0o777) == (4321, 4322, 0o640)
+    assert plan.ctx.rollback().complete
+    restored = owned.stat()
+    assert (restored.st_uid, restored.st_gid, restored.st_mode & 0o777) == (4321, 4322, 0o640)
+    assert owned.read_text() == "mine\n"
+
+
 def test_listing_and_search_follow_links_inside_and_leave_out_the_others(
     plan: Plan, outside: Path
 ) -> None:

@@ -16,6 +16,8 @@ one path component at a time, with ``O_NOFOLLOW``:
   O_NOFOLLOW`` under a random name in the same folder and renamed over it, so a
   link planted at any name is neither followed nor moved into place.
 - Errors name paths relative to the root, never the root itself.
+- `ConfinedRoot.exclusive` holds a lock of one file for this process, so that the
+  writers of one file (and rollback) take turns instead of losing each other's work.
 
 The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools are.
 """
@@ -23,14 +25,16 @@ The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import stat
+import threading
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["ConfinedRoot", "ConfinementError", "OutsideRootError", "Parts", "shown"]
 
@@ -42,6 +46,11 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_PATH = 4096
 _MAX_LINKS = 40
+
+# Each file in use: its lock and how many hold or wait for it (the entry goes with the last).
+_file_locks: dict[tuple[int, int, Parts], tuple[threading.Lock, list[int]]] = {}
+_file_locks_guard = threading.Lock()
+_TURN_CHECK_SECONDS = 0.05
 
 
 class ConfinementError(Exception):
@@ -161,6 +170,33 @@ class ConfinedRoot:
             self._release(fd)
         return tuple(done)
 
+    @contextmanager
+    def exclusive(self, parts: Parts, check: Callable[[], object] = bool) -> Iterator[None]:
+        """Hold this process's lock of the file at ``parts`` meanwhile.
+
+        Two writers that each read a file and replace it lose one's work, so whoever
+        reads a file to replace it holds this from the read to the end. What ``check``
+        raises (a cancellation), while waiting or once the lock is held, ends the wait.
+        """
+        where = os.fstat(self._fd)
+        key = (where.st_dev, where.st_ino, parts)
+        with _file_locks_guard:
+            lock, users = _file_locks.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            while not lock.acquire(timeout=_TURN_CHECK_SECONDS):
+                check()
+            try:
+                check()  # given up on while it waited: it must change nothing now
+                yield
+            finally:
+                lock.release()
+        finally:
+            with _file_locks_guard:
+                users[0] -= 1
+                if not users[0]:
+                    del _file_locks[key]
+
     def lstat(self, parts: Parts) -> os.stat_result | None:
         """What is at ``parts`` (a link is not followed), or None if nothing is."""
         if not parts:
@@ -186,6 +222,19 @@ class ConfinedRoot:
         if data is None:
             raise ConfinementError(f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}")
         return data
+
+    def sha256(self, parts: Parts) -> str:
+        """The SHA-256 (hex) of the file `read_bytes` would read, taken in bounded chunks.
+
+        Raises:
+            ConfinementError: it is a link, not a regular file, or has several hard links.
+            OSError: it cannot be opened or read; the error names ``parts``.
+        """
+        with self._regular(parts) as (fd, _):
+            hashed = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                hashed.update(chunk)
+            return hashed.hexdigest()
 
     def read_capped(self, parts: Parts, max_bytes: int) -> tuple[bytes | None, int]:
         """The file's bytes and size, or None and its size if it is over ``max_bytes``.
@@ -234,22 +283,29 @@ class ConfinedRoot:
     def write_atomic(self, parts: Parts, data: bytes, mode: int | None = None) -> None:
         """Replace (or create) the file at ``parts`` with ``data`` in one rename.
 
-        An existing file keeps its permission bits; a new one gets ``mode``, or the
-        default when None.
+        An existing file keeps its permission bits and, where the process may give
+        it (as root), its owner and group; a new one gets ``mode``, or the default.
         """
         with self._parent(parts) as parent, _naming(shown(parts)):
             try:
-                found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+                found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
                 found = None
+            kept = found if found is not None and stat.S_ISREG(found.st_mode) else None
+            final = mode if found is None else None
+            if kept is not None:
+                final = stat.S_IMODE(kept.st_mode)
             temp = f".{secrets.token_hex(8)}.toolcycle-tmp"
-            fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=parent)
+            # Born private when the bits are known: another user who opened a temporary
+            # readable by all before its chmod could read a private file's bytes.
+            fd = os.open(temp, _TEMP_FLAGS, 0o666 if final is None else 0o600, dir_fd=parent)
             try:
                 try:
-                    if found is not None and stat.S_ISREG(found):
-                        os.fchmod(fd, stat.S_IMODE(found))
-                    elif found is None and mode is not None:
-                        os.fchmod(fd, mode)
+                    if kept is not None:  # before the chmod, which a chown may undo
+                        with suppress(PermissionError):  # only root may give a file away
+                            os.fchown(fd, kept.st_uid, kept.st_gid)
+                    if final is not None:
+                        os.fchmod(fd, final)
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view) :]

@@ -218,7 +218,11 @@ def _workspace_of(change: Change, workspaces: Mapping[str, BoundResource]) -> Bo
     return found
 
 
-def _current(root: ConfinedRoot, parts: Parts) -> bytes | None:
+def _current(root: ConfinedRoot, parts: Parts) -> str | None:
+    """The digest of the file at ``parts`` now, or None if there is none.
+
+    Hashed as it is read: the file may have grown to any size since the change.
+    """
     info = root.lstat(parts)
     if info is None:
         return None
@@ -226,7 +230,7 @@ def _current(root: ConfinedRoot, parts: Parts) -> bytes | None:
         raise ConfinementError(f"{shown(parts)} is now a symbolic link")
     if not stat.S_ISREG(info.st_mode):  # someone put a folder (or a fifo) in its place
         raise RollbackConflictError(f"{shown(parts)} is no longer a regular file")
-    return root.read_bytes(parts)
+    return root.sha256(parts)
 
 
 def _check_unchanged(change: Change, root: ConfinedRoot, parts: Parts) -> None:
@@ -238,7 +242,7 @@ def _check_unchanged(change: Change, root: ConfinedRoot, parts: Parts) -> None:
         return
     if current is None:
         raise RollbackConflictError(f"{change.target} was deleted after the change")
-    if digest(current) != expected:
+    if current != expected:
         raise RollbackConflictError(f"{change.target} was modified after the change")
 
 
@@ -297,7 +301,7 @@ def _confined(undo: _FileUndo, workspaces: Mapping[str, BoundResource]) -> UndoH
             raise ConfinementError(
                 f"workspace {workspace.name!r} cannot be opened ({exc.strerror})"
             ) from None
-        with root:
+        with root, root.exclusive(parts):
             undo(change, root, parts)
 
     return handler

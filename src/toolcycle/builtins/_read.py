@@ -13,7 +13,7 @@ from toolcycle.builtins._workspace import NotTextError, WorkspaceError, Workspac
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from toolcycle import ToolExecutionContext
 
@@ -36,6 +36,21 @@ def read_text(root: ConfinedRoot, parts: Parts, max_bytes: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotTextError(f"{shown(parts)} is not valid UTF-8 (byte {exc.start})") from None
+
+
+def _lines(text: str) -> list[str]:
+    r"""The lines of ``text``, each with its ``\n``, counted as grep and editors count them.
+
+    Only ``\n`` ends a line (``\r\n`` ends one too). ``str.splitlines`` also breaks at
+    form feeds, U+2028 and other separators, which would number lines unlike every
+    other tool and cut a line in two in a window of ``read_file``.
+    """
+    lines = text.split("\n")
+    last = lines.pop()
+    kept = [line + "\n" for line in lines]
+    if last:
+        kept.append(last)
+    return kept
 
 
 def _followed(
@@ -74,7 +89,7 @@ class ReadFile(WorkspaceTool):
         with self._opened(workspace) as root:
             target = root.resolve(params["path"])
             text = read_text(root, target, self.max_bytes)
-        lines = text.splitlines(keepends=True)
+        lines = _lines(text)
         offset = params.get("offset", 0)
         limit = params.get("limit")
         window = lines[offset : None if limit is None else offset + limit]
@@ -109,13 +124,16 @@ class ListDir(WorkspaceTool):
             info = root.lstat(base)
             if info is None or not stat.S_ISDIR(info.st_mode):
                 raise WorkspaceError(f"{shown(base)} is not a directory")
-            return self._list(root, base, params)
+            return self._list(root, base, params, ctx.call_token.check)
 
-    def _list(self, root: ConfinedRoot, base: Parts, params: dict[str, Any]) -> dict[str, Any]:
+    def _list(
+        self, root: ConfinedRoot, base: Parts, params: dict[str, Any], check: Callable[[], None]
+    ) -> dict[str, Any]:
         pattern = params.get("pattern")
         entries: list[dict[str, Any]] = []
         truncated = False
         for here, info in root.scan(base, recursive=bool(params.get("recursive"))):
+            check()  # a walk of a large tree stops once its call is given up on
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
             followed = _followed(root, here, info)
@@ -188,19 +206,26 @@ class SearchText(WorkspaceTool):
         matcher = _matcher(params["query"], regex=bool(params.get("regex")))
         with self._opened(workspace) as root:
             base = root.resolve(params.get("path", "."))
-            return self._search(root, base, matcher, params)
+            return self._search(root, base, matcher, params, ctx.call_token.check)
 
     def _search(
-        self, root: ConfinedRoot, base: Parts, matcher: Any, params: dict[str, Any]
+        self,
+        root: ConfinedRoot,
+        base: Parts,
+        matcher: Any,
+        params: dict[str, Any],
+        check: Callable[[], None],
     ) -> dict[str, Any]:
         limit = params.get("max_results", 100)
         matches: list[dict[str, Any]] = []
         for target in self._files(root, base, params.get("pattern")):
+            check()  # a search of a large tree stops once its call is given up on
             try:
                 text = read_text(root, target, self.max_bytes)
             except (WorkspaceError, ConfinementError, OSError):
                 continue  # binary, oversized, hard-linked or vanished files are skipped
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, ended in enumerate(_lines(text), start=1):
+                line = ended.removesuffix("\n").removesuffix("\r")
                 if len(line) <= self.max_line_length and matcher.search(line):
                     matches.append({"path": shown(target), "line": number, "text": line})
                     if len(matches) == limit:

@@ -62,7 +62,10 @@ class _Writer(WorkspaceTool):
             target = root.resolve(params["path"])
             if not target:
                 raise WorkspaceError("the workspace root itself cannot be written")
-            yield workspace, root, target
+            # From reading the previous bytes to recording the change, no other call
+            # of this process writes the file: no edit is lost, the records chain.
+            with root.exclusive(target, ctx.call_token.check):
+                yield workspace, root, target
 
     def _record(
         self,
