@@ -177,7 +177,7 @@ class Dispatcher:
     ) -> ToolResult:
         call, name, arguments = prepared
         if name == SEARCH_TOOL and name not in self._entries:
-            return self._search.answer(call, ctx)
+            return await self._search.aanswer(call, ctx)
         result = await self._runner.aexecute(
             name,
             arguments,
