@@ -124,7 +124,8 @@ class Dispatcher:
     ) -> list[ToolResult]:
         """Run a batch on the runtime's loop thread (see `ToolRuntime.call_many`)."""
         return self._invoker.portal.call(
-            self.acall_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout)
+            self.acall_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout),
+            caller="call_many",
         )
 
     async def acall_many(
