@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolcycle import CancellationToken, ToolRuntimeError
+from toolcycle import CancellationToken, ToolRuntime, ToolRuntimeError, tool
 from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._portal import Portal, PortalTimeoutError
 from toolcycle.execution._threads import InvokeTimeoutError
@@ -200,3 +200,29 @@ def test_invoker_timeout_of_a_sync_function_from_async_code() -> None:
     finally:
         release.set()
         invoker.close()
+
+
+def test_call_many_from_the_runtimes_loop_thread_names_acall_many() -> None:
+    """A blocking call_many made on the runtime's own loop thread says to await acall_many."""
+
+    @tool(writes=False)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    with ToolRuntime() as runtime:
+        runtime.register(add)
+
+        @tool(writes=False)
+        async def batch() -> str:
+            """Run a batch with the blocking method, from the runtime's own loop."""
+            runtime.call_many([{"name": "add", "arguments": {"a": 1, "b": 2}}], ctx)
+            return "ran"
+
+        runtime.register(batch)
+        with runtime.plan() as ctx:
+            refused = runtime.execute("batch", {}, ctx)
+    assert not refused.success
+    assert refused.error is not None
+    assert "call_many was called from the runtime's own event-loop thread" in refused.error
+    assert "await runtime.acall_many(...) instead" in refused.error

@@ -449,6 +449,7 @@ ALLOWED = {
         "capabilities",
         "context",
         "errors",
+        "execution._threads",  # builds an index off the caller's event loop
         "models",
         "runtime._shared",
         "runtime._steps",

@@ -588,18 +588,32 @@ def test_without_bm25s_local_search_says_how_to_install_it(
     searchable: ToolRuntime, ctx: ToolExecutionContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Local search without the search extra raises ImportError with the install hint."""
-    real_import = builtins.__import__
-
-    def no_bm25s(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "bm25s":
-            raise ImportError("no bm25s here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "bm25s", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_bm25s)
+    monkeypatch.setitem(
+        sys.modules, "bm25s", None
+    )  # as if not installed: neither found nor imported
     with pytest.raises(ImportError, match=r"pip install -e '\.\[search\]'"):
         searchable.tool_definitions(ctx)
     assert searchable.tool_definitions(ctx, format="anthropic")  # native needs no bm25s
+
+
+def test_offering_local_search_looks_for_bm25s_without_importing_it(
+    searchable: ToolRuntime, ctx: ToolExecutionContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tool_definitions only checks bm25s is there; the first search imports it."""
+    real_import = builtins.__import__
+    imported: list[str] = []
+
+    def recording(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "bm25s":
+            imported.append(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "bm25s", raising=False)
+    monkeypatch.setattr(builtins, "__import__", recording)
+    assert "search_tools" in names(searchable.tool_definitions(ctx))
+    assert imported == []
+    assert search(searchable, ctx, "slack").output["tools"][0]["name"] == "slack_post_message"
+    assert imported == ["bm25s"]
 
 
 # -- the index ---------------------------------------------------------------------------

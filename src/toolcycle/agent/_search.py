@@ -16,7 +16,9 @@ they were the best.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -88,8 +90,14 @@ def _bm25s() -> Any:
 
 
 def require_bm25s() -> None:
-    """Raise `ImportError`, with the install hint, when ``bm25s`` is missing."""
-    _bm25s()
+    """Raise `ImportError`, with the install hint, when ``bm25s`` is missing.
+
+    The package is looked for, not imported: importing it (and numpy) takes a
+    tenth of a second or more, which offering the search must not cost an async
+    caller's event loop. The first index build imports it, off that loop.
+    """
+    if sys.modules.get("bm25s") is None and importlib.util.find_spec("bm25s") is None:
+        _bm25s()  # raises, with the hint
 
 
 @dataclass(frozen=True, slots=True)

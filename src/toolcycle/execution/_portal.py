@@ -176,6 +176,7 @@ class Portal:
         *,
         timeout: float | Deadline | None = None,
         on_cancel: Callable[[Callable[[], object]], Callable[[], None]] | None = None,
+        caller: str | None = None,
     ) -> T:
         """Run ``coro`` on the loop thread and return its result, blocking this thread.
 
@@ -188,15 +189,23 @@ class Portal:
             on_cancel: registers a callback to run on cancellation (such as
                 ``CancellationToken.on_cancel``); the task is then cancelled and
                 `asyncio.CancelledError` is raised here once it has finished.
+            caller: the sync runtime method that runs ``coro`` here (``call_many``),
+                so that a refusal names its async twin; None for a tool's stage,
+                whose twin is ``aexecute``.
 
         Raises:
             ToolRuntimeError: called from the portal's own thread, or after close.
         """
         if self.in_portal_thread():
             coro.close()
+            what = (
+                "a sync call of an async tool was made"
+                if caller is None
+                else f"{caller} was called"
+            )
             raise ToolRuntimeError(
-                "a sync call of an async tool was made from the runtime's own event-loop "
-                "thread, where it would wait on itself; await runtime.aexecute(...) instead"
+                f"{what} from the runtime's own event-loop thread, where it would wait "
+                f"on itself; await runtime.a{caller or 'execute'}(...) instead"
             )
         try:
             loop = self._ensure_loop()

@@ -124,7 +124,8 @@ class Dispatcher:
     ) -> list[ToolResult]:
         """Run a batch on the runtime's loop thread (see `ToolRuntime.call_many`)."""
         return self._invoker.portal.call(
-            self.acall_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout)
+            self.acall_many(tool_calls, ctx, max_concurrency, timeout, idle_timeout),
+            caller="call_many",
         )
 
     async def acall_many(
@@ -177,7 +178,7 @@ class Dispatcher:
     ) -> ToolResult:
         call, name, arguments = prepared
         if name == SEARCH_TOOL and name not in self._entries:
-            return self._search.answer(call, ctx)
+            return await self._search.aanswer(call, ctx)
         result = await self._runner.aexecute(
             name,
             arguments,

@@ -6,6 +6,7 @@ and ``toolcycle.agent._approve``) is imported by the first resume.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -245,9 +246,30 @@ class Resumer:
         """Async twin of `_claim`."""
         once = getattr(ctx.durable, "aclaim_once", None)
         if once is None:
-            return self.ledger.claim(record.approval_id), False
+            return await self._aclaim_in_ledger(record, ctx), False
         claim, asked = self._asking(record)
         return bool(await once(ctx, record.tool_name, claim)), not asked
+
+    async def _aclaim_in_ledger(self, record: PendingApproval, ctx: ToolExecutionContext) -> bool:
+        """The ledger's claim, made on a worker thread: a shared ledger may be a database.
+
+        The default ledger, in memory, claims at once. A caller cancelled while the
+        claim is made waits for it, and a claim it won is given back: the call never
+        ran, so it stays resumable, as after a resume refused right after its claim.
+        """
+        from toolcycle.approvals import MemoryApprovalLedger
+
+        ledger = self.ledger
+        if type(ledger) is MemoryApprovalLedger:
+            return ledger.claim(record.approval_id)
+        claiming = asyncio.ensure_future(asyncio.to_thread(ledger.claim, record.approval_id))
+        try:
+            return await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            await asyncio.wait({claiming})
+            if not claiming.cancelled() and claiming.exception() is None and claiming.result():
+                await asyncio.to_thread(self._release, record, ctx)
+            raise
 
     def _asking(self, record: PendingApproval) -> tuple[Callable[[], bool], list[bool]]:
         """The claim to hand a durable plan's engine, and a list that fills if it is made."""

@@ -11,6 +11,7 @@ never activates or runs a tool.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -21,12 +22,13 @@ from toolcycle.agent._names import provider_name
 from toolcycle.agent._search import MAX_LIMIT, SearchIndex, require_bm25s
 from toolcycle.capabilities import is_allowed
 from toolcycle.errors import ToolCancelledError, ToolRuntimeError
+from toolcycle.execution._threads import athread
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
-    from toolcycle.runtime._shared import Catalog
+    from toolcycle.runtime._shared import Call, Catalog
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["SEARCH_TOOL", "ToolSearch"]
@@ -83,6 +85,42 @@ class ToolSearch:
             ToolCancelledError: the plan is cancelled (traced ``cancelled``), as
                 any call of a cancelled plan is refused before it starts.
         """
+        record = self._begin(call, ctx)
+        problem, query, limit = _read(call.arguments)
+        index = self._current(ctx) if problem is None else None
+        return self._finish(record, call, ctx, problem or "", index, query, limit)
+
+    async def aanswer(self, call: ToolCall, ctx: ToolExecutionContext) -> ToolResult:
+        """Async twin of `answer`: an index to build is built on a thread of its own.
+
+        Importing ``bm25s`` and indexing thousands of tools takes a good part of
+        a second, which the caller's event loop must not wait out; an index
+        already built is used at once, as `answer` does.
+
+        Raises:
+            ToolRuntimeError: as `answer`.
+            ToolCancelledError: as `answer`.
+            asyncio.CancelledError: the caller was cancelled while the index was
+                built (traced ``cancelled``); the build still completes, for the
+                next search.
+        """
+        record = self._begin(call, ctx)
+        problem, query, limit = _read(call.arguments)
+        index = None
+        if problem is None:
+            index = self._built(ctx)
+            if index is None:
+                try:
+                    index = await athread(self._current, (ctx,), None)
+                except asyncio.CancelledError as exc:
+                    self._steps.emit(record, "cancelled", error=exc)
+                    if record.observer is not None:
+                        self._steps.observed(record)
+                    raise
+        return self._finish(record, call, ctx, problem or "", index, query, limit)
+
+    def _begin(self, call: ToolCall, ctx: ToolExecutionContext) -> Call:
+        """Open the call's record; refuse (traced) a call of an ended or cancelled plan."""
         steps = self._steps
         record = steps.start(SEARCH_TOOL, ctx, call.id)  # raises TypeError for a wrong ctx
         if ctx.ended:
@@ -102,15 +140,28 @@ class ToolSearch:
                 if record.observer is not None:
                     steps.observed(record)
                 raise
-        problem, query, limit = _read(call.arguments)
-        if problem is not None:
+        return record
+
+    def _finish(
+        self,
+        record: Call,
+        call: ToolCall,
+        ctx: ToolExecutionContext,
+        problem: str,
+        index: SearchIndex | None,
+        query: str,
+        limit: int,
+    ) -> ToolResult:
+        """Answer the call: the refusal of its ``problem``, or what ``index`` found."""
+        steps = self._steps
+        if index is None:
             error_type = "ToolSchemaValidationError"
             trace = steps.emit(
                 record, "invalid_input", error_message=problem, error_type=error_type
             )
             result = refusal(call, problem, error_type, trace)
         else:
-            hits = self._current(ctx).search(query, limit)
+            hits = index.search(query, limit)
             names = tuple(descriptor.name for descriptor in hits.tools)
             ctx.reveal_tools(names)
             output = _output(hits.tools, hits.too_common, call.format)
@@ -123,18 +174,22 @@ class ToolSearch:
             steps.observed(record)
         return result
 
+    def _built(self, ctx: ToolExecutionContext) -> SearchIndex | None:
+        """The plan's index if it is built and up to date, else None; never waits."""
+        built, indexes = self._indexes
+        index = indexes.get(_rules(ctx))
+        return index if index is not None and built == self._catalog.generation else None
+
     def _current(self, ctx: ToolExecutionContext) -> SearchIndex:
         """The index of the deferred tools the plan may run as registered now.
 
         Built if it is out of date, or if no plan like this one searched since
         the registry last changed.
         """
-        generation = self._catalog.generation
-        rules = _rules(ctx)
-        built, indexes = self._indexes
-        index = indexes.get(rules)
-        if index is not None and built == generation:
+        index = self._built(ctx)
+        if index is not None:
             return index
+        rules = _rules(ctx)
         with self._lock:
             generation = self._catalog.generation  # read before the descriptors
             built, indexes = self._indexes
