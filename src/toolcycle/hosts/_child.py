@@ -21,7 +21,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.hosts._tools import ToolHostError, settle
+from toolcycle.hosts._tools import ToolHostError, settle, tool_name
 from toolcycle.hosts._worker import serve_detached
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class Child:
     ) -> tuple[int, Pending]:
         """Send one stage; its `Pending` settles with ``(value, changes, revealed)``, or fails."""
         number = next(self._numbers)
-        pending = Pending(f"{kind} of tool {name!r}", listener)
+        pending = Pending(f"{kind} of tool {tool_name(name)!r}", listener)
         with self._lock:
             if not self.dead:
                 self._pending[number] = pending

@@ -24,7 +24,7 @@ from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _plan_info
 from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import LEAVE_GRACE, remote_actor
-from toolcycle.hosts._tools import ToolHostError, settle
+from toolcycle.hosts._tools import ToolHostError, settle, tool_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -198,7 +198,7 @@ class _Plan(HostedPlan):
         call: Call | None,
     ) -> _Stage:
         actor = self.actor
-        label = f"{kind} of tool {name!r}"
+        label = f"{kind} of tool {tool_name(name)!r}"
         stage = pickle.dumps((self.key, kind, number, name, argument, call))
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
