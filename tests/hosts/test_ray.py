@@ -697,6 +697,61 @@ def test_a_pool_must_be_a_positive_int() -> None:
             RayHost(pool=bad)  # type: ignore[arg-type]
 
 
+def test_a_pool_actor_runs_a_tool_registered_anew_beside_the_one_it_replaces(
+    rt: ToolRuntime, journal: Path
+) -> None:
+    """As without a host: the new tool is activated before its next call, both deactivated."""
+    host = RayHost(pool=1)
+    try:
+        with rt.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            rt.execute("first", {}, ctx)
+            rt.unregister("first")
+            rt.register(box.Recorder("first", tag="-new"))
+            assert rt.execute("first", {}, ctx).success
+    finally:
+        host.close()
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "first-new"],
+        ["execute", "first-new"],
+        ["deactivate", "first-new"],
+        ["deactivate", "first"],
+    ]
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "5", True])
+def test_a_stop_timeout_must_be_a_finite_number_of_seconds(bad: Any) -> None:
+    """``stop_timeout`` is checked as ProcessHost checks it, when the host is made."""
+    with pytest.raises(ValueError, match="stop_timeout must be a finite number"):
+        RayHost(stop_timeout=bad)
+
+
+@pytest.mark.parametrize("stop_timeout", [0, 0.5])
+def test_a_plan_ends_within_its_stop_timeout_when_a_body_runs_on(
+    stop_timeout: float, signal: str
+) -> None:
+    """A body that ignores its token holds the plan's end no longer than stop_timeout allows."""
+    host = RayHost(stop_timeout=stop_timeout)
+    try:
+        with ToolRuntime(abandon_timeout=0.1, deactivate_timeout=0.2) as runtime:
+            runtime.register(ray_toolbox.signal_then_ignore)
+            ctx = runtime.new_context(host=host, metadata={"signal": signal})
+            runtime.activate("signal_then_ignore", ctx)
+            result = runtime.execute("signal_then_ignore", {}, ctx, timeout=0.2)
+            started(signal)
+            actor = host.actor(ctx)
+            began = time.monotonic()
+            runtime.end_plan(ctx)
+            took = time.monotonic() - began
+    finally:
+        host.close()
+    assert result.trace.abandoned
+    assert took < 2 * stop_timeout + 2.5  # the default, 5 s, would hold it 5 s or more
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.join.remote({"plan_id": "x"}), timeout=WAIT)  # killed
+
+
 async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> None:
     """Tools are held per plan; ``leave`` drops a plan's leftovers; an unknown plan fails."""
     from toolcycle.hosts._ray_actor import PlanActor

@@ -21,7 +21,7 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from toolcycle.hosts._child import _unreadable
-from toolcycle.hosts._process import _plan_info
+from toolcycle.hosts._process import _plan_info, checked_stop_timeout
 from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import LEAVE_GRACE, remote_actor
 from toolcycle.hosts._tools import ToolHostError, settle, tool_name
@@ -71,9 +71,13 @@ class RayHost(HostBase["_Plan"]):
             leave ``max_restarts`` alone: a restarted actor has lost its tools.
         pool: host every plan on this many shared actors; None (the default)
             for an actor per plan.
+        stop_timeout: seconds a plan's stages still running as it ends, and
+            then the tools no call took up, get to end in its actor; an actor of
+            its own is killed then (0 kills it at once).
 
     Raises:
-        ValueError: an empty name, or a pool that is not a positive int.
+        ValueError: an empty name, a pool that is not a positive int, or a
+            ``stop_timeout`` that is not a finite number of seconds, 0 or more.
         TypeError: a ``tools`` value that is not a `ToolImport`.
     """
 
@@ -84,10 +88,12 @@ class RayHost(HostBase["_Plan"]):
         tools: Mapping[str, ToolImport] | None = None,
         actor_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
+        stop_timeout: float = LEAVE_GRACE,
     ) -> None:
         super().__init__(name, tools)
         if pool is not None and (type(pool) is not int or pool < 1):
             raise ValueError(f"pool must be a positive int or None, got {pool!r}")
+        self._stop_timeout = checked_stop_timeout(stop_timeout)
         self._options = dict(actor_options or {})
         # Stage numbers, unique within the host, so that plans sharing an actor never clash.
         self._numbers = itertools.count(1)
@@ -234,11 +240,14 @@ class _Plan(HostedPlan):
             return
         if self.slot >= 0:
             self.ray_host._give_back(self.slot)
+        grace = self.ray_host._stop_timeout
         with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to let go
-            left = actor.leave.remote(self.key, LEAVE_GRACE)
-            if self.slot < 0 and not dead:
-                # Its leftover activations are deactivated there before it is killed.
-                ray.get(left, timeout=2 * LEAVE_GRACE)
+            if self.slot >= 0 or (grace > 0 and not dead):
+                left = actor.leave.remote(self.key, grace)
+            if self.slot < 0 and grace > 0 and not dead:
+                # Its leftover activations are deactivated there before it is killed;
+                # the doubled wait leaves room for the call to reach a busy actor.
+                ray.get(left, timeout=2 * grace)
         if self.slot < 0:
             _kill(actor)
 
