@@ -114,12 +114,16 @@ class Child:
                 self._conn.send(("cancel", number, reason))
 
     def stop(self, timeout: float) -> None:
-        """Let the worker end, waiting for it no longer than ``timeout``; then kill it."""
+        """Let the worker end, waiting for it no longer than ``timeout``; then kill it.
+
+        The worker gives its stages still running, and then the tools no call took
+        up, the same ``timeout`` to end there.
+        """
         with self._lock:
             self._stopping = True
             if not self.dead:
                 with contextlib.suppress(OSError, ValueError):
-                    self._conn.send(("stop",))
+                    self._conn.send(("stop", timeout))
         self.process.join(timeout)
         if self.process.is_alive():
             if hasattr(os, "killpg"):

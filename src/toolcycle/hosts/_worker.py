@@ -14,7 +14,7 @@ with ``record_change``, reports with ``report_progress`` and reveals with
 
 The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
 name, payload, call)``, ``("execute", id, name, params, call)``, ``("deactivate",
-id, name, None, call)``, ``("cancel", id, reason)`` and ``("stop",)``, where
+id, name, None, call)``, ``("cancel", id, reason)`` and ``("stop", grace)``, where
 ``call`` is the caller's ``(call id, revealed tools)`` at the stage's start (see
 ``_tools.call_of``). From it: ``("done", id, outcome)`` (the pickled ``(ok, value, changes,
 revealed)``) and ``("progress", id, progress, total, message)``. From a
@@ -45,7 +45,10 @@ if TYPE_CHECKING:
     from toolcycle import Change, ProgressEvent, ToolInstance
     from toolcycle.hosts._tools import Call
 
-__all__ = ["StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+__all__ = ["STOP_GRACE", "StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+
+STOP_GRACE = 5.0
+"""Seconds a worker told to stop without a grace, or left by its caller, gives its stages."""
 
 
 class StageContext(ToolExecutionContext):
@@ -250,7 +253,7 @@ class _Worker:
         if token is not None:
             token.cancel(reason)
 
-    def close(self, grace: float = 5.0) -> None:
+    def close(self, grace: float = STOP_GRACE) -> None:
         """Cancel the stages still running, give them ``grace`` seconds to end, then release.
 
         What is still active then (an activation no call took up) is deactivated,
@@ -349,8 +352,13 @@ def serve_detached(conn: Connection) -> None:
 
 
 def serve(conn: Connection) -> None:
-    """Serve one plan's tools until told to stop or the caller goes away."""
+    """Serve one plan's tools until told to stop or the caller goes away.
+
+    A ``("stop", grace)`` gives the stages still running, and then the tools no
+    call took up, ``grace`` seconds (the host's ``stop_timeout``) to end here.
+    """
     worker = _Worker(conn)
+    grace = STOP_GRACE
     try:
         while True:
             try:
@@ -365,7 +373,9 @@ def serve(conn: Connection) -> None:
             elif kind == "plan":
                 worker.adopt(message[1])
             else:  # "stop"
+                if len(message) > 1:
+                    grace = message[1]
                 return
     finally:
-        worker.close()
+        worker.close(grace)
         conn.close()
