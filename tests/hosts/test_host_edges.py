@@ -221,6 +221,24 @@ def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: Pr
     runtime.end_plan(ctx)
 
 
+def test_a_plan_open_when_its_host_closed_fails_its_later_calls_and_starts_no_worker(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Its tools, active or not, fail saying the host was closed; no fresh worker starts."""
+    ctx = runtime.new_context(host=host)
+    runtime.execute("where", {}, ctx)
+    host.close()
+    later = runtime.execute("where", {}, ctx)
+    assert not later.success
+    assert later.trace.error_type == "ToolHostError"
+    assert "was closed" in (later.error or "")
+    with pytest.raises(ToolHostError, match="was closed"):
+        runtime.execute("first", {}, ctx)  # its activation fails
+    assert host.worker_pid(ctx) is None
+    assert runtime.end_plan(ctx) == []
+    assert host.plan_of(ctx) is None
+
+
 def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:
     """A stand-in kept past its plan's end refuses to start a new worker."""
     with ToolRuntime() as runtime:

@@ -404,15 +404,18 @@ def test_a_plan_needs_ray_initialised_first(
 
 
 def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost) -> None:
-    """Closing the host kills the actors; an open plan's next call says its plan has ended."""
+    """Closing the host kills the actors; an open plan's next call says the host was closed."""
     with rt.plan(host=host) as ctx:
         assert rt.execute("where", {}, ctx).success
         plan = host.plan_of(ctx)
         host.close()
         assert host.actor(ctx) is None
         plan.cancel(1, None)  # no actor: nothing to cancel
+        later = rt.execute("where", {}, ctx)
+        assert not later.success and "was closed" in (later.error or "")
+        assert host.actor(ctx) is None  # no fresh actor started for it
         plan.dead = True
-        with pytest.raises(ToolHostError, match="has ended"):
+        with pytest.raises(ToolHostError, match="was closed"):
             plan.prepare("execute", "where")
 
 

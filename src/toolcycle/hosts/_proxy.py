@@ -200,6 +200,7 @@ class HostedPlan(ABC):
         self.keys: dict[str, list[ToolInstance]] = {}  # each name's tools, in order of arrival
         self.lock = threading.Lock()
         self.closed = False
+        self.host_closed = False  # let go by ``host.close()`` while the plan was open
 
     # -- what a host's plan class says -------------------------------------------------------
 
@@ -300,6 +301,12 @@ class HostedPlan(ABC):
                 self.live.add(name)
 
     def _fresh(self) -> None:
+        if self.host_closed:
+            raise ToolHostError(
+                f"host {self.host.name!r} was closed while plan {self.plan_id!r} was open, "
+                f"and its {self.worker} stopped; end this plan and start a new one",
+                plan_id=self.plan_id,
+            )
         if self.closed:
             raise ToolHostError(
                 f"plan {self.plan_id!r} has ended in host {self.host.name!r}",
@@ -408,9 +415,15 @@ class HostBase(ABC, Generic[PlanT]):
             plan.close()
 
     def close(self) -> None:
-        """Let every plan's worker go now (the runtime's ``end_plan`` does it per plan)."""
+        """Let every plan's worker go now (the runtime's ``end_plan`` does it per plan).
+
+        A plan still open keeps its place here until it ends, so that its later
+        calls fail saying the host was closed, rather than start a fresh worker.
+        """
         with self._lock:
-            plans, self._plans = list(self._plans.values()), {}
+            plans = list(self._plans.values())
+            for plan in plans:
+                plan.host_closed = True
         for plan in plans:
             plan.close()
 
