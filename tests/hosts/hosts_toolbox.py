@@ -133,6 +133,16 @@ def change_then_fail(ctx: ToolExecutionContext, target: str) -> str:
 
 
 @tool
+def unsendable_change(ctx: ToolExecutionContext, then_fail: bool = False) -> str:
+    """Record a change that travels and one whose data does not, then return (or fail)."""
+    ctx.record_change(Change(kind="note", target="plain"))
+    ctx.record_change(Change(kind="note", target="locked", data={"lock": threading.Lock()}))
+    if then_fail:
+        raise ValueError("failed after the changes")
+    return "done"
+
+
+@tool
 def ticker(ctx: ToolExecutionContext, steps: int, gap: float) -> int:
     """Report progress ``steps`` times, ``gap`` seconds of work apart."""
     for step in range(steps):

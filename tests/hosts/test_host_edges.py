@@ -127,6 +127,20 @@ def test_errors_of_the_body_come_back_as_failed_results(
     assert deferred.output == "later"
 
 
+@pytest.mark.parametrize("then_fail", [False, True], ids=["returned", "raised"])
+def test_a_change_whose_data_does_not_pickle_fails_the_call_instead_of_hanging_it(
+    runtime: ToolRuntime, host: ProcessHost, then_fail: bool
+) -> None:
+    """The call fails at once saying so; the changes that travel reach the plan; it ends cleanly."""
+    ctx = runtime.new_context(host=host)
+    result = runtime.execute("unsendable_change", {"then_fail": then_fail}, ctx, timeout=WAIT)
+    assert result.trace.status == "error", result.error
+    assert "recorded changes could not be sent back" in (result.error or "")
+    assert [change.target for change in result.changes] == ["plain"]
+    assert runtime.execute("where", {}, ctx).success  # the worker goes on serving the plan
+    assert runtime.end_plan(ctx) == []
+
+
 def test_a_worker_that_exits_fails_its_call_with_the_exit_code(
     runtime: ToolRuntime, host: ProcessHost
 ) -> None:

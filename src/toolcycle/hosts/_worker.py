@@ -300,24 +300,48 @@ def _unheard(event: ProgressEvent) -> None:
 
 
 def _packed(ok: bool, value: Any, changes: list[Change], revealed: tuple[str, ...] = ()) -> bytes:
-    """A stage's outcome as bytes the caller can always open.
+    """A stage's outcome as bytes the caller can always open; it never raises.
 
     The caller opens the outer message on its reading thread, which must never
     fail; an outcome it could not open (an unpicklable output, an exception whose
-    class does not pickle back) becomes a plain error that says so.
+    class does not pickle back, a change whose ``data`` does not pickle) becomes a
+    plain error that says so, with the changes that do travel. Raising here instead
+    would leave the caller waiting for an outcome that never comes.
     """
     try:
         blob = pickle.dumps((ok, value, changes, revealed))
         if not ok:
             pickle.loads(blob)
     except Exception as exc:
-        what = "output" if ok else f"error ({type(value).__name__}: {value})"
+        kept = [change for change in changes if _travels(change)]
+        if len(kept) < len(changes):
+            what = "recorded changes"
+            advice = "keep the data of a Change JSON-compatible"
+        else:
+            what = "output" if ok else f"error ({type(value).__name__}: {_shown(value)})"
+            advice = "return JSON-compatible values and raise exceptions that pickle"
         problem = RuntimeError(
-            f"the tool's {what} could not be sent back from the host ({exc}); return "
-            "JSON-compatible values and raise exceptions that pickle"
+            f"the tool's {what} could not be sent back from the host ({_shown(exc)}); {advice}"
         )
-        blob = pickle.dumps((False, problem, changes, revealed))
+        blob = pickle.dumps((False, problem, kept, revealed))
     return blob
+
+
+def _travels(value: object) -> bool:
+    """Whether ``value`` pickles, and opens again."""
+    try:
+        pickle.loads(pickle.dumps(value))
+    except Exception:
+        return False
+    return True
+
+
+def _shown(value: object) -> str:
+    """``str(value)``, or its type's name when that fails."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
