@@ -723,6 +723,24 @@ def test_a_pool_actor_runs_a_tool_registered_anew_beside_the_one_it_replaces(
     ]
 
 
+def test_a_plan_whose_pool_actor_cannot_be_placed_still_ends(rt: ToolRuntime) -> None:
+    """Ray waits for ever to place an actor it has no room for; the plan's end does not."""
+    host = RayHost(pool=1, actor_options={"num_cpus": 64})  # the cluster has 2
+    ctx = rt.new_context(host=host)
+    result = rt.execute("where", {}, ctx, timeout=0.5)
+    ended = threading.Event()
+    ender = threading.Thread(target=lambda: (rt.end_plan(ctx), ended.set()), daemon=True)
+    ender.start()
+    closer = threading.Thread(target=host.close, daemon=True)
+    try:
+        assert ended.wait(WAIT)
+    finally:
+        closer.start()
+        closer.join(WAIT)
+    assert result.trace.status == "timed_out"
+    assert not closer.is_alive()
+
+
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "5", True])
 def test_a_stop_timeout_must_be_a_finite_number_of_seconds(bad: Any) -> None:
     """``stop_timeout`` is checked as ProcessHost checks it, when the host is made."""

@@ -159,6 +159,8 @@ class _Plan(HostedPlan):
         self.numbers = host._numbers
         self.key = f"{self.plan_id}#{next(host._keys)}"  # the plan's own, in a shared actor
         self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
+        # Done when the plan ends: a start waiting for its pool actor stops waiting.
+        self.leaving: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def alive(self) -> bool:
         return self.actor is not None and not self.dead
@@ -179,8 +181,18 @@ class _Plan(HostedPlan):
         if host._pool is not None:
             self.actor, self.slot = host._lend(old, self.slot)
             # Waited for: an async actor may start a later call before an earlier one.
+            # Not for ever: an actor Ray cannot place never answers, and the plan's
+            # end, which waits for this start's lock, must still end it.
+            joined = self.actor.join.remote(info, self.key).future()
+            concurrent.futures.wait([joined, self.leaving], return_when="FIRST_COMPLETED")
+            if not joined.done():
+                raise ToolHostError(
+                    f"plan {self.plan_id!r} ended before an actor of host "
+                    f"{self.host.name!r} took it in (can Ray place the pool's actors?)",
+                    plan_id=self.plan_id,
+                )
             try:
-                ray.get(self.actor.join.remote(info, self.key))
+                joined.result()
             except RayError as exc:
                 raise self.lost(self.actor, "plan's start", exc) from None
             return
@@ -232,6 +244,8 @@ class _Plan(HostedPlan):
             actor.cancel.remote(number, reason)  # nothing to wait for: the stage answers
 
     def close(self) -> None:
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # ended twice
+            self.leaving.set_result(None)
         with self.lock:
             self.closed = True
             actor, self.actor = self.actor, None
