@@ -299,14 +299,13 @@ class ToolLifecycleCache:
 
         Every open plan keeps what it activated, to deactivate it at the plan's
         end, but activates the tool registered under that name from now on
-        afresh, before its first call there. A plan with a host is left as it
-        is: its worker holds its tools by name, and keeps running, and then
-        deactivates, the one it was given.
+        afresh, before its first call there. A plan with a host does the same:
+        its worker keeps the tool it replaced apart from the new one.
         """
         with self._lock:
             for plan in self._plans.values():
                 activation = plan.activations.get(name)
-                if activation is None or plan.ctx.host is not None:
+                if activation is None:
                     continue
                 if activation.done:
                     del plan.activations[name]

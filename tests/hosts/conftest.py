@@ -50,6 +50,7 @@ def runtime() -> Iterator[ToolRuntime]:
         for fn in (box.call_info, box.reveal, box.areveal, box.start_sleeper):
             made.register(fn)
         made.register(box.unsendable)
+        made.register(box.unsendable_change)
         made.register(box.exit_now)
         made.register(box.unreadable)
         made.register(box.Deferred("deferred"))

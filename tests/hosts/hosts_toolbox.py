@@ -29,8 +29,9 @@ def note(ctx: ToolExecutionContext, line: str) -> None:
 class Recorder:
     """A tool that writes each of its stages to the journal."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tag: str = "") -> None:
         self.name = name
+        self.tag = tag  # tells apart two tools registered under one name
 
     def discover(self) -> ToolDescriptor:
         return ToolDescriptor(
@@ -41,14 +42,14 @@ class Recorder:
 
     def activate(self, ctx: ToolExecutionContext) -> None:
         ctx.report_progress(0, message="activating")
-        note(ctx, f"activate {self.name}")
+        note(ctx, f"activate {self.name}{self.tag}")
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
-        note(ctx, f"execute {self.name}")
+        note(ctx, f"execute {self.name}{self.tag}")
         return {"pid": os.getpid(), "x": params.get("x")}
 
     def deactivate(self, ctx: ToolExecutionContext) -> None:
-        note(ctx, f"deactivate {self.name}")
+        note(ctx, f"deactivate {self.name}{self.tag}")
 
 
 class AsyncRecorder(Recorder):
@@ -129,6 +130,16 @@ def change_then_fail(ctx: ToolExecutionContext, target: str) -> str:
     """Record a change, then fail (as a tool that wrote a file and then broke)."""
     ctx.record_change(Change(kind="note", target=target))
     raise ValueError("failed after the change")
+
+
+@tool
+def unsendable_change(ctx: ToolExecutionContext, then_fail: bool = False) -> str:
+    """Record a change that travels and one whose data does not, then return (or fail)."""
+    ctx.record_change(Change(kind="note", target="plain"))
+    ctx.record_change(Change(kind="note", target="locked", data={"lock": threading.Lock()}))
+    if then_fail:
+        raise ValueError("failed after the changes")
+    return "done"
 
 
 @tool

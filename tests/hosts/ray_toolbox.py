@@ -48,6 +48,14 @@ def signal_then_wait(ctx: ToolExecutionContext) -> str:
 
 
 @tool
+def signal_then_ignore(ctx: ToolExecutionContext) -> str:
+    """Signal that it started, then run on for WAIT seconds whatever its token says."""
+    ray.get(ray.get_actor(ctx.metadata["signal"]).send.remote(), timeout=WAIT)
+    threading.Event().wait(WAIT)
+    return "finished"
+
+
+@tool
 async def signal_then_await(ctx: ToolExecutionContext) -> str:
     """Signal that it started, then wait until its task is cancelled."""
     await ray.get_actor(ctx.metadata["signal"]).send.remote()

@@ -127,6 +127,20 @@ def test_errors_of_the_body_come_back_as_failed_results(
     assert deferred.output == "later"
 
 
+@pytest.mark.parametrize("then_fail", [False, True], ids=["returned", "raised"])
+def test_a_change_whose_data_does_not_pickle_fails_the_call_instead_of_hanging_it(
+    runtime: ToolRuntime, host: ProcessHost, then_fail: bool
+) -> None:
+    """The call fails at once saying so; the changes that travel reach the plan; it ends cleanly."""
+    ctx = runtime.new_context(host=host)
+    result = runtime.execute("unsendable_change", {"then_fail": then_fail}, ctx, timeout=WAIT)
+    assert result.trace.status == "error", result.error
+    assert "recorded changes could not be sent back" in (result.error or "")
+    assert [change.target for change in result.changes] == ["plain"]
+    assert runtime.execute("where", {}, ctx).success  # the worker goes on serving the plan
+    assert runtime.end_plan(ctx) == []
+
+
 def test_a_worker_that_exits_fails_its_call_with_the_exit_code(
     runtime: ToolRuntime, host: ProcessHost
 ) -> None:
@@ -219,6 +233,24 @@ def test_closing_the_host_ends_every_plans_worker(runtime: ToolRuntime, host: Pr
     host.close()
     assert host.placement(ctx) is None
     runtime.end_plan(ctx)
+
+
+def test_a_plan_open_when_its_host_closed_fails_its_later_calls_and_starts_no_worker(
+    runtime: ToolRuntime, host: ProcessHost
+) -> None:
+    """Its tools, active or not, fail saying the host was closed; no fresh worker starts."""
+    ctx = runtime.new_context(host=host)
+    runtime.execute("where", {}, ctx)
+    host.close()
+    later = runtime.execute("where", {}, ctx)
+    assert not later.success
+    assert later.trace.error_type == "ToolHostError"
+    assert "was closed" in (later.error or "")
+    with pytest.raises(ToolHostError, match="was closed"):
+        runtime.execute("first", {}, ctx)  # its activation fails
+    assert host.worker_pid(ctx) is None
+    assert runtime.end_plan(ctx) == []
+    assert host.plan_of(ctx) is None
 
 
 def test_an_ended_plan_cannot_start_a_worker(host: ProcessHost) -> None:

@@ -169,3 +169,20 @@ def test_a_worker_activates_afresh_for_a_waiting_caller_when_the_first_activatio
     thread.join(WAIT)
     conn.close()
     assert gated.stages == ["activate", "activate", "deactivate"]
+
+
+def test_a_worker_told_to_stop_gives_its_running_stages_the_grace_it_was_given() -> None:
+    """The host's stop_timeout travels with the stop: the worker waits that long, not its own."""
+    gated = box.Gated("gated")
+    conn, thread = _serve(gated)
+    try:
+        conn.send(("activate", 1, "gated", ("ref", "hosts_toolbox:GATED"), None))
+        assert gated.entered.wait(WAIT)
+        conn.send(("stop", 0.2))
+        thread.join(3.0)  # its own grace, 5 s, would keep it longer
+        assert not thread.is_alive()
+    finally:
+        gated.go.set()
+        thread.join(WAIT)
+        conn.close()
+    assert "deactivate" not in gated.stages  # never activated: nothing to release

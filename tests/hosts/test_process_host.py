@@ -49,19 +49,48 @@ def test_stages_run_in_the_plans_worker_in_lifecycle_order(
     assert host.worker_pid(ctx) is None
 
 
-def test_a_hosted_plan_keeps_the_tool_it_placed_when_the_name_is_registered_anew(
+def test_a_hosted_plan_runs_a_tool_registered_anew_beside_the_one_it_replaces(
     runtime: ToolRuntime, host: ProcessHost, journal: Path
 ) -> None:
-    """Its worker holds tools by name: it runs, then deactivates, the one it activated."""
+    """As without a host: the new tool is activated before its next call, both deactivated."""
     with runtime.plan(host=host, metadata={"journal": str(journal)}) as ctx:
         runtime.execute("first", {}, ctx)
         runtime.unregister("first")
-        runtime.register(box.Recorder("first"))
-        assert runtime.execute("first", {}, ctx).success
+        runtime.register(box.Recorder("first", tag="-new"))
+        again = runtime.execute("first", {}, ctx)
+        assert again.success and again.output["pid"] == host.worker_pid(ctx)
+        assert runtime.cache.active_tools(ctx.plan_id) == ("first", "first")
     assert [words[:2] for words in lines(journal)] == [
         ["activate", "first"],
         ["execute", "first"],
+        ["activate", "first-new"],
+        ["execute", "first-new"],
+        ["deactivate", "first-new"],
+        ["deactivate", "first"],
+    ]
+
+
+async def test_an_async_hosted_plan_runs_a_tool_registered_anew(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """The same from async code, including a third registration under the name."""
+    async with runtime.aplan(host=host, metadata={"journal": str(journal)}) as ctx:
+        await runtime.aexecute("first", {}, ctx)
+        runtime.unregister("first")
+        runtime.register(box.Recorder("first", tag="-two"))
+        await runtime.aexecute("first", {}, ctx)
+        runtime.unregister("first")
+        runtime.register(box.Recorder("first", tag="-three"))
+        assert (await runtime.aexecute("first", {}, ctx)).success
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
         ["execute", "first"],
+        ["activate", "first-two"],
+        ["execute", "first-two"],
+        ["activate", "first-three"],
+        ["execute", "first-three"],
+        ["deactivate", "first-three"],
+        ["deactivate", "first-two"],
         ["deactivate", "first"],
     ]
 

@@ -404,15 +404,18 @@ def test_a_plan_needs_ray_initialised_first(
 
 
 def test_a_closed_host_fails_the_plans_next_call(rt: ToolRuntime, host: RayHost) -> None:
-    """Closing the host kills the actors; an open plan's next call says its plan has ended."""
+    """Closing the host kills the actors; an open plan's next call says the host was closed."""
     with rt.plan(host=host) as ctx:
         assert rt.execute("where", {}, ctx).success
         plan = host.plan_of(ctx)
         host.close()
         assert host.actor(ctx) is None
         plan.cancel(1, None)  # no actor: nothing to cancel
+        later = rt.execute("where", {}, ctx)
+        assert not later.success and "was closed" in (later.error or "")
+        assert host.actor(ctx) is None  # no fresh actor started for it
         plan.dead = True
-        with pytest.raises(ToolHostError, match="has ended"):
+        with pytest.raises(ToolHostError, match="was closed"):
             plan.prepare("execute", "where")
 
 
@@ -695,6 +698,79 @@ def test_a_pool_must_be_a_positive_int() -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="pool must be a positive int"):
             RayHost(pool=bad)  # type: ignore[arg-type]
+
+
+def test_a_pool_actor_runs_a_tool_registered_anew_beside_the_one_it_replaces(
+    rt: ToolRuntime, journal: Path
+) -> None:
+    """As without a host: the new tool is activated before its next call, both deactivated."""
+    host = RayHost(pool=1)
+    try:
+        with rt.plan(host=host, metadata={"journal": str(journal)}) as ctx:
+            rt.execute("first", {}, ctx)
+            rt.unregister("first")
+            rt.register(box.Recorder("first", tag="-new"))
+            assert rt.execute("first", {}, ctx).success
+    finally:
+        host.close()
+    assert [words[:2] for words in lines(journal)] == [
+        ["activate", "first"],
+        ["execute", "first"],
+        ["activate", "first-new"],
+        ["execute", "first-new"],
+        ["deactivate", "first-new"],
+        ["deactivate", "first"],
+    ]
+
+
+def test_a_plan_whose_pool_actor_cannot_be_placed_still_ends(rt: ToolRuntime) -> None:
+    """Ray waits for ever to place an actor it has no room for; the plan's end does not."""
+    host = RayHost(pool=1, actor_options={"num_cpus": 64})  # the cluster has 2
+    ctx = rt.new_context(host=host)
+    result = rt.execute("where", {}, ctx, timeout=0.5)
+    ended = threading.Event()
+    ender = threading.Thread(target=lambda: (rt.end_plan(ctx), ended.set()), daemon=True)
+    ender.start()
+    closer = threading.Thread(target=host.close, daemon=True)
+    try:
+        assert ended.wait(WAIT)
+    finally:
+        closer.start()
+        closer.join(WAIT)
+    assert result.trace.status == "timed_out"
+    assert not closer.is_alive()
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "5", True])
+def test_a_stop_timeout_must_be_a_finite_number_of_seconds(bad: Any) -> None:
+    """``stop_timeout`` is checked as ProcessHost checks it, when the host is made."""
+    with pytest.raises(ValueError, match="stop_timeout must be a finite number"):
+        RayHost(stop_timeout=bad)
+
+
+@pytest.mark.parametrize("stop_timeout", [0, 0.5])
+def test_a_plan_ends_within_its_stop_timeout_when_a_body_runs_on(
+    stop_timeout: float, signal: str
+) -> None:
+    """A body that ignores its token holds the plan's end no longer than stop_timeout allows."""
+    host = RayHost(stop_timeout=stop_timeout)
+    try:
+        with ToolRuntime(abandon_timeout=0.1, deactivate_timeout=0.2) as runtime:
+            runtime.register(ray_toolbox.signal_then_ignore)
+            ctx = runtime.new_context(host=host, metadata={"signal": signal})
+            runtime.activate("signal_then_ignore", ctx)
+            result = runtime.execute("signal_then_ignore", {}, ctx, timeout=0.2)
+            started(signal)
+            actor = host.actor(ctx)
+            began = time.monotonic()
+            runtime.end_plan(ctx)
+            took = time.monotonic() - began
+    finally:
+        host.close()
+    assert result.trace.abandoned
+    assert took < 2 * stop_timeout + 2.5  # the default, 5 s, would hold it 5 s or more
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.join.remote({"plan_id": "x"}), timeout=WAIT)  # killed
 
 
 async def test_a_pool_actor_keeps_plans_apart_and_drops_what_a_plan_left() -> None:

@@ -21,7 +21,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.hosts._tools import ToolHostError, settle
+from toolcycle.hosts._tools import ToolHostError, settle, tool_name
 from toolcycle.hosts._worker import serve_detached
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class Child:
     ) -> tuple[int, Pending]:
         """Send one stage; its `Pending` settles with ``(value, changes, revealed)``, or fails."""
         number = next(self._numbers)
-        pending = Pending(f"{kind} of tool {name!r}", listener)
+        pending = Pending(f"{kind} of tool {tool_name(name)!r}", listener)
         with self._lock:
             if not self.dead:
                 self._pending[number] = pending
@@ -114,12 +114,16 @@ class Child:
                 self._conn.send(("cancel", number, reason))
 
     def stop(self, timeout: float) -> None:
-        """Let the worker end, waiting for it no longer than ``timeout``; then kill it."""
+        """Let the worker end, waiting for it no longer than ``timeout``; then kill it.
+
+        The worker gives its stages still running, and then the tools no call took
+        up, the same ``timeout`` to end there.
+        """
         with self._lock:
             self._stopping = True
             if not self.dead:
                 with contextlib.suppress(OSError, ValueError):
-                    self._conn.send(("stop",))
+                    self._conn.send(("stop", timeout))
         self.process.join(timeout)
         if self.process.is_alive():
             if hasattr(os, "killpg"):

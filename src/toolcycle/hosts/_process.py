@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from toolcycle.hosts._child import Listener
     from toolcycle.hosts._tools import Call, Settled, ToolImport
 
-__all__ = ["ProcessHost"]
+__all__ = ["ProcessHost", "checked_stop_timeout"]
 
 
 class ProcessHost(HostBase["_Plan"]):
@@ -68,16 +68,7 @@ class ProcessHost(HostBase["_Plan"]):
         if method not in methods:
             raise ValueError(f"start_method must be one of {methods}, got {method!r}")
         self._context = multiprocessing.get_context(method)
-        if (
-            isinstance(stop_timeout, bool)
-            or not isinstance(stop_timeout, int | float)
-            or not 0 <= stop_timeout < math.inf
-        ):
-            # Found only at a plan's end otherwise, where it would fail the end itself.
-            raise ValueError(
-                f"stop_timeout must be a finite number of seconds, 0 or more, got {stop_timeout!r}"
-            )
-        self._stop_timeout = float(stop_timeout)
+        self._stop_timeout = checked_stop_timeout(stop_timeout)
 
     def new_plan(self, ctx: ToolExecutionContext) -> _Plan:
         """A plan of this host, made at its first stand-in."""
@@ -135,6 +126,20 @@ class _Plan(HostedPlan):
             child, self.child = self.child, None
         if child is not None:
             child.stop(self.process_host._stop_timeout)
+
+
+def checked_stop_timeout(value: object) -> float:
+    """``stop_timeout`` as a float, checked when the host is made.
+
+    Raises:
+        ValueError: not a finite number of seconds, 0 or more (a bool is not one).
+    """
+    # Found only at a plan's end otherwise, where it would fail the end itself.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(
+            f"stop_timeout must be a finite number of seconds, 0 or more, got {value!r}"
+        )
+    return float(value)
 
 
 def _plan_info(ctx: ToolExecutionContext) -> dict[str, Any]:

@@ -27,7 +27,15 @@ import threading
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from toolcycle.hosts._tools import StageFailed, ToolHostError, ToolImport, call_of, pack
+from toolcycle.hosts._tools import (
+    StageFailed,
+    ToolHostError,
+    ToolImport,
+    call_of,
+    pack,
+    tool_key,
+    tool_name,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -40,7 +48,10 @@ __all__ = ["AsyncHostedTool", "HostBase", "HostedPlan", "HostedTool", "Placement
 
 
 class Placement(Protocol):
-    """One plan's worker in a host, as the stand-ins see it."""
+    """One plan's worker in a host, as the stand-ins see it.
+
+    Each method's ``name`` is the key the worker holds the tool under (see `HostedTool`).
+    """
 
     def ready(self, kind: str, name: str) -> bool:
         """Whether ``send`` can go at once (no worker to start, no tool to re-activate)."""
@@ -71,12 +82,20 @@ class Placement(Protocol):
 
 
 class HostedTool:
-    """A tool of the plan, run in its host, driven from sync code."""
+    """A tool of the plan, run in its host, driven from sync code.
 
-    def __init__(self, name: str, tool: ToolInstance, placement: Placement) -> None:
+    ``key`` is what the worker holds the tool under: its name, or for a tool
+    registered anew under that name while the plan was open, a key of its own,
+    so that the worker activates the new tool beside the old one.
+    """
+
+    def __init__(
+        self, name: str, tool: ToolInstance, placement: Placement, key: str | None = None
+    ) -> None:
         self.name = name
         self.tool = tool
         self.placement = placement
+        self.key = name if key is None else key
 
     def discover(self) -> ToolDescriptor:
         """The tool's own descriptor (read in the caller's process)."""
@@ -95,25 +114,23 @@ class HostedTool:
         self._run("deactivate", None, ctx)
 
     def _run(self, kind: str, argument: Any, ctx: ToolExecutionContext) -> Any:
-        placement = self.placement
-        if not placement.ready(kind, self.name):
-            placement.prepare(kind, self.name)
+        placement, key = self.placement, self.key
+        if not placement.ready(kind, key):
+            placement.prepare(kind, key)
         token = ctx.call_token
-        number, future = placement.send(
-            kind, self.name, argument, ctx.progress_reporter(), call_of(ctx)
-        )
+        number, future = placement.send(kind, key, argument, ctx.progress_reporter(), call_of(ctx))
         unlink = token.on_cancel(lambda: placement.cancel(number, token.reason))
         try:
             value, changes, revealed = future.result()
         except StageFailed as failed:
-            placement.settled(kind, self.name, False)
+            placement.settled(kind, key, False)
             raise _recorded(failed, ctx) from None
         except BaseException:
-            placement.settled(kind, self.name, False)
+            placement.settled(kind, key, False)
             raise
         finally:
             unlink()
-        placement.settled(kind, self.name, True)
+        placement.settled(kind, key, True)
         _brought_back(changes, revealed, ctx)
         return value
 
@@ -134,27 +151,25 @@ class AsyncHostedTool(HostedTool):
         await self._arun("deactivate", None, ctx)
 
     async def _arun(self, kind: str, argument: Any, ctx: ToolExecutionContext) -> Any:
-        placement = self.placement
-        if not placement.ready(kind, self.name):  # starting a process blocks: not on the loop
-            await asyncio.to_thread(placement.prepare, kind, self.name)
-        number, future = placement.send(
-            kind, self.name, argument, ctx.progress_reporter(), call_of(ctx)
-        )
+        placement, key = self.placement, self.key
+        if not placement.ready(kind, key):  # starting a process blocks: not on the loop
+            await asyncio.to_thread(placement.prepare, kind, key)
+        number, future = placement.send(kind, key, argument, ctx.progress_reporter(), call_of(ctx))
         try:
             value, changes, revealed = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             # The awaiting task was cancelled (the call token, a timeout, its caller):
             # so is the stage in the worker.
             placement.cancel(number, ctx.call_token.reason or "the call was cancelled")
-            placement.settled(kind, self.name, False)
+            placement.settled(kind, key, False)
             raise
         except StageFailed as failed:
-            placement.settled(kind, self.name, False)
+            placement.settled(kind, key, False)
             raise _recorded(failed, ctx) from None
         except BaseException:
-            placement.settled(kind, self.name, False)
+            placement.settled(kind, key, False)
             raise
-        placement.settled(kind, self.name, True)
+        placement.settled(kind, key, True)
         _brought_back(changes, revealed, ctx)
         return value
 
@@ -182,8 +197,10 @@ class HostedPlan(ABC):
         self.payloads: dict[str, tuple[Any, ...]] = {}  # the plan's active tools
         self.live: set[str] = set()  # those active in the current worker
         self.stand_ins: dict[tuple[str, bool], HostedTool] = {}
+        self.keys: dict[str, list[ToolInstance]] = {}  # each name's tools, in order of arrival
         self.lock = threading.Lock()
         self.closed = False
+        self.host_closed = False  # let go by ``host.close()`` while the plan was open
 
     # -- what a host's plan class says -------------------------------------------------------
 
@@ -217,11 +234,22 @@ class HostedPlan(ABC):
     # -- the bookkeeping (a `Placement`) -----------------------------------------------------
 
     def stand_in(self, name: str, tool: ToolInstance, asynchronous: bool) -> HostedTool:
-        """The plan's stand-in for ``tool``, made once (again if the tool was replaced)."""
+        """The plan's stand-in for ``tool``, made once (again if the tool was replaced).
+
+        A tool registered anew under ``name`` gets a key of its own in the worker,
+        where the tool it replaced stays until the plan deactivates it.
+        """
         found = self.stand_ins.get((name, asynchronous))
         if found is None or found.tool is not tool:
+            with self.lock:
+                tools = self.keys.setdefault(name, [])
+                number = next((n for n, held in enumerate(tools) if held is tool), None)
+                if number is None:
+                    number = len(tools)
+                    tools.append(tool)
             kind = AsyncHostedTool if asynchronous else HostedTool
-            found = self.stand_ins[name, asynchronous] = kind(name, tool, self)
+            found = kind(name, tool, self, tool_key(name, number))
+            self.stand_ins[name, asynchronous] = found
         return found
 
     def ready(self, kind: str, name: str) -> bool:
@@ -246,9 +274,9 @@ class HostedPlan(ABC):
             payload = self.payloads.get(name)
             if payload is None:  # the runtime activates first: never met in its use
                 raise ToolHostError(
-                    f"tool {name!r} was never activated in host {self.host.name!r} for "
-                    f"plan {self.plan_id!r}",
-                    tool_name=name,
+                    f"tool {tool_name(name)!r} was never activated in host "
+                    f"{self.host.name!r} for plan {self.plan_id!r}",
+                    tool_name=tool_name(name),
                     plan_id=self.plan_id,
                 )
             # A re-activation serves no call of its own; what it revealed, the first
@@ -263,9 +291,9 @@ class HostedPlan(ABC):
             # What it recorded before failing has no call to land in.
             cause = exc.error if isinstance(exc, StageFailed) else exc
             raise ToolHostError(
-                f"tool {name!r} could not be activated again in the fresh "
+                f"tool {tool_name(name)!r} could not be activated again in the fresh "
                 f"{self.worker} of host {self.host.name!r}: {cause}",
-                tool_name=name,
+                tool_name=tool_name(name),
                 plan_id=self.plan_id,
             ) from cause
         with self.lock:
@@ -273,6 +301,12 @@ class HostedPlan(ABC):
                 self.live.add(name)
 
     def _fresh(self) -> None:
+        if self.host_closed:
+            raise ToolHostError(
+                f"host {self.host.name!r} was closed while plan {self.plan_id!r} was open, "
+                f"and its {self.worker} stopped; end this plan and start a new one",
+                plan_id=self.plan_id,
+            )
         if self.closed:
             raise ToolHostError(
                 f"plan {self.plan_id!r} has ended in host {self.host.name!r}",
@@ -298,7 +332,7 @@ class HostedPlan(ABC):
         elif kind == "activate":
             # The stand-in's own tool: never looked up among the plan's stand-ins,
             # which other threads' calls may be adding to meanwhile.
-            argument = pack(name, argument, self.host._imports)
+            argument = pack(tool_name(name), argument, self.host._imports)
         number, future = self.dispatch(kind, name, argument, listener, call)
         if kind == "activate":
             self.payloads[name] = argument
@@ -381,9 +415,15 @@ class HostBase(ABC, Generic[PlanT]):
             plan.close()
 
     def close(self) -> None:
-        """Let every plan's worker go now (the runtime's ``end_plan`` does it per plan)."""
+        """Let every plan's worker go now (the runtime's ``end_plan`` does it per plan).
+
+        A plan still open keeps its place here until it ends, so that its later
+        calls fail saying the host was closed, rather than start a fresh worker.
+        """
         with self._lock:
-            plans, self._plans = list(self._plans.values()), {}
+            plans = list(self._plans.values())
+            for plan in plans:
+                plan.host_closed = True
         for plan in plans:
             plan.close()
 

@@ -21,10 +21,10 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from toolcycle.hosts._child import _unreadable
-from toolcycle.hosts._process import _plan_info
+from toolcycle.hosts._process import _plan_info, checked_stop_timeout
 from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import LEAVE_GRACE, remote_actor
-from toolcycle.hosts._tools import ToolHostError, settle
+from toolcycle.hosts._tools import ToolHostError, settle, tool_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -71,9 +71,13 @@ class RayHost(HostBase["_Plan"]):
             leave ``max_restarts`` alone: a restarted actor has lost its tools.
         pool: host every plan on this many shared actors; None (the default)
             for an actor per plan.
+        stop_timeout: seconds a plan's stages still running as it ends, and
+            then the tools no call took up, get to end in its actor; an actor of
+            its own is killed then (0 kills it at once).
 
     Raises:
-        ValueError: an empty name, or a pool that is not a positive int.
+        ValueError: an empty name, a pool that is not a positive int, or a
+            ``stop_timeout`` that is not a finite number of seconds, 0 or more.
         TypeError: a ``tools`` value that is not a `ToolImport`.
     """
 
@@ -84,10 +88,12 @@ class RayHost(HostBase["_Plan"]):
         tools: Mapping[str, ToolImport] | None = None,
         actor_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
+        stop_timeout: float = LEAVE_GRACE,
     ) -> None:
         super().__init__(name, tools)
         if pool is not None and (type(pool) is not int or pool < 1):
             raise ValueError(f"pool must be a positive int or None, got {pool!r}")
+        self._stop_timeout = checked_stop_timeout(stop_timeout)
         self._options = dict(actor_options or {})
         # Stage numbers, unique within the host, so that plans sharing an actor never clash.
         self._numbers = itertools.count(1)
@@ -153,6 +159,8 @@ class _Plan(HostedPlan):
         self.numbers = host._numbers
         self.key = f"{self.plan_id}#{next(host._keys)}"  # the plan's own, in a shared actor
         self.slot = -1  # its pool actor's place in the pool; -1 for an actor of its own
+        # Done when the plan ends: a start waiting for its pool actor stops waiting.
+        self.leaving: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def alive(self) -> bool:
         return self.actor is not None and not self.dead
@@ -173,8 +181,18 @@ class _Plan(HostedPlan):
         if host._pool is not None:
             self.actor, self.slot = host._lend(old, self.slot)
             # Waited for: an async actor may start a later call before an earlier one.
+            # Not for ever: an actor Ray cannot place never answers, and the plan's
+            # end, which waits for this start's lock, must still end it.
+            joined = self.actor.join.remote(info, self.key).future()
+            concurrent.futures.wait([joined, self.leaving], return_when="FIRST_COMPLETED")
+            if not joined.done():
+                raise ToolHostError(
+                    f"plan {self.plan_id!r} ended before an actor of host "
+                    f"{self.host.name!r} took it in (can Ray place the pool's actors?)",
+                    plan_id=self.plan_id,
+                )
             try:
-                ray.get(self.actor.join.remote(info, self.key))
+                joined.result()
             except RayError as exc:
                 raise self.lost(self.actor, "plan's start", exc) from None
             return
@@ -198,7 +216,7 @@ class _Plan(HostedPlan):
         call: Call | None,
     ) -> _Stage:
         actor = self.actor
-        label = f"{kind} of tool {name!r}"
+        label = f"{kind} of tool {tool_name(name)!r}"
         stage = pickle.dumps((self.key, kind, number, name, argument, call))
         if listener is not None and self.ctx.progress_followed():
             # Someone follows the progress as it comes: stream it (a streamed call
@@ -226,6 +244,8 @@ class _Plan(HostedPlan):
             actor.cancel.remote(number, reason)  # nothing to wait for: the stage answers
 
     def close(self) -> None:
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # ended twice
+            self.leaving.set_result(None)
         with self.lock:
             self.closed = True
             actor, self.actor = self.actor, None
@@ -234,11 +254,14 @@ class _Plan(HostedPlan):
             return
         if self.slot >= 0:
             self.ray_host._give_back(self.slot)
+        grace = self.ray_host._stop_timeout
         with contextlib.suppress(Exception):  # dead, or Ray shut down: nothing to let go
-            left = actor.leave.remote(self.key, LEAVE_GRACE)
-            if self.slot < 0 and not dead:
-                # Its leftover activations are deactivated there before it is killed.
-                ray.get(left, timeout=2 * LEAVE_GRACE)
+            if self.slot >= 0 or (grace > 0 and not dead):
+                left = actor.leave.remote(self.key, grace)
+            if self.slot < 0 and grace > 0 and not dead:
+                # Its leftover activations are deactivated there before it is killed;
+                # the doubled wait leaves room for the call to reach a busy actor.
+                ray.get(left, timeout=2 * grace)
         if self.slot < 0:
             _kill(actor)
 

@@ -31,6 +31,8 @@ __all__ = [
     "call_of",
     "pack",
     "settle",
+    "tool_key",
+    "tool_name",
 ]
 
 Call: TypeAlias = tuple[str | None, tuple[str, ...]]
@@ -39,6 +41,20 @@ the call's id and the deferred tools the plan has revealed."""
 
 Settled: TypeAlias = tuple[Any, list[Any], tuple[str, ...]]
 """A stage that ended well: its value, the changes it recorded, the deferred tools it revealed."""
+
+
+def tool_key(name: str, number: int) -> str:
+    """The key a worker holds the ``number``-th tool registered as ``name`` in a plan under.
+
+    The first is held under its name; one registered anew while the plan was open
+    under its name with a NUL and the number added, beside the one it replaced.
+    """
+    return name if number == 0 else f"{name}\x00{number}"
+
+
+def tool_name(key: str) -> str:
+    """The registered name of the tool a worker holds under ``key`` (see `tool_key`)."""
+    return key.partition("\x00")[0]
 
 
 def call_of(ctx: ToolExecutionContext) -> Call:

@@ -14,7 +14,7 @@ with ``record_change``, reports with ``report_progress`` and reveals with
 
 The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
 name, payload, call)``, ``("execute", id, name, params, call)``, ``("deactivate",
-id, name, None, call)``, ``("cancel", id, reason)`` and ``("stop",)``, where
+id, name, None, call)``, ``("cancel", id, reason)`` and ``("stop", grace)``, where
 ``call`` is the caller's ``(call id, revealed tools)`` at the stage's start (see
 ``_tools.call_of``). From it: ``("done", id, outcome)`` (the pickled ``(ok, value, changes,
 revealed)``) and ``("progress", id, progress, total, message)``. From a
@@ -45,7 +45,10 @@ if TYPE_CHECKING:
     from toolcycle import Change, ProgressEvent, ToolInstance
     from toolcycle.hosts._tools import Call
 
-__all__ = ["StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+__all__ = ["STOP_GRACE", "StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+
+STOP_GRACE = 5.0
+"""Seconds a worker told to stop without a grace, or left by its caller, gives its stages."""
 
 
 class StageContext(ToolExecutionContext):
@@ -250,7 +253,7 @@ class _Worker:
         if token is not None:
             token.cancel(reason)
 
-    def close(self, grace: float = 5.0) -> None:
+    def close(self, grace: float = STOP_GRACE) -> None:
         """Cancel the stages still running, give them ``grace`` seconds to end, then release.
 
         What is still active then (an activation no call took up) is deactivated,
@@ -297,24 +300,48 @@ def _unheard(event: ProgressEvent) -> None:
 
 
 def _packed(ok: bool, value: Any, changes: list[Change], revealed: tuple[str, ...] = ()) -> bytes:
-    """A stage's outcome as bytes the caller can always open.
+    """A stage's outcome as bytes the caller can always open; it never raises.
 
     The caller opens the outer message on its reading thread, which must never
     fail; an outcome it could not open (an unpicklable output, an exception whose
-    class does not pickle back) becomes a plain error that says so.
+    class does not pickle back, a change whose ``data`` does not pickle) becomes a
+    plain error that says so, with the changes that do travel. Raising here instead
+    would leave the caller waiting for an outcome that never comes.
     """
     try:
         blob = pickle.dumps((ok, value, changes, revealed))
         if not ok:
             pickle.loads(blob)
     except Exception as exc:
-        what = "output" if ok else f"error ({type(value).__name__}: {value})"
+        kept = [change for change in changes if _travels(change)]
+        if len(kept) < len(changes):
+            what = "recorded changes"
+            advice = "keep the data of a Change JSON-compatible"
+        else:
+            what = "output" if ok else f"error ({type(value).__name__}: {_shown(value)})"
+            advice = "return JSON-compatible values and raise exceptions that pickle"
         problem = RuntimeError(
-            f"the tool's {what} could not be sent back from the host ({exc}); return "
-            "JSON-compatible values and raise exceptions that pickle"
+            f"the tool's {what} could not be sent back from the host ({_shown(exc)}); {advice}"
         )
-        blob = pickle.dumps((False, problem, changes, revealed))
+        blob = pickle.dumps((False, problem, kept, revealed))
     return blob
+
+
+def _travels(value: object) -> bool:
+    """Whether ``value`` pickles, and opens again."""
+    try:
+        pickle.loads(pickle.dumps(value))
+    except Exception:
+        return False
+    return True
+
+
+def _shown(value: object) -> str:
+    """``str(value)``, or its type's name when that fails."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
@@ -349,8 +376,13 @@ def serve_detached(conn: Connection) -> None:
 
 
 def serve(conn: Connection) -> None:
-    """Serve one plan's tools until told to stop or the caller goes away."""
+    """Serve one plan's tools until told to stop or the caller goes away.
+
+    A ``("stop", grace)`` gives the stages still running, and then the tools no
+    call took up, ``grace`` seconds (the host's ``stop_timeout``) to end here.
+    """
     worker = _Worker(conn)
+    grace = STOP_GRACE
     try:
         while True:
             try:
@@ -365,7 +397,9 @@ def serve(conn: Connection) -> None:
             elif kind == "plan":
                 worker.adopt(message[1])
             else:  # "stop"
+                if len(message) > 1:
+                    grace = message[1]
                 return
     finally:
-        worker.close()
+        worker.close(grace)
         conn.close()
