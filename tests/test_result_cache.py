@@ -92,6 +92,13 @@ def rt() -> Iterator[ToolRuntime]:
 # -- CachePolicy ------------------------------------------------------------------------
 
 
+def test_a_policy_refuses_a_ttl_too_large_to_be_a_float() -> None:
+    """A whole number of seconds past the largest float is refused, not an overflow later."""
+    with pytest.raises(ValueError, match="ttl must be positive, finite seconds"):
+        CachePolicy(ttl=10**400)
+    assert CachePolicy(ttl=10**300).ttl == 10**300  # large, but a float can hold it
+
+
 @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), True, "5", None])
 def test_a_policy_refuses_a_ttl_that_is_not_positive_finite_seconds(ttl: Any) -> None:
     """Ttl must be seconds: 0, negatives, NaN, inf, booleans and text are refused."""
