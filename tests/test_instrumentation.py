@@ -321,3 +321,59 @@ def test_hooks_that_raise_never_fail_a_call(caplog: pytest.LogCaptureFixture) ->
 
 def _raise(*_: Any, **__: Any) -> None:
     raise RuntimeError("finish hook")
+
+
+class _Unprintable(Exception):
+    """An error whose repr and str both raise."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+class _UnprintableHooks:
+    """Every hook and observer raises an error that cannot be printed."""
+
+    def call_started(self, **_: Any) -> Any:
+        return self
+
+    def stage_started(self, *_: Any, **__: Any) -> Any:
+        return self
+
+    @property
+    def record_payloads(self) -> bool:
+        return False
+
+    def finish(self, *_: Any, **__: Any) -> None:
+        raise _Unprintable()
+
+
+class _UnprintableStarts:
+    """Both start hooks raise an error that cannot be printed."""
+
+    def call_started(self, **_: Any) -> Any:
+        raise _Unprintable()
+
+    def stage_started(self, *_: Any, **__: Any) -> Any:
+        raise _Unprintable()
+
+
+@pytest.mark.parametrize("hooks", [_UnprintableHooks, _UnprintableStarts])
+def test_a_hook_raising_an_error_that_cannot_be_printed_is_logged_and_ignored(
+    hooks: type, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log record names the error's class; the call and the plan's end are unaffected."""
+    with (
+        caplog.at_level(logging.WARNING, logger="toolcycle"),
+        ToolRuntime(tracer=NullTracer(), instrumentation=hooks()) as runtime,
+    ):
+        runtime.register(echo)
+        with runtime.plan() as ctx:
+            assert runtime.execute("echo", {"text": "ok"}, ctx).success
+    errors = [
+        r.__dict__["error"] for r in caplog.records if r.getMessage() == "instrumentation.failed"
+    ]
+    assert len(errors) == 3  # the call's hook and both stages'
+    assert all(error.startswith("_Unprintable: <the message of") for error in errors)

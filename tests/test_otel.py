@@ -472,6 +472,41 @@ def test_a_stage_with_an_error_is_marked_as_failed(
     assert [event.name for event in span.events] == ["exception"]
 
 
+class _Unreadable(Exception):
+    """An error whose message cannot be read."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+def test_a_stage_error_whose_message_cannot_be_read_still_marks_the_span_failed(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A raising __str__ leaves the status ERROR (with a stand-in message) and the class name."""
+    otel = OpenTelemetry(tracer_provider=provider)
+    otel.stage_started("activate", tool_name="add", ctx=ToolExecutionContext("p1")).finish(
+        _Unreadable()
+    )
+    span = _one(exporter, "activate_tool add")
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == "<the message of a _Unreadable could not be read>"
+    assert _attributes(span)["error.type"] == "_Unreadable"
+
+
+def test_a_stage_error_from_a_private_module_keeps_its_class_name(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """Only toolcycle's own private classes give way to a public base: others keep their name."""
+    private = type("ConnectError", (OSError,), {"__module__": "httpx._exceptions"})
+    scripted = type("BadConfig", (ValueError,), {"__module__": "__main__"})
+    otel = OpenTelemetry(tracer_provider=provider)
+    ctx = ToolExecutionContext("p1")
+    otel.stage_started("activate", tool_name="a", ctx=ctx).finish(private("refused"))
+    otel.stage_started("activate", tool_name="b", ctx=ctx).finish(scripted("no key"))
+    assert _attributes(_one(exporter, "activate_tool a"))["error.type"] == "ConnectError"
+    assert _attributes(_one(exporter, "activate_tool b"))["error.type"] == "BadConfig"
+
+
 # -- calls through the runtime: name, kind, attributes -----------------------------------
 
 

@@ -92,6 +92,13 @@ def rt() -> Iterator[ToolRuntime]:
 # -- CachePolicy ------------------------------------------------------------------------
 
 
+def test_a_policy_refuses_a_ttl_too_large_to_be_a_float() -> None:
+    """A whole number of seconds past the largest float is refused, not an overflow later."""
+    with pytest.raises(ValueError, match="ttl must be positive, finite seconds"):
+        CachePolicy(ttl=10**400)
+    assert CachePolicy(ttl=10**300).ttl == 10**300  # large, but a float can hold it
+
+
 @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), True, "5", None])
 def test_a_policy_refuses_a_ttl_that_is_not_positive_finite_seconds(ttl: Any) -> None:
     """Ttl must be seconds: 0, negatives, NaN, inf, booleans and text are refused."""
@@ -369,6 +376,31 @@ def test_a_failing_key_functions_logged_error_hides_the_calls_secret_arguments(
     (record,) = [r for r in caplog.records if r.getMessage() == "result_cache.key_failed"]
     logged = repr(record.__dict__)
     assert "hunter2-secret" not in logged and "[redacted]" in logged
+
+
+class _Unprintable(Exception):
+    """An error whose repr raises."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_key_function_raising_an_error_that_cannot_be_printed_skips_the_cache(
+    rt: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The call runs uncached and the warning names the error; its repr is never asked."""
+
+    def key(data: dict[str, Any]) -> Any:
+        raise _Unprintable("no key for this")
+
+    counted = Counted(CachePolicy(ttl=60, key=key))
+    rt.register(counted.tool)
+    with caplog.at_level(logging.WARNING, logger="toolcycle"), rt.plan() as ctx:
+        assert rt.execute("lookup", {"q": "a"}, ctx).success
+        assert rt.execute("lookup", {"q": "a"}, ctx).success
+    assert len(counted.runs) == 2
+    (record, _) = [r for r in caplog.records if r.getMessage() == "result_cache.key_failed"]
+    assert record.__dict__["error"] == "_Unprintable: no key for this"
 
 
 def test_a_hit_in_a_plan_that_never_activated_the_tool_does_not_activate_it(

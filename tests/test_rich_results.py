@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from toolcycle import (
     Audio,
+    CachePolicy,
     ContentPart,
     File,
     Image,
@@ -307,3 +308,29 @@ def test_without_redaction_text_parts_are_shown_as_the_tool_wrote_them() -> None
         with runtime.plan() as ctx:
             result = runtime.execute("echo_key", {"api_key": "sk-live-1234"}, ctx)
     assert result.content == (Text("used key sk-live-1234"),)
+
+
+def test_a_returned_tool_result_keeps_its_metadata_without_content() -> None:
+    """ToolResult(metadata=...) reaches result.metadata, sync or async, and on a cache hit."""
+
+    @tool(writes=False, cache=CachePolicy(ttl=60))
+    def lookup(key: str) -> ToolResult:
+        """Look a key up; the row count is for the host."""
+        return ToolResult(success=True, output=key.upper(), metadata={"rows": 3})
+
+    @tool(writes=False)
+    async def alookup(key: str) -> ToolResult:
+        """The lookup, asynchronously."""
+        return ToolResult(success=True, output=key, metadata={"rows": 4})
+
+    with ToolRuntime() as runtime:
+        runtime.register(lookup)
+        runtime.register(alookup)
+        with runtime.plan() as ctx:
+            first = runtime.execute("lookup", {"key": "a"}, ctx)
+            hit = runtime.call({"id": "c", "name": "lookup", "arguments": {"key": "a"}}, ctx)
+            later = runtime.execute("alookup", {"key": "b"}, ctx)
+    assert (first.output, first.metadata, first.content) == ("A", {"rows": 3}, ())
+    assert hit.trace is not None and hit.trace.cache_hit and hit.metadata == {"rows": 3}
+    assert later.metadata == {"rows": 4}
+    assert first.trace is not None and "rows" not in first.trace.model_dump_json()

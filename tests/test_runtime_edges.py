@@ -17,6 +17,7 @@ from toolcycle import (
     ToolNotActivatedError,
     ToolRuntime,
     ToolRuntimeError,
+    tool,
 )
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -302,6 +303,39 @@ async def test_an_interrupt_raised_by_a_sync_tool_under_aexecute_is_traced() -> 
             with pytest.raises(SystemExit):
                 await runtime.aexecute("fake", {}, ctx)
     assert [t.status for t in traces] == ["cancelled"]
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_raised_by_an_async_tool_under_execute_reaches_the_caller(
+    interrupt: type[BaseException],
+) -> None:
+    """The runtime's loop thread survives it: execute raises it, and later calls still run."""
+
+    @tool(writes=False)
+    async def stop(n: int) -> int:
+        """Stop on zero."""
+        if n == 0:
+            raise interrupt()
+        return n
+
+    raised: list[BaseException] = []
+    done = threading.Event()
+    with ToolRuntime() as runtime, capture_traces(runtime) as traces:
+        runtime.register(stop)
+        with runtime.plan() as ctx:
+
+            def call() -> None:
+                try:
+                    runtime.execute("stop", {"n": 0}, ctx)
+                except BaseException as exc:
+                    raised.append(exc)
+                done.set()
+
+            threading.Thread(target=call, daemon=True).start()
+            assert done.wait(WAIT), "execute never returned: the loop thread died"
+            assert runtime.execute("stop", {"n": 2}, ctx).output == 2
+    assert [type(exc) for exc in raised] == [interrupt]
+    assert [t.status for t in traces] == ["cancelled", "ok"]
 
 
 def test_a_tool_cancelled_from_within_says_so(runtime: ToolRuntime) -> None:

@@ -623,6 +623,23 @@ def test_a_runtime_limit_that_is_not_finite_seconds_is_refused_when_the_runtime_
         ToolRuntime(tracer=NullTracer(), **{option: value})
 
 
+def test_a_limit_of_more_seconds_than_a_float_holds_is_refused_where_it_is_given() -> None:
+    """An int past the largest float is refused with a clear error, not an overflow mid-call."""
+    huge = 10**400
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t"))
+        with runtime.plan() as ctx:
+            with pytest.raises(ValueError, match="timeout must be positive seconds or None"):
+                runtime.execute("t", {}, ctx, timeout=huge)
+            with pytest.raises(ValueError, match="idle_timeout must be positive seconds"):
+                runtime.execute("t", {}, ctx, idle_timeout=huge)
+        for option in ("timeout", "idle_timeout"):
+            with pytest.raises(ValueError, match=f"{option} must be positive seconds or None"):
+                runtime.new_context(**{option: huge})
+    with pytest.raises(ValueError, match="drain_timeout must be .*seconds"):
+        ToolRuntime(tracer=NullTracer(), drain_timeout=huge)
+
+
 @pytest.mark.parametrize("option", ["drain_timeout", "abandon_timeout"])
 def test_a_plan_end_may_wait_no_time_at_all(option: str) -> None:
     """0 is a limit for the plan end's waits (give up at once), unlike for a stage."""

@@ -9,6 +9,7 @@ they change; the runtime marks it ended when the plan ends.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from contextvars import ContextVar, Token
@@ -246,7 +247,8 @@ class ToolExecutionContext:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise TypeError(f"{name} must be a number of seconds or None, got {value!r}")
-            if not value > 0:
+            # An int past the largest float would overflow the deadline's arithmetic.
+            if not value > 0 or (type(value) is not float and value > sys.float_info.max):
                 raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
         if not isinstance(self.cancellation_token, CancellationToken):
             raise TypeError(

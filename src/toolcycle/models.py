@@ -260,8 +260,8 @@ class ToolResult(BaseModel):
     """What the model sees instead of ``output`` when the tool returned content parts
     (see `toolcycle.content`); empty for a plain output."""
     metadata: dict[str, Any] | None = Field(default=None, repr=False)
-    """A `ToolReturn`'s metadata, for the host alone: in no message, trace or span;
-    None when the tool gave none."""
+    """A `ToolReturn`'s metadata (or that of a `ToolResult` the tool returned), for the
+    host alone: in no message, trace or span; None when the tool gave none."""
     _text: str | None = PrivateAttr(default=None)
     # The output as the compact JSON text the runtime measured, kept for to_message.
 

@@ -343,8 +343,10 @@ class _StageSpan(StageObserver):
             if error is not None and span.is_recording():
                 kind = _public_type(error)
                 span.set_attribute("error.type", kind)
+                # The status before the event: recording the event reads str(error),
+                # which is the tool's own code and may raise.
+                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, _message(error)))
                 span.record_exception(error, attributes={"exception.type": kind})
-                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, str(error)))
         except Exception as exc:
             _log.debug("could not record the error of a stage: %r", exc)
         finally:
@@ -353,14 +355,25 @@ class _StageSpan(StageObserver):
             self._token = None
 
 
+def _message(error: BaseException) -> str:
+    """``str(error)``, or a stand-in naming its class when its ``__str__`` raises."""
+    try:
+        return str(error)
+    except Exception:
+        return f"<the message of a {type(error).__name__} could not be read>"
+
+
 def _public_type(error: BaseException) -> str:
-    """The name of the error's class, or of its nearest public base class.
+    """The name of the error's class, or of its nearest base outside toolcycle's private modules.
 
     A stage that outlives its limit raises a private subclass of `TimeoutError`;
-    a span names what a reader can look up, as the call's span does.
+    a span names what a reader can look up, as the call's span does. Other
+    classes keep their own name wherever they are defined (``__main__``, or a
+    library's private module such as ``httpx._exceptions``).
     """
     for kind in type(error).__mro__:
-        if not any(part.startswith("_") for part in kind.__module__.split(".")):
+        parts = kind.__module__.split(".")
+        if parts[0] != "toolcycle" or not any(part.startswith("_") for part in parts):
             return kind.__name__
     return type(error).__name__  # pragma: no cover - object itself is public
 

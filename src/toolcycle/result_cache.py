@@ -20,7 +20,7 @@ made on the first result kept, so a runtime without cached tools never loads it.
 from __future__ import annotations
 
 import contextlib
-import math
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -36,6 +36,7 @@ __all__ = ["CachePolicy", "ResultCache"]
 
 _DEFAULT_ENTRIES = 1024
 _DEFAULT_BYTES = 16 * 1024 * 1024
+_LONGEST = sys.float_info.max  # seconds: any longer is no float
 _set = object.__setattr__  # how a frozen value's __init__ sets its fields
 
 
@@ -85,7 +86,8 @@ class CachePolicy(FrozenValue):
 
     def __post_init__(self) -> None:
         ttl = self.ttl
-        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf:
+        # An int past the largest float is finite but overflows the store's expiry sum.
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl <= _LONGEST:
             raise ValueError(
                 f"ttl must be positive, finite seconds, got {ttl!r}; "
                 "for example CachePolicy(ttl=60) keeps results for a minute"

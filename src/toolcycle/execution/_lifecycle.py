@@ -16,7 +16,7 @@ import inspect
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.errors import ToolDeactivationError
+from toolcycle.errors import ToolDeactivationError, error_text
 from toolcycle.execution._invoke import own_loop, plan_loop
 from toolcycle.execution._threads import InvokeTimeoutError, in_thread
 from toolcycle.tracing import get_logger, lifecycle_event
@@ -166,7 +166,11 @@ class LifecycleCalls:
         try:
             observer = self._instrumentation.stage_started(stage, tool_name=name, ctx=ctx)
         except Exception as exc:
-            _log.warning("instrumentation.failed", hook="stage_started", error=repr(exc))
+            _log.warning(
+                "instrumentation.failed",
+                hook="stage_started",
+                error=f"{type(exc).__name__}: {error_text(exc)}",
+            )
         error: BaseException | None = None
         try:
             yield
@@ -178,7 +182,11 @@ class LifecycleCalls:
                 try:
                     observer.finish(error)
                 except Exception as exc:
-                    _log.warning("instrumentation.failed", hook="stage_finish", error=repr(exc))
+                    _log.warning(
+                        "instrumentation.failed",
+                        hook="stage_finish",
+                        error=f"{type(exc).__name__}: {error_text(exc)}",
+                    )
 
 
 def _is_async(instance: ToolInstance) -> bool:

@@ -160,7 +160,15 @@ class Portal:
                 def serve() -> None:
                     loop.call_soon(ready.set)
                     try:
-                        loop.run_forever()
+                        while True:
+                            try:
+                                loop.run_forever()
+                            except (KeyboardInterrupt, SystemExit):
+                                # A task raised it (no signal reaches this thread), and
+                                # asyncio lets it out of the loop after setting it on the
+                                # task: serve on, so the task's caller receives it.
+                                continue
+                            break
                     finally:
                         loop.close()
 

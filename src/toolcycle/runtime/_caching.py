@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import trusted
-from toolcycle.errors import ToolRegistrationError
+from toolcycle.errors import ToolRegistrationError, error_text
 from toolcycle.models import ToolResult
 from toolcycle.result_cache import CachePolicy
 from toolcycle.runtime._results import RETURNED
@@ -166,7 +166,10 @@ class CacheBinding:
             text.encode()  # a lone surrogate is JSON to json.dumps, but no UTF-8 (keep sizes it)
         except Exception as exc:  # the key function is the host's code: skip, do not fail
             # Its error may quote an argument (int(data["token"])): no secret in a log record.
-            error = repr(exc) if scrub is None else scrub(repr(exc))
+            # Read without its __repr__, which is host code and may raise too.
+            error = f"{type(exc).__name__}: {error_text(exc)}"
+            if scrub is not None:
+                error = scrub(error)
             _log.warning("result_cache.key_failed", tool=self.name, error=error)
             return None
         # The context, not its id: two plans of one id (one after the other, or in two

@@ -6,11 +6,12 @@ first used, which may be a plan's end long after the mistake.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["MIN_RESULT_BYTES", "check_limits", "check_result_limit", "check_seconds"]
 
-_INF = float("inf")
+_LONGEST = sys.float_info.max
 
 
 MIN_RESULT_BYTES = 100
@@ -54,7 +55,7 @@ def check_seconds(name: str, value: Any, *, zero: bool = False) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not (0 <= value if zero else 0 < value)
-        or value == _INF
+        or value > _LONGEST  # inf, and an int too large to be a float
     ):
         least = "seconds (0 or more)" if zero else "positive seconds"
         raise ValueError(f"{name} must be {least} or None for no limit, got {value!r}")

@@ -255,8 +255,9 @@ def output_result(
                 ctx.record_change(change)
             success, error_message, error_type = output.success, output.error, output.error_type
             pending = output.pending  # a tool that deferred its own call
-            if output.content:
-                rich = Rich(None, output.content, output.metadata, True)
+            metadata = output.metadata
+            if output.content or metadata:  # metadata alone is the host's too
+                rich = Rich(None, output.content, dict(metadata) if metadata else None, True)
             output = output.output
         special = rich is not None or pending is not None
         if rich is not None and not rich.has_value:

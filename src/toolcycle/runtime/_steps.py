@@ -20,6 +20,7 @@ from toolcycle.errors import (
     ToolCheckpointRequiredError,
     ToolNotFoundError,
     ToolRuntimeError,
+    error_text,
 )
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._caching import hit_result
@@ -344,7 +345,7 @@ class CallSteps:
                 arguments, output = self._payloads(call)
             observer.finish(call.trace, arguments=arguments, output=output)
         except Exception as exc:
-            _log.warning("instrumentation.failed", hook="finish", error=repr(exc))
+            _log.warning("instrumentation.failed", hook="finish", error=_described(exc))
 
     def _payloads(self, call: Call) -> tuple[Any, Any]:
         """The call's arguments and output as they may leave the process (redacted)."""
@@ -377,12 +378,17 @@ class CallSteps:
                 tool_call_id=tool_call_id,
             )
         except Exception as exc:
-            _log.warning("instrumentation.failed", hook="call_started", error=repr(exc))
+            _log.warning("instrumentation.failed", hook="call_started", error=_described(exc))
             return None
         hook = getattr(observer, "progress", None)  # optional: older observers lack it
         if callable(hook):
             call.record.listen(hook)
         return observer
+
+
+def _described(exc: Exception) -> str:
+    """A hook's error for a log record, read without running its ``__repr__`` (host code)."""
+    return f"{type(exc).__name__}: {error_text(exc)}"
 
 
 def _plan_cancelled(ctx: ToolExecutionContext, name: str) -> ToolCancelledError:
