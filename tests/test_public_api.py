@@ -197,7 +197,8 @@ ALLOWED = {
     "cancellation": {"errors"},
     "_confined": set(),
     "rollback": {"_confined", "models"},
-    "context": {"_value", "approvals", "cancellation", "durable", "models", "rollback"},
+    "_history": {"models"},
+    "context": {"_history", "_value", "approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
     # models for annotations only, under TYPE_CHECKING

@@ -1,8 +1,9 @@
 """Undoing recorded changes: checkpoints, undo handlers and rollback reports.
 
-A plan's context records every `Change` its tools make. A checkpoint is a
-position in that record; rolling back to it undoes the later changes, newest
-first, each through the undo handler registered for its ``kind``. The file
+A plan's context records every `Change` its tools make. A checkpoint names a
+point in that history (how many changes had been recorded then); rolling back
+to it undoes the changes recorded after that point and still in the record,
+newest first, each through the undo handler registered for its ``kind``. The file
 handlers here restore a workspace byte for byte from what the built-in tools
 record: the previous bytes (or the fact that there were none) and a digest of
 what the tool left behind.
@@ -27,8 +28,9 @@ import base64
 import hashlib
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -70,13 +72,22 @@ class RollbackUnsupportedError(Exception):
 
 
 class Checkpoint(BaseModel):
-    """A position in a plan's record of changes, returned by ``ctx.checkpoint()``."""
+    """A point in a plan's history of changes, returned by ``ctx.checkpoint()``.
+
+    It stays valid for the whole plan: rolling back to it undoes exactly the
+    changes recorded after it was taken that are still in the record, whatever
+    rollbacks ran in between.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     plan_id: str
     index: int
-    """How many changes the plan had recorded when the checkpoint was taken."""
+    """How many changes the plan had ever recorded when the checkpoint was taken.
+
+    Changes a rollback undid still count, so this is a point in the plan's
+    history, not a position in ``ctx.changes`` (which a rollback shortens).
+    """
 
 
 class UndoOutcome(BaseModel):
@@ -371,3 +382,58 @@ def undo_changes(
         else:
             outcomes.append(UndoOutcome(change=change, status="undone"))
     return tuple(outcomes)
+
+
+class _History(Protocol):
+    """A plan's numbered record of changes (`toolcycle._history.ChangeHistory`)."""
+
+    undoing: threading.RLock
+    rolling_back: bool
+
+    def since(self, number: int) -> tuple[list[int], list[Change]]:
+        """The numbers and changes in the record numbered ``number`` or more."""
+        ...
+
+    def forget(self, numbers: Iterable[int]) -> None:
+        """Remove the changes with these numbers."""
+        ...
+
+
+def _roll_back(
+    plan_id: str,
+    history: _History,
+    to: Checkpoint | None,
+    handlers: Mapping[str, UndoHandler] | None,
+    resources: Iterable[BoundResource],
+) -> RollbackReport:
+    """Undo the changes in ``history`` recorded after ``to``; what ``ctx.rollback`` does.
+
+    A checkpoint keeps the number the plan's next change would get; the changes
+    undone are those still recorded with a number from the checkpoint's on.
+    Undone changes leave the record; the others, and changes recorded meanwhile,
+    keep their numbers, so every checkpoint of the plan keeps its meaning.
+
+    Raises:
+        ValueError: ``to`` belongs to another plan or lies beyond the record.
+        RuntimeError: an undo handler of this plan's rollback rolls it back again.
+    """
+    marker = to if to is not None else Checkpoint(plan_id=plan_id, index=0)
+    if marker.plan_id != plan_id:
+        raise ValueError(f"checkpoint of plan {marker.plan_id!r} cannot roll back plan {plan_id!r}")
+    with history.undoing:
+        if history.rolling_back:
+            raise RuntimeError(
+                f"an undo handler cannot roll back plan {plan_id!r}, which it is rolling back"
+            )
+        numbers, later = history.since(marker.index)
+        # The handlers run unlocked: one may record a compensating change, read
+        # the changes, or run a tool of the plan.
+        history.rolling_back = True
+        try:
+            outcomes = undo_changes(later, handlers, resources=resources)
+        finally:
+            history.rolling_back = False
+        # Outcomes come newest first, the numbers oldest first.
+        undone = zip(numbers, reversed(outcomes), strict=True)
+        history.forget(number for number, o in undone if o.status == "undone")
+    return RollbackReport(checkpoint=marker, outcomes=outcomes)
