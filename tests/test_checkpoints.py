@@ -213,3 +213,75 @@ def test_a_rollback_undoes_exactly_what_was_recorded_after_its_checkpoint(
             assert list(ctx.rollback(marker, handlers=HANDLERS).undone) == expected
             kept = [(at, c) for at, c in kept if at < when or c.kind != "ok"]
         assert list(ctx.changes) == [c for _, c in kept]
+
+
+class _Interrupt(BaseException):
+    """Stands for a KeyboardInterrupt arriving while a handler runs."""
+
+
+def test_an_interrupted_rollback_forgets_the_changes_it_had_undone() -> None:
+    """A change undone before the interruption is not undone a second time by the next rollback."""
+    ctx = ToolExecutionContext("p")
+    _record(ctx, "A", "B", "C")
+    undone: list[str] = []
+
+    def undo(change: Change) -> None:
+        if change.target == "B" and not undone[1:]:
+            undone.append("interrupted")
+            raise _Interrupt
+        undone.append(change.target)
+
+    with pytest.raises(_Interrupt):
+        ctx.rollback(handlers={"ok": undo})
+    assert _targets(ctx.changes) == ["A", "B"]
+    assert ctx.rollback(handlers={"ok": undo}).complete
+    assert undone == ["C", "interrupted", "B", "A"] and ctx.changes == ()
+
+
+def test_an_async_undo_handler_is_refused_before_anything_is_undone() -> None:
+    """Its coroutine would never run, so reporting the change undone would be false."""
+    ctx = ToolExecutionContext("p")
+    _record(ctx, "A")
+    _record(ctx, "T-1", kind="ticket.open")
+
+    async def close(change: Change) -> None:
+        """Never awaited by a synchronous rollback."""
+
+    with pytest.raises(TypeError, match="ticket.open.*coroutine function"):
+        ctx.rollback(handlers={"ok": _undo, "ticket.open": close})
+    assert _targets(ctx.changes) == ["A", "T-1"]
+
+
+def test_an_undo_handler_that_returns_an_awaitable_has_undone_nothing() -> None:
+    """A callable object whose call makes a coroutine is reported failed, and the coroutine closed."""
+    made: list[Any] = []
+
+    async def close(change: Change) -> None:
+        """Never awaited by a synchronous rollback."""
+
+    def handler(change: Change) -> Any:
+        made.append(close(change))
+        return made[-1]
+
+    class Later:
+        def __await__(self) -> Any:
+            yield
+
+    ctx = ToolExecutionContext("p")
+    _record(ctx, "T-1", kind="ticket.open")
+    _record(ctx, "T-2", kind="ticket.later")
+    report = ctx.rollback(handlers={"ticket.open": handler, "ticket.later": lambda c: Later()})
+    assert [o.status for o in report.outcomes] == ["failed", "failed"]
+    assert all("awaitable" in o.message for o in report.outcomes)
+    assert made[0].cr_frame is None  # closed: no "never awaited" warning
+    assert _targets(ctx.changes) == ["T-1", "T-2"]
+
+
+def test_rolling_back_to_something_other_than_a_checkpoint_is_a_clear_type_error() -> None:
+    """A bare index or a dict read back from JSON is refused with what to pass instead."""
+    ctx = ToolExecutionContext("p")
+    _record(ctx, "A")
+    for wrong in (0, {"plan_id": "p", "index": 0}):
+        with pytest.raises(TypeError, match="Checkpoint"):
+            ctx.rollback(wrong, handlers=HANDLERS)  # type: ignore[arg-type]
+    assert _targets(ctx.changes) == ["A"]

@@ -196,7 +196,7 @@ ALLOWED = {
     "agent._batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
     "_confined": set(),
-    "rollback": {"_confined", "models"},
+    "rollback": {"_confined", "_history", "models"},
     "_history": {"models"},
     "context": {"_history", "_value", "approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING

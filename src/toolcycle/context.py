@@ -451,6 +451,8 @@ class ToolExecutionContext:
         see `toolcycle.rollback.Checkpoint`.
 
         Raises:
+            TypeError: ``to`` is not a `Checkpoint`, or a handler is a coroutine
+                function (a rollback runs synchronously; nothing is undone).
             ValueError: ``to`` belongs to another plan or lies beyond the record.
             RuntimeError: an undo handler of this plan's rollback rolls it back again.
         """

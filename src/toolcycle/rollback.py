@@ -26,15 +26,16 @@ change cannot make a rollback write anywhere else.
 
 import base64
 import hashlib
+import inspect
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, Protocol
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
+from toolcycle._history import ChangeHistory
 from toolcycle.models import BoundResource, Change
 
 __all__ = [
@@ -350,58 +351,64 @@ def undo_changes(
             built-in file handlers.
         resources: the resources the plan binds; the built-in file handlers act
             only in its workspaces and refuse a change of any other.
+
+    Raises:
+        TypeError: a handler is a coroutine function; a rollback runs
+            synchronously and could not await it.
     """
-    table: dict[str, UndoHandler] = _file_handlers(resources)
-    table.update(handlers or {})
-    outcomes: list[UndoOutcome] = []
-    for change in reversed(list(changes)):
-        handler = table.get(change.kind)
-        if handler is None:
-            outcomes.append(
-                UndoOutcome(
-                    change=change,
-                    status="unsupported",
-                    message=f"no undo handler for changes of kind {change.kind!r}",
-                )
+    table = _handler_table(handlers, resources)
+    return tuple(_undo_one(change, table) for change in reversed(list(changes)))
+
+
+def _handler_table(
+    handlers: Mapping[str, UndoHandler] | None, resources: Iterable[BoundResource]
+) -> dict[str, UndoHandler]:
+    """The built-in file handlers for ``resources``, then ``handlers``, checked before use."""
+    table = _file_handlers(resources)
+    for kind, handler in (handlers or {}).items():
+        if inspect.iscoroutinefunction(handler):
+            # Called, it would only make a coroutine: the change would be reported
+            # undone without anything having run.
+            raise TypeError(
+                f"the undo handler for {kind!r} is a coroutine function; undo handlers "
+                "are called synchronously, so pass a plain function (it may run the "
+                "coroutine itself, with asyncio.run or on a loop of its own)"
             )
-            continue
-        try:
-            handler(change)
-        except RollbackUnsupportedError as exc:
-            outcomes.append(UndoOutcome(change=change, status="unsupported", message=str(exc)))
-        except RollbackConflictError as exc:
-            outcomes.append(UndoOutcome(change=change, status="conflict", message=str(exc)))
-        except ConfinementError as exc:
-            outcomes.append(
-                UndoOutcome(change=change, status="failed", message=f"refused, not undone: {exc}")
-            )
-        except Exception as exc:
-            outcomes.append(
-                UndoOutcome(change=change, status="failed", message=f"{type(exc).__name__}: {exc}")
-            )
-        else:
-            outcomes.append(UndoOutcome(change=change, status="undone"))
-    return tuple(outcomes)
+        table[kind] = handler
+    return table
 
 
-class _History(Protocol):
-    """A plan's numbered record of changes (`toolcycle._history.ChangeHistory`)."""
-
-    undoing: threading.RLock
-    rolling_back: bool
-
-    def since(self, number: int) -> tuple[list[int], list[Change]]:
-        """The numbers and changes in the record numbered ``number`` or more."""
-        ...
-
-    def forget(self, numbers: Iterable[int]) -> None:
-        """Remove the changes with these numbers."""
-        ...
+def _undo_one(change: Change, table: Mapping[str, UndoHandler]) -> UndoOutcome:
+    """Undo one change with the handler for its kind; every problem becomes the outcome."""
+    handler = cast("Callable[[Change], object] | None", table.get(change.kind))
+    if handler is None:
+        message = f"no undo handler for changes of kind {change.kind!r}"
+        return UndoOutcome(change=change, status="unsupported", message=message)
+    try:
+        returned = handler(change)
+    except RollbackUnsupportedError as exc:
+        return UndoOutcome(change=change, status="unsupported", message=str(exc))
+    except RollbackConflictError as exc:
+        return UndoOutcome(change=change, status="conflict", message=str(exc))
+    except ConfinementError as exc:
+        return UndoOutcome(change=change, status="failed", message=f"refused, not undone: {exc}")
+    except Exception as exc:
+        return UndoOutcome(change=change, status="failed", message=f"{type(exc).__name__}: {exc}")
+    if inspect.isawaitable(returned):
+        close = getattr(returned, "close", None)
+        if callable(close):  # a coroutine: closed, so it never warns it was not awaited
+            close()
+        message = (
+            f"the undo handler returned an awaitable ({type(returned).__name__}), which a "
+            "rollback cannot await: nothing was undone"
+        )
+        return UndoOutcome(change=change, status="failed", message=message)
+    return UndoOutcome(change=change, status="undone")
 
 
 def _roll_back(
     plan_id: str,
-    history: _History,
+    history: ChangeHistory,
     to: Checkpoint | None,
     handlers: Mapping[str, UndoHandler] | None,
     resources: Iterable[BoundResource],
@@ -414,12 +421,20 @@ def _roll_back(
     keep their numbers, so every checkpoint of the plan keeps its meaning.
 
     Raises:
+        TypeError: ``to`` is not a `Checkpoint`, or a handler is a coroutine function.
         ValueError: ``to`` belongs to another plan or lies beyond the record.
         RuntimeError: an undo handler of this plan's rollback rolls it back again.
     """
+    if to is not None and not isinstance(to, Checkpoint):
+        raise TypeError(
+            f"rollback takes a Checkpoint from ctx.checkpoint(), or None for every change; "
+            f"got {to!r} (read a stored one back with Checkpoint.model_validate)"
+        )
     marker = to if to is not None else Checkpoint(plan_id=plan_id, index=0)
     if marker.plan_id != plan_id:
         raise ValueError(f"checkpoint of plan {marker.plan_id!r} cannot roll back plan {plan_id!r}")
+    table = _handler_table(handlers, resources)
+    outcomes: list[UndoOutcome] = []
     with history.undoing:
         if history.rolling_back:
             raise RuntimeError(
@@ -430,10 +445,12 @@ def _roll_back(
         # the changes, or run a tool of the plan.
         history.rolling_back = True
         try:
-            outcomes = undo_changes(later, handlers, resources=resources)
+            for change in reversed(later):
+                outcomes.append(_undo_one(change, table))  # noqa: PERF401  # kept if interrupted
         finally:
             history.rolling_back = False
-        # Outcomes come newest first, the numbers oldest first.
-        undone = zip(numbers, reversed(outcomes), strict=True)
-        history.forget(number for number, o in undone if o.status == "undone")
-    return RollbackReport(checkpoint=marker, outcomes=outcomes)
+            # Newest first, like the outcomes: an interrupted rollback (Ctrl-C in a
+            # handler) still forgets what it undid, so nothing is undone twice.
+            undone = zip(reversed(numbers), outcomes, strict=False)
+            history.forget(number for number, o in undone if o.status == "undone")
+    return RollbackReport(checkpoint=marker, outcomes=tuple(outcomes))
