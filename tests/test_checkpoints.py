@@ -285,3 +285,26 @@ def test_rolling_back_to_something_other_than_a_checkpoint_is_a_clear_type_error
         with pytest.raises(TypeError, match="Checkpoint"):
             ctx.rollback(wrong, handlers=HANDLERS)  # type: ignore[arg-type]
     assert _targets(ctx.changes) == ["A"]
+
+
+def test_a_tool_that_rolls_back_its_own_changes_does_not_list_them_in_its_result() -> None:
+    """The result lists only what the call recorded and did not undo, as ctx.changes does."""
+    from toolcycle import tool
+
+    @tool(writes=True)
+    def attempt(ctx: ToolExecutionContext) -> str:
+        """Records three changes, then undoes those it can."""
+        marker = ctx.checkpoint()
+        _record(ctx, "x")
+        _record(ctx, "y", kind="stuck")
+        _record(ctx, "z")
+        ctx.rollback(marker, handlers=HANDLERS)
+        return "gave up"
+
+    with ToolRuntime() as runtime:
+        runtime.register(attempt)
+        with runtime.plan() as ctx:
+            _record(ctx, "before")
+            result = runtime.execute("attempt", {}, ctx)
+            assert _targets(result.changes) == ["y"]
+            assert _targets(ctx.changes) == ["before", "y"]

@@ -72,17 +72,26 @@ class ChangeHistory:
             start = bisect.bisect_left(self._numbers, number)
             return self._numbers[start:], self._changes[start:]
 
-    def forget(self, numbers: Iterable[int]) -> None:
-        """Remove the changes with these numbers; the others keep theirs."""
+    def forget(self, numbers: Iterable[int], also: list[Change] | None = None) -> None:
+        """Remove the changes with these numbers; the others keep theirs.
+
+        Args:
+            numbers: the numbers of the changes to remove.
+            also: another list to remove the same change objects from (the
+                changes of the call running the rollback).
+        """
         gone = set(numbers)
         if not gone:
             return
         with self._lock:
             start = bisect.bisect_left(self._numbers, min(gone))
-            kept = [
-                (number, change)
-                for number, change in zip(self._numbers[start:], self._changes[start:], strict=True)
-                if number not in gone
-            ]
-            self._numbers[start:] = [number for number, _ in kept]
-            self._changes[start:] = [change for _, change in kept]
+            tail = list(zip(self._numbers[start:], self._changes[start:], strict=True))
+            self._numbers[start:] = [number for number, _ in tail if number not in gone]
+            self._changes[start:] = [change for number, change in tail if number not in gone]
+        if also:
+            ids = {id(change) for number, change in tail if number in gone}
+            # From the end, one item at a time: the call may still be appending from
+            # another thread, and an append never moves the items before it.
+            for at in range(len(also) - 1, -1, -1):
+                if id(also[at]) in ids:
+                    del also[at]

@@ -447,8 +447,9 @@ class ToolExecutionContext:
         leave ``changes``; those that could not be undone (a conflict, no
         handler, an error) stay, in order, and are listed in the report with the
         reason. Changes recorded while it runs (a handler's compensating change,
-        say) stay after them. A checkpoint keeps its meaning across rollbacks:
-        see `toolcycle.rollback.Checkpoint`.
+        say) stay after them. Run inside a call of this plan, undone changes
+        leave that call's result too. A checkpoint keeps its meaning across
+        rollbacks: see `toolcycle.rollback.Checkpoint`.
 
         Raises:
             TypeError: ``to`` is not a `Checkpoint`, or a handler is a coroutine
@@ -458,7 +459,11 @@ class ToolExecutionContext:
         """
         from toolcycle.rollback import _roll_back
 
-        return _roll_back(self.plan_id, self._history, to, handlers, self.resources)
+        scope = _call_scope.get()
+        if scope is not None and scope.plan_token is not self.cancellation_token:
+            scope = None  # a call of another plan
+        call_changes = scope.changes if scope is not None else None
+        return _roll_back(self.plan_id, self._history, to, handlers, self.resources, call_changes)
 
     def resource(self, kind: str, name: str | None = None) -> BoundResource:
         """Return the bound resource of that kind (and name, when given).

@@ -412,6 +412,7 @@ def _roll_back(
     to: Checkpoint | None,
     handlers: Mapping[str, UndoHandler] | None,
     resources: Iterable[BoundResource],
+    call_changes: list[Change] | None = None,
 ) -> RollbackReport:
     """Undo the changes in ``history`` recorded after ``to``; what ``ctx.rollback`` does.
 
@@ -419,6 +420,8 @@ def _roll_back(
     undone are those still recorded with a number from the checkpoint's on.
     Undone changes leave the record; the others, and changes recorded meanwhile,
     keep their numbers, so every checkpoint of the plan keeps its meaning.
+    Undone changes also leave ``call_changes``, the changes of the plan's call
+    that runs the rollback (if any), so that call's result does not list them.
 
     Raises:
         TypeError: ``to`` is not a `Checkpoint`, or a handler is a coroutine function.
@@ -452,5 +455,5 @@ def _roll_back(
             # Newest first, like the outcomes: an interrupted rollback (Ctrl-C in a
             # handler) still forgets what it undid, so nothing is undone twice.
             undone = zip(reversed(numbers), outcomes, strict=False)
-            history.forget(number for number, o in undone if o.status == "undone")
+            history.forget((n for n, o in undone if o.status == "undone"), call_changes)
     return RollbackReport(checkpoint=marker, outcomes=tuple(outcomes))
