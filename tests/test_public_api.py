@@ -196,8 +196,9 @@ ALLOWED = {
     "agent._batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
     "_confined": set(),
-    "rollback": {"_confined", "models"},
-    "context": {"_value", "approvals", "cancellation", "durable", "models", "rollback"},
+    "rollback": {"_confined", "_history", "models"},
+    "_history": {"models"},
+    "context": {"_history", "_value", "approvals", "cancellation", "durable", "models", "rollback"},
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
     # models for annotations only, under TYPE_CHECKING

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolcycle._history import ChangeHistory
 from toolcycle._value import fields_repr
 from toolcycle.cancellation import CancellationToken
 from toolcycle.models import BoundResource, Change, ProgressEvent
@@ -187,10 +188,8 @@ class ToolExecutionContext:
     # A PlanHost; typed loosely because the protocol's module builds on this one.
     host: Any = field(default=None, kw_only=True, repr=False)
     durable: DurablePlan | None = field(default=None, kw_only=True, repr=False)
-    _changes: list[Change] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _undoing: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
-    _rolling_back: bool = field(default=False, init=False, repr=False)
+    _history: ChangeHistory = field(init=False, repr=False)
     _ended: bool = field(default=False, init=False, repr=False)
     _revealed: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
@@ -226,10 +225,8 @@ class ToolExecutionContext:
         self.approval = approval
         self.host = host
         self.durable = durable
-        self._changes = []
         self._lock = threading.Lock()
-        self._undoing = threading.RLock()
-        self._rolling_back = False
+        self._history = ChangeHistory(self._lock)
         self._ended = False
         self._revealed = frozenset()
         self.__post_init__()
@@ -282,8 +279,7 @@ class ToolExecutionContext:
     @property
     def changes(self) -> tuple[Change, ...]:
         """Every change recorded in this plan so far, in the order recorded."""
-        with self._lock:
-            return tuple(self._changes)
+        return self._history.changes()
 
     @property
     def call_token(self) -> CancellationToken:
@@ -353,8 +349,7 @@ class ToolExecutionContext:
         scope = _call_scope.get()
         if scope is not None and scope.plan_token is self.cancellation_token:
             change = _stamped(change, scope.record)
-        with self._lock:
-            self._changes.append(change)
+        self._history.record(change)
         if scope is not None:
             scope.changes.append(change)
 
@@ -430,11 +425,14 @@ class ToolExecutionContext:
         self.progress_reporter()(progress, total, message)
 
     def checkpoint(self) -> Checkpoint:
-        """Mark the current end of the plan's changes, to roll back to later."""
+        """Mark this point in the plan's history of changes, to roll back to later.
+
+        The checkpoint stays valid for the whole plan: rollbacks (to it or to any
+        other) never change which changes came after it.
+        """
         from toolcycle.rollback import Checkpoint  # loaded with the first checkpoint
 
-        with self._lock:
-            return Checkpoint(plan_id=self.plan_id, index=len(self._changes))
+        return Checkpoint(plan_id=self.plan_id, index=self._history.recorded())
 
     def rollback(
         self,
@@ -447,50 +445,27 @@ class ToolExecutionContext:
         Each change is undone by the handler for its kind (the built-in file
         handlers, plus ``handlers``). The file handlers act only inside the
         workspaces this plan binds, found from each change's workspace name and
-        relative target, never from a path stored in the change. Undone changes leave ``changes``; those
-        that could not be undone (a conflict, no handler, an error) stay, in
-        order, and are listed in the report with the reason. Changes recorded
-        while it runs (a handler's compensating change, say) stay after them.
+        relative target, never from a path stored in the change. Undone changes
+        leave ``changes``; those that could not be undone (a conflict, no
+        handler, an error) stay, in order, and are listed in the report with the
+        reason. Changes recorded while it runs (a handler's compensating change,
+        say) stay after them. Run inside a call of this plan, undone changes
+        leave that call's result too. A checkpoint keeps its meaning across
+        rollbacks: see `toolcycle.rollback.Checkpoint`.
 
         Raises:
+            TypeError: ``to`` is not a `Checkpoint`, or a handler is a coroutine
+                function (a rollback runs synchronously; nothing is undone).
             ValueError: ``to`` belongs to another plan or lies beyond the record.
             RuntimeError: an undo handler of this plan's rollback rolls it back again.
         """
-        from toolcycle.rollback import Checkpoint, RollbackReport, undo_changes
+        from toolcycle.rollback import _roll_back
 
-        marker = to if to is not None else Checkpoint(plan_id=self.plan_id, index=0)
-        if marker.plan_id != self.plan_id:
-            raise ValueError(
-                f"checkpoint of plan {marker.plan_id!r} cannot roll back plan {self.plan_id!r}"
-            )
-        # One rollback at a time, so that none undoes a change another is undoing.
-        # Reentrant, so that a handler rolling back its own plan is refused, not stuck.
-        with self._undoing:
-            if self._rolling_back:
-                raise RuntimeError(
-                    f"an undo handler cannot roll back plan {self.plan_id!r}, which it is "
-                    "rolling back"
-                )
-            with self._lock:
-                if not 0 <= marker.index <= len(self._changes):
-                    raise ValueError(
-                        f"checkpoint index {marker.index} is beyond the {len(self._changes)} "
-                        "changes recorded"
-                    )
-                later = self._changes[marker.index :]
-            # The handlers run unlocked: one may record a compensating change, read
-            # the changes, or run a tool of the plan.
-            self._rolling_back = True
-            try:
-                outcomes = undo_changes(later, handlers, resources=self.resources)
-            finally:
-                self._rolling_back = False
-            kept = [o.change for o in reversed(outcomes) if o.status != "undone"]
-            with self._lock:
-                # Only a rollback removes changes, so ``later`` is still in place;
-                # what was recorded meanwhile follows it, and stays.
-                self._changes[marker.index :] = kept + self._changes[marker.index + len(later) :]
-        return RollbackReport(checkpoint=marker, outcomes=outcomes)
+        scope = _call_scope.get()
+        if scope is not None and scope.plan_token is not self.cancellation_token:
+            scope = None  # a call of another plan
+        call_changes = scope.changes if scope is not None else None
+        return _roll_back(self.plan_id, self._history, to, handlers, self.resources, call_changes)
 
     def resource(self, kind: str, name: str | None = None) -> BoundResource:
         """Return the bound resource of that kind (and name, when given).
