@@ -380,6 +380,18 @@ def test_a_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntime) -> No
     assert result.trace is not None and "sk-live-999" not in result.trace.model_dump_json()
 
 
+def test_a_resumed_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntime) -> None:
+    """A denial given at resume hides the recorded arguments' secrets as a direct one does."""
+    with rt.plan(approver=lambda request: ApprovalDecision.defer()) as ctx:
+        waiting = rt.execute("send", {"to": "a", "api_key": "sk-live-777"}, ctx)
+    assert waiting.pending is not None
+    with rt.plan() as later:
+        result = rt.resume(waiting.pending, ApprovalDecision.deny("key sk-live-777 leaked"), later)
+    assert result.error_type == "ApprovalDenied" and "[redacted]" in (result.error or "")
+    assert "sk-live-777" not in (result.error or "")
+    assert result.trace is not None and "sk-live-777" not in result.trace.model_dump_json()
+
+
 def test_invalid_arguments_are_refused_before_anyone_is_asked(rt: ToolRuntime) -> None:
     """Validation comes first: the approver never sees a call that could not run."""
     approver = Approver()

@@ -299,6 +299,7 @@ class Resumer:
         call = self._steps.start(
             record.tool_name, ctx, tool_call_id, traced=not replayed, approval=approval
         )
+        self._steps.learn_secrets(call, record.arguments)  # the reason may quote one
         try:
             return self._deny(call, decision, replayed)
         finally:
