@@ -181,6 +181,34 @@ def _broken_rule(descriptor: Any) -> bool:
     raise KeyError("tier")
 
 
+def _forgetful_rule(descriptor: Any) -> Any:
+    """A rule whose author forgot to return its answer."""
+
+
+async def _async_rule(descriptor: Any) -> bool:
+    return False
+
+
+@pytest.mark.parametrize(
+    "rule", [_forgetful_rule, _async_rule, lambda descriptor: "no"], ids=["none", "async", "str"]
+)
+def test_an_approval_rule_that_answers_no_bool_stops_the_call_for_the_host(rule: Any) -> None:
+    """Fail closed: None, a coroutine or a string is no answer, so nothing runs unasked."""
+    import warnings
+
+    fake = FakeTool("deploy", writes=True)
+    approver = Approver()
+    with ToolRuntime() as runtime:
+        runtime.register(fake)
+        with runtime.plan(approver=approver, approval=rule) as ctx, warnings.catch_warnings():
+            warnings.simplefilter("error")  # an async rule's coroutine is closed, not left
+            with pytest.raises(ToolApprovalError, match="must return a bool") as raised:
+                runtime.execute("deploy", {}, ctx)
+    assert isinstance(raised.value.__cause__, TypeError)
+    assert approver.requests == []
+    assert fake.stages() == ["discover"]  # nothing activated, nothing run
+
+
 @pytest.mark.parametrize("guarded", [False, True], ids=["plain", "guarded"])
 def test_an_approval_rule_that_raises_stops_every_call_for_the_host_with_a_trace(
     guarded: bool,
