@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -979,6 +980,26 @@ def test_the_file_ledger_refuses_ids_it_did_not_make(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not an approval id"):
         ledger.claim("")
     assert ledger.claim("abc123") and not ledger.claim("abc123")
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECTORY"), reason="no directory to sync on Windows")
+def test_a_file_ledger_claim_is_synced_to_disk_before_it_is_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A granted claim survives a crash of the machine: its directory entry is flushed first."""
+    ledger = FileApprovalLedger(tmp_path / "claims")
+    synced: list[tuple[int, bool]] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        claimed = (tmp_path / "claims" / "abc123").exists()
+        synced.append((os.fstat(descriptor).st_ino, claimed))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert ledger.claim("abc123")
+    assert synced == [((tmp_path / "claims").stat().st_ino, True)]
+    assert not ledger.claim("abc123") and len(synced) == 1  # a refusal writes nothing
 
 
 # -- fingerprints and the once-only property --------------------------------------------
