@@ -546,6 +546,29 @@ def test_a_pending_record_changed_after_deferral_is_refused(rt: ToolRuntime) -> 
     assert ran == []
 
 
+def test_a_pending_record_that_cannot_be_read_is_refused_without_quoting_it(
+    rt: ToolRuntime,
+) -> None:
+    """A record cut short or mangled in storage: ToolApprovalError naming no value."""
+    import traceback
+
+    pending = _defer(rt, {"to": "ann", "api_key": "sk-live-4242"}).pending
+    assert pending is not None
+    text = pending.model_dump_json()
+    cut = text[: text.index("sk-live-4242") + len("sk-live-4242")]
+    mangled = {**pending.model_dump(), "arguments": "sk-live-4242"}
+    for record, problem in [(cut, "Invalid JSON"), (mangled, "arguments:"), ("", "Invalid JSON")]:
+        with (
+            rt.plan() as later,
+            pytest.raises(ToolApprovalError, match="cannot be read") as refused,
+        ):
+            rt.resume(record, True, later)
+        assert problem in str(refused.value)
+        shown = "".join(traceback.format_exception(refused.value))
+        assert "sk-live-4242" not in shown
+    assert ran == []
+
+
 def test_an_approval_bound_to_one_call_cannot_resume_another(rt: ToolRuntime) -> None:
     """The reviewer's decision for call A, given with call B's record, is refused."""
     first = _defer(rt, {"to": "ann"}).pending
