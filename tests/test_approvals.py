@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -179,6 +180,34 @@ def test_a_rule_other_than_writes_without_an_approver_is_refused_at_plan_start(
 
 def _broken_rule(descriptor: Any) -> bool:
     raise KeyError("tier")
+
+
+def _forgetful_rule(descriptor: Any) -> Any:
+    """A rule whose author forgot to return its answer."""
+
+
+async def _async_rule(descriptor: Any) -> bool:
+    return False
+
+
+@pytest.mark.parametrize(
+    "rule", [_forgetful_rule, _async_rule, lambda descriptor: "no"], ids=["none", "async", "str"]
+)
+def test_an_approval_rule_that_answers_no_bool_stops_the_call_for_the_host(rule: Any) -> None:
+    """Fail closed: None, a coroutine or a string is no answer, so nothing runs unasked."""
+    import warnings
+
+    fake = FakeTool("deploy", writes=True)
+    approver = Approver()
+    with ToolRuntime() as runtime:
+        runtime.register(fake)
+        with runtime.plan(approver=approver, approval=rule) as ctx, warnings.catch_warnings():
+            warnings.simplefilter("error")  # an async rule's coroutine is closed, not left
+            with pytest.raises(ToolApprovalError, match="must return a bool") as raised:
+                runtime.execute("deploy", {}, ctx)
+    assert isinstance(raised.value.__cause__, TypeError)
+    assert approver.requests == []
+    assert fake.stages() == ["discover"]  # nothing activated, nothing run
 
 
 @pytest.mark.parametrize("guarded", [False, True], ids=["plain", "guarded"])
@@ -380,6 +409,18 @@ def test_a_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntime) -> No
     assert result.trace is not None and "sk-live-999" not in result.trace.model_dump_json()
 
 
+def test_a_resumed_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntime) -> None:
+    """A denial given at resume hides the recorded arguments' secrets as a direct one does."""
+    with rt.plan(approver=lambda request: ApprovalDecision.defer()) as ctx:
+        waiting = rt.execute("send", {"to": "a", "api_key": "sk-live-777"}, ctx)
+    assert waiting.pending is not None
+    with rt.plan() as later:
+        result = rt.resume(waiting.pending, ApprovalDecision.deny("key sk-live-777 leaked"), later)
+    assert result.error_type == "ApprovalDenied" and "[redacted]" in (result.error or "")
+    assert "sk-live-777" not in (result.error or "")
+    assert result.trace is not None and "sk-live-777" not in result.trace.model_dump_json()
+
+
 def test_invalid_arguments_are_refused_before_anyone_is_asked(rt: ToolRuntime) -> None:
     """Validation comes first: the approver never sees a call that could not run."""
     approver = Approver()
@@ -502,6 +543,29 @@ def test_a_pending_record_changed_after_deferral_is_refused(rt: ToolRuntime) -> 
     data["arguments"]["to"] = "mallory"
     with rt.plan() as later, pytest.raises(ToolApprovalError, match="was changed"):
         rt.resume(data, True, later)
+    assert ran == []
+
+
+def test_a_pending_record_that_cannot_be_read_is_refused_without_quoting_it(
+    rt: ToolRuntime,
+) -> None:
+    """A record cut short or mangled in storage: ToolApprovalError naming no value."""
+    import traceback
+
+    pending = _defer(rt, {"to": "ann", "api_key": "sk-live-4242"}).pending
+    assert pending is not None
+    text = pending.model_dump_json()
+    cut = text[: text.index("sk-live-4242") + len("sk-live-4242")]
+    mangled = {**pending.model_dump(), "arguments": "sk-live-4242"}
+    for record, problem in [(cut, "Invalid JSON"), (mangled, "arguments:"), ("", "Invalid JSON")]:
+        with (
+            rt.plan() as later,
+            pytest.raises(ToolApprovalError, match="cannot be read") as refused,
+        ):
+            rt.resume(record, True, later)
+        assert problem in str(refused.value)
+        shown = "".join(traceback.format_exception(refused.value))
+        assert "sk-live-4242" not in shown
     assert ran == []
 
 
@@ -939,6 +1003,26 @@ def test_the_file_ledger_refuses_ids_it_did_not_make(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not an approval id"):
         ledger.claim("")
     assert ledger.claim("abc123") and not ledger.claim("abc123")
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECTORY"), reason="no directory to sync on Windows")
+def test_a_file_ledger_claim_is_synced_to_disk_before_it_is_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A granted claim survives a crash of the machine: its directory entry is flushed first."""
+    ledger = FileApprovalLedger(tmp_path / "claims")
+    synced: list[tuple[int, bool]] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        claimed = (tmp_path / "claims" / "abc123").exists()
+        synced.append((os.fstat(descriptor).st_ino, claimed))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert ledger.claim("abc123")
+    assert synced == [((tmp_path / "claims").stat().st_ino, True)]
+    assert not ledger.claim("abc123") and len(synced) == 1  # a refusal writes nothing
 
 
 # -- fingerprints and the once-only property --------------------------------------------

@@ -33,6 +33,7 @@ class LoopBoundLedger(MemoryApprovalLedger):
         self.loop = loop
         self.claims: list[bool] = []
         self.released: list[str] = []
+        self.releasing_threads: list[int] = []
         self.entered = threading.Event()
         self.gate: threading.Event | None = None
 
@@ -48,6 +49,7 @@ class LoopBoundLedger(MemoryApprovalLedger):
 
     def release(self, approval_id: str) -> None:
         self.released.append(approval_id)
+        self.releasing_threads.append(threading.get_ident())
         super().release(approval_id)
 
 
@@ -93,3 +95,25 @@ async def test_an_aresume_cancelled_during_its_claim_gives_the_claim_back() -> N
             assert ledger.released == [pending.approval_id] and ran == []
             again = await asyncio.wait_for(runtime.aresume(pending, True, ctx), WAIT)
     assert again.output == "sent to ann" and ran == ["ann"]
+
+
+async def test_an_aresume_refused_after_its_claim_gives_it_back_off_the_event_loop() -> None:
+    """A plan cancelled during the claim: the shared ledger's release runs on a worker thread."""
+    from toolcycle import ToolCancelledError
+
+    loop = asyncio.get_running_loop()
+    ledger = LoopBoundLedger(loop)
+    ledger.gate = threading.Event()
+    with ToolRuntime(approval_ledger=ledger) as runtime:
+        runtime.register(send)
+        pending = _deferred(runtime).pending
+        assert pending is not None
+        async with runtime.aplan() as ctx:
+            task = asyncio.ensure_future(runtime.aresume(pending, True, ctx))
+            assert await loop.run_in_executor(None, ledger.entered.wait, WAIT)
+            ctx.cancellation_token.cancel()
+            ledger.gate.set()
+            with pytest.raises(ToolCancelledError):
+                await asyncio.wait_for(task, WAIT)
+    assert ledger.released == [pending.approval_id] and ran == []
+    assert threading.get_ident() not in ledger.releasing_threads

@@ -30,11 +30,25 @@ def needs_approval(descriptor: ToolDescriptor, rule: ApprovalRule) -> bool:
     - ``"writes"`` (the default): tools that write, and tools that ask for it;
     - ``"all"``: every call;
     - ``"flagged"``: only tools whose capability says ``requires_approval=True``;
-    - a callable: whatever it returns for the descriptor (it decides alone).
+    - a callable: what it returns for the descriptor (it decides alone).
+
+    Raises:
+        TypeError: the callable returned something other than a bool (None from a
+            missing ``return``, or the coroutine of an ``async def``): a rule in
+            doubt must not let a call through unasked, nor ask by accident.
     """
     flag = descriptor.capability.requires_approval
     if callable(rule):
-        return bool(rule(descriptor))
+        answer = rule(descriptor)
+        if type(answer) is bool:
+            return answer
+        awaitable = hasattr(answer, "__await__")
+        if awaitable and hasattr(answer, "close"):
+            answer.close()  # an async rule's coroutine: never awaited, and no warning about it
+        raise TypeError(
+            f"an approval rule must return a bool, got {type(answer).__name__}"
+            + (" (a rule cannot be an async function)" if awaitable else "")
+        )
     if rule == "all" or flag is True:
         return True
     if rule == "flagged" or flag is False:

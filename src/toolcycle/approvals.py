@@ -314,8 +314,11 @@ class FileApprovalLedger:
 
     Each claim creates one empty file named after the id, with an exclusive
     create, so two processes that resume the same call race for one file and
-    exactly one wins. The directory is created if needed. Ids are made by the
-    runtime (hex digits and dashes); any other character is refused.
+    exactly one wins. A claim is on disk (its directory synced) before it is
+    granted, so a crash of the machine right after the call ran cannot forget
+    it. The directory is created if needed. Ids are made by the runtime (hex
+    digits and dashes); any other character is refused. Nothing is ever removed
+    but by `release`: the directory grows by one empty file per resumed call.
     """
 
     __slots__ = ("path",)
@@ -335,6 +338,7 @@ class FileApprovalLedger:
         except FileExistsError:
             return False
         os.close(descriptor)
+        self._sync()
         return True
 
     def release(self, approval_id: str) -> None:
@@ -344,6 +348,19 @@ class FileApprovalLedger:
             ValueError: the id is not one the runtime makes.
         """
         self._file(approval_id).unlink(missing_ok=True)
+
+    def _sync(self) -> None:
+        """Flush the directory, so that a new claim's file outlives a crash of the machine.
+
+        Only the file's name matters (it is empty), and the name is the directory's.
+        """
+        if not hasattr(os, "O_DIRECTORY"):  # pragma: no cover - Windows opens no directory
+            return
+        descriptor = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
     def _file(self, approval_id: str) -> Path:
         """The id's file; only an id the runtime makes names one (no path can sneak in)."""

@@ -158,10 +158,12 @@ class ToolNotFoundError(ToolRuntimeError):
 class ToolApprovalError(ToolRuntimeError):
     """``runtime.resume`` refused a pending call, or a plan's approval rule raised.
 
-    The pending record was changed after it was made, the decision names another
+    The pending record was changed after it was made or cannot be read at all
+    (cut short, say; the error quotes none of its values), the decision names another
     call's fingerprint or defers again, or the call was resumed before (a call
-    never runs twice). A call whose plan's ``approval=`` function raised does not
-    run either; that exception is the error's ``__cause__``.
+    never runs twice). A call whose plan's ``approval=`` function raised, or
+    answered something other than a bool, does not run either; that exception (a
+    ``TypeError`` for such an answer) is the error's ``__cause__``.
     """
 
 

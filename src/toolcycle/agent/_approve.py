@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from toolcycle.approvals import ApprovalDecision, ApprovalRequest, fingerprint
 from toolcycle.errors import ToolApprovalError
 from toolcycle.models import ApprovalRecord, PendingApproval
@@ -204,12 +206,26 @@ def check_claimed(record: PendingApproval, claimed: bool) -> None:
 
 
 def _pending(value: Any) -> PendingApproval:
+    """The pending record of a resume; one that cannot be read is refused.
+
+    A record cut short or mangled in storage holds the call's arguments, secrets
+    included, so the refusal names what is wrong and where, never the values.
+    """
     if isinstance(value, PendingApproval):
         return value
-    if isinstance(value, str | bytes):
-        return PendingApproval.model_validate_json(value)
-    if isinstance(value, dict):
-        return PendingApproval.model_validate(value)
+    try:
+        if isinstance(value, str | bytes):
+            return PendingApproval.model_validate_json(value)
+        if isinstance(value, dict):
+            return PendingApproval.model_validate(value)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(map(str, problem['loc'])) or 'the record'}: {problem['msg']}"
+            for problem in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        raise ToolApprovalError(
+            f"the pending record cannot be read ({'; '.join(problems[:5])}); it will not be run"
+        ) from None  # the validation error quotes the record, arguments included
     raise TypeError(
         f"pending must be a PendingApproval, its JSON text or its dict, got {type(value).__name__}"
     )

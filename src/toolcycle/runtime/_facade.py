@@ -604,8 +604,8 @@ class ToolRuntime:
         denial returns a failed result.
 
         Raises:
-            ToolApprovalError: the record was changed or already resumed, or the
-                decision defers or belongs to another call.
+            ToolApprovalError: the record was changed, cannot be read or was
+                already resumed, or the decision defers or belongs to another call.
             ToolRuntimeError: (and its subclasses) refused before the claim.
             ToolCancelledError: the plan was cancelled; refused before the claim.
             ValueError: a limit that is not positive seconds; refused before the claim.

@@ -33,6 +33,7 @@ __all__ = [
     "cut_output",
     "failed_result",
     "invalid_result",
+    "learn_secrets",
     "output_result",
     "redacted_cut",
 ]
@@ -94,6 +95,21 @@ def check_input(
         message=f"the arguments must be a JSON object, got {type(params).__name__}",
     )
     return Validation(valid=False, issues=(issue,))
+
+
+def learn_secrets(
+    record: CallRecord,
+    params: Mapping[str, Any],
+    schema: CompiledSchema,
+    redaction: RedactionPolicy | None,
+) -> None:
+    """Teach the call's record the secrets of ``params`` without validating them.
+
+    For a call whose arguments are known but never validated (a resumed denial):
+    its messages must hide the same secrets as those of a call that ran.
+    """
+    if redaction is not None:
+        record.scrub = _scrubber(redaction, params, schema)
 
 
 def invalid_result(

@@ -119,7 +119,7 @@ class Resumer:
         record, chosen, approval = self._check(pending, decision, ctx, timeout, idle_timeout)
         claimed, replayed = await self._aclaim(record, ctx)
         check_claimed(record, claimed)
-        self._recheck(record, ctx, timeout, idle_timeout)
+        await self._arecheck(record, ctx, timeout, idle_timeout)
         if chosen.outcome == "deny":
             result = self._resumed_denial(record, chosen, approval, ctx, replayed)
         else:
@@ -196,6 +196,34 @@ class Resumer:
             self._release(record, ctx)
             raise
 
+    async def _arecheck(
+        self,
+        record: PendingApproval,
+        ctx: ToolExecutionContext,
+        timeout: float | None,
+        idle_timeout: float | None,
+    ) -> None:
+        """Async twin of `_recheck`: a claim given back is given back off the event loop."""
+        try:
+            self._settings.check_open()
+            self._precheck(record, ctx, timeout, idle_timeout)
+        except Exception:
+            await self._arelease(record, ctx)
+            raise
+
+    async def _arelease(self, record: PendingApproval, ctx: ToolExecutionContext) -> None:
+        """`_release` from async code: on a worker thread, as the claim was made.
+
+        A shared ledger's release may wait on a disk or a database as its claim does;
+        the default ledger, in memory, releases at once.
+        """
+        from toolcycle.approvals import MemoryApprovalLedger
+
+        if type(self.ledger) is MemoryApprovalLedger:
+            self._release(record, ctx)
+        else:
+            await asyncio.to_thread(self._release, record, ctx)
+
     def _release(self, record: PendingApproval, ctx: ToolExecutionContext) -> None:
         """Give back the claim of a resume refused right after it (see `ApprovalLedger`).
 
@@ -268,7 +296,7 @@ class Resumer:
         except asyncio.CancelledError:
             await asyncio.wait({claiming})
             if not claiming.cancelled() and claiming.exception() is None and claiming.result():
-                await asyncio.to_thread(self._release, record, ctx)
+                await self._arelease(record, ctx)
             raise
 
     def _asking(self, record: PendingApproval) -> tuple[Callable[[], bool], list[bool]]:
@@ -299,6 +327,7 @@ class Resumer:
         call = self._steps.start(
             record.tool_name, ctx, tool_call_id, traced=not replayed, approval=approval
         )
+        self._steps.learn_secrets(call, record.arguments)  # the reason may quote one
         try:
             return self._deny(call, decision, replayed)
         finally:

@@ -28,6 +28,7 @@ from toolcycle.runtime._results import (
     Outcome,
     check_input,
     failed_result,
+    learn_secrets,
     output_result,
     redacted_cut,
 )
@@ -209,6 +210,16 @@ class CallSteps:
         if call.observer is not None and type(data) is not Validation:
             call.arguments = data
         return data
+
+    def learn_secrets(self, call: Call, params: dict[str, Any]) -> None:
+        """Let the call's messages hide the secrets of ``params``, which it does not validate.
+
+        A resumed denial never validates its recorded arguments, but its reason
+        may quote them as a denial made by the approver does.
+        """
+        entry = self._entries.get(call.name)
+        if entry is not None:
+            learn_secrets(call.record, params, entry.input, self._settings.redaction)
 
     def invalid(self, call: Call, entry: Entry, validation: Validation) -> ToolResult:
         """The result of a refused input: a failure the model may fix."""
