@@ -279,7 +279,7 @@ class ToolDefinitionError(ToolRegistrationError):
 
 
 class ToolSkippedWarning(UserWarning):
-    """A tool of a source was not registered because its schema is unusable."""
+    """A tool of a source was not registered because its schema or its name is unusable."""
 
 
 class ToolDefinitionWarning(UserWarning):

@@ -14,6 +14,10 @@ closes, so only SIGKILL ends it; with ``--blank-lines`` it writes an empty
 line before every message, which a client must skip. With ``--crash-leaving-helper``,
 ``quick`` starts a helper process that inherits stdout and outlives the server,
 then exits with code 3 instead of answering: stdout stays open after the crash.
+With ``--odd-tools`` it also lists tools no client can use as they are: names a
+descriptor cannot hold, and a name listed twice (once as two identical copies,
+once as two different tools); with ``--scalar-tool``, a tool whose input schema
+is not an object schema, which MCP's schema forbids.
 
 It needs nothing but the standard library, so it starts in a few milliseconds.
 """
@@ -48,6 +52,17 @@ _TOOLS = [
         "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
         "annotations": {"readOnlyHint": True},
     },
+]
+
+
+_ODD_TOOLS = [
+    {"name": "", "inputSchema": {"type": "object"}},
+    {"name": "trailing space ", "inputSchema": {"type": "object"}},
+    {"name": "x" * 300, "inputSchema": {"type": "object"}},
+    {"name": "copied", "inputSchema": {"type": "object"}},
+    {"name": "copied", "inputSchema": {"type": "object"}},
+    {"name": "differs", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "differs", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -92,7 +107,10 @@ def _handle(message: dict[str, Any]) -> None:
             }
         )
     elif method == "tools/list":
-        _send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": _TOOLS}})
+        tools = _TOOLS + (_ODD_TOOLS if "--odd-tools" in sys.argv else [])
+        if "--scalar-tool" in sys.argv:
+            tools = [*tools, {"name": "scalar", "inputSchema": {"type": "string"}}]
+        _send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
     elif method == "tools/call":
         params = message["params"]
         arguments = params.get("arguments") or {}

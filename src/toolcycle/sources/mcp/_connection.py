@@ -23,7 +23,7 @@ import mcp_types
 from mcp.client._probe import negotiate_auto
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from toolcycle.sources.mcp._auth import request_scope
 from toolcycle.sources.mcp._child import KILL_GRACE, STDIN_GRACE, TERM_GRACE
@@ -195,6 +195,12 @@ class Connection:
             with request_scope():
                 try:
                     page = await session.list_tools(params=params)
+                except ValidationError as exc:
+                    # The SDK checks the page against the negotiated revision's schema
+                    # as a whole: one tool that breaks it stops the listing.
+                    raise self._error(
+                        f"sent a tools/list page that breaks the MCP schema: {_problems(exc)}"
+                    ) from None
                 except Exception as exc:
                     raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
             tools.extend(page.tools)
@@ -358,6 +364,13 @@ def _leaf(exc: BaseException | None) -> BaseException | None:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _problems(error: ValidationError, most: int = 3) -> str:
+    """The first few places ``error`` names, as ``tools.0.inputSchema.type: message``."""
+    found = error.errors(include_url=False)
+    said = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in found[:most])
+    return said + (f" (and {len(found) - most} more)" if len(found) > most else "")
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -7,11 +7,14 @@ side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import anyio
 import mcp_types
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from toolcycle import (
     Audio,
@@ -28,19 +31,21 @@ from toolcycle import (
     ToolRuntimeError,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
 __all__ = [
     "McpCallError",
     "McpServerError",
     "McpToolError",
     "call_output",
+    "checked_overrides",
     "content_json",
     "content_parts",
     "descriptor_of",
+    "listing",
     "map_error",
 ]
+
+# How much of an error's structured content its message quotes, in characters.
+_MAX_ERROR_JSON = 2000
 
 # The annotation hints we keep on the descriptor, by their wire names.
 _HINTS = {
@@ -138,12 +143,91 @@ def descriptor_of(
     )
 
 
+def checked_overrides(
+    overrides: Mapping[str, ToolCapability | Mapping[str, Any]] | None,
+) -> dict[str, ToolCapability | Mapping[str, Any]]:
+    """The ``capabilities=`` option, each entry checked now rather than when its tool is listed.
+
+    A tool may appear only after a changed list, and an override that fails
+    then would cost the host every tool of the server at that refresh.
+
+    Raises:
+        TypeError: an entry is neither a `ToolCapability` nor a mapping.
+        ValueError: a mapping names an unknown field or gives a wrong value.
+    """
+    checked: dict[str, ToolCapability | Mapping[str, Any]] = {}
+    for name, override in (overrides or {}).items():
+        if isinstance(override, ToolCapability):
+            checked[name] = override
+            continue
+        if not isinstance(override, Mapping):
+            raise TypeError(
+                f"capabilities[{name!r}] must be a ToolCapability or a mapping of its "
+                f"fields, got {type(override).__name__}"
+            )
+        try:
+            ToolCapability.model_validate(dict(override))
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in error.errors()
+            )
+            raise ValueError(f"capabilities[{name!r}] is not a capability: {problems}") from None
+        checked[name] = dict(override)
+    return checked
+
+
+def listing(
+    tools: list[mcp_types.Tool],
+    *,
+    server: str,
+    prefix: str,
+    timeout: float | None,
+    overrides: Mapping[str, ToolCapability | Mapping[str, Any]],
+) -> tuple[list[tuple[mcp_types.Tool, ToolDescriptor]], list[str]]:
+    """Describe the tools of a listing that toolcycle can use, and say why others are not.
+
+    A server's mistake in one tool must not cost the host all the others, so
+    these are left out, each with its reason: a name no descriptor can hold
+    (empty, longer than 256 characters, surrounding whitespace, control
+    characters), and a name listed twice with two different definitions, as
+    nobody can tell which one the server runs (identical copies are kept once).
+
+    Returns:
+        The usable tools with their descriptors, in the server's order, and one
+        sentence per tool left out.
+    """
+    by_name: dict[str, list[mcp_types.Tool]] = {}
+    for tool in tools:
+        by_name.setdefault(tool.name, []).append(tool)
+    kept: list[tuple[mcp_types.Tool, ToolDescriptor]] = []
+    skipped: list[str] = []
+    for name, copies in by_name.items():
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        what = f"tool {shown!r} of MCP server {server!r} was skipped"
+        tool = copies[0]
+        if any(copy != tool for copy in copies[1:]):
+            skipped.append(f"{what}: the server lists {len(copies)} different tools by that name")
+            continue
+        try:
+            descriptor = descriptor_of(
+                tool, server=server, prefix=prefix, timeout=timeout, override=overrides.get(name)
+            )
+        except ValidationError as error:
+            problems = "; ".join(str(item["msg"]) for item in error.errors())
+            skipped.append(f"{what}: {problems}")
+            continue
+        kept.append((tool, descriptor))
+    return kept, skipped
+
+
 def content_parts(blocks: list[mcp_types.ContentBlock]) -> tuple[ContentPart, ...]:
     """Content blocks as toolcycle's content parts, base64 data decoded once.
 
-    A block whose data cannot be read (not base64, or an image whose MIME type
-    is not ``image/...``) becomes a `File` of its bytes or, failing that, a
-    `Text` saying what was wrong, so the model still learns of it.
+    A block is never dropped for a server's slip: data under a MIME type that
+    is not its kind's (an image sent as ``text/plain``) becomes a `File`, a
+    MIME type that is no MIME type at all gives way to the generic one, and
+    what still cannot be read (data that is not base64, a link with no URI)
+    becomes a `Text` saying what was wrong, so the model still learns of it.
     """
     return tuple(_part(block) for block in blocks)
 
@@ -152,24 +236,28 @@ def _part(block: mcp_types.ContentBlock) -> ContentPart:
     # By exact type first: a pydantic model class answers isinstance slowly.
     if type(block) is mcp_types.TextContent or isinstance(block, mcp_types.TextContent):
         return Text(block.text)
-    if isinstance(block, mcp_types.ResourceLink):
-        return ResourceLink(block.uri, block.name, block.mime_type, block.description)
     try:
+        if isinstance(block, mcp_types.ResourceLink):
+            return ResourceLink(block.uri, block.name, block.mime_type, block.description)
         if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            kind = Image if isinstance(block, mcp_types.ImageContent) else Audio
-            try:
-                return kind.from_base64(block.data, block.mime_type)
-            except ValueError:
-                if block.mime_type.startswith(("image/", "audio/")):
-                    raise  # the data, not the MIME type, is bad
-                return File.from_base64(block.data, block.mime_type or "application/octet-stream")
+            image = isinstance(block, mcp_types.ImageContent)
+            mime = block.mime_type
+            if mime.startswith("image/" if image else "audio/"):
+                return (Image if image else Audio).from_base64(block.data, mime)
+            return File.from_base64(block.data, _mime(mime, "application/octet-stream"))
         resource = block.resource
-        mime = resource.mime_type
         if isinstance(resource, mcp_types.TextResourceContents):
-            return File(resource.text.encode(), mime or "text/plain", uri=resource.uri)
-        return File.from_base64(resource.blob, mime or "application/octet-stream", uri=resource.uri)
+            mime = _mime(resource.mime_type, "text/plain")
+            return File(resource.text.encode(), mime, uri=resource.uri)
+        mime = _mime(resource.mime_type, "application/octet-stream")
+        return File.from_base64(resource.blob, mime, uri=resource.uri)
     except ValueError as exc:
         return Text(f"[{block.type} content from the server could not be read: {exc}]")
+
+
+def _mime(given: str | None, fallback: str) -> str:
+    """``given`` if it looks like a MIME type (as `File` wants), else ``fallback``."""
+    return given if given and "/" in given else fallback
 
 
 def content_json(blocks: list[mcp_types.ContentBlock]) -> list[dict[str, Any]]:
@@ -190,7 +278,7 @@ def call_output(result: mcp_types.CallToolResult) -> Any:
     """
     if result.is_error:
         texts = [b.text for b in result.content if isinstance(b, mcp_types.TextContent)]
-        message = "\n".join(texts) or "the server reported an error and sent no text"
+        message = "\n".join(texts) or _untold(result.structured_content)
         return ToolResult(
             success=False,
             output=content_json(result.content),
@@ -202,6 +290,16 @@ def call_output(result: mcp_types.CallToolResult) -> Any:
     else:
         value = content_json(result.content)
     return ToolReturn(value=value, content=content_parts(result.content))
+
+
+def _untold(structured: dict[str, Any] | None) -> str:
+    """The error of an ``isError`` result with no text: its structured content, if any."""
+    if not structured:
+        return "the server reported an error and sent no text"
+    told = json.dumps(structured, ensure_ascii=False, default=str)
+    if len(told) > _MAX_ERROR_JSON:
+        told = told[:_MAX_ERROR_JSON] + "..."
+    return f"the server reported an error: {told}"
 
 
 def map_error(exc: BaseException, *, server: str, fault: str | None) -> Exception | None:

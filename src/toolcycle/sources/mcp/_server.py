@@ -18,11 +18,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolcycle import ToolSkippedWarning
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._answering import Answerer
 from toolcycle.sources.mcp._auth import HttpEndpoint
-from toolcycle.sources.mcp._content import McpServerError, descriptor_of
+from toolcycle.sources.mcp._content import McpServerError, checked_overrides, listing
 from toolcycle.sources.mcp._direct import InProcess, Mode
 from toolcycle.sources.mcp._headers import header_tools
 from toolcycle.sources.mcp._requests import McpRequests
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     import httpx2
+    import mcp_types
     from mcp.client._transport import TransportStreams
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
@@ -162,7 +164,7 @@ class McpServer:
         self.prefix = prefix
         self.timeout = timeout
         self.startup_timeout = startup_timeout
-        self.capabilities = dict(capabilities or {})
+        self.capabilities = checked_overrides(capabilities)
         self.scope: Scope = scope
         self.defer_loading = defer_loading
         if meta is not None and not callable(meta):
@@ -316,14 +318,27 @@ class McpServer:
     def tools(self) -> list[McpTool]:
         """List the server's tools (every page) as `McpTool` objects.
 
+        A listed tool toolcycle cannot use (see `listing`) is left out with a
+        `ToolSkippedWarning` that says why; the others are returned.
+
         Raises:
             McpServerError: the server could not be started or listed within
                 ``startup_timeout``.
         """
         self._sharing.check_open()
-        return _loop.run(self._discover())
+        listed = _loop.run(self._discover())
+        kept, skipped = listing(
+            listed,
+            server=self.name,
+            prefix=self.prefix,
+            timeout=self.timeout,
+            overrides=self.capabilities,
+        )
+        for reason in skipped:  # here, in the caller's thread, to point at its line
+            warn_at_caller(ToolSkippedWarning(reason))
+        return [McpTool(self, descriptor, item.name) for item, descriptor in kept]
 
-    async def _discover(self) -> list[McpTool]:
+    async def _discover(self) -> list[mcp_types.Tool]:
         # Cleared before listing, so a list_changed that arrives meanwhile is kept.
         self._stale = False
         try:
@@ -342,20 +357,7 @@ class McpServer:
         if self.protocol == "auto" and isinstance(self._endpoint, HttpEndpoint):
             # Only streamable HTTP sends Mcp-Param-* headers (see _headers).
             self._sharing.header_tools = header_tools(listed)
-        return [
-            McpTool(
-                self,
-                descriptor_of(
-                    item,
-                    server=self.name,
-                    prefix=self.prefix,
-                    timeout=self.timeout,
-                    override=self.capabilities.get(item.name),
-                ),
-                item.name,
-            )
-            for item in listed
-        ]
+        return listed
 
     def _stale_marker(self) -> Callable[[], None]:
         # Weak, so that neither its Sharing nor a live connection keeps the server
