@@ -532,8 +532,8 @@ ALLOWED = {
     "_cli_sources": {""},
     "__main__": {"cli"},
     # An integration layer: the package's public names ("" is toolcycle itself) and the
-    # public instrumentation protocols, never a private module.
-    "otel": {"", "instrumentation", "_span_payloads"},
+    # public instrumentation protocols and the cut of an error's text, never a private module.
+    "otel": {"", "errors", "instrumentation", "_span_payloads"},
     "__init__": {
         "content",
         "_version",

@@ -40,6 +40,7 @@ from toolcycle.errors import (
     ToolCancelledError,
     ToolDeactivationError,
     ToolRuntimeError,
+    cut_error_text,
     error_text,
 )
 from toolcycle.execution._inflight import Flights
@@ -452,9 +453,12 @@ def _deactivation_error(
 ) -> ToolDeactivationError:
     if isinstance(exc, ToolDeactivationError):
         return exc
+    # Cut: the plan's end logs it; the tool's own exception stays whole as the cause.
     error = ToolDeactivationError(
-        f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
-        f"{type(exc).__name__}: {error_text(exc)}",
+        cut_error_text(
+            f"deactivating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
+            f"{type(exc).__name__}: {error_text(exc)}"
+        ),
         tool_name=activation.name,
         plan_id=ctx.plan_id,
     )

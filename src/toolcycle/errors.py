@@ -38,7 +38,8 @@ Every error carries the tool name and plan id it concerns as keyword-only
 attributes (``None`` when it concerns no tool or plan).
 
 `error_text` reads any exception's message without running the risk of its
-``__str__`` raising: tools' exceptions are the tools' own code.
+``__str__`` raising: tools' exceptions are the tools' own code. `cut_error_text`
+bounds such a message to `MAX_ERROR_BYTES` before it is recorded anywhere.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from toolcycle._validation_records import Validation
 
 __all__ = [
+    "MAX_ERROR_BYTES",
     "ConcurrentCallError",
     "GuardrailTripped",
     "ModelRetry",
@@ -72,8 +74,16 @@ __all__ = [
     "ToolRuntimeError",
     "ToolSchemaValidationError",
     "ToolSkippedWarning",
+    "cut_error_text",
     "error_text",
 ]
+
+MAX_ERROR_BYTES = 16 * 1024
+"""The most UTF-8 bytes a call's error text carries; a longer one is cut (`cut_error_text`)."""
+
+# The end of a cut message is kept too: a script's stderr and a traceback end
+# with the actual error, and the runtime appends a retry hint for the model there.
+_ERROR_TAIL_BYTES = 4 * 1024
 
 
 class _ContextMixin:
@@ -296,3 +306,37 @@ def error_text(error: BaseException) -> str:
         return str(error)
     except Exception:
         return f"<the message of a {type(error).__name__} could not be read>"
+
+
+def cut_error_text(text: str) -> str:
+    """``text`` cut to `MAX_ERROR_BYTES` of UTF-8, or ``text`` itself when it fits.
+
+    A longer text keeps its beginning and its last 4 KiB, at character
+    boundaries, with a line between them saying how many bytes were left
+    out (``[... 123456 bytes of this error cut ...]``). Redact a text before
+    cutting it: a secret cut in two is no longer found whole.
+    """
+    if len(text) <= MAX_ERROR_BYTES // 4:  # a code point is at most 4 bytes
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    total = len(data)
+    if total <= MAX_ERROR_BYTES:
+        return text
+    # The marker is sized for the whole length: what is cut is never longer.
+    room = MAX_ERROR_BYTES - len(_cut_marker(total).encode())
+    head = room - _ERROR_TAIL_BYTES
+    tail = total - _ERROR_TAIL_BYTES
+    # Back the head off, and move the tail on, past continuation bytes (0b10xxxxxx).
+    while head > 0 and data[head] & 0xC0 == 0x80:
+        head -= 1
+    while tail < total and data[tail] & 0xC0 == 0x80:
+        tail += 1
+    return (
+        data[:head].decode("utf-8", "surrogatepass")
+        + _cut_marker(total - head - (total - tail))
+        + data[tail:].decode("utf-8", "surrogatepass")
+    )
+
+
+def _cut_marker(cut: int) -> str:
+    return f"\n[... {cut} bytes of this error cut ...]\n"

@@ -43,6 +43,7 @@ imports ``opentelemetry``.
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -56,6 +57,7 @@ except ImportError as exc:
 
 from toolcycle import __version__
 from toolcycle._span_payloads import payload_text
+from toolcycle.errors import cut_error_text
 from toolcycle.instrumentation import CallObserver, Instrumentation, StageObserver
 
 if TYPE_CHECKING:
@@ -343,10 +345,21 @@ class _StageSpan(StageObserver):
             if error is not None and span.is_recording():
                 kind = _public_type(error)
                 span.set_attribute("error.type", kind)
-                # The status before the event: recording the event reads str(error),
-                # which is the tool's own code and may raise.
-                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, _message(error)))
-                span.record_exception(error, attributes={"exception.type": kind})
+                # The message cut as a call's error is, for the status and the event
+                # alike (an exporter may drop a whole batch over one huge span); the
+                # stack trace ends with the message, so it is cut too. The status goes
+                # first: the event reads str(error) again, the tool's own code, which
+                # may raise.
+                message = cut_error_text(_message(error))
+                span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, message))
+                attributes: dict[str, AttributeValue] = {
+                    "exception.type": kind,
+                    "exception.message": message,
+                    "exception.stacktrace": cut_error_text(
+                        "".join(traceback.format_exception(error))
+                    ),
+                }
+                span.record_exception(error, attributes=attributes)
         except Exception as exc:
             _log.debug("could not record the error of a stage: %r", exc)
         finally:

@@ -14,6 +14,7 @@ from toolcycle.errors import (
     ToolCheckpointRequiredError,
     ToolNotActivatedError,
     ToolNotFoundError,
+    cut_error_text,
 )
 from toolcycle.models import ToolResult
 
@@ -38,8 +39,18 @@ def refusal(
     error_type: str,
     trace: ToolExecutionTrace | None = None,
 ) -> ToolResult:
-    """A failed result that answers ``call`` with ``message``, carrying the refusal's trace."""
-    return ToolResult(success=False, error=message, error_type=error_type, call=call, trace=trace)
+    """A failed result that answers ``call`` with ``message``, carrying the refusal's trace.
+
+    The message is cut as a trace's error is: it may quote a tool's exception
+    (an activation that failed) or a name the model made up.
+    """
+    return ToolResult(
+        success=False,
+        error=cut_error_text(message),
+        error_type=error_type,
+        call=call,
+        trace=trace,
+    )
 
 
 def unknown_tool(name: str) -> str:

@@ -22,6 +22,7 @@ from toolcycle.errors import (
     ToolCancelledError,
     ToolNotActivatedError,
     ToolRuntimeError,
+    cut_error_text,
     error_text,
 )
 from toolcycle.execution._invoke import caller_cancelled
@@ -304,7 +305,7 @@ class Activator:
                 "tool.deactivate_failed",
                 tool=activation.name,
                 plan_id=ctx.plan_id,
-                error=error_text(exc),
+                error=cut_error_text(error_text(exc)),
             )
         finally:
             self._cache.finish(ctx, activation, error or self._late())
@@ -353,7 +354,7 @@ class Activator:
                     "tool.deactivate_failed",
                     tool=activation.name,
                     plan_id=ctx.plan_id,
-                    error=error_text(exc),
+                    error=cut_error_text(error_text(exc)),
                 )
         self._raise_for(activation, ctx)
 
@@ -370,9 +371,12 @@ class Activator:
 def _failed(
     activation: Activation, ctx: ToolExecutionContext, error: BaseException
 ) -> ToolActivationError:
+    # Cut: hosts log what they catch; the tool's own exception stays whole as the cause.
     return ToolActivationError(
-        f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
-        f"{type(error).__name__}: {error_text(error)}",
+        cut_error_text(
+            f"activating tool {activation.name!r} for plan {ctx.plan_id!r} failed: "
+            f"{type(error).__name__}: {error_text(error)}"
+        ),
         tool_name=activation.name,
         plan_id=ctx.plan_id,
     )

@@ -12,7 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._approval_rule import needs_approval
-from toolcycle.errors import ToolApprovalError, ToolCancelledError, error_text
+from toolcycle.errors import ToolApprovalError, ToolCancelledError, cut_error_text, error_text
 from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import ToolResult
 from toolcycle.tracing import get_logger, lifecycle_event
@@ -194,6 +194,6 @@ def _approver_failed(exc: Exception, call: Call) -> ApprovalDecision:
         "tool.approver_failed",
         tool=call.name,
         plan_id=call.ctx.plan_id,
-        error=scrub(error) if scrub is not None else error,
+        error=cut_error_text(scrub(error) if scrub is not None else error),
     )
     return ApprovalDecision.deny(f"the approver failed ({error}); the call was not run")

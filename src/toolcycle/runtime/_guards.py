@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcycle._construct import tree_copy
 from toolcycle.content import PART_TYPES
-from toolcycle.errors import GuardrailTripped, ToolCancelledError, ToolOutputError, error_text
+from toolcycle.errors import (
+    GuardrailTripped,
+    ToolCancelledError,
+    ToolOutputError,
+    cut_error_text,
+    error_text,
+)
 from toolcycle.execution._invoke import caller_cancelled
 from toolcycle.models import GuardrailRecord, ToolResult
 from toolcycle.runtime._rich import RICH_TYPES, read_rich
@@ -338,6 +344,7 @@ class GuardStep:
         scrub = call.record.scrub
         if scrub is not None:  # the host logs what it catches: no secret of the call in it
             message = scrub(message)
+        message = cut_error_text(message)  # the error raised says what the trace says
         _note(call, guard, stage, "stop", message)
         error = GuardrailTripped(
             message,
@@ -411,8 +418,10 @@ def _note(
 ) -> None:
     """Add one decision to the call's record, its message redacted like the trace's error."""
     record = call.record
-    if message is not None and record.scrub is not None:
-        message = record.scrub(message)
+    if message is not None:
+        if record.scrub is not None:
+            message = record.scrub(message)
+        message = cut_error_text(message)  # the span shows it as an event
     record.guardrails += (
         GuardrailRecord(name=guard.name, stage=stage, outcome=outcome, message=message),
     )

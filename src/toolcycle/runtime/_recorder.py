@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import trusted
 from toolcycle._lazy_trace import LazyTrace
-from toolcycle.errors import error_text
+from toolcycle.errors import cut_error_text, error_text
 from toolcycle.models import ToolExecutionTrace
 from toolcycle.runtime._record import CallRecord, format_call_id
 from toolcycle.tracing import NullTracer, StructlogTracer, get_logger, iso_utc
@@ -251,16 +251,24 @@ class TraceRecorder:
         The trace is delivered (and so built) when a listener, the kept traces or
         the tracer want it; otherwise a `LazyTrace` comes back, for the result to
         build on first reading. Either way the trace says the same, and its
-        ``error`` is already redacted. ``content`` is the kinds and the bytes of
-        the result's content parts, for a result that has some. Without
+        ``error`` is already redacted, then cut to `toolcycle.errors.MAX_ERROR_BYTES`.
+        ``content`` is the kinds and the bytes of the result's content parts, for
+        a result that has some. Without
         ``deliver``, nothing receives it: the call was traced by an earlier run
         (a durable plan's replay) and its result only needs the trace.
         """
-        if error_message is not None and record.scrub is not None:
-            error_message = record.scrub(error_message)
+        if error_message is not None:  # None on a success, which so pays nothing more
+            if record.scrub is not None:
+                error_message = record.scrub(error_message)
+            # The one cut of the call's error, after the redaction has seen it whole:
+            # the result, the message to the model, the log and the span all read this.
+            error_message = cut_error_text(error_message)
         approval = record.approval
-        if approval is not None and approval.reason and record.scrub is not None:
-            reason = record.scrub(approval.reason)  # an approver may quote an argument
+        if approval is not None and approval.reason:
+            reason = approval.reason
+            if record.scrub is not None:
+                reason = record.scrub(reason)  # an approver may quote an argument
+            reason = cut_error_text(reason)
             if reason != approval.reason:
                 approval = approval.model_copy(update={"reason": reason})
         started = record.started
