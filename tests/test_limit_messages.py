@@ -19,6 +19,7 @@ from toolcycle import (
     tool,
 )
 from toolcycle._bounds import shown_value
+from toolcycle.sources.skills import SkillLimits
 from toolcycle.testing import FakeTool
 
 # More digits than Python turns into text by default (4,300).
@@ -71,6 +72,8 @@ SETTINGS: dict[str, tuple[Callable[[], object], str]] = {
     "tool max_retries": (_function_tool, "max_retries must be a whole number"),
     "max_buffered": (lambda: _in_a_plan(_streamed), "max_buffered must be at least 1"),
     "max_concurrency": (lambda: _in_a_plan(_batched), "max_concurrency must be at least 1"),
+    "script_timeout": (lambda: SkillLimits(script_timeout=HUGE), "SkillLimits(script_timeout="),
+    "max_files": (lambda: SkillLimits(max_files=-HUGE), "SkillLimits(max_files=<a negative"),
 }
 
 
