@@ -849,3 +849,36 @@ def test_numpy_entries_naming_several_parameters_describe_each() -> None:
         "c": "the middle two.",
         "d": "the last.",
     }
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        """Args:
+            a: the first.
+            b: the second,
+                on two lines.
+        """,
+        """Args:
+            a: the first.
+            b: the second,
+                on two lines.""",
+        """Arguments:
+        a: the first.
+        b: the second,
+            on two lines.
+        """,
+    ],
+    ids=["closing-line", "closing-on-last-entry", "shallow"],
+)
+def test_a_docstring_that_opens_with_args_still_describes_each_parameter(doc: str) -> None:
+    """An ``Args:`` heading on the docstring's first line, with no summary, is still read."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    add.__doc__ = doc
+    descriptor = wrap(add, description="Add two numbers.").discover()
+    props = descriptor.input_schema["properties"]
+    assert props["a"]["description"] == "the first."
+    assert props["b"]["description"] == "the second, on two lines."

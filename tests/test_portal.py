@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from toolcycle import CancellationToken, ToolRuntime, ToolRuntimeError, tool
+from toolcycle import (
+    ApprovalDecision,
+    CancellationToken,
+    ToolExecutionContext,
+    ToolRuntime,
+    ToolRuntimeError,
+    tool,
+)
 from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._portal import Portal, PortalTimeoutError
 from toolcycle.execution._threads import InvokeTimeoutError
+from toolcycle.testing import FakeTool
 
 WAIT = 5.0
 
@@ -226,3 +235,101 @@ def test_call_many_from_the_runtimes_loop_thread_names_acall_many() -> None:
     assert refused.error is not None
     assert "call_many was called from the runtime's own event-loop thread" in refused.error
     assert "await runtime.acall_many(...) instead" in refused.error
+
+
+class Later(FakeTool):
+    """A tool with async stages (but activate): a sync caller runs them on the loop thread."""
+
+    async def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        """Return the arguments."""
+        return params
+
+    async def deactivate(self, ctx: ToolExecutionContext) -> None:
+        """Nothing to close."""
+
+
+class Opens(Later):
+    """A tool whose activation is async too."""
+
+    async def activate(self, ctx: ToolExecutionContext) -> None:  # type: ignore[override]
+        """Nothing to open."""
+
+
+@tool(writes=True, requires_approval=True)
+async def send(to: str) -> str:
+    """An async tool whose calls wait for an approval."""
+    return f"sent to {to}"
+
+
+def _refusal_on_the_loop_thread(use: Callable[[ToolRuntime, Any], object]) -> str:
+    """What ``use(runtime, ctx)`` refuses with when run inside an async tool on the loop thread."""
+    with ToolRuntime() as runtime:
+        runtime.register(Later(name="later"))
+        runtime.register(Opens(name="opens"))
+        runtime.register(send)
+
+        @tool(writes=False)
+        async def inside() -> str:
+            """Make a blocking call from the runtime's own loop thread."""
+            try:
+                answer = use(runtime, ctx)
+            except ToolRuntimeError as exc:
+                return str(exc)
+            return repr(answer)
+
+        runtime.register(inside)
+        with runtime.plan() as ctx:
+            return str(runtime.execute("inside", {}, ctx).output)
+
+
+def _end_another_plan(runtime: ToolRuntime, ctx: Any) -> object:
+    other = runtime.new_context()
+    runtime.activate("later", other)
+    return runtime.end_plan(other)
+
+
+def _resume(runtime: ToolRuntime, ctx: Any) -> object:
+    with runtime.plan(approver=lambda request: ApprovalDecision.defer("wait")) as other:
+        pending = runtime.execute("send", {"to": "ann"}, other).pending
+    return runtime.resume(pending, True, ctx).error  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("use", "advice"),
+    [
+        (lambda rt, ctx: rt.execute("later", {"a": 1}, ctx).error, "await runtime.aexecute(...)"),
+        (
+            lambda rt, ctx: rt.call({"name": "later", "arguments": {"a": 1}}, ctx).error,
+            "await runtime.acall(...)",
+        ),
+        (lambda rt, ctx: rt.activate("opens", rt.new_context()), "await runtime.aactivate(...)"),
+        (_end_another_plan, "await runtime.aend_plan(...)"),
+        (_resume, "await runtime.aresume(...)"),
+    ],
+    ids=["execute", "call", "activate", "end_plan", "resume"],
+)
+def test_a_refused_sync_call_on_the_loop_thread_names_the_async_twin_of_the_method_called(
+    use: Callable[[ToolRuntime, Any], object], advice: str
+) -> None:
+    """Each sync method refused on the runtime's loop thread says which async method to await."""
+    refusal = _refusal_on_the_loop_thread(use)
+    assert "from the runtime's own event-loop thread, where it would wait on itself" in refusal
+    assert advice in refusal
+
+
+def test_a_plan_scope_ended_on_the_loop_thread_logs_the_advice_to_use_aplan(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A ``with runtime.plan()`` whose end is refused on the loop thread says to use aplan."""
+
+    def scope(runtime: ToolRuntime, ctx: Any) -> object:
+        with runtime.plan() as other:
+            runtime.activate("later", other)
+        return None
+
+    caplog.set_level("WARNING", logger="toolcycle.runtime")
+    _refusal_on_the_loop_thread(scope)
+    logged = [r for r in caplog.records if r.getMessage() == "tool.deactivate_failed"]
+    assert logged, caplog.records
+    error = str(vars(logged[0]).get("error"))
+    assert "where it would wait on itself; async with runtime.aplan() instead" in error

@@ -109,8 +109,10 @@ ALLOWED = {
     "_lazy_trace": set(),
     "_span_payloads": set(),
     "_value": set(),
+    "_bounds": set(),
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
     "runtime._recorder": {
+        "_bounds",
         "_lazy_trace",
         "_types",
         "errors",
@@ -142,6 +144,7 @@ ALLOWED = {
     "_passthrough": set(),
     "_signatures": {"_passthrough", "cancellation", "content", "context", "errors", "models"},
     "callables": {
+        "_bounds",
         "_docstrings",
         "_passthrough",
         "guardrails",
@@ -154,7 +157,11 @@ ALLOWED = {
         "retries",
         "result_cache",  # for annotations only, under TYPE_CHECKING
     },
-    "result_cache": {"_types", "_value"},  # _types for annotations only, under TYPE_CHECKING
+    "result_cache": {
+        "_bounds",
+        "_types",
+        "_value",
+    },  # _types for annotations only, under TYPE_CHECKING
     "runtime._caching": {
         "_construct",
         "content",  # for annotations only, under TYPE_CHECKING
@@ -167,7 +174,7 @@ ALLOWED = {
         "runtime._results",
         "tracing",
     },
-    "retries": set(),
+    "retries": {"_bounds"},
     "_validation_records": set(),
     "_trace_records": set(),
     "errors": {"_trace_records", "_validation_records"},  # annotations only, under TYPE_CHECKING
@@ -198,7 +205,16 @@ ALLOWED = {
     "_confined": set(),
     "rollback": {"_confined", "_history", "models"},
     "_history": {"models"},
-    "context": {"_history", "_value", "approvals", "cancellation", "durable", "models", "rollback"},
+    "context": {
+        "_bounds",
+        "_history",
+        "_value",
+        "approvals",
+        "cancellation",
+        "durable",
+        "models",
+        "rollback",
+    },
     "durable": {"models"},  # for annotations only, under TYPE_CHECKING
     "_approval_rule": {"models"},  # for annotations only, under TYPE_CHECKING
     # models for annotations only, under TYPE_CHECKING
@@ -290,6 +306,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._retries": {
+        "_bounds",
         "errors",
         "execution._invoke",  # for annotations only, under TYPE_CHECKING
         "execution._portal",
@@ -318,7 +335,7 @@ ALLOWED = {
     "hosts": {"hosts._dbos", "hosts._process", "hosts._ray", "hosts._tools"},
     "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
     "hosts._dbos_record": {"context", "errors", "models"},
-    "runtime._limits": set(),
+    "runtime._limits": {"_bounds"},
     "runtime._shared": {
         "durable",
         "runtime._guardset",
@@ -443,6 +460,7 @@ ALLOWED = {
         "runtime._steps",
     },
     "runtime._search": {
+        "_bounds",
         "agent._deferred",
         "agent._dispatch",
         "agent._names",
@@ -456,6 +474,7 @@ ALLOWED = {
         "runtime._steps",
     },
     "runtime._dispatcher": {
+        "_bounds",
         "agent._batch",
         "agent._calls",
         "agent._dispatch",
@@ -508,7 +527,7 @@ ALLOWED = {
         "runtime._record",
     },
     "runtime": {"runtime._facade", "runtime._stream"},
-    "runtime._stream": {"models"},  # for annotations only, under TYPE_CHECKING
+    "runtime._stream": {"_bounds", "models"},  # for annotations only, under TYPE_CHECKING
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
     # Plan hosts: the public API ("") and one another.

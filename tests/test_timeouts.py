@@ -659,3 +659,21 @@ def test_a_tool_limit_of_infinite_seconds_is_refused_where_it_is_given() -> None
         with pytest.raises(ValueError, match="timeout must be positive seconds or None"):
             runtime.register(FakeTool(name="t"), timeout=inf)
         assert [d.name for d in runtime.descriptors()] == []
+
+
+@pytest.mark.parametrize("option", ["timeout", "idle_timeout"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_plan_limit_that_is_not_finite_is_refused_as_a_calls_limit_is(
+    option: str, value: float
+) -> None:
+    """A plan's infinite limit is refused with the call's message: no limit is spelled None."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="t"))
+        with runtime.plan() as ctx, pytest.raises(ValueError) as by_call:
+            runtime.execute("t", {}, ctx, **{option: value})
+        with pytest.raises(ValueError) as by_plan:
+            runtime.new_context(**{option: value})
+        with pytest.raises(ValueError) as by_context:
+            ToolExecutionContext("p", **{option: value})  # type: ignore[arg-type]
+    expected = f"{option} must be positive seconds or None for no limit, got {value!r}"
+    assert str(by_call.value) == str(by_plan.value) == str(by_context.value) == expected

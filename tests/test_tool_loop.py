@@ -152,6 +152,23 @@ def test_a_sync_call_from_the_tools_own_loop_fails_instead_of_deadlocking(
     assert "await runtime.aexecute" in (result.error or "")
 
 
+def test_a_model_call_from_the_tools_own_loop_is_refused_with_the_advice_to_await_acall(
+    runtime: ToolRuntime, loop_thread: LoopThread
+) -> None:
+    """The refusal names the async twin of the method called: acall for call."""
+    runtime.register(LoopTool(loop_thread.loop))
+    with runtime.plan() as ctx:
+        runtime.execute("looped", {}, ctx).raise_for_error()
+
+        async def from_the_loop() -> Any:
+            return runtime.call({"name": "looped", "arguments": {}}, ctx)
+
+        result = asyncio.run_coroutine_threadsafe(from_the_loop(), loop_thread.loop).result(WAIT)
+    assert not result.success
+    assert "tool's own event loop, where it would wait on itself" in (result.error or "")
+    assert "await runtime.acall(...) instead" in (result.error or "")
+
+
 def test_an_event_loop_attribute_that_is_not_a_loop_is_refused(runtime: ToolRuntime) -> None:
     """Registration names the tool and the wrong type."""
     with pytest.raises(ToolRegistrationError, match="'looped' is a str"):

@@ -51,7 +51,7 @@ def parse_docstring(doc: str | None) -> Docstring:
     """Parse ``doc`` (already a function's ``__doc__``, or None)."""
     if not doc:
         return Docstring("", {})
-    lines = inspect.cleandoc(doc).splitlines()
+    lines = _cleaned(doc)
     summary_lines: list[str] = []
     for index, line in enumerate(lines):
         if not line.strip() or _is_section_start(lines, index):
@@ -59,6 +59,22 @@ def parse_docstring(doc: str | None) -> Docstring:
         summary_lines.append(line.strip())
     params = _google(lines) or _numpy(lines) or _sphinx(lines)
     return Docstring(" ".join(summary_lines), params)
+
+
+def _cleaned(doc: str) -> list[str]:
+    """``doc``'s lines, dedented, with a heading on the opening line kept above its entries.
+
+    ``inspect.cleandoc`` strips the first line and dedents the others by their own
+    margin, so a docstring that opens with ``Args:`` and holds nothing else leaves
+    the heading level with its entries, which would then read as headings too.
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    header = _SECTION.match(lines[0].strip()) if lines else None
+    if header is not None and header.group(1).lower() in _SECTION_NAMES:
+        following = next((line for line in lines[1:] if line.strip()), "")
+        if following and not following[0].isspace():
+            return [lines[0], *(f"    {line}" if line.strip() else line for line in lines[1:])]
+    return lines
 
 
 def _is_section_start(lines: list[str], index: int) -> bool:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
+from toolcycle._bounds import shown_value
 from toolcycle._passthrough import read_arguments
 from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
@@ -388,7 +389,8 @@ def _retries(
         isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
     ):
         raise ToolDefinitionError(
-            f"tool {name!r}: max_retries must be a whole number, 0 or more, got {max_retries!r}",
+            f"tool {name!r}: max_retries must be a whole number, 0 or more, "
+            f"got {shown_value(max_retries)}",
             tool_name=name,
         )
     if retry is not None:

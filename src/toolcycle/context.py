@@ -9,7 +9,6 @@ they change; the runtime marks it ended when the plan ends.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from contextvars import ContextVar, Token
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolcycle._bounds import check_seconds
 from toolcycle._history import ChangeHistory
 from toolcycle._value import fields_repr
 from toolcycle.cancellation import CancellationToken
@@ -244,9 +244,7 @@ class ToolExecutionContext:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise TypeError(f"{name} must be a number of seconds or None, got {value!r}")
-            # An int past the largest float would overflow the deadline's arithmetic.
-            if not value > 0 or (type(value) is not float and value > sys.float_info.max):
-                raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+            check_seconds(name, value)  # refused as a call's limit is: inf, 0, NaN
         if not isinstance(self.cancellation_token, CancellationToken):
             raise TypeError(
                 "cancellation_token must be a toolcycle.CancellationToken or None, "

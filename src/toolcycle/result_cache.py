@@ -20,11 +20,11 @@ made on the first result kept, so a runtime without cached tools never loads it.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from toolcycle._bounds import LONGEST_SECONDS, shown_value
 from toolcycle._value import FrozenValue, frozen_value
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ __all__ = ["CachePolicy", "ResultCache"]
 
 _DEFAULT_ENTRIES = 1024
 _DEFAULT_BYTES = 16 * 1024 * 1024
-_LONGEST = sys.float_info.max  # seconds: any longer is no float
 _set = object.__setattr__  # how a frozen value's __init__ sets its fields
 
 
@@ -87,9 +86,13 @@ class CachePolicy(FrozenValue):
     def __post_init__(self) -> None:
         ttl = self.ttl
         # An int past the largest float is finite but overflows the store's expiry sum.
-        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl <= _LONGEST:
+        if (
+            isinstance(ttl, bool)
+            or not isinstance(ttl, int | float)
+            or not 0 < ttl <= LONGEST_SECONDS
+        ):
             raise ValueError(
-                f"ttl must be positive, finite seconds, got {ttl!r}; "
+                f"ttl must be positive, finite seconds, got {shown_value(ttl)}; "
                 "for example CachePolicy(ttl=60) keeps results for a minute"
             )
         if self.scope not in ("plan", "runtime"):
@@ -125,7 +128,9 @@ class ResultCache:
     ) -> None:
         for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+                raise ValueError(
+                    f"{name} must be a positive whole number, got {shown_value(value)}"
+                )
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._timer = timer

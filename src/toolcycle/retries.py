@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolcycle._bounds import shown_value
+
 __all__ = ["RetryPolicy"]
 
 # Why a policy is refused for a tool that is not idempotent, wherever it is given.
@@ -75,14 +77,16 @@ class RetryPolicy:
         if isinstance(attempts, bool) or not isinstance(attempts, int):
             raise TypeError(f"attempts must be a whole number, got {attempts!r}")
         if attempts < 1:
-            raise ValueError(f"attempts must be 1 or more (the first run counts), got {attempts}")
+            raise ValueError(
+                f"attempts must be 1 or more (the first run counts), got {shown_value(attempts)}"
+            )
         for name, value in (("backoff", backoff), ("max_backoff", max_backoff), ("jitter", jitter)):
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or not 0 <= value < 1e9
             ):
-                raise ValueError(f"{name} must be seconds, 0 or more, got {value!r}")
+                raise ValueError(f"{name} must be seconds, 0 or more, got {shown_value(value)}")
         if isinstance(retry_on, type):  # one class given alone: accept it as a tuple of one
             retry_on = (retry_on,)
         if not isinstance(retry_on, tuple) or not all(

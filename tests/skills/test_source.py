@@ -214,6 +214,43 @@ def test_recursive_discovery_walks_each_folder_once_through_symlink_loops(
     assert done.stdout.strip() == "['notes'] ()"
 
 
+def _linked_to_a_big_tree(tmp_path: Path, wide: int, deep: int) -> Path:
+    """A skills folder with one skill and a link to a tree of ``wide * (deep + 1)`` folders."""
+    disk = tmp_path / "disk"
+    for branch in range(wide):
+        for leaf in range(deep):
+            (disk / f"b{branch:04}" / f"l{leaf:04}").mkdir(parents=True)
+    make_skill(disk / f"b{wide - 1:04}", "far-away")  # the last thing a full walk would find
+    skills = tmp_path / "skills"
+    make_skill(skills, "alpha")
+    os.symlink(disk, skills / "world")
+    return skills
+
+
+def test_a_recursive_scan_stops_at_max_folders_and_says_so(tmp_path: Path) -> None:
+    """A link into a big tree is walked only up to the cap; the skills met before it register."""
+    skills = _linked_to_a_big_tree(tmp_path, wide=6, deep=9)
+    directory = SkillDirectory(skills, recursive=True, limits=SkillLimits(max_folders=20))
+    with pytest.warns(ToolSkippedWarning, match=r"stopped after 20 folders \(SkillLimits"):
+        assert [skill.name for skill in directory.scan()] == ["alpha"]
+    [report] = directory.reports
+    assert (report.rule, report.severity, report.path) == ("scan-truncated", "warning", skills)
+    assert "raise SkillLimits(max_folders=...)" in report.hint
+    everything = SkillDirectory(skills, recursive=True, limits=SkillLimits(max_folders=100))
+    assert [skill.name for skill in everything.scan()] == ["alpha", "far-away"]
+    assert everything.reports == ()
+
+
+def test_by_default_a_recursive_scan_visits_at_most_ten_thousand_folders(tmp_path: Path) -> None:
+    """The default cap stops a walk that a link has led into a tree past 10,000 folders."""
+    skills = _linked_to_a_big_tree(tmp_path, wide=101, deep=100)
+    directory = SkillDirectory(skills, recursive=True, strict=True)
+    assert [skill.name for skill in directory.scan()] == ["alpha"]
+    assert [report.rule for report in directory.reports] == ["scan-truncated"]
+    assert "stopped after 10,000 folders" in directory.reports[0].message
+    assert SkillLimits().max_folders == 10_000
+
+
 def test_a_link_to_a_skill_beside_it_is_passed_over_for_the_real_folder(tmp_path: Path) -> None:
     """The link sorts first by name, yet the real folder is the one registered."""
     make_skill(tmp_path / "group", "notes")

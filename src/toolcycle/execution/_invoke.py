@@ -23,7 +23,6 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-from toolcycle.errors import ToolRuntimeError
 from toolcycle.execution._portal import (
     CANCEL_GRACE_SECONDS,
     Deadline,
@@ -36,7 +35,8 @@ from toolcycle.execution._portal import (
 from toolcycle.execution._threads import InvokeTimeoutError, athread, in_thread, straggler_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from types import CodeType
 
     from toolcycle.execution._threads import Straggler
 
@@ -65,12 +65,17 @@ _PLAIN = PLAIN_VALUES
 
 
 class Invoker:
-    """Runs tool stages for one runtime; owns its portal thread and worker pool."""
+    """Runs tool stages for one runtime; owns its portal thread and worker pool.
+
+    ``twins`` goes to the `Portal`, for the advice of a refused sync call.
+    """
 
     __slots__ = ("_lock", "_max_workers", "_pool", "portal")
 
-    def __init__(self, *, max_workers: int = 8) -> None:
-        self.portal = Portal()
+    def __init__(
+        self, *, max_workers: int = 8, twins: Mapping[CodeType, str] | None = None
+    ) -> None:
+        self.portal = Portal(twins)
         self._max_workers = max_workers
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -107,7 +112,9 @@ class Invoker:
             if coroutine if coroutine is not None else inspect.iscoroutinefunction(fn):
                 on_cancel = token.on_cancel if token is not None else None
                 if loop is not None:
-                    return _on_own_loop(loop, fn, args, timeout=timeout, on_cancel=on_cancel)
+                    return _on_own_loop(
+                        self.portal, loop, fn, args, timeout=timeout, on_cancel=on_cancel
+                    )
                 return self.portal.call(fn(*args), timeout=timeout, on_cancel=on_cancel)
             result = fn(*args) if timeout is None else in_thread(fn, args, timeout)
         except PortalTimeoutError as exc:
@@ -238,6 +245,7 @@ def plan_loop(
 
 
 def _on_own_loop(
+    portal: Portal,
     loop: asyncio.AbstractEventLoop,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -248,10 +256,8 @@ def _on_own_loop(
     except RuntimeError:
         running = None
     if running is loop:
-        raise ToolRuntimeError(
-            "a sync call of an async tool was made from the thread of the tool's own event "
-            "loop, where it would wait on itself; await runtime.aexecute(...) instead"
-        )
+        # The portal names the runtime method called, for the advice.
+        raise portal.refusal("the thread of the tool's own event loop")
     return run_blocking(loop, fn(*args), **options)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolcycle.errors import ToolRuntimeError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Mapping
+    from types import CodeType, FrameType
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",
@@ -130,15 +132,21 @@ async def await_result(future: asyncio.Future[T], deadline: Deadline) -> T:
 
 
 class Portal:
-    """A lazily started event-loop thread; thread-safe."""
+    """A lazily started event-loop thread; thread-safe.
 
-    __slots__ = ("_closed", "_lock", "_loop", "_thread")
+    Args:
+        twins: the code of each sync runtime method that may be refused here,
+            mapped to the advice for its async twin (``"await runtime.acall(...)"``).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_closed", "_lock", "_loop", "_thread", "_twins")
+
+    def __init__(self, twins: Mapping[CodeType, str] | None = None) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._twins = twins if twins is not None else {}
 
     @property
     def closed(self) -> bool:
@@ -206,21 +214,42 @@ class Portal:
         """
         if self.in_portal_thread():
             coro.close()
-            what = (
-                "a sync call of an async tool was made"
-                if caller is None
-                else f"{caller} was called"
-            )
-            raise ToolRuntimeError(
-                f"{what} from the runtime's own event-loop thread, where it would wait "
-                f"on itself; await runtime.a{caller or 'execute'}(...) instead"
-            )
+            raise self.refusal("the runtime's own event-loop thread", caller)
         try:
             loop = self._ensure_loop()
         except ToolRuntimeError:
             coro.close()
             raise
         return run_blocking(loop, coro, timeout=timeout, on_cancel=on_cancel)
+
+    def refusal(self, where: str, caller: str | None = None) -> ToolRuntimeError:
+        """The error for a sync call made on the loop thread it would have to wait on.
+
+        Its advice names the async twin of the sync method called: ``caller`` when
+        given, else the nearest runtime method in ``twins`` on this thread's stack.
+        The stack is read only here, so that naming costs a call nothing unless
+        it is refused.
+
+        Args:
+            where: the thread, for the message ("the runtime's own event-loop thread").
+            caller: the sync runtime method that made the call, when known.
+        """
+        if caller is not None:
+            what, advice = f"{caller} was called", f"await runtime.a{caller}(...)"
+        else:
+            what, advice = "a sync call of an async tool was made", self._advice()
+        return ToolRuntimeError(
+            f"{what} from {where}, where it would wait on itself; {advice} instead"
+        )
+
+    def _advice(self) -> str:
+        frame: FrameType | None = sys._getframe(2)  # read only on a refusal
+        while frame is not None:
+            advice = self._twins.get(frame.f_code)
+            if advice is not None:
+                return advice
+            frame = frame.f_back
+        return "await runtime.aexecute(...)"
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop and join its thread; later calls raise. Idempotent."""

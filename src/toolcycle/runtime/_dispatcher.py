@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcycle._bounds import shown_value
 from toolcycle._construct import trusted
 from toolcycle._lazy_trace import INSTANCE_DICT
 from toolcycle.agent._batch import run_batch
@@ -138,7 +139,9 @@ class Dispatcher:
     ) -> list[ToolResult]:
         """Run a batch concurrently, one result per call (see `ToolRuntime.acall_many`)."""
         if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+            raise ValueError(
+                f"max_concurrency must be at least 1, got {shown_value(max_concurrency)}"
+            )
         _check_batch(tool_calls)
         prepared = [self._prepare(tool_call, ctx) for tool_call in tool_calls]
 

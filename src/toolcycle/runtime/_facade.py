@@ -153,7 +153,7 @@ class ToolRuntime:
         tracer = tracer if tracer is not None else StructlogTracer()
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
         self._cache = cache = ToolLifecycleCache()
-        self._invoker = invoker = Invoker(max_workers=max_workers)
+        self._invoker = invoker = Invoker(max_workers=max_workers, twins=_ASYNC_TWINS)
         deactivate_timeout = check_seconds("deactivate_timeout", deactivate_timeout)
         calls = LifecycleCalls(invoker, deactivate_timeout, instrumentation)
         self._activator = Activator(
@@ -623,3 +623,15 @@ class ToolRuntime:
     ) -> ToolResult:
         """Async twin of `resume`; raises and returns as it does."""
         return await self._resumer.aresume(pending, decision, ctx, timeout, idle_timeout)
+
+
+# The sync methods that can be refused on a loop's own thread (a blocking wait on
+# the loop it runs on), each with its async twin for the error's advice.
+_ASYNC_TWINS = {
+    ToolRuntime.execute.__code__: "await runtime.aexecute(...)",
+    ToolRuntime.activate.__code__: "await runtime.aactivate(...)",
+    ToolRuntime.end_plan.__code__: "await runtime.aend_plan(...)",
+    ToolRuntime.plan.__wrapped__.__code__: "async with runtime.aplan()",  # type: ignore[attr-defined]
+    ToolRuntime.call.__code__: "await runtime.acall(...)",
+    ToolRuntime.resume.__code__: "await runtime.aresume(...)",
+}

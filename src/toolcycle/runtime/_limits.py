@@ -6,12 +6,11 @@ first used, which may be a plan's end long after the mistake.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-__all__ = ["MIN_RESULT_BYTES", "check_limits", "check_result_limit", "check_seconds"]
+from toolcycle._bounds import check_seconds, shown_value
 
-_LONGEST = sys.float_info.max
+__all__ = ["MIN_RESULT_BYTES", "check_limits", "check_result_limit", "check_seconds"]
 
 
 MIN_RESULT_BYTES = 100
@@ -25,8 +24,8 @@ def check_result_limit(value: Any) -> int | None:
     ):
         raise ValueError(
             f"max_result_bytes must be None (no limit) or a whole number of at least "
-            f"{MIN_RESULT_BYTES} bytes, got {value!r}; a cut output ends with a marker that "
-            "needs the room"
+            f"{MIN_RESULT_BYTES} bytes, got {shown_value(value)}; a cut output ends with a "
+            "marker that needs the room"
         )
     return value
 
@@ -38,25 +37,3 @@ def check_limits(timeout: float | None, idle_timeout: float | None) -> None:
     """
     check_seconds("timeout", timeout)
     check_seconds("idle_timeout", idle_timeout)
-
-
-def check_seconds(name: str, value: Any, *, zero: bool = False) -> float | None:
-    """``value`` once it is a finite number of seconds above 0 (or 0 itself, with ``zero``).
-
-    None stands for no limit; an infinite one would overflow the clock's arithmetic
-    when a wait is finally made, long after the mistake.
-
-    Raises:
-        ValueError: naming ``name``, for anything else (NaN, inf, a negative number, text).
-    """
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (0 <= value if zero else 0 < value)
-        or value > _LONGEST  # inf, and an int too large to be a float
-    ):
-        least = "seconds (0 or more)" if zero else "positive seconds"
-        raise ValueError(f"{name} must be {least} or None for no limit, got {value!r}")
-    return value

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._bounds import shown_value
 from toolcycle._construct import trusted
 from toolcycle._lazy_trace import LazyTrace
 from toolcycle.errors import cut_error_text, error_text
@@ -142,7 +143,9 @@ class TraceRecorder:
         keep: int = 0,
     ) -> None:
         if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
-            raise ValueError(f"keep_traces must be a whole number, 0 or more, got {keep!r}")
+            raise ValueError(
+                f"keep_traces must be a whole number, 0 or more, got {shown_value(keep)}"
+            )
         self._tracer = tracer
         # Tracers whose drop is known ahead: the null tracer always drops, the
         # structlog tracer (exactly that class) when its logger is off for the level.

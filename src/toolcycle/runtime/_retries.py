@@ -22,6 +22,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._bounds import shown_value
 from toolcycle.errors import (
     ModelRetry,
     ToolCancelledError,
@@ -140,7 +141,7 @@ class ModelRetries:
 def check_max_retries(value: object, where: str) -> int:
     """``value`` as a retry limit, or a ValueError saying what a limit is."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where} must be a whole number, 0 or more, got {value!r}")
+        raise ValueError(f"{where} must be a whole number, 0 or more, got {shown_value(value)}")
     return value
 
 

@@ -16,6 +16,7 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._bounds import shown_value
 from toolcycle.agent._deferred import DEFAULT_LIMIT, SEARCH_TOOL, deferred_definitions, search_plan
 from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
@@ -226,7 +227,11 @@ def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
             0,
         )
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        return f"'limit' must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}", "", 0
+        return (
+            f"'limit' must be a whole number from 1 to {MAX_LIMIT}, got {shown_value(limit)}",
+            "",
+            0,
+        )
     return None, query, limit
 
 

@@ -20,6 +20,8 @@ import contextvars
 import threading
 from typing import TYPE_CHECKING, Any, Self
 
+from toolcycle._bounds import shown_value
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
@@ -109,7 +111,7 @@ class CallStream:
         if isinstance(max_buffered, bool) or not isinstance(max_buffered, int):
             raise TypeError(f"max_buffered must be an integer, got {max_buffered!r}")
         if max_buffered < 1:
-            raise ValueError(f"max_buffered must be at least 1, got {max_buffered}")
+            raise ValueError(f"max_buffered must be at least 1, got {shown_value(max_buffered)}")
         self._start = start
         self._limit = max_buffered
         self._channel: _Channel | None = None

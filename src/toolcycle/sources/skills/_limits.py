@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, fields
 
 __all__ = ["SkillLimits"]
@@ -23,6 +24,10 @@ class SkillLimits:
         script_timeout: seconds a script may run (the ``timeout`` of each
             ``run_script`` tool; a smaller ``timeout=`` of a call wins).
         max_output_bytes: how much of a script's stdout, and of its stderr, is kept.
+        max_folders: how many folders below the top a recursive `SkillDirectory`
+            scan visits (each path to a folder counts, links included); past it the
+            scan stops with a ``scan-truncated`` report, so that a link to ``/`` in
+            an untrusted folder cannot make it walk the whole disk.
     """
 
     max_front_matter_bytes: int = 256 * 1024
@@ -30,6 +35,7 @@ class SkillLimits:
     max_files: int = 1000
     script_timeout: float = 60.0
     max_output_bytes: int = 256 * 1024
+    max_folders: int = 10_000
 
     def __post_init__(self) -> None:
         """Refuse caps that mean nothing, naming the field.
@@ -42,12 +48,21 @@ class SkillLimits:
             value = getattr(self, field.name)
             if field.name == "script_timeout":
                 number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if not number or not (0 < value < math.inf):
+                # An int past the largest float is finite, but overflows a deadline.
+                if not number or not (0 < value <= sys.float_info.max):
                     raise ValueError(
-                        f"SkillLimits(script_timeout={value!r}): give the seconds a script "
+                        f"SkillLimits(script_timeout={_shown(value)}): give the seconds a script "
                         "may run as a positive, finite number"
                     )
             elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(
-                    f"SkillLimits({field.name}={value!r}): give a whole number, 0 or more"
+                    f"SkillLimits({field.name}={_shown(value)}): give a whole number, 0 or more"
                 )
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or the size of an int too long for Python to print."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        sign = "a negative" if value < 0 else "an"
+        return f"<{sign} int of about {math.floor(math.log10(abs(value))) + 1:,} digits>"
+    return repr(value)

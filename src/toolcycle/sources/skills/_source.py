@@ -8,6 +8,7 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolcycle import ToolSkippedWarning
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.skills._files import real_inside
 from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
@@ -221,7 +222,14 @@ class SkillDirectory:
         # By the NFKC form the rules compare names in: "café" typed two ways, or
         # "ﬁx" and "fix", would be two tools that read as one.
         seen: dict[str, Skill] = {}
-        for folder in self._folders():
+        folders, stopped = self._folders()
+        if stopped is not None:
+            reports.append(stopped)
+            note = f"skills folder {str(self.path)!r}: {stopped.message}; {stopped.hint}"
+            _log.warning("%s", note)
+            if not self.strict:
+                warn_at_caller(ToolSkippedWarning(note))
+        for folder in folders:
             try:
                 skill = Skill(folder, **self._options)
             except SkillValidationError as error:
@@ -272,19 +280,26 @@ class SkillDirectory:
         """
         return render_prompt(self.skills)
 
-    def _folders(self) -> list[Path]:
-        """The candidate skill folders under `path`, sorted."""
+    def _folders(self) -> tuple[list[Path], SkillReport | None]:
+        """The candidate skill folders under `path`, sorted; and why the walk stopped early."""
         if skill_file(self.path) is not None:
-            return [self.path]
+            return [self.path], None
         if not self.recursive:
             return sorted(
                 entry
                 for entry in self.path.iterdir()
                 if entry.is_dir() and not entry.name.startswith(".")
-            )
+            ), None
         found: list[Path] = []
         visited: set[str] = set()  # real paths: a symlink loop or alias is walked once
+        # Links are followed (a skills folder may link to skills kept elsewhere), so
+        # a link to "/" would walk the whole disk: every path visited counts.
+        most = (self._options["limits"] or SkillLimits()).max_folders
+        walked = 0
         for folder, subfolders, _ in os.walk(self.path, followlinks=True):
+            walked += 1
+            if walked > most + 1:  # the top folder is not counted
+                return sorted(found), _stopped(self.path, most)
             real = os.path.realpath(folder)
             if real in visited:
                 subfolders[:] = []
@@ -301,7 +316,19 @@ class SkillDirectory:
                     (name for name in subfolders if not name.startswith(".")),
                     key=lambda name: (os.path.islink(os.path.join(folder, name)), name),
                 )
-        return sorted(found)
+        return sorted(found), None
+
+
+def _stopped(top: Path, most: int) -> SkillReport:
+    return SkillReport(
+        top,
+        "scan-truncated",
+        f"the scan stopped after {most:,} folders (SkillLimits.max_folders), so skills "
+        "further on were not looked for",
+        "raise SkillLimits(max_folders=...) if the folder holds that many, or remove the "
+        "links that lead out of it",
+        severity="warning",
+    )
 
 
 def _read(folder: Path, limits: SkillLimits) -> tuple[dict[str, Any], Path, list[SkillReport]]:
