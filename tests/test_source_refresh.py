@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -254,3 +255,29 @@ def test_registering_a_source_again_replaces_its_earlier_registration(
     source.names, source.stale = ["b"], True
     runtime.end_plan(runtime.new_context())
     assert source.listed == 3 and _names(runtime) == ["b"]
+
+
+async def test_aplan_lists_a_stale_source_off_the_event_loop(runtime: ToolRuntime) -> None:
+    """While a stale source is listed for an async plan, the caller's event loop runs on."""
+    slow = _Blocking("s1")
+    runtime.register_source(slow)
+    slow.names, slow.block, slow.stale = ["s2"], True, True
+    progressed = threading.Event()
+
+    def watchdog() -> None:  # frees a listing that blocks the loop, so the test ends
+        if slow.entered.wait(WAIT) and not progressed.wait(WAIT):
+            slow.release.set()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+    async def open_plan() -> list[str]:
+        async with runtime.aplan():
+            return _names(runtime)
+
+    task = asyncio.create_task(open_plan())
+    assert await asyncio.to_thread(slow.entered.wait, WAIT)
+    progressed.set()
+    free = not slow.release.is_set()
+    slow.release.set()
+    assert await asyncio.wait_for(task, WAIT) == ["s2"]
+    assert free, "the listing held up the event loop"

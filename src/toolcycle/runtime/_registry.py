@@ -295,11 +295,7 @@ class ToolRegistry:
         if not self._sources:
             return
         with self._lock:
-            due = [
-                (entry, entry.version)
-                for entry in self._sources
-                if not entry.listing and (entry.due or getattr(entry.source, "stale", False))
-            ]
+            due = [(entry, entry.version) for entry in self._sources if _due(entry)]
             for entry, _ in due:
                 entry.listing = True
         try:
@@ -309,6 +305,10 @@ class ToolRegistry:
             with self._lock:
                 for entry, _ in due:
                     entry.listing = False
+
+    def refresh_due(self) -> bool:
+        """Whether a source waits for a refresh (read without the lock: a hint)."""
+        return any(_due(entry) for entry in self._sources)  # replaced, never changed in place
 
     def close_sources(self) -> None:
         """Call ``close()`` on every source that has one, once; an error is logged."""
@@ -420,6 +420,10 @@ class ToolRegistry:
             for name, was in owned.items()
             if name not in fresh or fresh[name].instance is not was.instance
         ]
+
+
+def _due(entry: _SourceEntry) -> bool:
+    return not entry.listing and (entry.due or bool(getattr(entry.source, "stale", False)))
 
 
 def _taken(name: str) -> ToolRegistrationError:
