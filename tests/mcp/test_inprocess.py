@@ -25,6 +25,7 @@ from toolcycle import (
     ToolSkippedWarning,
 )
 from toolcycle.sources.mcp import McpCallError, McpServer, McpServerError, McpTool
+from toolcycle.testing import FakeTool
 
 from .conftest import VALID_TOOLS, at_once, cancel_a_slow_call, register, wait_for
 from .servers import PNG, WAV, build
@@ -489,6 +490,33 @@ def test_a_refresh_that_fails_is_tried_again_before_the_next_plan(runtime, caplo
     runtime.end_plan(runtime.new_context())
     assert [d.name for d in runtime.descriptors()] == ["t"]
     assert not source.stale
+
+
+def test_a_refresh_whose_new_list_clashes_keeps_the_servers_tools_and_tries_again(
+    runtime, caplog
+) -> None:
+    """A changed list naming a tool held elsewhere leaves the old tools, and is asked again."""
+    names = ["t"]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        listed = [types.Tool(name=n, input_schema={"type": "object"}) for n in names]
+        return types.ListToolsResult(tools=listed)
+
+    source = McpServer.in_process(Server("moody", on_list_tools=list_tools))
+    runtime.register_source(source)
+    runtime.register(FakeTool(name="u"))
+    names.append("u")
+    source._stale = True  # as a notifications/tools/list_changed would
+    runtime.end_plan(runtime.new_context())
+    assert [d.name for d in runtime.descriptors()] == ["t", "u"]
+    assert runtime.descriptor("t").source_name == "moody"
+    assert runtime.descriptor("u").source_name is None
+    [failed] = [r for r in caplog.records if r.getMessage() == "source.refresh_failed"]
+    assert "'u'" in str(vars(failed).get("error"))
+    assert not source.stale  # the server was listed; the runtime keeps it due
+    runtime.unregister("u")
+    runtime.end_plan(runtime.new_context())
+    assert runtime.descriptor("u").source_name == "moody"
 
 
 def test_a_server_repeating_its_cursor_fails_discovery_instead_of_looping(runtime) -> None:

@@ -167,6 +167,7 @@ class ToolRuntime:
             calls,
             settings,
             before_plan=self._tools.refresh_stale_sources,
+            plan_due=self._tools.refresh_due,
             after_plan=results.drop_plan,
             drain_timeout=drain_timeout,
             abandon_timeout=abandon_timeout,
@@ -369,8 +370,12 @@ class ToolRuntime:
     async def aplan(
         self, plan_id: str | None = None, **options: Unpack[PlanOptions]
     ) -> AsyncIterator[ToolExecutionContext]:
-        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation."""
-        ctx = self._plans.new_context(plan_id, **options)
+        """Async plan scope: ends the plan with ``aend_plan`` on exit, also on cancellation.
+
+        Stale sources are listed in a worker thread, so a slow server does not hold
+        up the event loop.
+        """
+        ctx = await self._plans.anew_context(plan_id, **options)
         try:
             yield ctx
         finally:

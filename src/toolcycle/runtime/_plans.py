@@ -63,6 +63,8 @@ class PlanRegistry:
         settings: the runtime's shared settings (whether it is closed).
         before_plan: called before each new plan (the registry refreshes stale
             sources there).
+        plan_due: whether ``before_plan`` has work to do; an async caller then
+            runs it in a worker thread.
         after_plan: called with a plan's context once it has ended (the result
             cache drops the plan's entries there).
         drain_timeout: see `ToolRuntime`.
@@ -76,6 +78,7 @@ class PlanRegistry:
         settings: Settings,
         *,
         before_plan: Callable[[], None],
+        plan_due: Callable[[], bool] = lambda: False,
         after_plan: Callable[[ToolExecutionContext], object],
         drain_timeout: float | None,
         abandon_timeout: float | None,
@@ -84,6 +87,7 @@ class PlanRegistry:
         self._calls = calls
         self._settings = settings
         self._before_plan = before_plan
+        self._plan_due = plan_due
         self._after_plan = after_plan
         self._drain_timeout = check_seconds("drain_timeout", drain_timeout, zero=True)
         self._abandon_timeout = check_seconds("abandon_timeout", abandon_timeout, zero=True)
@@ -94,13 +98,26 @@ class PlanRegistry:
 
     def new_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
         """A tracked context for a new plan (see `ToolRuntime.new_context`)."""
+        self._check(plan_id)
+        self._before_plan()
+        return self._open(plan_id, options)
+
+    async def anew_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
+        """As `new_context`, but stale sources are listed in a worker thread, off the loop."""
+        self._check(plan_id)
+        if self._plan_due():
+            await asyncio.to_thread(self._before_plan)
+        return self._open(plan_id, options)
+
+    def _check(self, plan_id: str | None) -> None:
         self._settings.check_open()
         if plan_id is not None and (not isinstance(plan_id, str) or not plan_id):
             # "" is not "no id": a made-up id would hide the caller's empty variable.
             raise ValueError(
                 f"plan_id must be a non-empty string, or None for a new id, got {plan_id!r}"
             )
-        self._before_plan()
+
+    def _open(self, plan_id: str | None, options: dict[str, Any]) -> ToolExecutionContext:
         token = options.pop("cancellation_token", None)
         host = options.get("host")
         if host is not None and not isinstance(host, PlanHost):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._construct import detached
@@ -40,49 +41,29 @@ __all__ = ["ToolRegistry"]
 _log = get_logger("toolcycle.runtime")
 
 
+@dataclass(slots=True, eq=False)
 class _SourceEntry:
-    """A registered source and the names its tools were registered under."""
+    """A registered source, how to register its tools, and what it registered."""
 
-    __slots__ = (
-        "cache",
-        "defer",
-        "guards",
-        "max_retries",
-        "names",
-        "retry",
-        "skip",
-        "source",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        source: ToolSource,
-        names: list[str],
-        skip: bool,
-        timeout: float | None,
-        cache: CachePolicy | None = None,
-        guards: Guards | None = None,
-        defer: bool | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self.source = source
-        self.names = names
-        self.skip = skip
-        self.timeout = timeout
-        self.cache = cache
-        self.guards = guards  # the source's guardrails, for every tool it yields
-        self.defer = defer
-        self.max_retries = max_retries  # for its tools that give none of their own
-        self.retry = retry  # for its idempotent tools that give none of their own
+    source: ToolSource
+    skip: bool
+    timeout: float | None
+    cache: CachePolicy | None
+    guards: Guards  # the source's guardrails, for every tool it yields
+    defer: bool | None
+    max_retries: int | None  # for its tools that give none of their own
+    retry: RetryPolicy | None  # for its idempotent tools that give none of their own
+    entries: dict[str, Entry] = field(default_factory=dict)  # what it registered, by name
+    due: bool = False  # its last refresh failed: the next plan refreshes it again
+    listing: bool = False  # a thread is listing it for a refresh now
+    version: int = 0  # changes with its registration; a refresh begun before is dropped
 
 
 class ToolRegistry:
     """Every registered tool, compiled once, and the sources they came from.
 
     Lookups by name read a plain dict without a lock (a dict read is atomic);
-    changes, and listings, take the registry's lock.
+    changes take the registry's lock, but never while a source is listed.
 
     Args:
         compiler: compiles each tool's schemas.
@@ -142,7 +123,7 @@ class ToolRegistry:
         with self._lock:
             return tuple(entry.descriptor for entry in self._tools.values())
 
-    def register(
+    def _prepare(
         self,
         instance: ToolInstance | Callable[..., Any],
         *,
@@ -157,8 +138,8 @@ class ToolRegistry:
         defer_loading: bool | None = None,
         source_max_retries: int | None = None,
         source_retry: RetryPolicy | None = None,
-    ) -> ToolDescriptor:
-        """Discover the tool once, compile both of its schemas and keep it (see the façade).
+    ) -> Entry:
+        """Discover the tool and compile both of its schemas: its entry, not yet registered.
 
         ``source_cache`` is its source's policy: it applies only if the tool does not
         write and has no policy of its own. ``source_max_retries`` and ``source_retry``
@@ -211,27 +192,34 @@ class ToolRegistry:
         binding = bind(descriptor, policy, self._results)
         if defer_loading is not None and defer_loading != descriptor.defer_loading:
             descriptor = descriptor.model_copy(update={"defer_loading": defer_loading})
+        return Entry(
+            descriptor,
+            instance,
+            compiled_input,
+            compiled_output,
+            loop,
+            timeout,
+            binding,
+            guards,
+            max_retries=limit,
+            retry=retry_policy,
+        )
+
+    def register(
+        self, instance: ToolInstance | Callable[..., Any], **options: Any
+    ) -> ToolDescriptor:
+        """Discover the tool once, compile its schemas and keep it (see the façade).
+
+        ``options`` are those of `_prepare` that the façade's ``register`` takes.
+        """
+        entry = self._prepare(instance, **options)
+        name = entry.descriptor.name
         with self._lock:
             if name in self._tools:
-                raise ToolRegistrationError(
-                    f"a tool named {name!r} is already registered; unregister it first or "
-                    "give the new one another name",
-                    tool_name=name,
-                )
-            self._tools[name] = Entry(
-                descriptor,
-                instance,
-                compiled_input,
-                compiled_output,
-                loop,
-                timeout,
-                binding,
-                guards,
-                max_retries=limit,
-                retry=retry_policy,
-            )
+                raise _taken(name)
+            self._tools[name] = entry
             self._generation += 1
-        return descriptor
+        return entry.descriptor
 
     def register_source(
         self,
@@ -246,7 +234,11 @@ class ToolRegistry:
         max_retries: int | None = None,
         retry: RetryPolicy | None = None,
     ) -> list[ToolDescriptor]:
-        """Register every tool of a source, all or nothing, and keep the source."""
+        """Register every tool of a source, all or nothing, and keep the source.
+
+        A source registered again replaces its earlier registration (whose tools
+        must have been unregistered, or their names would clash).
+        """
         self._settings.check_open()
         if max_retries is not None:
             check_max_retries(max_retries, "max_retries")
@@ -264,13 +256,23 @@ class ToolRegistry:
         if defer_loading is None and getattr(source, "defer_loading", False) is True:
             defer_loading = True  # the source defers all its tools; else each tool decides
         entry = _SourceEntry(
-            source, [], skip, timeout, cache, guards, defer_loading, max_retries, retry
+            source, skip, timeout, cache, guards, defer_loading, max_retries, retry
         )
-        registered = self._register_all(entry, _warn_skipped)
+        listed = self._prepared(entry, source.tools(), _warn_skipped)
         with self._lock:
-            entry.names = [d.name for d in registered]
-            self._sources.append(entry)
-        return registered
+            self._settings.check_open()
+            name = self._clash(listed, entry.entries)
+            if name is not None:
+                raise _taken(name)
+            self._apply(entry, listed)
+            kept = []
+            for earlier in self._sources:
+                if earlier.source is source:
+                    earlier.version += 1  # a refresh of it under way is dropped
+                else:
+                    kept.append(earlier)
+            self._sources = [*kept, entry]
+        return [tool.descriptor for tool in listed]
 
     def unregister(self, name: str) -> ToolDescriptor:
         """Remove a tool (see the façade)."""
@@ -283,37 +285,37 @@ class ToolRegistry:
         return entry.descriptor
 
     def refresh_stale_sources(self) -> None:
-        """Register afresh the tools of every source that says its list changed."""
+        """Register afresh the tools of every source that says its list changed.
+
+        Each source is listed without the lock, so a slow listing holds up no other
+        source, plan or call; a source another thread is listing already is left to
+        it. Only applying a listing takes the lock, and only if the source's
+        registration did not change meanwhile.
+        """
         if not self._sources:
             return
-        retired: list[str] = []
         with self._lock:
-            stale = [entry for entry in self._sources if getattr(entry.source, "stale", False)]
-            for entry in stale:
-                old = {name: self._tools.pop(name, None) for name in entry.names}
-                self._generation += 1
-                try:
-                    registered = self._register_all(entry, _log_skipped)
-                except Exception as exc:
-                    # The old tools stay unknown rather than wrong; the source is
-                    # asked again before the next plan.
-                    entry.names = []
-                    _log.warning("source.refresh_failed", source=repr(entry.source), error=str(exc))
-                    registered = []
-                entry.names = [d.name for d in registered]
-                # A tool the source gave again as the same object stays active in
-                # open plans; a new object is activated there before it runs.
-                for name, was in old.items():
-                    now = self._tools.get(name)
-                    if was is not None and (now is None or now.instance is not was.instance):
-                        retired.append(name)
-        for name in retired:
-            self._retired(name)
+            due = [(entry, entry.version) for entry in self._sources if _due(entry)]
+            for entry, _ in due:
+                entry.listing = True
+        try:
+            for entry, version in due:
+                self._refresh(entry, version)
+        finally:
+            with self._lock:
+                for entry, _ in due:
+                    entry.listing = False
+
+    def refresh_due(self) -> bool:
+        """Whether a source waits for a refresh (read without the lock: a hint)."""
+        return any(_due(entry) for entry in self._sources)  # replaced, never changed in place
 
     def close_sources(self) -> None:
         """Call ``close()`` on every source that has one, once; an error is logged."""
         with self._lock:
             sources, self._sources = self._sources, []
+            for entry in sources:
+                entry.version += 1  # a refresh under way is dropped
         for entry in sources:
             close = getattr(entry.source, "close", None)
             if callable(close):
@@ -322,33 +324,114 @@ class ToolRegistry:
                 except Exception as exc:
                     _log.warning("source.close_failed", source=repr(entry.source), error=str(exc))
 
-    def _register_all(
-        self, entry: _SourceEntry, on_skip: Callable[[str], None]
-    ) -> list[ToolDescriptor]:
-        registered: list[ToolDescriptor] = []
+    def _refresh(self, entry: _SourceEntry, version: int) -> None:
+        """List one source (without the lock) and apply its new list if still current."""
+        listed: list[Entry] | None = None
+        failure: str | None = None
+        unlisted = False
         try:
-            for instance in entry.source.tools():
-                try:
-                    registered.append(
-                        self.register(
-                            instance,
-                            timeout=entry.timeout,
-                            source_cache=entry.cache,
-                            source_guards=entry.guards,
-                            defer_loading=entry.defer,
-                            source_max_retries=entry.max_retries,
-                            source_retry=entry.retry,
-                        )
+            instances = list(entry.source.tools())
+        except Exception as exc:
+            unlisted, failure = True, str(exc)
+        else:
+            try:
+                listed = self._prepared(entry, instances, _log_skipped)
+            except Exception as exc:
+                failure = str(exc)
+        retired: list[str] = []
+        with self._lock:
+            if entry.version != version:
+                return  # closed or registered afresh meanwhile: not this refresh's to apply
+            if listed is not None:
+                name = self._clash(listed, entry.entries)
+                if name is None:
+                    retired = self._apply(entry, listed)
+                else:
+                    failure = (
+                        f"its new list has a tool named {name!r}, which another source "
+                        "or register() holds already"
                     )
-                except ToolSchemaValidationError as error:
-                    if not entry.skip:
-                        raise
-                    on_skip(f"tool {error.tool_name!r} was skipped: {error}")
-        except BaseException:
-            for descriptor in registered:
-                self.unregister(descriptor.name)
-            raise
-        return registered
+            elif unlisted:
+                # Not listed: its old tools go rather than stay out of date.
+                retired = self._apply(entry, [])
+            # A list that cannot be applied leaves the old tools; either way it is
+            # refreshed again before the next plan.
+            entry.due = failure is not None
+        if failure is not None:
+            _log.warning("source.refresh_failed", source=repr(entry.source), error=failure)
+        for name in retired:
+            self._retired(name)
+
+    def _prepared(
+        self,
+        entry: _SourceEntry,
+        instances: Iterable[ToolInstance],
+        on_skip: Callable[[str], None],
+    ) -> list[Entry]:
+        """The entries of a source's tools, none registered yet; skips bad schemas if told."""
+        prepared: list[Entry] = []
+        for instance in instances:
+            try:
+                prepared.append(
+                    self._prepare(
+                        instance,
+                        timeout=entry.timeout,
+                        source_cache=entry.cache,
+                        source_guards=entry.guards,
+                        defer_loading=entry.defer,
+                        source_max_retries=entry.max_retries,
+                        source_retry=entry.retry,
+                    )
+                )
+            except ToolSchemaValidationError as error:
+                if not entry.skip:
+                    raise
+                on_skip(f"tool {error.tool_name!r} was skipped: {error}")
+        return prepared
+
+    def _clash(self, listed: list[Entry], owned: Mapping[str, Entry]) -> str | None:
+        """The first listed name registered already, other than as ``owned``, or repeated."""
+        seen: set[str] = set()
+        for tool in listed:
+            name = tool.descriptor.name
+            held = self._tools.get(name)
+            if name in seen or (held is not None and owned.get(name) is not held):
+                return name
+            seen.add(name)
+        return None
+
+    def _apply(self, entry: _SourceEntry, listed: list[Entry]) -> list[str]:
+        """Make ``listed`` the source's tools (under the lock); the names to retire.
+
+        A name the source no longer owns (unregistered, maybe registered again by
+        someone else) is left alone. A tool it gives again as the same object stays
+        active in open plans; a new object is activated there before it runs.
+        """
+        owned = {n: was for n, was in entry.entries.items() if self._tools.get(n) is was}
+        fresh = {tool.descriptor.name: tool for tool in listed}
+        for name in owned.keys() - fresh.keys():
+            del self._tools[name]
+        self._tools.update(fresh)  # in place: a lookup meanwhile finds the old or the new
+        self._generation += 1
+        entry.entries = fresh
+        entry.version += 1
+        return [
+            name
+            for name, was in owned.items()
+            if name not in fresh or fresh[name].instance is not was.instance
+        ]
+
+
+def _due(entry: _SourceEntry) -> bool:
+    return not entry.listing and (entry.due or bool(getattr(entry.source, "stale", False)))
+
+
+def _taken(name: str) -> ToolRegistrationError:
+    return ToolRegistrationError(
+        f"a tool named {name!r} is already registered; unregister it first or "
+        "give the new one another name",
+        tool_name=name,
+    )
 
 
 def _discovered(instance: ToolInstance) -> ToolDescriptor:
