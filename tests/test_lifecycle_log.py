@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolcycle import NullTracer, ToolRuntime, tracing
+from toolcycle import ApprovalDecision, NullTracer, PendingApproval, ToolRuntime, tracing
 from toolcycle.testing import FakeTool
 
 
@@ -57,3 +57,47 @@ def test_no_event_is_built_while_the_logger_is_disabled(monkeypatch: pytest.Monk
         runtime.register(FakeTool(name="fake", writes=False))
         with runtime.plan() as ctx:
             assert runtime.execute("fake", {}, ctx).success
+
+
+def _deferred(runtime: ToolRuntime) -> PendingApproval:
+    with runtime.plan(approver=lambda request: ApprovalDecision.defer("later")) as ctx:
+        pending = runtime.execute("fake", {}, ctx).pending
+    assert pending is not None
+    return pending
+
+
+def _approvals(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "tool.approval"]
+
+
+@pytest.mark.parametrize(
+    ("decision", "outcome"),
+    [(ApprovalDecision.approve(), "approve"), (ApprovalDecision.deny("no"), "deny")],
+)
+def test_a_decision_given_to_resume_is_logged_as_a_live_one_is(
+    caplog: pytest.LogCaptureFixture, decision: ApprovalDecision, outcome: str
+) -> None:
+    """Resume logs ``tool.approval`` with the tool, plan, call id and outcome, once."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="fake", writes=True))
+        with caplog.at_level(logging.DEBUG, logger="toolcycle.lifecycle"):
+            pending = _deferred(runtime)
+            assert [r.outcome for r in _approvals(caplog)] == ["defer"]  # type: ignore[attr-defined]
+            caplog.clear()
+            with runtime.plan("later") as ctx:
+                result = runtime.resume(pending, decision, ctx)
+    [record] = _approvals(caplog)
+    assert result.trace is not None
+    fields = (record.tool, record.plan_id, record.call_id, record.outcome)  # type: ignore[attr-defined]
+    assert fields == ("fake", "later", result.trace.call_id, outcome)
+
+
+async def test_a_decision_given_to_aresume_is_logged_too(caplog: pytest.LogCaptureFixture) -> None:
+    """The async resume logs the same event."""
+    with ToolRuntime(tracer=NullTracer()) as runtime:
+        runtime.register(FakeTool(name="fake", writes=True))
+        pending = _deferred(runtime)
+        with caplog.at_level(logging.DEBUG, logger="toolcycle.lifecycle"):
+            async with runtime.aplan("later") as ctx:
+                await runtime.aresume(pending, ApprovalDecision.deny("no"), ctx)
+    assert [(r.plan_id, r.outcome) for r in _approvals(caplog)] == [("later", "deny")]  # type: ignore[attr-defined]

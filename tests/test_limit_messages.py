@@ -19,6 +19,10 @@ from toolcycle import (
     tool,
 )
 from toolcycle._bounds import shown_value
+from toolcycle.builtins import workspace_tools
+from toolcycle.hosts import ProcessHost
+from toolcycle.otel import OpenTelemetry
+from toolcycle.sources.mcp import McpRequests, McpServer
 from toolcycle.sources.skills import SkillLimits
 from toolcycle.testing import FakeTool
 
@@ -74,7 +78,22 @@ SETTINGS: dict[str, tuple[Callable[[], object], str]] = {
     "max_concurrency": (lambda: _in_a_plan(_batched), "max_concurrency must be at least 1"),
     "script_timeout": (lambda: SkillLimits(script_timeout=HUGE), "SkillLimits(script_timeout="),
     "max_files": (lambda: SkillLimits(max_files=-HUGE), "SkillLimits(max_files=<a negative"),
+    "mcp timeout": (lambda: _mcp(timeout=-HUGE), "timeout must be positive seconds or None"),
+    "mcp huge timeout": (lambda: _mcp(timeout=HUGE), "timeout must be positive seconds or None"),
+    "mcp startup_timeout": (lambda: _mcp(startup_timeout=-HUGE), "startup_timeout must be"),
+    "mcp max_rounds": (lambda: McpRequests(max_rounds=-HUGE), "max_rounds must be a positive"),
+    "process stop_timeout": (lambda: ProcessHost(stop_timeout=-HUGE), "stop_timeout must be"),
+    "huge stop_timeout": (lambda: ProcessHost(stop_timeout=HUGE), "stop_timeout must be"),
+    "max_undo_bytes": (lambda: workspace_tools(max_undo_bytes=-HUGE), "max_undo_bytes must be"),
+    "max_payload_chars": (
+        lambda: OpenTelemetry(max_payload_chars=-HUGE),
+        "max_payload_chars must be positive",
+    ),
 }
+
+
+def _mcp(**options: object) -> McpServer:
+    return McpServer.stdio(sys.executable, ["-c", "pass"], name="never-started", **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
@@ -99,3 +118,30 @@ def test_shown_value_prints_ordinary_values_as_repr_and_long_ints_by_size() -> N
     assert shown_value(2**300) == "an int of about 91 digits"
     assert len(str(2**300)) == 91
     assert sys.get_int_max_str_digits() < 5001  # HUGE cannot be printed here
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("timeout", float("inf")),
+        ("timeout", float("nan")),
+        ("timeout", True),
+        ("timeout", "5"),
+        ("startup_timeout", float("inf")),
+        ("startup_timeout", 10**400),
+        ("startup_timeout", None),
+    ],
+    ids=["inf", "nan", "bool", "text", "startup-inf", "startup-past-float", "startup-none"],
+)
+def test_an_mcp_server_refuses_timeouts_that_are_not_finite_positive_seconds(
+    option: str, value: object
+) -> None:
+    """Infinity, or an int past the largest float, is refused when the server is built."""
+    with pytest.raises(ValueError, match=f"{option} must be positive seconds"):
+        _mcp(**{option: value})
+
+
+def test_an_mcp_server_takes_a_whole_number_of_seconds_as_a_timeout() -> None:
+    """An int is a number of seconds like a float; None is no limit for a call."""
+    assert _mcp(timeout=5, startup_timeout=2).timeout == 5
+    assert _mcp(timeout=None).timeout is None

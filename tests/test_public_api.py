@@ -109,7 +109,7 @@ ALLOWED = {
     "_lazy_trace": set(),
     "_span_payloads": set(),
     "_value": set(),
-    "_bounds": set(),
+    "_bounds": {"errors"},
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
     "runtime._recorder": {
         "_bounds",
@@ -532,10 +532,12 @@ ALLOWED = {
     "testing": {""},
     # Plan hosts: the public API ("") and one another.
     "hosts._child": {"hosts._tools", "hosts._worker"},
-    "hosts._process": {"", "hosts._child", "hosts._proxy", "hosts._tools"},
+    # errors: its public shown_value, for a refused setting's message.
+    "hosts._process": {"", "errors", "hosts._child", "hosts._proxy", "hosts._tools"},
     "hosts._proxy": {"", "hosts._child", "hosts._tools"},  # _child for annotations only
     "hosts._ray": {
         "",
+        "errors",
         "hosts._child",
         "hosts._process",
         "hosts._proxy",

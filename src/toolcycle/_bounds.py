@@ -2,33 +2,22 @@
 
 Each setting is checked where it is given, by the module that owns it; these are
 the pieces those checks have in common, so that a plan's timeout and a call's are
-refused alike, and so that no message fails while naming the value it refuses.
+refused alike, and so that no message fails while naming the value it refuses
+(`shown_value` is the public ``toolcycle.errors.shown_value``, which sources and
+hosts use too).
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
+
+from toolcycle.errors import shown_value
 
 __all__ = ["LONGEST_SECONDS", "check_seconds", "shown_value"]
 
 LONGEST_SECONDS = sys.float_info.max
 """The most seconds a limit may be: any more is no float, and overflows a deadline's sum."""
-
-# An int longer than this is shown by its size: Python refuses to print one of more
-# than `sys.get_int_max_str_digits()` digits (4,300 by default), and a message with
-# hundreds of digits says no more than its length does.
-_MOST_BITS = 256
-
-
-def shown_value(value: object) -> str:
-    """``repr(value)`` for an error message, or the size of an int too long to print."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MOST_BITS:
-        digits = math.floor(math.log10(abs(value))) + 1  # log10 takes ints of any size
-        sign = "a negative" if value < 0 else "an"
-        return f"{sign} int of about {digits:,} digits"
-    return repr(value)
 
 
 def check_seconds(name: str, value: Any, *, zero: bool = False) -> float | None:

@@ -40,10 +40,12 @@ attributes (``None`` when it concerns no tool or plan).
 `error_text` reads any exception's message without running the risk of its
 ``__str__`` raising: tools' exceptions are the tools' own code. `cut_error_text`
 bounds such a message to `MAX_ERROR_BYTES` before it is recorded anywhere.
+`shown_value` names a refused value in a message, even an int too long to print.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ __all__ = [
     "ToolSkippedWarning",
     "cut_error_text",
     "error_text",
+    "shown_value",
 ]
 
 MAX_ERROR_BYTES = 16 * 1024
@@ -306,6 +309,26 @@ def error_text(error: BaseException) -> str:
         return str(error)
     except Exception:
         return f"<the message of a {type(error).__name__} could not be read>"
+
+
+# An int longer than this is shown by its size: Python refuses to print one of more
+# than `sys.get_int_max_str_digits()` digits (4,300 by default), and a message with
+# hundreds of digits says no more than its length does.
+_MOST_BITS = 256
+
+
+def shown_value(value: object) -> str:
+    """``repr(value)`` for an error message, or the size of an int too long to print.
+
+    ``repr`` of an int of more than 4,300 digits raises `ValueError` (Python's
+    limit on turning ints into text), which would replace the message that
+    refuses the value with one about printing it.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MOST_BITS:
+        digits = math.floor(math.log10(abs(value))) + 1  # log10 takes ints of any size
+        sign = "a negative" if value < 0 else "an"
+        return f"{sign} int of about {digits:,} digits"
+    return repr(value)
 
 
 def cut_error_text(text: str) -> str:

@@ -57,7 +57,7 @@ except ImportError as exc:
 
 from toolcycle import __version__
 from toolcycle._span_payloads import payload_text
-from toolcycle.errors import cut_error_text
+from toolcycle.errors import cut_error_text, shown_value
 from toolcycle.instrumentation import CallObserver, Instrumentation, StageObserver
 
 if TYPE_CHECKING:
@@ -125,9 +125,13 @@ class OpenTelemetry(Instrumentation):
         max_payload_chars: int = _DEFAULT_MAX_PAYLOAD_CHARS,
     ) -> None:
         if isinstance(max_payload_chars, bool) or not isinstance(max_payload_chars, int):
-            raise TypeError(f"max_payload_chars must be an integer, got {max_payload_chars!r}")
+            raise TypeError(
+                f"max_payload_chars must be an integer, got {shown_value(max_payload_chars)}"
+            )
         if max_payload_chars < 1:
-            raise ValueError(f"max_payload_chars must be positive, got {max_payload_chars}")
+            raise ValueError(
+                f"max_payload_chars must be positive, got {shown_value(max_payload_chars)}"
+            )
         self._tracer = otel_trace.get_tracer(
             _TRACER_NAME, __version__, tracer_provider=tracer_provider
         )

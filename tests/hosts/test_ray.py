@@ -748,6 +748,18 @@ def test_a_stop_timeout_must_be_a_finite_number_of_seconds(bad: Any) -> None:
         RayHost(stop_timeout=bad)
 
 
+@pytest.mark.parametrize(
+    ("options", "setting"),
+    [({"pool": -(10**5000)}, "pool"), ({"stop_timeout": 10**5000}, "stop_timeout")],
+)
+def test_a_ray_host_refuses_an_int_too_long_to_print_by_its_size(
+    options: dict[str, Any], setting: str
+) -> None:
+    """The message names the setting and the int's size, instead of failing to print it."""
+    with pytest.raises(ValueError, match=f"{setting} must be .* int of about 5,001 digits"):
+        RayHost(**options)
+
+
 @pytest.mark.parametrize("stop_timeout", [0, 0.5])
 def test_a_plan_ends_within_its_stop_timeout_when_a_body_runs_on(
     stop_timeout: float, signal: str

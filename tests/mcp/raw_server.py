@@ -17,7 +17,9 @@ then exits with code 3 instead of answering: stdout stays open after the crash.
 With ``--odd-tools`` it also lists tools no client can use as they are: names a
 descriptor cannot hold, and a name listed twice (once as two identical copies,
 once as two different tools); with ``--scalar-tool``, a tool whose input schema
-is not an object schema, which MCP's schema forbids.
+is not an object schema, which MCP's schema forbids; with ``--broken-result``, ``quick``
+answers with a result that breaks MCP's schema (content that is not a list of blocks,
+holding a secret-looking text).
 
 It needs nothing but the standard library, so it starts in a few milliseconds.
 """
@@ -121,6 +123,10 @@ def _handle(message: dict[str, Any]) -> None:
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             print("raw: crashing, a helper keeps stdout", file=sys.stderr, flush=True)
             os._exit(3)
+        elif "--broken-result" in sys.argv:
+            broken = {"content": [{"type": "text", "text": 7, "token": "sk-live-secret"}]}
+            broken["isError"] = "sk-live-secret"
+            _send({"jsonrpc": "2.0", "id": request_id, "result": broken})
         else:
             _send(_result(request_id, arguments.get("n")))
     elif method == "notifications/cancelled":

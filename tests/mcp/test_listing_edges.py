@@ -134,3 +134,20 @@ def test_an_error_told_only_in_structured_content_reaches_the_error_message() ->
     assert big.error is not None and len(big.error) < 2100 and big.error.endswith("...")
     bare = call_output(types.CallToolResult(content=[], is_error=True))
     assert bare.error == "the server reported an error and sent no text"
+
+
+def test_a_call_result_that_breaks_the_mcp_schema_fails_as_a_server_error_quoting_nothing(
+    runtime: ToolRuntime,
+) -> None:
+    """The failed result names the server and the broken places, not the values sent."""
+    server = McpServer.stdio(sys.executable, [str(RAW_SERVER), "--broken-result"], name="broken")
+    runtime.register_source(server)
+    with runtime.plan() as ctx:
+        first = runtime.execute("quick", {"n": 1}, ctx)
+        again = runtime.execute("quick", {"n": 2}, ctx)
+    assert not first.success and first.error_type == "McpServerError"
+    error = first.error or ""
+    assert "MCP server 'broken' sent a tools/call result for 'quick' that breaks the MCP" in error
+    assert "content.0.TextContent.text (string_type)" in error
+    assert "sk-live-secret" not in error and "sk-live-secret" not in repr(first.exception)
+    assert again.error == error  # the plan goes on: the next call is answered alike

@@ -241,11 +241,32 @@ def test_a_recursive_scan_stops_at_max_folders_and_says_so(tmp_path: Path) -> No
     assert everything.reports == ()
 
 
+def test_a_strict_scan_cut_short_by_max_folders_raises_and_registers_nothing(
+    tmp_path: Path,
+) -> None:
+    """Strict promises every skill or none: a scan that did not look everywhere is an error."""
+    skills = _linked_to_a_big_tree(tmp_path, wide=6, deep=9)
+    directory = SkillDirectory(
+        skills, recursive=True, strict=True, limits=SkillLimits(max_folders=20)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # raised instead of warned, as for an invalid skill
+        with pytest.raises(SkillValidationError, match=r"stopped after 20 folders") as raised:
+            directory.scan()
+    [report] = raised.value.reports
+    assert (report.rule, report.severity) == ("scan-truncated", "error")
+    assert directory.skills == [] and directory.reports == (report,)
+    with ToolRuntime() as runtime, pytest.raises(SkillValidationError):
+        runtime.register_source(directory)
+    assert runtime.descriptors() == ()
+
+
 def test_by_default_a_recursive_scan_visits_at_most_ten_thousand_folders(tmp_path: Path) -> None:
     """The default cap stops a walk that a link has led into a tree past 10,000 folders."""
     skills = _linked_to_a_big_tree(tmp_path, wide=101, deep=100)
-    directory = SkillDirectory(skills, recursive=True, strict=True)
-    assert [skill.name for skill in directory.scan()] == ["alpha"]
+    directory = SkillDirectory(skills, recursive=True)
+    with pytest.warns(ToolSkippedWarning, match="stopped after 10,000 folders"):
+        assert [skill.name for skill in directory.scan()] == ["alpha"]
     assert [report.rule for report in directory.reports] == ["scan-truncated"]
     assert "stopped after 10,000 folders" in directory.reports[0].message
     assert SkillLimits().max_folders == 10_000

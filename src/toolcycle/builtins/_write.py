@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from toolcycle._confined import ConfinedRoot, Parts, shown
 from toolcycle.builtins._read import read_text
 from toolcycle.builtins._workspace import WorkspaceError, WorkspaceTool, now_iso
+from toolcycle.errors import shown_value
 from toolcycle.rollback import file_change
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def _undo_cap(max_undo_bytes: int) -> int:
     value = max_undo_bytes
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
-            f"max_undo_bytes must be a whole number of bytes (0 or more), got {value!r}; "
+            f"max_undo_bytes must be a whole number of bytes (0 or more), got {shown_value(value)}; "
             f"for example {DEFAULT_MAX_UNDO_BYTES} (64 MiB)"
         )
     return value

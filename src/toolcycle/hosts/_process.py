@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 import pickle
+import sys
 from typing import TYPE_CHECKING, Any
 
+from toolcycle.errors import shown_value
 from toolcycle.hosts._child import Child
 from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._tools import ToolHostError
@@ -134,10 +135,15 @@ def checked_stop_timeout(value: object) -> float:
     Raises:
         ValueError: not a finite number of seconds, 0 or more (a bool is not one).
     """
-    # Found only at a plan's end otherwise, where it would fail the end itself.
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+    # Found only at a plan's end otherwise, where it would fail the end itself. An int
+    # past the largest float is finite, but float() of it overflows.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= sys.float_info.max
+    ):
         raise ValueError(
-            f"stop_timeout must be a finite number of seconds, 0 or more, got {value!r}"
+            f"stop_timeout must be a finite number of seconds, 0 or more, got {shown_value(value)}"
         )
     return float(value)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayActorError, RayError
 
+from toolcycle.errors import shown_value
 from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _plan_info, checked_stop_timeout
 from toolcycle.hosts._proxy import HostBase, HostedPlan
@@ -92,7 +93,7 @@ class RayHost(HostBase["_Plan"]):
     ) -> None:
         super().__init__(name, tools)
         if pool is not None and (type(pool) is not int or pool < 1):
-            raise ValueError(f"pool must be a positive int or None, got {pool!r}")
+            raise ValueError(f"pool must be a positive int or None, got {shown_value(pool)}")
         self._stop_timeout = checked_stop_timeout(stop_timeout)
         self._options = dict(actor_options or {})
         # Stage numbers, unique within the host, so that plans sharing an actor never clash.

@@ -104,6 +104,8 @@ class CallSteps:
                 lifecycle_event(
                     "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
                 )
+                if approval is not None:
+                    _resumed_decision(call, approval)
             if self._instrumentation is not None:
                 call.observer = observer = self._observe(call, tool_call_id)
                 if observer is not None:
@@ -140,6 +142,8 @@ class CallSteps:
                 plan_id=call.ctx.plan_id,
                 call_id=call.record.call_id,
             )
+            if call.approved and call.record.approval is not None:
+                _resumed_decision(call, call.record.approval)
         if self._instrumentation is not None:
             call.observer = self._observe(call, call.tool_call_id)
 
@@ -421,3 +425,18 @@ def _reveal(call: Call, name: str, ctx: ToolExecutionContext) -> None:
     if name not in ctx.revealed_tools:
         ctx.reveal_tools((name,))
         call.record.revealed = (name,)
+
+
+# An approval record's outcome as the decision named it, which `tool.approval` logs.
+_DECIDED = {"approved": "approve", "denied": "deny"}
+
+
+def _resumed_decision(call: Call, approval: ApprovalRecord) -> None:
+    """Log the decision a resumed call was given, as the approval step logs a live one."""
+    lifecycle_event(
+        "tool.approval",
+        tool=call.name,
+        plan_id=call.ctx.plan_id,
+        call_id=call.record.call_id,
+        outcome=_DECIDED.get(approval.outcome, approval.outcome),
+    )

@@ -226,7 +226,8 @@ class Connection:
         asking for input (2026-07-28 era), which is then what it may return.
 
         Raises:
-            McpServerError: the connection is lost (it is then marked broken).
+            McpServerError: the connection is lost (it is then marked broken), or
+                the result breaks the MCP schema (the connection stays usable).
             McpCallError: the server answered with a JSON-RPC error.
         """
         session = self._live_session()
@@ -256,6 +257,14 @@ class Connection:
             try:
                 with serving:
                     return await session.send_request(request, kind, progress_callback=forward)
+            except ValidationError as exc:
+                # The SDK checks the result against the negotiated revision's schema. The
+                # connection is fine; the answer is not. Its values may hold secrets, so
+                # neither they nor pydantic's text (which quotes them) are repeated.
+                raise self._error(
+                    f"sent a tools/call result for {name!r} that breaks the MCP schema: "
+                    f"{_places(exc)}"
+                ) from None
             except Exception as exc:
                 raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
 
@@ -380,3 +389,10 @@ def _describe(exc: BaseException | None) -> str:
         return "it was cancelled"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _places(error: ValidationError, most: int = 3) -> str:
+    """Where ``error`` found the answer wrong and which check failed, quoting no value."""
+    found = error.errors(include_url=False, include_input=False, include_context=False)
+    said = "; ".join(f"{'.'.join(map(str, item['loc']))} ({item['type']})" for item in found[:most])
+    return said + (f" (and {len(found) - most} more)" if len(found) > most else "")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from toolcycle import ApprovalDecision
+from toolcycle.errors import shown_value
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -237,8 +238,11 @@ class McpRequests:
     max_rounds: int = DEFAULT_MAX_ROUNDS
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_rounds, int) or self.max_rounds < 1:
-            raise ValueError(f"max_rounds must be a positive integer, got {self.max_rounds!r}")
+        rounds = self.max_rounds
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+            raise ValueError(
+                f"max_rounds must be a positive integer, got {shown_value(self.max_rounds)}"
+            )
         for name in ("on_elicit", "on_sample", "on_log"):
             value = getattr(self, name)
             if value is not None and not callable(value):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 import uuid
 import weakref
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle import ToolSkippedWarning
+from toolcycle.errors import shown_value
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._answering import Answerer
@@ -147,10 +149,9 @@ class McpServer:
         self.protocol = protocol
         if scope not in ("plan", "runtime"):
             raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
-        if startup_timeout <= 0:
-            raise ValueError(f"startup_timeout must be positive seconds, got {startup_timeout!r}")
+        if timeout is not None:
+            _check_seconds("timeout", timeout, "positive seconds or None")
+        _check_seconds("startup_timeout", startup_timeout, "positive seconds")
         same_loop = getattr(endpoint, "same_loop", False)
         if same_loop and scope == "runtime":
             raise ValueError(
@@ -416,3 +417,21 @@ def _arrived(
             server._sharing.header_tools = header_tools
             server._token = token
         return server
+
+
+def _check_seconds(name: str, value: object, wanted: str) -> None:
+    """Refuse ``value`` unless it is a finite number of seconds above 0.
+
+    Checked when the server is built, as the runtime checks its own timeouts:
+    inf, or an int too large to be a float, would only fail when a call's
+    deadline is summed, long after the mistake.
+
+    Raises:
+        ValueError: naming ``name``.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= sys.float_info.max
+    ):
+        raise ValueError(f"{name} must be {wanted}, got {shown_value(value)}")

@@ -26,8 +26,9 @@ class SkillLimits:
         max_output_bytes: how much of a script's stdout, and of its stderr, is kept.
         max_folders: how many folders below the top a recursive `SkillDirectory`
             scan visits (each path to a folder counts, links included); past it the
-            scan stops with a ``scan-truncated`` report, so that a link to ``/`` in
-            an untrusted folder cannot make it walk the whole disk.
+            scan stops with a ``scan-truncated`` report (an error, raised, for a
+            ``strict`` directory), so that a link to ``/`` in an untrusted folder
+            cannot make it walk the whole disk.
     """
 
     max_front_matter_bytes: int = 256 * 1024

@@ -158,7 +158,8 @@ class SkillDirectory:
         recursive: find skills at any depth (a skill's own folder is not
             searched further); otherwise each direct subfolder is a skill, and
             one without ``SKILL.md`` is reported.
-        strict: raise `SkillValidationError` instead of skipping invalid skills.
+        strict: raise `SkillValidationError` instead of skipping invalid skills,
+            and when a recursive scan stops at ``SkillLimits.max_folders``.
         scripts: offer each skill's ``run_script`` tool (see `Skill`).
         env: variables added to the environment scripts run with.
         limits: the caps; `SkillLimits` defaults if None.
@@ -215,7 +216,8 @@ class SkillDirectory:
         """Read every skill's front matter; return the valid skills by folder.
 
         Raises:
-            SkillValidationError: ``strict`` is set and some skill is invalid.
+            SkillValidationError: ``strict`` is set and some skill is invalid, or
+                the scan stopped at ``SkillLimits.max_folders``.
         """
         skills: list[Skill] = []
         reports: list[SkillReport] = []
@@ -299,7 +301,7 @@ class SkillDirectory:
         for folder, subfolders, _ in os.walk(self.path, followlinks=True):
             walked += 1
             if walked > most + 1:  # the top folder is not counted
-                return sorted(found), _stopped(self.path, most)
+                return sorted(found), _stopped(self.path, most, self.strict)
             real = os.path.realpath(folder)
             if real in visited:
                 subfolders[:] = []
@@ -319,7 +321,8 @@ class SkillDirectory:
         return sorted(found), None
 
 
-def _stopped(top: Path, most: int) -> SkillReport:
+def _stopped(top: Path, most: int, strict: bool) -> SkillReport:
+    """The report of a walk cut short: an error for a strict scan, which promises every skill."""
     return SkillReport(
         top,
         "scan-truncated",
@@ -327,7 +330,7 @@ def _stopped(top: Path, most: int) -> SkillReport:
         "further on were not looked for",
         "raise SkillLimits(max_folders=...) if the folder holds that many, or remove the "
         "links that lead out of it",
-        severity="warning",
+        severity="error" if strict else "warning",
     )
 
 
