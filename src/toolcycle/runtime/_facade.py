@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
@@ -154,6 +155,9 @@ class ToolRuntime:
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
         self._cache = cache = ToolLifecycleCache()
         self._invoker = invoker = Invoker(max_workers=max_workers, twins=_ASYNC_TWINS)
+        # A runtime dropped unclosed still stops its threads, without waiting on them.
+        self._release = weakref.finalize(self, invoker.close, 0.0)
+        self._release.atexit = False
         deactivate_timeout = check_seconds("deactivate_timeout", deactivate_timeout)
         calls = LifecycleCalls(invoker, deactivate_timeout, instrumentation)
         self._activator = Activator(
@@ -231,6 +235,7 @@ class ToolRuntime:
             self._plans.end_all()
             self._tools.close_sources()
             self._invoker.close()
+            self._release.detach()
 
     # -- tools ------------------------------------------------------------------------
 
