@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import toolcycle
 from toolcycle import NullTracer, ToolExecutionContext, ToolRuntime, ToolRuntimeError
 from toolcycle.execution._invoke import Invoker
+from toolcycle.testing import FakeTool
 
 # The scripts import the toolcycle this test imports.
 SRC = Path(toolcycle.__file__).resolve().parent.parent
 EXIT_LIMIT = 20.0
+WAIT = 10.0
 
 
 def _run_script(code: str) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -154,3 +159,66 @@ def test_a_closed_invoker_starts_no_worker_thread_for_a_late_sync_call() -> None
     with pytest.raises(ToolRuntimeError, match="closed"):
         asyncio.run(invoker.acall(stage))
     assert _new_threads(before) == []
+
+
+class _SlowToLeave(FakeTool):
+    """A tool whose deactivate waits for the test's release."""
+
+    def __init__(self) -> None:
+        super().__init__(name="slow_to_leave")
+        self.leaving = threading.Event()
+        self.release = threading.Event()
+        self.left = threading.Event()
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        self.leaving.set()
+        self.release.wait(WAIT)
+        super().deactivate(ctx)
+        self.left.set()
+
+
+def test_a_close_racing_another_threads_close_returns_once_that_one_is_over(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """The second close() waits for the first's deactivations and thread stops, not just its start."""
+    awaiting = log_waiter("toolcycle.lifecycle", "runtime.awaiting_close", logging.DEBUG)
+    tool = _SlowToLeave()
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(tool)
+    ctx = runtime.new_context("p")
+    runtime.execute("slow_to_leave", {}, ctx)
+    first = threading.Thread(target=runtime.close)
+    first.start()
+    assert tool.leaving.wait(WAIT)
+    seen: list[bool] = []
+
+    def second_close() -> None:
+        runtime.close()
+        seen.append(tool.left.is_set())
+
+    second = threading.Thread(target=second_close)
+    second.start()
+    waited = awaiting.wait("")
+    tool.release.set()
+    second.join(WAIT)
+    first.join(WAIT)
+    assert seen == [True]
+    assert waited
+
+
+def test_close_from_a_deactivate_during_close_does_not_wait_on_itself() -> None:
+    """A deactivate that closes the runtime, while close() ends its plan, returns at once."""
+
+    class Closes(FakeTool):
+        def deactivate(self, ctx: ToolExecutionContext) -> None:
+            runtime.close()
+            super().deactivate(ctx)
+
+    runtime = ToolRuntime(tracer=NullTracer(), deactivate_timeout=WAIT)
+    runtime.register(Closes(name="closes"))
+    ctx = runtime.new_context("p")
+    runtime.execute("closes", {}, ctx)
+    started = time.monotonic()
+    runtime.close()
+    assert time.monotonic() - started < WAIT
+    assert ctx.ended and runtime.closed
