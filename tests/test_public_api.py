@@ -264,7 +264,14 @@ ALLOWED = {
     "capabilities": {"context", "errors", "models"},
     "execution._portal": {"errors"},
     "execution._threads": {"execution._portal"},
-    "execution._invoke": {"execution._portal", "execution._threads", "cancellation", "errors"},
+    "execution._pool": set(),
+    "execution._invoke": {
+        "execution._pool",
+        "execution._portal",
+        "execution._threads",
+        "cancellation",
+        "errors",
+    },
     # context and _threads for annotations only
     "execution._inflight": {"cancellation", "context", "execution._threads"},
     "cache": {"execution._inflight", "context", "errors", "protocols"},

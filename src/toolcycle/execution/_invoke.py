@@ -16,13 +16,14 @@ tells a cancellation of the caller itself apart from one of the token.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import contextvars
 import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolcycle.errors import ToolRuntimeError
+from toolcycle.execution._pool import DaemonPool
 from toolcycle.execution._portal import (
     CANCEL_GRACE_SECONDS,
     Deadline,
@@ -77,7 +78,7 @@ class Invoker:
     ) -> None:
         self.portal = Portal(twins)
         self._max_workers = max_workers
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: DaemonPool | None = None
         self._lock = threading.Lock()
 
     def call(
@@ -200,21 +201,25 @@ class Invoker:
             return await _cancellable(_await(result), token, timeout)
         return result
 
-    def _ensure_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+    def _ensure_pool(self) -> DaemonPool:
         with self._lock:
             if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=self._max_workers, thread_name_prefix="toolcycle-worker"
-                )
+                if self.portal.closed:  # a call that raced close(): start nothing anew
+                    raise ToolRuntimeError("the runtime is closed; it runs no more work")
+                self._pool = DaemonPool(self._max_workers, "toolcycle-worker")
             return self._pool
 
-    def close(self) -> None:
-        """Stop the portal thread and the pool (without waiting for running calls)."""
-        self.portal.close()
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the portal thread and the pool (without waiting for running calls).
+
+        Args:
+            timeout: how long to wait for the portal's loop to wind down; 0 does not wait.
+        """
+        self.portal.close(timeout)
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown()
 
 
 def caller_cancelled() -> bool:

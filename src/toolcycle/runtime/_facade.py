@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from toolcycle.cache import ToolLifecycleCache
+from toolcycle.context import _call_scope
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._lifecycle import LifecycleCalls
@@ -154,6 +156,9 @@ class ToolRuntime:
         self._traces = TraceRecorder(tracer, clock=clock, timer=timer, keep=keep_traces)
         self._cache = cache = ToolLifecycleCache()
         self._invoker = invoker = Invoker(max_workers=max_workers, twins=_ASYNC_TWINS)
+        # A runtime dropped unclosed still stops its threads, without waiting on them.
+        self._release = weakref.finalize(self, invoker.close, 0.0)
+        self._release.atexit = False
         deactivate_timeout = check_seconds("deactivate_timeout", deactivate_timeout)
         calls = LifecycleCalls(invoker, deactivate_timeout, instrumentation)
         self._activator = Activator(
@@ -226,12 +231,20 @@ class ToolRuntime:
         """End every open plan, close the sources, stop the runtime's thread and pool.
 
         A source with a ``close()`` method (an MCP server with ``scope="runtime"``)
-        is closed after the plans end; an error it raises is logged. Idempotent.
+        is closed after the plans end; an error it raises is logged. Idempotent: a
+        second caller returns once the first caller's close is over, unless it runs
+        in a tool call or on the runtime's loop thread, which that close may wait on.
         """
-        if self._settings.close():
+        settings = self._settings
+        if not settings.close():
+            if _call_scope.get() is None and not self._invoker.portal.in_portal_thread():
+                settings.wait_closed()
+            return
+        with settings.closing():
             self._plans.end_all()
             self._tools.close_sources()
             self._invoker.close()
+            self._release.detach()
 
     # -- tools ------------------------------------------------------------------------
 

@@ -9,15 +9,18 @@ of the protocols below, so each part can be read and tested on its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypedDict, TypeVar, overload
 
 from toolcycle.errors import ToolRuntimeError
 from toolcycle.execution._portal import Deadline
+from toolcycle.tracing import lifecycle_event
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
@@ -83,12 +86,17 @@ if TYPE_CHECKING:  # for annotations alone: a TypedDict class costs 0.3 ms to ma
 # to make at import, which ``import toolcycle`` would pay.
 
 
+# The runtimes whose close() this thread (or work started from it) is running.
+_closing_here: ContextVar[tuple[Settings, ...]] = ContextVar("toolcycle_closing", default=())
+
+
 class Settings:
     """The runtime's options that its public attributes may change after construction."""
 
     __slots__ = (
         "auto_activate",
         "closed",
+        "closed_down",
         "guardrails",
         "lock",
         "max_result_bytes",
@@ -115,6 +123,7 @@ class Settings:
         self.max_retries = max_retries
         self.retry = retry
         self.closed = False
+        self.closed_down = threading.Event()  # set once the first close() is over
         self.lock = threading.Lock()
         self.guardrails: Guards | None = None  # the runtime's own; set by the façade
 
@@ -128,6 +137,22 @@ class Settings:
         with self.lock:
             first, self.closed = not self.closed, True
         return first
+
+    @contextlib.contextmanager
+    def closing(self) -> Iterator[None]:
+        """The first caller's close: work started in it is known as part of it."""
+        token = _closing_here.set((*_closing_here.get(), self))
+        try:
+            yield
+        finally:
+            _closing_here.reset(token)
+            self.closed_down.set()
+
+    def wait_closed(self) -> None:
+        """Wait until the first caller's close is over, unless this runs as part of it."""
+        if self not in _closing_here.get() and not self.closed_down.is_set():
+            lifecycle_event("runtime.awaiting_close")
+            self.closed_down.wait()
 
 
 class Option(Generic[T]):
