@@ -325,7 +325,7 @@ class McpServer:
 
         A listed tool toolcycle cannot use (see `listing`) is left out with a
         `ToolSkippedWarning` that says why; the others are returned. Later
-        listings (the runtime's refresh after ``list_changed``) log it instead
+        listings (the runtime's refresh after ``list_changed``) log such a tool instead
         (``source.tool_skipped``): a refresh may run on any thread, and a warning
         filter that raises would cost the server all its tools there.
 
