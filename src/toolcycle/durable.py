@@ -51,6 +51,10 @@ class DurablePlan(Protocol):
     def open(self, plan_id: str | None) -> str:
         """Called as the plan opens, with the id the host gave (or None).
 
+        It runs on the thread that opens the plan, for ``aplan()`` the event
+        loop's, so it must not block (`toolcycle.hosts.DBOSPlan` only reads the
+        running workflow's id).
+
         Returns:
             The plan's id (an engine may use the id of its own workflow).
         """

@@ -42,6 +42,35 @@ def test_unusable_listed_tools_are_skipped_with_a_warning_and_the_others_registe
         assert runtime.execute("quick", {"n": 4}, ctx).output == {"n": 4}
 
 
+def test_a_refresh_with_warnings_as_errors_logs_skipped_tools_and_keeps_the_others(
+    runtime: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host's warning filter does not make a changed list with one bad tool unregister all."""
+    from mcp.server.lowlevel.server import Server
+
+    listed = [types.Tool(name="kept", input_schema={"type": "object"})]
+
+    async def list_tools(ctx: object, params: object) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    server = McpServer.in_process(Server("moody", on_list_tools=list_tools), name="moody")
+    runtime.register_source(server)
+    listed.append(types.Tool(name="added", input_schema={"type": "object"}))
+    listed.extend(
+        types.Tool(name="twice", description=description, input_schema={"type": "object"})
+        for description in ("one", "another")
+    )
+    server._stale = True  # as a notifications/tools/list_changed would
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runtime.end_plan(runtime.new_context())
+    assert [d.name for d in runtime.descriptors()] == ["kept", "added"]
+    assert "source.refresh_failed" not in caplog.text
+    [skipped] = [r for r in caplog.records if r.getMessage() == "source.tool_skipped"]
+    assert "'twice'" in str(vars(skipped).get("detail"))
+    assert "2 different tools" in str(vars(skipped).get("detail"))
+
+
 def test_a_listing_that_breaks_the_mcp_schema_is_a_server_error_that_says_where(
     runtime: ToolRuntime,
 ) -> None:

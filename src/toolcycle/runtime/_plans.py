@@ -100,14 +100,22 @@ class PlanRegistry:
         """A tracked context for a new plan (see `ToolRuntime.new_context`)."""
         self._check(plan_id)
         self._before_plan()
-        return self._open(plan_id, options)
+        ctx = self._open(plan_id, options)
+        if self._settings.closed:  # closed since the check: close() may have missed it
+            self.end_plan(ctx)
+            self._settings.check_open()  # raises
+        return ctx
 
     async def anew_context(self, plan_id: str | None, **options: Any) -> ToolExecutionContext:
         """As `new_context`, but stale sources are listed in a worker thread, off the loop."""
         self._check(plan_id)
         if self._plan_due():
             await asyncio.to_thread(self._before_plan)
-        return self._open(plan_id, options)
+        ctx = self._open(plan_id, options)
+        if self._settings.closed:  # as in new_context
+            await self.aend_plan(ctx)
+            self._settings.check_open()  # raises
+        return ctx
 
     def _check(self, plan_id: str | None) -> None:
         self._settings.check_open()
@@ -134,6 +142,9 @@ class PlanRegistry:
             metadata=_copied(options.pop("metadata", None)),
             **options,
         )
+        # Closing marks the runtime closed before it lists the open plans, and the
+        # listing and `track` share the cache's lock: a close that missed this plan
+        # is seen by the caller's check of ``closed`` after this, which ends it.
         self._cache.track(ctx)
         lifecycle_event(
             "plan.started",

@@ -32,6 +32,7 @@ from toolcycle.sources.mcp._requests import McpRequests
 from toolcycle.sources.mcp._sharing import Scope, Sharing
 from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
 from toolcycle.sources.mcp._tool import McpTool
+from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["McpServer"]
+
+_log = get_logger("toolcycle.sources.mcp")
 
 
 # -- endpoints: where a server is ---------------------------------------------------------
@@ -185,6 +188,7 @@ class McpServer:
             "requests": handlers,
         }
         self._stale = False
+        self._listed = False  # whether a listing has finished (see tools)
         self._sharing = Sharing(
             name,
             endpoint,
@@ -320,7 +324,10 @@ class McpServer:
         """List the server's tools (every page) as `McpTool` objects.
 
         A listed tool toolcycle cannot use (see `listing`) is left out with a
-        `ToolSkippedWarning` that says why; the others are returned.
+        `ToolSkippedWarning` that says why; the others are returned. Later
+        listings (the runtime's refresh after ``list_changed``) log such a tool instead
+        (``source.tool_skipped``): a refresh may run on any thread, and a warning
+        filter that raises would cost the server all its tools there.
 
         Raises:
             McpServerError: the server could not be started or listed within
@@ -335,8 +342,12 @@ class McpServer:
             timeout=self.timeout,
             overrides=self.capabilities,
         )
-        for reason in skipped:  # here, in the caller's thread, to point at its line
-            warn_at_caller(ToolSkippedWarning(reason))
+        first, self._listed = not self._listed, True
+        for reason in skipped:
+            if first:  # here, in the caller's thread, to point at its line
+                warn_at_caller(ToolSkippedWarning(reason))
+            else:
+                _log.warning("source.tool_skipped", server=self.name, detail=reason)
         return [McpTool(self, descriptor, item.name) for item, descriptor in kept]
 
     async def _discover(self) -> list[mcp_types.Tool]:
