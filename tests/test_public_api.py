@@ -110,6 +110,7 @@ ALLOWED = {
     "_span_payloads": set(),
     "_value": set(),
     "_bounds": {"errors"},
+    "_plain": set(),
     "_construct": {"_lazy_trace", "models"},  # models for annotations only
     "runtime._recorder": {
         "_bounds",
@@ -196,7 +197,7 @@ ALLOWED = {
     "agent._names": set(),
     "agent._schemas": set(),
     "agent._calls": {"validation._json", "models", "_construct"},
-    "agent._definitions": {"agent._names", "agent._schemas", "models"},
+    "agent._definitions": {"_plain", "agent._names", "agent._schemas", "models"},
     "agent._dispatch": {"agent._names", "errors", "models"},
     "agent._search": {"models"},  # for annotations only, under TYPE_CHECKING
     "agent._deferred": {"agent._definitions", "agent._search", "models"},
@@ -468,6 +469,7 @@ ALLOWED = {
     },
     "runtime._search": {
         "_bounds",
+        "_plain",
         "agent._deferred",
         "agent._dispatch",
         "agent._names",

@@ -13,12 +13,17 @@ MCP's ``outputSchema`` is declared only for an output schema of objects. A clien
 ``structuredContent`` against it, and the result message sends an object output
 there, but no other value: MCP wants an object at the root of both (up to protocol
 2025-11-25), and the message knows only the value, not the tool's schema.
+
+The description, and each ``description`` and ``title`` in the schemas, is shown
+without control characters (see `plain_text`): a source may have put terminal
+escapes in them. The descriptor keeps its text as written.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from toolcycle._plain import plain_schema, plain_text
 from toolcycle.agent._names import provider_name
 from toolcycle.agent._schemas import object_root, openai_strict
 
@@ -42,8 +47,8 @@ def definition(
         strict: for the OpenAI formats, offer strict mode where the schema allows it.
     """
     name = provider_name(descriptor.name, format)
-    schema = object_root(descriptor.input_schema)
-    description = descriptor.description
+    schema = object_root(plain_schema(descriptor.input_schema))  # the registered one: walked once
+    description = plain_text(descriptor.description)
     if format in {"openai", "openai-responses"}:
         adapted = openai_strict(schema) if strict else None
         function: dict[str, Any] = {
@@ -61,7 +66,7 @@ def definition(
         return {"name": name, "description": description, "parametersJsonSchema": schema}
     tool: dict[str, Any] = {"name": name, "description": description, "inputSchema": schema}
     if _objects(descriptor.output_schema):
-        tool["outputSchema"] = {"type": "object", **descriptor.output_schema}
+        tool["outputSchema"] = {"type": "object", **plain_schema(descriptor.output_schema)}
     hints = {key: value for key, value in descriptor.annotations.items() if key.endswith("Hint")}
     tool["annotations"] = {**hints, "readOnlyHint": not descriptor.capability.writes}
     return tool

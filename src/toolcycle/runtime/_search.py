@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle._bounds import shown_value
+from toolcycle._plain import plain_text
 from toolcycle.agent._deferred import DEFAULT_LIMIT, SEARCH_TOOL, deferred_definitions, search_plan
 from toolcycle.agent._dispatch import refusal
 from toolcycle.agent._names import provider_name
@@ -236,13 +237,17 @@ def _read(arguments: dict[str, Any]) -> tuple[str | None, str, int]:
 
 
 def _output(found: list[ToolDescriptor], too_common: list[str], format: str) -> dict[str, Any]:
-    """What the model reads: each tool found (name as it must call it, one-line description)."""
+    """What the model reads: each tool found (name as it must call it, one-line description).
+
+    The description is cleaned of control characters before its first line is taken,
+    so a carriage return or next line (U+0085) ends the line as a line feed does.
+    """
     tools = [
         {
             "name": descriptor.name
             if format == "plain"
             else provider_name(descriptor.name, format),
-            "description": _one_line(descriptor.description),
+            "description": _one_line(plain_text(descriptor.description)),
         }
         for descriptor in found
     ]

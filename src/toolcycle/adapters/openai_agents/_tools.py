@@ -13,6 +13,7 @@ from agents import (
 )
 
 from toolcycle import GuardrailTripped, ToolCancelledError, ToolDescriptor, ToolRuntimeError
+from toolcycle._plain import plain_schema
 from toolcycle.adapters._offers import offers, waiting
 from toolcycle.adapters.openai_agents._approvals import APPROVED, FORMAT, decide
 from toolcycle.approvals import needs_approval
@@ -51,7 +52,8 @@ def function_tools(
 
     A tool that needs approval has ``needs_approval=True`` and is offered with its
     schema as it is, not strict, so that the arguments a person approves are the
-    ones the tool receives. ``approval`` is the rule that decides which (see
+    ones the tool receives (its descriptions and titles cleaned of control
+    characters, as in every definition). ``approval`` is the rule that decides which (see
     `toolcycle.approvals.needs_approval`: ``"writes"``, ``"all"``, ``"flagged"`` or
     a function of the descriptor); by default, the runtime's own rule for the plan:
     the plan's ``approval`` when it has an approver, otherwise only tools flagged
@@ -106,7 +108,9 @@ def _function_tool(
     return FunctionTool(
         name=name,
         description=definition["description"],
-        params_json_schema=definition["parameters"] if asks is None else asks.input_schema,
+        params_json_schema=(
+            definition["parameters"] if asks is None else plain_schema(asks.input_schema)
+        ),
         on_invoke_tool=_Invoke(runtime, plan, name, None if asks is None else asks.name),
         strict_json_schema=definition["strict"] if asks is None else False,
         needs_approval=asks is not None,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Listed", "plain_text", "render_prompt"]
 
+# The core cleans definitions alike; a source imports only public names, so it has its own.
 # C0 and C1 control characters and DEL, but not tab or line feed.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _BREAK = re.compile(r"\r\n|[\r\x0b\x0c\x85]")
