@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -18,7 +19,7 @@ import hosts_toolbox as box
 import pytest
 from hosts_toolbox import lines
 
-from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime
+from toolcycle import ToolActivationError, ToolCancelledError, ToolRuntime, tool
 from toolcycle.hosts import ProcessHost, ToolHostError
 
 WAIT = 10.0
@@ -263,6 +264,32 @@ def test_a_timeout_gives_up_on_the_call_and_cancels_its_body(
     assert result.trace.abandoned is left_running
     assert ("left running" in (result.error or "")) is left_running
     assert [words[0] for words in lines(journal)] == ["cancelled"]  # its token, or its task
+
+
+def test_a_timed_out_call_says_its_own_body_was_left_running_when_its_tool_was_replaced(
+    runtime: ToolRuntime, host: ProcessHost, journal: Path
+) -> None:
+    """A coroutine tool registered under the name while the sync call ran changes nothing."""
+    started = threading.Event()
+
+    @tool(name="wait_for_cancel")
+    async def replacement() -> str:
+        """Answer at once."""
+        return "new"
+
+    with runtime.plan(
+        host=host, metadata={"journal": str(journal)}, on_progress=lambda _: started.set()
+    ) as ctx:
+        runtime.activate("wait_for_cancel", ctx)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            running = pool.submit(runtime.execute, "wait_for_cancel", {}, ctx, timeout=2.0)
+            assert started.wait(WAIT)
+            runtime.unregister("wait_for_cancel")
+            runtime.register(replacement)
+            result = running.result(WAIT)
+    assert result.trace is not None and result.trace.status == "timed_out"
+    assert result.trace.abandoned
+    assert "left running" in (result.error or "")
 
 
 @pytest.mark.parametrize(

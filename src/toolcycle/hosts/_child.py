@@ -19,6 +19,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.hosts._tools import ToolHostError, settle, tool_name
@@ -64,7 +65,10 @@ class Child:
         self._stopping = False
         self._numbers = itertools.count(1)
         self._pending: dict[int, Pending] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the bookkeeping: brief, and taken by the reader
+        # One message on the pipe at a time. A write blocks while the worker is not
+        # reading, which may be until its outcomes are read: the reader never takes it.
+        self._send_lock = threading.Lock()
         mine, theirs = context.Pipe()
         self._conn = mine
         self.process = context.Process(  # type: ignore[attr-defined]
@@ -93,23 +97,27 @@ class Child:
         """Send one stage; its `Pending` settles with ``(value, changes, revealed)``, or fails."""
         number = next(self._numbers)
         pending = Pending(f"{kind} of tool {tool_name(name)!r}", listener)
-        with self._lock:
-            if not self.dead:
-                self._pending[number] = pending
+        with self._send_lock:
+            with self._lock:
+                failed = self.dead or self._stopping
+                if not failed:
+                    self._pending[number] = pending
+            if not failed:
                 try:
                     self._conn.send((kind, number, name, argument, call))
-                except (OSError, ValueError):  # pragma: no cover - it broke since the check
-                    self._pending.pop(number, None)
-                    pending.future.set_exception(self._died(pending.label))
-                return number, pending
-        pending.future.set_exception(self._died(pending.label))
+                except (OSError, ValueError):  # it broke since the check
+                    with self._lock:  # unless the reader, at its end, failed it already
+                        failed = self._pending.pop(number, None) is not None
+        if failed:
+            pending.future.set_exception(self._died(pending.label))
         return number, pending
 
     def cancel(self, number: int, reason: str | None) -> None:
         """Ask the worker to cancel a stage it runs (its token and task)."""
-        with self._lock:
-            if self.dead or number not in self._pending:
-                return
+        with self._send_lock:
+            with self._lock:
+                if self.dead or number not in self._pending:
+                    return
             with contextlib.suppress(OSError, ValueError):
                 self._conn.send(("cancel", number, reason))
 
@@ -119,12 +127,21 @@ class Child:
         The worker gives its stages still running, and then the tools no call took
         up, the same ``timeout`` to end there.
         """
-        with self._lock:
-            self._stopping = True
-            if not self.dead:
+        deadline = time.monotonic() + timeout
+        # A send the worker does not read (its main thread stuck in a tool's
+        # import) holds the pipe: then the worker is killed without being told.
+        told = self._send_lock.acquire(timeout=timeout)
+        try:
+            with self._lock:
+                self._stopping = True
+                dead = self.dead
+            if told and not dead:
                 with contextlib.suppress(OSError, ValueError):
                     self._conn.send(("stop", timeout))
-        self.process.join(timeout)
+        finally:
+            if told:
+                self._send_lock.release()
+        self.process.join(max(0.0, deadline - time.monotonic()))
         if self.process.is_alive():
             if hasattr(os, "killpg"):
                 # Its group: the servers and scripts it started, which it can no longer
@@ -135,8 +152,9 @@ class Child:
             self.process.kill()
             # A killed process ends at once, but not within a timeout of 0: give it a moment.
             self.process.join(max(timeout, _KILLED_WITHIN))
-        self._reader.join(timeout)
-        self._conn.close()
+        # Gone, the worker closed its end: the reader is at its own, and closes ours.
+        # Closed here instead, the number could be reused while the reader still reads it.
+        self._reader.join(_KILLED_WITHIN)
         with contextlib.suppress(ValueError):  # still there (stuck in the kernel): let it be
             self.process.close()
 
@@ -165,12 +183,14 @@ class Child:
         with self._lock:
             self.dead = True
             left, self._pending = self._pending, {}
+        with self._send_lock:  # no send is writing to it, and none will: dead
+            conn.close()
         for pending in left.values():
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 pending.future.set_exception(self._died(pending.label))
 
     def _died(self, label: str) -> ToolHostError:
-        if self._stopping:  # pragma: no cover - a stage still running past the grace
+        if self._stopping:  # a stage running past the grace, or sent as the plan ended
             how = "was stopped: the plan ended"
         else:
             self.process.join(1.0)

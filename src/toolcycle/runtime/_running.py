@@ -151,7 +151,7 @@ class ToolStages:
                     coroutine=entry.coroutine,
                 )
         except InvokeTimeoutError as exc:
-            outcome = self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, entry, exc)
         except (ToolCancelledError, asyncio.CancelledError) as exc:
             self._steps.raise_cancelled(call, exc)
         except Exception as exc:
@@ -204,7 +204,7 @@ class ToolStages:
                     task=task,
                 )
         except InvokeTimeoutError as exc:
-            outcome = self._steps.timed_out(call, exc)
+            outcome = self._steps.timed_out(call, entry, exc)
         except ToolCancelledError as exc:
             self._steps.raise_cancelled(call, exc)
         except asyncio.CancelledError as exc:

@@ -195,6 +195,8 @@ class Entry:
         loop_for: its ``event_loop_for`` method, when the loop depends on the plan.
         timeout: the smaller of the descriptor's limit and the one given to ``register``.
         coroutine: whether the tool's ``execute`` is an ``async def``.
+        tool_coroutine: the same of the registered tool itself, which a copy
+            holding a host's stand-in (whose stages are the caller's kind) keeps.
         cache: where its results are cached, when it has a `CachePolicy`.
         guards: the tool's guardrails (the runtime's, its source's, its own); None if none.
         max_retries: how many model-fixable failures in a row a plan allows it.
@@ -219,6 +221,7 @@ class Entry:
         "plain",
         "retry",
         "timeout",
+        "tool_coroutine",
     )
 
     def __init__(
@@ -253,7 +256,7 @@ class Entry:
         )
         # Worked out once here rather than on every call.
         self.timeout = smaller(descriptor.timeout, registered_timeout)
-        self.coroutine = inspect.iscoroutinefunction(instance.execute)
+        self.coroutine = self.tool_coroutine = inspect.iscoroutinefunction(instance.execute)
 
     def call_loop(self, ctx: Any) -> asyncio.AbstractEventLoop | None:
         """The loop a sync call in plan ``ctx`` runs the tool's coroutine on, if its own."""

@@ -310,7 +310,7 @@ class CallSteps:
         else:  # KeyboardInterrupt, SystemExit
             self.emit(call, "cancelled", error=exc)
 
-    def timed_out(self, call: Call, exc: InvokeTimeoutError) -> Outcome:
+    def timed_out(self, call: Call, entry: Entry, exc: InvokeTimeoutError) -> Outcome:
         """The outcome of a call stopped at its limit; a sync straggler stays in flight."""
         if call.scope is not None:
             call.scope.cancel(str(exc))  # a tool polling ctx.call_token stops
@@ -319,21 +319,10 @@ class CallSteps:
             # In flight until its thread ends: the plan's end waits for it.
             call.flight.leave(straggler)
         if call.ctx.host is not None:
-            abandoned = self._left_in_host(call)
+            abandoned = _left_in_host(entry)
         else:
             abandoned = exc.abandoned is not None
         return Outcome(timed_out=True, abandoned=abandoned, reason=str(exc))
-
-    def _left_in_host(self, call: Call) -> bool:
-        """Whether a timed-out call left a sync body running in its plan's host.
-
-        Which kind of stand-in waited does not say: from sync code it is a thread
-        the timeout leaves waiting, from async code a coroutine it cancels. Either
-        way the host cancels the body's token and the task of a coroutine body, so
-        only a sync body, on a thread of the worker, runs on as it would here.
-        """
-        entry = self._entries.get(call.name)  # the tool's own entry, not the stand-in's
-        return entry is not None and not entry.coroutine
 
     def refused(
         self,
@@ -440,3 +429,16 @@ def _resumed_decision(call: Call, approval: ApprovalRecord) -> None:
         call_id=call.record.call_id,
         outcome=_DECIDED.get(approval.outcome, approval.outcome),
     )
+
+
+def _left_in_host(entry: Entry) -> bool:
+    """Whether a timed-out call left a sync body running in its plan's host.
+
+    Which kind of stand-in waited does not say: from sync code it is a thread
+    the timeout leaves waiting, from async code a coroutine it cancels. Either
+    way the host cancels the body's token and the task of a coroutine body, so
+    only a sync body, on a thread of the worker, runs on as it would here. The
+    call's own ``entry`` says which tool ran: one registered anew under its name
+    meanwhile may be of the other kind.
+    """
+    return not entry.tool_coroutine
