@@ -218,16 +218,21 @@ class Answerer:
         params: dict[str, Any],
         ctx: ToolExecutionContext,
         send: Send,
+        first: mcp_types.CallToolResult | mcp_types.InputRequiredResult | None = None,
     ) -> mcp_types.CallToolResult | ToolResult:
         """Send the call and answer what it asks until it ends, is deferred or runs out of rounds.
+
+        ``first`` is the answer to the call already sent with no answers, which
+        its caller may do itself when nothing watches and nothing is resumed.
 
         Raises:
             McpCallError: the server asked for input past ``max_rounds``, or for
                 something no handler answers.
         """
-        if not self.watching and current_resumption() is None:
+        if first is not None or (not self.watching and current_resumption() is None):
             # Nothing to answer for yet: no context made (and no call token) unless asked.
-            first = await send(None, None)
+            if first is None:
+                first = await send(None, None)
             # By exact type first: a pydantic model class answers isinstance slowly.
             if type(first) is mcp_types.CallToolResult or not isinstance(
                 first, mcp_types.InputRequiredResult

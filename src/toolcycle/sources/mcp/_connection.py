@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types
@@ -230,7 +230,9 @@ class Connection:
                 the result breaks the MCP schema (the connection stays usable).
             McpCallError: the server answered with a JSON-RPC error.
         """
-        session = self._live_session()
+        session = self._session
+        if session is None or self.broken:
+            session = self._live_session()  # raises
         if self.header_tools and name in self.header_tools and not self._headers_learned:
             await self._learn_headers(session)
 
@@ -244,29 +246,48 @@ class Connection:
                 name=name,
                 arguments=arguments,
                 # An open map in the SDK's types; the keys are checked in _meta.
-                _meta=cast("mcp_types.RequestParamsMeta | None", meta),
+                _meta=meta,  # type: ignore[arg-type]
                 input_responses=input_responses,
                 request_state=request_state,
             )
         )
-        # So the server's own requests on this session can name the call (legacy era).
-        serving = self._answerer.serving(session) if self._answerer else contextlib.nullcontext()
         # Only the 2026-07-28 era can answer with InputRequiredResult.
         kind = mcp_types.CallToolResult if self._protocol == "legacy" else _CALL_RESULT
+        answerer = self._answerer
+        watched = answerer is not None and answerer.watching
+        if self._vet is None and not watched:
+            # Nothing would read a request scope (no HTTP guard) or the call in
+            # flight (no handler for the server's requests): send it bare.
+            try:
+                return await session.send_request(request, kind, progress_callback=forward)
+            except ValidationError as exc:
+                raise self._schema_error(name, exc) from None
+            except Exception as exc:
+                raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
+        # So the server's own requests on this session can name the call (legacy era).
+        serving = (
+            answerer.serving(session)
+            if answerer is not None and watched
+            else contextlib.nullcontext()
+        )
         with request_scope():  # a refusal met by a parallel call is not this call's
             try:
                 with serving:
                     return await session.send_request(request, kind, progress_callback=forward)
             except ValidationError as exc:
-                # The SDK checks the result against the negotiated revision's schema. The
-                # connection is fine; the answer is not. Its values may hold secrets, so
-                # neither they nor pydantic's text (which quotes them) are repeated.
-                raise self._error(
-                    f"sent a tools/call result for {name!r} that breaks the MCP schema: "
-                    f"{_places(exc)}"
-                ) from None
+                raise self._schema_error(name, exc) from None
             except Exception as exc:
                 raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
+
+    def _schema_error(self, name: str, exc: ValidationError) -> McpServerError:
+        """A result the SDK found against the negotiated revision's schema.
+
+        The connection is fine; the answer is not. Its values may hold secrets,
+        so neither they nor pydantic's text (which quotes them) are repeated.
+        """
+        return self._error(
+            f"sent a tools/call result for {name!r} that breaks the MCP schema: {_places(exc)}"
+        )
 
     async def _learn_headers(self, session: ClientSession) -> None:
         """List the tools on this session once, so the SDK sends their ``Mcp-Param-*`` headers.

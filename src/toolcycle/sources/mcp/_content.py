@@ -229,7 +229,7 @@ def content_parts(blocks: list[mcp_types.ContentBlock]) -> tuple[ContentPart, ..
     what still cannot be read (data that is not base64, a link with no URI)
     becomes a `Text` saying what was wrong, so the model still learns of it.
     """
-    return tuple(_part(block) for block in blocks)
+    return tuple(map(_part, blocks))
 
 
 def _part(block: mcp_types.ContentBlock) -> ContentPart:
@@ -289,7 +289,7 @@ def call_output(result: mcp_types.CallToolResult) -> Any:
         value = result.structured_content
     else:
         value = content_json(result.content)
-    return ToolReturn(value=value, content=content_parts(result.content))
+    return ToolReturn(value, tuple(map(_part, result.content)))  # content_parts, inlined
 
 
 def _untold(structured: dict[str, Any] | None) -> str:

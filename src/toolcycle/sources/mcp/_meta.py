@@ -92,7 +92,9 @@ def call_meta(
         extra = resolver(McpCallInfo(server, tool, ctx, ctx.call_id))
         if extra is not None:
             meta = _checked(extra, server)
-    if otel_trace.get_current_span().get_span_context().is_valid:
+    span = otel_trace.get_current_span()
+    # No span current is the commonest case, and its one answer is INVALID_SPAN.
+    if span is not otel_trace.INVALID_SPAN and span.get_span_context().is_valid:
         if meta is None:
             meta = {}
         _W3C.inject(meta)

@@ -199,11 +199,15 @@ class Sharing:
         """
         if not self._same_loop:
             return None
-        share = self._shares.get(self._key(ctx))
-        if share is None or share.home is not asyncio.get_running_loop():
+        share = self._shares.get(_RUNTIME_KEY if self._scope == "runtime" else ctx.plan_id)
+        here = asyncio.get_running_loop()
+        if share is None or share.home is not here:
             return None
         connection = share.connection
-        return connection if connection is not None and connection.usable else None
+        # On the running loop, which is not closed: usable unless broken.
+        if connection is None or connection.loop is not here or connection.broken:
+            return None
+        return connection
 
     # -- joining, calling and leaving, on the MCP loop ------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types
 
-from toolcycle import ToolActivationError, ToolResult
+from toolcycle import ToolActivationError, ToolResult, current_resumption
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._content import McpServerError, call_output
 from toolcycle.sources.mcp._meta import call_meta
@@ -130,7 +130,17 @@ class McpTool:
             )
 
         name = self._descriptor.name
-        result = await server._answerer.run(name, self.remote_name, params, ctx, send)
+        answerer = server._answerer
+        first = None
+        if not answerer.watching and current_resumption() is None:
+            # Nothing to answer for yet: the commonest call on its own loop skips
+            # the answerer, which gets the answer only if it asks for input.
+            connection = sharing.here(ctx)
+            if connection is not None:
+                first = await connection.call(self.remote_name, params, report, meta)
+                if type(first) is mcp_types.CallToolResult:
+                    return call_output(first)
+        result = await answerer.run(name, self.remote_name, params, ctx, send, first)
         if type(result) is mcp_types.CallToolResult:  # the commonest, told apart at once
             return call_output(result)
         return result if isinstance(result, ToolResult) else call_output(result)
