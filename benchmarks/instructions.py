@@ -2,7 +2,9 @@
 
 Timings on a shared machine move by several percent from run to run; the number of
 instructions a call executes hardly does (with a fixed ``PYTHONHASHSEED``, by up to
-about half a percent). This script counts them with valgrind's callgrind tool for:
+about half a percent between runs of one checkout, and up to about 0.7 % between two
+copies of the same code in different folders, where objects land at other addresses).
+This script counts them with valgrind's callgrind tool for:
 
 - a warm ``execute`` of a plain sync tool, ``aexecute`` and ``acall`` (an OpenAI
   tool call) of a plain async tool, with no cache, guardrail, retry policy, search
