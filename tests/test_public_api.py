@@ -275,12 +275,19 @@ ALLOWED = {
     },
     # context and _threads for annotations only
     "execution._inflight": {"cancellation", "context", "execution._threads"},
-    "cache": {"execution._inflight", "context", "errors", "protocols"},
+    "execution._single_flight": {"protocols"},  # for annotations only, under TYPE_CHECKING
+    "cache": {
+        "execution._inflight",
+        "execution._single_flight",
+        "context",
+        "errors",
+        "protocols",
+    },
     "execution._lifecycle": {
         "execution._invoke",
         "execution._portal",
+        "execution._single_flight",  # for annotations only, under TYPE_CHECKING
         "execution._threads",
-        "cache",  # for annotations only, under TYPE_CHECKING
         "context",  # for annotations only, under TYPE_CHECKING
         "errors",
         "instrumentation",  # for annotations only, under TYPE_CHECKING
@@ -291,8 +298,9 @@ ALLOWED = {
         "execution._invoke",
         "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
         "execution._portal",
+        "execution._single_flight",
         "execution._threads",
-        "cache",
+        "cache",  # for annotations only, under TYPE_CHECKING
         "context",
         "errors",
         "protocols",
