@@ -206,9 +206,11 @@ ALLOWED = {
     "_confined": set(),
     "rollback": {"_confined", "_history", "models"},
     "_history": {"models"},
+    "_scope": {"cancellation", "models"},  # models for annotations only, under TYPE_CHECKING
     "context": {
         "_bounds",
         "_history",
+        "_scope",
         "_value",
         "approvals",
         "cancellation",
@@ -273,8 +275,8 @@ ALLOWED = {
         "cancellation",
         "errors",
     },
-    # context and _threads for annotations only
-    "execution._inflight": {"cancellation", "context", "execution._threads"},
+    # _scope and _threads for annotations only
+    "execution._inflight": {"_scope", "cancellation", "execution._threads"},
     "execution._single_flight": {"protocols"},  # for annotations only, under TYPE_CHECKING
     "cache": {
         "execution._inflight",
@@ -353,6 +355,7 @@ ALLOWED = {
     "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._limits": {"_bounds"},
     "runtime._shared": {
+        "_scope",  # for annotations only, under TYPE_CHECKING
         "durable",
         "runtime._guardset",
         "execution._inflight",
@@ -391,6 +394,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
+        "_scope",
         "runtime._limits",
         "protocols",
         "execution._inflight",
@@ -443,6 +447,7 @@ ALLOWED = {
     },
     "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
+        "_scope",
         "runtime._limits",
         "runtime._durable",
         "runtime._guards",
@@ -509,6 +514,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._facade": {
+        "_scope",
         "runtime._limits",
         "guardrails",
         "runtime._guardset",
