@@ -188,7 +188,7 @@ def test_finished_calls_leave_no_callback_on_the_plans_token(runtime: ToolRuntim
 
 def test_a_call_token_of_a_cancelled_plan_is_born_cancelled() -> None:
     """Asking for the call token in a call of an already cancelled plan gives a cancelled one."""
-    from toolcycle.context import _start_collecting, _stop_collecting
+    from toolcycle._scope import _start_collecting, _stop_collecting
 
     ctx = ToolExecutionContext("p")
     ctx.cancellation_token.cancel("gone")
@@ -207,7 +207,7 @@ def _swallow(fn: Any, *args: Any) -> None:
 
 def test_after_a_call_ends_its_scope_hands_out_the_plans_token_and_links_nothing() -> None:
     """Work left behind by a finished call that asks for a token gets the plan's own."""
-    from toolcycle.context import _start_collecting, _stop_collecting
+    from toolcycle._scope import _start_collecting, _stop_collecting
 
     ctx = ToolExecutionContext("p")
     scope, reset = _start_collecting(ctx)

@@ -206,9 +206,11 @@ ALLOWED = {
     "_confined": set(),
     "rollback": {"_confined", "_history", "models"},
     "_history": {"models"},
+    "_scope": {"cancellation", "models"},  # models for annotations only, under TYPE_CHECKING
     "context": {
         "_bounds",
         "_history",
+        "_scope",
         "_value",
         "approvals",
         "cancellation",
@@ -273,14 +275,21 @@ ALLOWED = {
         "cancellation",
         "errors",
     },
-    # context and _threads for annotations only
-    "execution._inflight": {"cancellation", "context", "execution._threads"},
-    "cache": {"execution._inflight", "context", "errors", "protocols"},
+    # _scope and _threads for annotations only
+    "execution._inflight": {"_scope", "cancellation", "execution._threads"},
+    "execution._single_flight": {"protocols"},  # for annotations only, under TYPE_CHECKING
+    "cache": {
+        "execution._inflight",
+        "execution._single_flight",
+        "context",
+        "errors",
+        "protocols",
+    },
     "execution._lifecycle": {
         "execution._invoke",
         "execution._portal",
+        "execution._single_flight",  # for annotations only, under TYPE_CHECKING
         "execution._threads",
-        "cache",  # for annotations only, under TYPE_CHECKING
         "context",  # for annotations only, under TYPE_CHECKING
         "errors",
         "instrumentation",  # for annotations only, under TYPE_CHECKING
@@ -291,8 +300,9 @@ ALLOWED = {
         "execution._invoke",
         "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
         "execution._portal",
+        "execution._single_flight",
         "execution._threads",
-        "cache",
+        "cache",  # for annotations only, under TYPE_CHECKING
         "context",
         "errors",
         "protocols",
@@ -345,6 +355,7 @@ ALLOWED = {
     "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._limits": {"_bounds"},
     "runtime._shared": {
+        "_scope",  # for annotations only, under TYPE_CHECKING
         "durable",
         "runtime._guardset",
         "execution._inflight",
@@ -383,6 +394,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._plans": {
+        "_scope",
         "runtime._limits",
         "protocols",
         "execution._inflight",
@@ -435,6 +447,7 @@ ALLOWED = {
     },
     "runtime._hosting": {"protocols", "runtime._shared"},  # for annotations only
     "runtime._pipeline": {
+        "_scope",
         "runtime._limits",
         "runtime._durable",
         "runtime._guards",
@@ -501,6 +514,7 @@ ALLOWED = {
         "_construct",
     },
     "runtime._facade": {
+        "_scope",
         "runtime._limits",
         "guardrails",
         "runtime._guardset",

@@ -3,8 +3,10 @@
 For every plan the cache remembers which tools were activated, in order. The
 first call of a tool in a plan becomes the *owner* of its activation; calls that
 arrive while it is activating wait for it and share its outcome, whether they
-come from threads or from tasks (single flight). A failed activation is not
-cached: the waiters see the failure, and the next call tries again.
+come from threads or from tasks (single flight; the record they share, an
+`Activation`, is defined in ``toolcycle.execution._single_flight``). A failed
+activation is not cached: the waiters see the failure, and the next call tries
+again.
 
 An owner that gives up without an outcome (its caller cancelled it, or its
 call's own time ran out) hands the activation back with `retry`: the waiters
@@ -28,8 +30,6 @@ but nothing of validation or tracing; the runtime supplies how to call a
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -44,114 +44,13 @@ from toolcycle.errors import (
     error_text,
 )
 from toolcycle.execution._inflight import Flights
+from toolcycle.execution._single_flight import Activation, OwnerGone
 
 if TYPE_CHECKING:
     from toolcycle.execution._inflight import Flight
     from toolcycle.protocols import ToolInstance
 
 __all__ = ["Activation", "OwnerGone", "ToolLifecycleCache"]
-
-
-class OwnerGone(Exception):
-    """The owner of an activation left without an outcome: a waiter takes it over."""
-
-
-class Activation:
-    """One tool's activation in one plan; pending until its owner finishes it.
-
-    A thread that waits on a pending activation gets an event made for it; one
-    that finds it finished (nearly every later call in a plan) needs none, so a
-    plan's idle activations do not each hold an event (about 1 KB apiece).
-    """
-
-    __slots__ = (
-        "__weakref__",
-        "_callbacks",
-        "_done",
-        "_event",
-        "_lock",
-        "error",
-        "expires",
-        "instance",
-        "name",
-        "retired",
-    )
-
-    def __init__(self, name: str, instance: ToolInstance) -> None:
-        self.name = name
-        self.instance = instance
-        self.retired = False
-        """Its tool was unregistered or replaced while it was still activating."""
-        self.error: BaseException | None = None
-        self.expires: float | None = None
-        """``time.monotonic()`` past which waiting for it is given up (``activate_timeout``)."""
-        self._done = False
-        self._event: threading.Event | None = None
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], object]] | None = None
-
-    @property
-    def done(self) -> bool:
-        """Whether the owner has finished, successfully or not."""
-        return self._done
-
-    def _finish(self, error: BaseException | None) -> None:
-        with self._lock:
-            self.error = error
-            self._done = True
-            event, self._event = self._event, None
-            callbacks, self._callbacks = self._callbacks, None
-        if event is not None:
-            event.set()
-        for callback in callbacks or ():
-            callback()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the owner has finished, or ``timeout`` seconds; whether it has."""
-        if self._done:
-            return True
-        with self._lock:
-            if self._done:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-        return event.wait(timeout)
-
-    async def wait_async(self, timeout: float | None = None) -> bool:
-        """Wait, without blocking the event loop, until the owner has finished; whether it has."""
-        if self._done:
-            return True
-        loop = asyncio.get_running_loop()
-        finished = loop.create_future()
-
-        def resolve() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def wake() -> None:
-            # Runs in the owner's thread, which must not fail for a waiter gone with its loop.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(resolve)
-
-        with self._lock:
-            registered = not self._done
-            if registered:
-                if self._callbacks is None:
-                    self._callbacks = []
-                self._callbacks.append(wake)
-        if not registered:
-            return True
-        try:
-            if timeout is None:
-                await finished
-            else:
-                await asyncio.wait({finished}, timeout=timeout)
-            return finished.done()
-        finally:
-            with self._lock:  # a cancelled waiter leaves nothing behind
-                if self._callbacks is not None and wake in self._callbacks:
-                    self._callbacks.remove(wake)
 
 
 class _Plan:

@@ -9,7 +9,8 @@ async code, sync stages on the runtime's thread pool, under a deadline and a
 cancellation token. ``_inflight`` counts each plan's calls in flight, so that
 ending a plan can cancel them and wait. ``_lifecycle`` calls a tool's
 ``activate`` and ``deactivate`` (the latter with a time limit), each observed by
-the instrumentation. ``_activation`` activates a tool at most once per plan
-(single flight, also across threads and loops). Nothing here knows about
-schemas, traces or models.
+the instrumentation. ``_single_flight`` is the record of one tool's activation in
+one plan, which the calls that do not own it wait for, from threads or tasks;
+``_activation`` activates a tool at most once per plan (single flight, also
+across threads and loops). Nothing here knows about schemas, traces or models.
 """

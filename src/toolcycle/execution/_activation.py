@@ -16,7 +16,6 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, NoReturn
 
-from toolcycle.cache import OwnerGone
 from toolcycle.errors import (
     ToolActivationError,
     ToolCancelledError,
@@ -26,15 +25,17 @@ from toolcycle.errors import (
     error_text,
 )
 from toolcycle.execution._invoke import caller_cancelled
+from toolcycle.execution._single_flight import OwnerGone
 from toolcycle.execution._threads import InvokeTimeoutError
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
-    from toolcycle.cache import Activation, ToolLifecycleCache
+    from toolcycle.cache import ToolLifecycleCache
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._invoke import Cancels
     from toolcycle.execution._lifecycle import LifecycleCalls
     from toolcycle.execution._portal import Deadline
+    from toolcycle.execution._single_flight import Activation
     from toolcycle.execution._threads import Straggler
     from toolcycle.protocols import ToolInstance
 

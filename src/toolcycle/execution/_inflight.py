@@ -24,8 +24,8 @@ from toolcycle.cancellation import _run_callback
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from toolcycle._scope import _CallScope
     from toolcycle.cancellation import CancellationToken
-    from toolcycle.context import _CallScope
     from toolcycle.execution._threads import Straggler
 
 __all__ = ["Flight", "Flights", "wait_for"]

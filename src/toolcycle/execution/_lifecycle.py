@@ -24,10 +24,10 @@ from toolcycle.tracing import get_logger, lifecycle_event
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from toolcycle.cache import Activation
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._invoke import Cancels, Invoker
     from toolcycle.execution._portal import Deadline
+    from toolcycle.execution._single_flight import Activation
     from toolcycle.execution._threads import Straggler
     from toolcycle.instrumentation import Instrumentation, Stage, StageObserver
     from toolcycle.protocols import ToolInstance

@@ -8,8 +8,8 @@ import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
+from toolcycle._scope import _call_scope
 from toolcycle.cache import ToolLifecycleCache
-from toolcycle.context import _call_scope
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
 from toolcycle.execution._lifecycle import LifecycleCalls

@@ -11,8 +11,8 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._scope import _start_collecting, _stop_collecting
 from toolcycle.agent._dispatch import REFUSED, refused
-from toolcycle.context import _start_collecting, _stop_collecting
 from toolcycle.models import ToolResult, Validation
 from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted

@@ -9,8 +9,9 @@ import threading
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from toolcycle._scope import _call_scope, _CallScope
 from toolcycle.cancellation import CancellationToken
-from toolcycle.context import ToolExecutionContext, _call_scope
+from toolcycle.context import ToolExecutionContext
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
 from toolcycle.runtime._limits import check_seconds
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from contextvars import Token
 
     from toolcycle.cache import ToolLifecycleCache
-    from toolcycle.context import _CallScope
     from toolcycle.errors import ToolDeactivationError
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._lifecycle import LifecycleCalls

@@ -22,9 +22,10 @@ from toolcycle.tracing import lifecycle_event
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
+    from toolcycle._scope import _CallScope
     from toolcycle.approvals import ApprovalRule, Approver
     from toolcycle.cancellation import CancellationToken
-    from toolcycle.context import ToolExecutionContext, _CallScope
+    from toolcycle.context import ToolExecutionContext
     from toolcycle.durable import DurablePlan
     from toolcycle.execution._inflight import Flight
     from toolcycle.instrumentation import CallObserver
