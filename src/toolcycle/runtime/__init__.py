@@ -12,7 +12,8 @@ plans), ``_pipeline`` with ``_steps`` and ``_running`` (the seven steps, sync an
 async; ``_running`` holds the two that wait, activation and the run itself),
 ``_approvals`` (the approval step), ``_resume`` (``resume``) and ``_dispatcher`` (a model's
 tool calls, with ``_search`` for deferred tools and ``search_tools``); ``_shared``
-holds what they share; ``_retries`` counts the model's retries per plan and runs
+holds the records they share, ``_settings`` the options a host may change, and
+``_interfaces`` the protocols through which they see one another; ``_retries`` counts the model's retries per plan and runs
 the attempts of a ``RetryPolicy``; ``_caching`` holds a cached tool's keys and hits (a cached
 tool validates and looks its call up before activating, so a hit activates
 nothing); ``_guards`` runs a call's guardrails; ``_stream`` turns one call into an

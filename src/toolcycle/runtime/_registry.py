@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from toolcycle.protocols import ToolSource
     from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.retries import RetryPolicy
-    from toolcycle.runtime._shared import Settings
+    from toolcycle.runtime._settings import Settings
     from toolcycle.validation import SchemaCompiler
 
 __all__ = ["ToolRegistry"]
