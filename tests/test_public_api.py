@@ -387,24 +387,40 @@ ALLOWED = {
     },
     # The parts' protocols: for annotations only, under TYPE_CHECKING
     "runtime._interfaces": {"context", "models", "runtime._shared"},
-    "runtime._registry": {
-        "runtime._limits",
-        "result_cache",
-        "runtime._caching",
-        "guardrails",
-        "runtime._guardset",
-        "_warnings",
+    # Makes a tool's Entry for the registry: discovered, compiled, its policies resolved.
+    "runtime._preparing": {
+        "_construct",
         "callables",
         "errors",
+        "guardrails",  # for annotations only, under TYPE_CHECKING
         "models",
         "protocols",
-        "retries",
+        "result_cache",  # for annotations only, under TYPE_CHECKING
+        "retries",  # for annotations only, under TYPE_CHECKING
+        "runtime._caching",
+        "runtime._guardset",
+        "runtime._limits",
         "runtime._retries",
-        "runtime._settings",
+        "runtime._settings",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",
+        "validation",  # for annotations only, under TYPE_CHECKING
+    },
+    "runtime._registry": {
+        "_warnings",
+        "errors",
+        "guardrails",  # for annotations only, under TYPE_CHECKING
+        "models",  # for annotations only, under TYPE_CHECKING
+        "protocols",  # for annotations only, under TYPE_CHECKING
+        "result_cache",  # for annotations only, under TYPE_CHECKING
+        "retries",  # for annotations only, under TYPE_CHECKING
+        "runtime._guardset",
+        "runtime._limits",
+        "runtime._preparing",
+        "runtime._retries",
+        "runtime._settings",  # for annotations only, under TYPE_CHECKING
+        "runtime._shared",  # for annotations only, under TYPE_CHECKING
         "tracing",
-        "validation",
-        "_construct",
+        "validation",  # for annotations only, under TYPE_CHECKING
     },
     "runtime._plans": {
         "_scope",
