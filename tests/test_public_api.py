@@ -139,6 +139,8 @@ ALLOWED = {
         "runtime._caching",  # for annotations only, under TYPE_CHECKING
         "runtime._guardset",
         "runtime._rich",
+        "runtime._interfaces",
+        "runtime._settings",
         "runtime._shared",
         "runtime._steps",
     },
@@ -338,8 +340,9 @@ ALLOWED = {
         "runtime._record",  # for annotations only
         "runtime._shared",  # for annotations only
     },
-    # The runtime's parts share `_shared`; `_steps` serves the pipeline, approvals and
-    # dispatcher; the parts never import one another, and only the façade sees them all.
+    # The runtime's parts share `_shared`, `_settings` and `_interfaces`; `_steps` serves
+    # the pipeline, approvals and dispatcher; the parts never import one another, and only
+    # the façade sees them all.
     "runtime._durable": {
         "agent._dispatch",  # a refused call of a model answered as a failed result
         "approvals",  # the call's fingerprint, recorded with its result
@@ -354,44 +357,70 @@ ALLOWED = {
     "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
     "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._limits": {"_bounds"},
+    # Entry and Call; the rest for annotations only, under TYPE_CHECKING
     "runtime._shared": {
-        "_scope",  # for annotations only, under TYPE_CHECKING
-        "durable",
-        "runtime._guardset",
+        "_scope",
+        "context",
         "execution._inflight",
         "execution._portal",
+        "instrumentation",
+        "models",
+        "protocols",
+        "retries",
+        "runtime._caching",
+        "runtime._guardset",
+        "runtime._record",
+        "validation",
+    },
+    # errors and tracing for Settings; the rest for annotations only, under TYPE_CHECKING
+    "runtime._settings": {
         "approvals",
         "cancellation",
-        "context",
+        "durable",
         "errors",
-        "instrumentation",
         "models",
         "protocols",
         "redaction",
         "retries",
-        "tracing",
-        "validation",
-        "runtime._recorder",
-        "runtime._record",
-        "runtime._caching",  # for annotations only, under TYPE_CHECKING
-    },
-    "runtime._registry": {
-        "runtime._limits",
-        "result_cache",
-        "runtime._caching",
-        "guardrails",
         "runtime._guardset",
-        "_warnings",
+        "tracing",
+    },
+    # The parts' protocols: for annotations only, under TYPE_CHECKING
+    "runtime._interfaces": {"context", "models", "runtime._shared"},
+    # Makes a tool's Entry for the registry: discovered, compiled, its policies resolved.
+    "runtime._preparing": {
+        "_construct",
         "callables",
         "errors",
+        "guardrails",  # for annotations only, under TYPE_CHECKING
         "models",
         "protocols",
-        "retries",
+        "result_cache",  # for annotations only, under TYPE_CHECKING
+        "retries",  # for annotations only, under TYPE_CHECKING
+        "runtime._caching",
+        "runtime._guardset",
+        "runtime._limits",
         "runtime._retries",
+        "runtime._settings",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",
+        "validation",  # for annotations only, under TYPE_CHECKING
+    },
+    "runtime._registry": {
+        "_warnings",
+        "errors",
+        "guardrails",  # for annotations only, under TYPE_CHECKING
+        "models",  # for annotations only, under TYPE_CHECKING
+        "protocols",  # for annotations only, under TYPE_CHECKING
+        "result_cache",  # for annotations only, under TYPE_CHECKING
+        "retries",  # for annotations only, under TYPE_CHECKING
+        "runtime._guardset",
+        "runtime._limits",
+        "runtime._preparing",
+        "runtime._retries",
+        "runtime._settings",  # for annotations only, under TYPE_CHECKING
+        "runtime._shared",  # for annotations only, under TYPE_CHECKING
         "tracing",
-        "validation",
-        "_construct",
+        "validation",  # for annotations only, under TYPE_CHECKING
     },
     "runtime._plans": {
         "_scope",
@@ -403,6 +432,7 @@ ALLOWED = {
         "cancellation",
         "context",
         "errors",
+        "runtime._settings",
         "runtime._shared",
         "tracing",
     },
@@ -418,6 +448,8 @@ ALLOWED = {
         "errors",
         "instrumentation",
         "models",
+        "runtime._interfaces",
+        "runtime._settings",
         "runtime._shared",
         "tracing",
         "runtime._recorder",
@@ -430,6 +462,7 @@ ALLOWED = {
         "approvals",
         "errors",
         "models",
+        "runtime._settings",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",  # for annotations only, under TYPE_CHECKING
         "runtime._steps",  # for annotations only, under TYPE_CHECKING
         "tracing",
@@ -441,6 +474,8 @@ ALLOWED = {
         "context",
         "errors",
         "models",  # for annotations only, under TYPE_CHECKING
+        "runtime._interfaces",
+        "runtime._settings",
         "runtime._shared",
         "runtime._steps",  # for annotations only, under TYPE_CHECKING
         "tracing",
@@ -463,6 +498,8 @@ ALLOWED = {
         "context",
         "errors",
         "models",
+        "runtime._interfaces",
+        "runtime._settings",
         "runtime._shared",
         "runtime._steps",
     },
@@ -477,6 +514,7 @@ ALLOWED = {
         "runtime._retries",
         "errors",
         "models",
+        "runtime._settings",
         "runtime._shared",
         "runtime._steps",
     },
@@ -492,6 +530,7 @@ ALLOWED = {
         "errors",
         "execution._threads",  # builds an index off the caller's event loop
         "models",
+        "runtime._interfaces",
         "runtime._shared",
         "runtime._steps",
     },
@@ -507,6 +546,8 @@ ALLOWED = {
         "errors",
         "models",
         "runtime._search",
+        "runtime._interfaces",
+        "runtime._settings",
         "runtime._shared",
         "runtime._steps",
         "validation",
@@ -539,7 +580,7 @@ ALLOWED = {
         "runtime._registry",
         "runtime._resume",
         "runtime._retries",
-        "runtime._shared",
+        "runtime._settings",
         "runtime._steps",
         "retries",
         "runtime._stream",

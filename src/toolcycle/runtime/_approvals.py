@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from toolcycle.approvals import ApprovalDecision, ApprovalRequest
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ToolExecutionTrace
-    from toolcycle.runtime._shared import Call, Entry, Settings
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Call, Entry
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["Approvals"]

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ProgressEvent, ProviderFormat, ToolSearchMode, TraceStatus
-    from toolcycle.runtime._shared import Catalog, Entry, Runner, Settings
+    from toolcycle.runtime._interfaces import Catalog, Runner
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Entry
     from toolcycle.runtime._steps import CallSteps
     from toolcycle.validation import ValidationLimits
 

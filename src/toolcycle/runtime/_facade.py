@@ -24,7 +24,7 @@ from toolcycle.runtime._recorder import TraceRecorder
 from toolcycle.runtime._registry import ToolRegistry
 from toolcycle.runtime._resume import Resumer
 from toolcycle.runtime._retries import check_max_retries, default_policy
-from toolcycle.runtime._shared import Option, Settings
+from toolcycle.runtime._settings import Option, Settings
 from toolcycle.runtime._steps import CallSteps
 from toolcycle.tracing import StructlogTracer
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from toolcycle.result_cache import CachePolicy
     from toolcycle.retries import RetryPolicy
     from toolcycle.runtime._dispatcher import Dispatcher
-    from toolcycle.runtime._shared import PlanOptions
+    from toolcycle.runtime._settings import PlanOptions
     from toolcycle.runtime._stream import CallStream
     from toolcycle.tracing import TraceListener, Tracer
     from toolcycle.validation import ValidationLimits

@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from toolcycle.models import Change
     from toolcycle.runtime._caching import Kept
     from toolcycle.runtime._guardset import Guard
-    from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
+    from toolcycle.runtime._interfaces import ApprovalStep
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Call, Entry
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["REJECTED", "GuardStep"]

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, ProgressEvent, ToolCall
-    from toolcycle.runtime._shared import ApprovalStep, Call, Entry, Settings
+    from toolcycle.runtime._interfaces import ApprovalStep
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Call, Entry
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["CallPipeline"]

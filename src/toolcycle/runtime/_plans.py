@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from toolcycle.errors import ToolDeactivationError
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._lifecycle import LifecycleCalls
-    from toolcycle.runtime._shared import Settings
+    from toolcycle.runtime._settings import Settings
 
 __all__ = ["PlanRegistry"]
 

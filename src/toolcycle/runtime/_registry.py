@@ -2,38 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from toolcycle._construct import detached
 from toolcycle._warnings import warn_at_caller
-from toolcycle.callables import wrap
 from toolcycle.errors import (
     ToolNotFoundError,
     ToolRegistrationError,
     ToolSchemaValidationError,
     ToolSkippedWarning,
-    error_text,
 )
-from toolcycle.models import ToolDescriptor
-from toolcycle.protocols import ToolInstance
-from toolcycle.runtime._caching import bind
-from toolcycle.runtime._guardset import Guards, chain, guards_of
+from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._limits import check_seconds
-from toolcycle.runtime._retries import check_max_retries, default_policy, resolve
-from toolcycle.runtime._shared import Entry
+from toolcycle.runtime._preparing import ToolPreparer
+from toolcycle.runtime._retries import check_max_retries, default_policy
 from toolcycle.tracing import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from toolcycle.guardrails import Guardrail
-    from toolcycle.protocols import ToolSource
+    from toolcycle.models import ToolDescriptor
+    from toolcycle.protocols import ToolInstance, ToolSource
     from toolcycle.result_cache import CachePolicy, ResultCache
     from toolcycle.retries import RetryPolicy
-    from toolcycle.runtime._shared import Settings
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Entry
     from toolcycle.validation import SchemaCompiler
 
 __all__ = ["ToolRegistry"]
@@ -83,9 +78,8 @@ class ToolRegistry:
         *,
         retired: Callable[[str], object] = lambda name: None,
     ) -> None:
-        self._compiler = compiler
         self._settings = settings
-        self._results = results
+        self._preparer = ToolPreparer(compiler, settings, results)
         self._retired = retired
         self._lock = threading.RLock()
         self._tools: dict[str, Entry] = {}
@@ -123,96 +117,14 @@ class ToolRegistry:
         with self._lock:
             return tuple(entry.descriptor for entry in self._tools.values())
 
-    def _prepare(
-        self,
-        instance: ToolInstance | Callable[..., Any],
-        *,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        retry: RetryPolicy | None = None,
-        cache: CachePolicy | None = None,
-        source_cache: CachePolicy | None = None,
-        input_guardrails: Iterable[Guardrail] | None = None,
-        output_guardrails: Iterable[Guardrail] | None = None,
-        source_guards: Guards | None = None,
-        defer_loading: bool | None = None,
-        source_max_retries: int | None = None,
-        source_retry: RetryPolicy | None = None,
-    ) -> Entry:
-        """Discover the tool and compile both of its schemas: its entry, not yet registered.
-
-        ``source_cache`` is its source's policy: it applies only if the tool does not
-        write and has no policy of its own. ``source_max_retries`` and ``source_retry``
-        take the runtime's place for the tools of a source (a policy, for idempotent
-        tools only).
-        """
-        self._settings.check_open()
-        given_input = guards_of(input_guardrails, "input_guardrails")
-        given_output = guards_of(output_guardrails, "output_guardrails")
-        check_seconds("timeout", timeout)
-        if not isinstance(instance, ToolInstance) and callable(instance):
-            instance = wrap(instance)
-        if not isinstance(instance, ToolInstance):
-            raise TypeError(
-                f"{instance!r} is not a tool: it needs discover, activate, execute and "
-                "deactivate methods (see toolcycle.ToolInstance)"
-            )
-        descriptor = _discovered(instance)
-        name = descriptor.name
-        loop = getattr(instance, "event_loop", None)
-        if loop is not None and not isinstance(loop, asyncio.AbstractEventLoop):
-            raise ToolRegistrationError(
-                f"the event_loop attribute of tool {name!r} is a {type(loop).__name__}, "
-                "not an asyncio event loop",
-                tool_name=name,
-            )
-        compile_ = self._compiler.compile
-        compiled_input = compile_(descriptor.input_schema, kind="input", tool_name=name)
-        output = descriptor.output_schema
-        compiled_output = (
-            None if output is None else compile_(output, kind="output", tool_name=name)
-        )
-        settings = self._settings
-        limit, retry_policy = resolve(
-            instance,
-            descriptor,
-            max_retries,
-            retry,
-            settings.max_retries if source_max_retries is None else source_max_retries,
-            settings.retry if source_retry is None else source_retry,
-        )
-        guards = chain(
-            self._settings.guardrails, source_guards, instance, name, given_input, given_output
-        )
-        descriptor = detached(descriptor)  # later edits by the tool change nothing
-        # register(cache=...) wins over the tool's own policy (@tool(cache=...)).
-        policy = cache if cache is not None else getattr(instance, "cache_policy", None)
-        if policy is None and not descriptor.capability.writes:
-            policy = source_cache
-        binding = bind(descriptor, policy, self._results)
-        if defer_loading is not None and defer_loading != descriptor.defer_loading:
-            descriptor = descriptor.model_copy(update={"defer_loading": defer_loading})
-        return Entry(
-            descriptor,
-            instance,
-            compiled_input,
-            compiled_output,
-            loop,
-            timeout,
-            binding,
-            guards,
-            max_retries=limit,
-            retry=retry_policy,
-        )
-
     def register(
         self, instance: ToolInstance | Callable[..., Any], **options: Any
     ) -> ToolDescriptor:
         """Discover the tool once, compile its schemas and keep it (see the façade).
 
-        ``options`` are those of `_prepare` that the façade's ``register`` takes.
+        ``options`` are those of `ToolPreparer.prepare` that the façade's ``register`` takes.
         """
-        entry = self._prepare(instance, **options)
+        entry = self._preparer.prepare(instance, **options)
         name = entry.descriptor.name
         with self._lock:
             if name in self._tools:
@@ -373,7 +285,7 @@ class ToolRegistry:
         for instance in instances:
             try:
                 prepared.append(
-                    self._prepare(
+                    self._preparer.prepare(
                         instance,
                         timeout=entry.timeout,
                         source_cache=entry.cache,
@@ -432,23 +344,6 @@ def _taken(name: str) -> ToolRegistrationError:
         "give the new one another name",
         tool_name=name,
     )
-
-
-def _discovered(instance: ToolInstance) -> ToolDescriptor:
-    """The tool's ``discover()``, or a `ToolRegistrationError` saying what went wrong."""
-    try:
-        descriptor = instance.discover()
-    except Exception as exc:
-        raise ToolRegistrationError(
-            f"discover() of {type(instance).__name__} raised {type(exc).__name__}: "
-            f"{error_text(exc)}"
-        ) from exc
-    if not isinstance(descriptor, ToolDescriptor):
-        raise ToolRegistrationError(
-            f"discover() of {type(instance).__name__} returned {type(descriptor).__name__}; "
-            "it must return a toolcycle.ToolDescriptor"
-        )
-    return descriptor
 
 
 def _warn_skipped(message: str) -> None:

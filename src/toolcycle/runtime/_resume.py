@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from toolcycle.approvals import ApprovalDecision, ApprovalLedger, Resumption
     from toolcycle.models import ApprovalRecord, PendingApproval, ToolResult
-    from toolcycle.runtime._shared import Call, Runner, Settings
+    from toolcycle.runtime._interfaces import Runner
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Call
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["Resumer"]

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from toolcycle.execution._portal import Deadline
     from toolcycle.models import Change, ToolResult
     from toolcycle.runtime._guards import GuardStep
-    from toolcycle.runtime._shared import Call, Entry, Settings
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Call, Entry
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["ToolStages"]

@@ -30,7 +30,8 @@ from toolcycle.models import ToolResult
 if TYPE_CHECKING:
     from toolcycle.context import ToolExecutionContext
     from toolcycle.models import ToolCall, ToolDescriptor
-    from toolcycle.runtime._shared import Call, Catalog
+    from toolcycle.runtime._interfaces import Catalog
+    from toolcycle.runtime._shared import Call
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["SEARCH_TOOL", "ToolSearch"]

@@ -43,8 +43,10 @@ if TYPE_CHECKING:
     from toolcycle.instrumentation import CallObserver, Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
     from toolcycle.runtime._caching import Kept
+    from toolcycle.runtime._interfaces import Catalog
     from toolcycle.runtime._recorder import TraceRecorder
-    from toolcycle.runtime._shared import Catalog, Entry, Settings
+    from toolcycle.runtime._settings import Settings
+    from toolcycle.runtime._shared import Entry
 
 __all__ = ["CallSteps"]
 
