@@ -204,7 +204,9 @@ ALLOWED = {
     "agent._batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
     "_confined": set(),
-    "rollback": {"_confined", "_history", "models"},
+    "_undo_handler": {"models"},
+    "_file_undo": {"_confined", "_undo_handler", "models"},
+    "rollback": {"_confined", "_file_undo", "_history", "_undo_handler", "models"},
     "_history": {"models"},
     "context": {
         "_bounds",
