@@ -17,7 +17,8 @@ import stat
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
-from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
+from toolcycle._confined import ConfinedRoot
+from toolcycle._nofollow import ConfinementError, Parts, shown
 from toolcycle._undo_handler import RollbackConflictError, RollbackUnsupportedError, UndoHandler
 from toolcycle.models import BoundResource, Change
 

@@ -30,9 +30,9 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from toolcycle._confined import ConfinementError
 from toolcycle._file_undo import digest, file_change, file_handlers
 from toolcycle._history import ChangeHistory
+from toolcycle._nofollow import ConfinementError
 from toolcycle._undo_handler import RollbackConflictError, RollbackUnsupportedError, UndoHandler
 from toolcycle.models import BoundResource, Change
 
