@@ -205,8 +205,11 @@ ALLOWED = {
     "agent._deferred": {"agent._definitions", "agent._search", "models"},
     "agent._batch": {"cancellation", "errors", "models"},
     "cancellation": {"errors"},
-    "_confined": set(),
-    "rollback": {"_confined", "_history", "models"},
+    "_nofollow": set(),
+    "_confined": {"_nofollow"},
+    "_undo_handler": {"models"},
+    "_file_undo": {"_confined", "_nofollow", "_undo_handler", "models"},
+    "rollback": {"_file_undo", "_history", "_nofollow", "_undo_handler", "models"},
     "_history": {"models"},
     "_scope": {"cancellation", "models"},  # models for annotations only, under TYPE_CHECKING
     "context": {

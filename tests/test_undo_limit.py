@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from toolcycle import BoundResource, ToolRuntime
-from toolcycle._confined import ConfinedRoot, Parts
+from toolcycle._confined import ConfinedRoot
+from toolcycle._nofollow import Parts
 from toolcycle.builtins import DeleteFile, EditFile, WriteFile, workspace_tools
 from toolcycle.rollback import file_change
 

@@ -200,7 +200,8 @@ def test_a_folder_swapped_for_a_symlink_after_resolution_is_refused(
     tmp_path: Path, outside: Path
 ) -> None:
     """Resolving and opening are separate steps; a swap in between leads nowhere outside."""
-    from toolcycle._confined import ConfinedRoot, ConfinementError
+    from toolcycle._confined import ConfinedRoot
+    from toolcycle._nofollow import ConfinementError
 
     root_dir = tmp_path / "ws"
     (root_dir / "d").mkdir(parents=True)

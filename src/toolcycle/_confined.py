@@ -20,11 +20,12 @@ one path component at a time, with ``O_NOFOLLOW``:
   writers of one file (and rollback) take turns instead of losing each other's work.
 
 The module is POSIX-only (``dir_fd`` and ``O_NOFOLLOW``), as the built-in tools are.
+The descriptor-level steps it is built from, with `Parts`, `shown` and the two
+errors, live in ``toolcycle._nofollow``.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import secrets
@@ -33,16 +34,25 @@ import threading
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Self
 
+from toolcycle._nofollow import (
+    DIR_FLAGS,
+    ConfinementError,
+    OutsideRootError,
+    Parts,
+    lstat_at,
+    naming,
+    open_dirs,
+    open_file,
+    read_up_to,
+    renamed,
+    shown,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["ConfinedRoot", "ConfinementError", "OutsideRootError", "Parts", "shown"]
+__all__ = ["ConfinedRoot"]
 
-Parts = tuple[str, ...]
-"""A path below the root as its components, without ``.``, ``..`` or empty parts."""
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_PATH = 4096
 _MAX_LINKS = 40
@@ -51,38 +61,6 @@ _MAX_LINKS = 40
 _file_locks: dict[tuple[int, int, Parts], tuple[threading.Lock, list[int]]] = {}
 _file_locks_guard = threading.Lock()
 _TURN_CHECK_SECONDS = 0.05
-
-
-class ConfinementError(Exception):
-    """A path cannot be used safely under the root (a link, a hard link, a special file)."""
-
-
-class OutsideRootError(ConfinementError):
-    """A path leads out of the root, through ``..``, an absolute path or a symbolic link."""
-
-    def __init__(self, path: str, link: str | None = None) -> None:
-        self.path = path
-        self.link = link
-        via = f" through the symbolic link {link!r}" if link is not None else ""
-        super().__init__(f"{path!r} leads outside the root{via}")
-
-
-def shown(parts: Parts) -> str:
-    """``parts`` as a POSIX path relative to the root (``.`` for the root itself)."""
-    return "/".join(parts) or "."
-
-
-def _renamed(exc: OSError, where: str) -> OSError:
-    """The same error (of the same class), naming ``where`` instead of the OS's path."""
-    return OSError(exc.errno, exc.strerror, where)
-
-
-@contextmanager
-def _naming(where: str) -> Iterator[None]:
-    try:
-        yield
-    except OSError as exc:
-        raise _renamed(exc, where) from None
 
 
 class ConfinedRoot:
@@ -99,7 +77,7 @@ class ConfinedRoot:
         """
         place = os.fspath(location)
         self._prefixes = tuple(dict.fromkeys((os.path.realpath(place), os.path.abspath(place))))
-        with _naming("."):
+        with naming("."):
             self._fd = os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
     def __enter__(self) -> Self:
@@ -145,7 +123,7 @@ class ConfinedRoot:
                         real = len(done)
                         fd = self._reopen(fd, tuple(done))
                     continue
-                info = None if real < len(done) else _lstat(name, fd)
+                info = None if real < len(done) else lstat_at(name, fd)
                 if info is not None and stat.S_ISLNK(info.st_mode):
                     hops += 1
                     if hops > _MAX_LINKS:
@@ -160,12 +138,12 @@ class ConfinedRoot:
                     pending.extend(reversed(parts))
                     continue
                 if info is not None and stat.S_ISDIR(info.st_mode):
-                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    child = os.open(name, DIR_FLAGS, dir_fd=fd)
                     self._release(fd)
                     fd, real = child, len(done) + 1
                 done.append(name)
         except OSError as exc:
-            raise _renamed(exc, shown((*done, name))) from None
+            raise renamed(exc, shown((*done, name))) from None
         finally:
             self._release(fd)
         return tuple(done)
@@ -202,7 +180,7 @@ class ConfinedRoot:
         if not parts:
             return os.fstat(self._fd)
         try:
-            with self._parent(parts) as fd, _naming(shown(parts)):
+            with self._parent(parts) as fd, naming(shown(parts)):
                 return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             return None
@@ -217,7 +195,7 @@ class ConfinedRoot:
         """
         if max_bytes is None:
             with self._regular(parts) as (fd, _):
-                return _read_up_to(fd, None)
+                return read_up_to(fd, None)
         data, size = self.read_capped(parts, max_bytes)
         if data is None:
             raise ConfinementError(f"{shown(parts)} is {size} bytes, over the limit of {max_bytes}")
@@ -246,7 +224,7 @@ class ConfinedRoot:
             OSError: it cannot be opened or read; the error names ``parts``.
         """
         with self._regular(parts) as (fd, info):
-            data = _read_up_to(fd, max_bytes + 1)
+            data = read_up_to(fd, max_bytes + 1)
             if len(data) > max_bytes:
                 return None, max(info.st_size, len(data))
             return data, len(data)
@@ -265,8 +243,8 @@ class ConfinedRoot:
     def _regular(self, parts: Parts) -> Iterator[tuple[int, os.stat_result]]:
         """The open descriptor of the regular, singly linked file at ``parts``, and its stat."""
         where = shown(parts)
-        with self._parent(parts) as parent, _naming(where):
-            fd = self._open_file(parts, parent)
+        with self._parent(parts) as parent, naming(where):
+            fd = open_file(parts, parent)
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
@@ -286,7 +264,7 @@ class ConfinedRoot:
         An existing file keeps its permission bits and, where the process may give
         it (as root), its owner and group; a new one gets ``mode``, or the default.
         """
-        with self._parent(parts) as parent, _naming(shown(parts)):
+        with self._parent(parts) as parent, naming(shown(parts)):
             try:
                 found = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
@@ -331,17 +309,17 @@ class ConfinedRoot:
 
     def make_dir(self, parts: Parts) -> None:
         """Create the directory at ``parts``; its parent must exist."""
-        with self._parent(parts) as parent, _naming(shown(parts)):
+        with self._parent(parts) as parent, naming(shown(parts)):
             os.mkdir(parts[-1], dir_fd=parent)
 
     def unlink(self, parts: Parts) -> None:
         """Remove the file (or link itself) at ``parts``."""
-        with self._parent(parts) as parent, _naming(shown(parts)):
+        with self._parent(parts) as parent, naming(shown(parts)):
             os.unlink(parts[-1], dir_fd=parent)
 
     def rmdir(self, parts: Parts) -> None:
         """Remove the empty directory at ``parts`` (a link there is not removed)."""
-        with self._parent(parts) as parent, _naming(shown(parts)):
+        with self._parent(parts) as parent, naming(shown(parts)):
             os.rmdir(parts[-1], dir_fd=parent)
 
     def scan(self, parts: Parts, *, recursive: bool) -> Iterator[tuple[Parts, os.stat_result]]:
@@ -362,44 +340,14 @@ class ConfinedRoot:
 
     def _entries(self, parts: Parts) -> list[tuple[Parts, os.stat_result]]:
         """The entries of a directory, last name first (so that ``pop`` takes them in order)."""
-        with self._directory(parts) as fd, _naming(shown(parts)):
+        with open_dirs(self._fd, parts) as fd, naming(shown(parts)):
             names = sorted(os.listdir(fd), reverse=True)
-            found = [(name, _lstat(name, fd)) for name in names]
+            found = [(name, lstat_at(name, fd)) for name in names]
         return [((*parts, name), info) for name, info in found if info is not None]
-
-    @contextmanager
-    def _directory(self, parts: Parts) -> Iterator[int]:
-        """A descriptor of the directory ``parts``, reached without following any link."""
-        fd = self._fd
-        try:
-            for depth, name in enumerate(parts, start=1):
-                try:
-                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(name, fd):
-                        raise ConfinementError(
-                            f"{shown(parts[:depth])} is a symbolic link; it is not followed here"
-                        ) from None
-                    raise _renamed(exc, shown(parts[:depth])) from None
-                self._release(fd)
-                fd = child
-            yield fd
-        finally:
-            self._release(fd)
 
     def _parent(self, parts: Parts) -> AbstractContextManager[int]:
         """A descriptor of the folder that holds ``parts`` (never the root itself)."""
-        return self._directory(parts[:-1])
-
-    def _open_file(self, parts: Parts, parent: int) -> int:
-        try:
-            return os.open(parts[-1], _READ_FLAGS, dir_fd=parent)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP and _is_link(parts[-1], parent):
-                raise ConfinementError(
-                    f"{shown(parts)} is a symbolic link; it is not followed here"
-                ) from None
-            raise
+        return open_dirs(self._fd, parts[:-1])
 
     def _below(self, path: str, original: str, link: str | None = None) -> list[str]:
         """The components of ``path`` relative to the root; an absolute one must lie in it."""
@@ -416,7 +364,7 @@ class ConfinedRoot:
     def _reopen(self, fd: int, parts: Parts) -> int:
         """Open ``parts`` (real directories) afresh from the root, then release ``fd``."""
         if parts:
-            with self._directory(parts) as opened:
+            with open_dirs(self._fd, parts) as opened:
                 fresh = os.dup(opened)
         else:
             fresh = self._fd
@@ -426,29 +374,3 @@ class ConfinedRoot:
     def _release(self, fd: int) -> None:
         if fd != self._fd:
             os.close(fd)
-
-
-def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
-    """What ``name`` is in ``dir_fd`` (a link is not followed), or None if it is gone."""
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
-def _read_up_to(fd: int, cap: int | None) -> bytes:
-    """Read ``fd`` to its end, or until ``cap`` bytes have been read."""
-    chunks: list[bytes] = []
-    size = 0
-    while cap is None or size < cap:
-        chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def _is_link(name: str, dir_fd: int) -> bool:
-    info = _lstat(name, dir_fd)
-    return info is not None and stat.S_ISLNK(info.st_mode)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import re2
 
-from toolcycle._confined import ConfinedRoot, ConfinementError, Parts, shown
+from toolcycle._nofollow import ConfinementError, Parts, shown
 from toolcycle.builtins._workspace import NotTextError, WorkspaceError, WorkspaceTool
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from toolcycle import ToolExecutionContext
+    from toolcycle._confined import ConfinedRoot
 
 __all__ = ["ListDir", "ReadFile", "SearchText", "read_text"]
 

@@ -23,7 +23,8 @@ from toolcycle import (
     ToolDescriptor,
     ToolExecutionContext,
 )
-from toolcycle._confined import ConfinedRoot, ConfinementError, OutsideRootError
+from toolcycle._confined import ConfinedRoot
+from toolcycle._nofollow import ConfinementError, OutsideRootError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -17,7 +17,7 @@ import stat
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from toolcycle._confined import ConfinedRoot, Parts, shown
+from toolcycle._nofollow import Parts, shown
 from toolcycle.builtins._read import read_text
 from toolcycle.builtins._workspace import WorkspaceError, WorkspaceTool, now_iso
 from toolcycle.errors import shown_value
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from toolcycle import BoundResource, ToolExecutionContext
+    from toolcycle._confined import ConfinedRoot
 
 __all__ = ["DEFAULT_MAX_UNDO_BYTES", "DeleteFile", "EditFile", "MakeDir", "WriteFile"]
 
