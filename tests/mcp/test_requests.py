@@ -40,6 +40,7 @@ from toolcycle.sources.mcp import (
     SamplingRequest,
 )
 from toolcycle.sources.mcp._answering import Answerer
+from toolcycle.sources.mcp._rounds import answer_all
 from toolcycle.sources.mcp._translate import elicit_result, sampling_of
 
 from .asking_server import build
@@ -140,18 +141,18 @@ def test_a_sampling_request_the_handler_cannot_answer_is_declined_to_the_server(
         params=types.CreateMessageRequestParams(messages=[], max_tokens=5)
     )
     with pytest.raises(Exception, match="no on_sample handler"):
-        asyncio.run(answerer._answer_all({"k": request}, RequestContext("s")))
+        asyncio.run(answer_all(answerer.handlers, {"k": request}, RequestContext("s")))
 
 
 def test_a_handler_that_answers_the_wrong_type_fails_the_call() -> None:
     """An on_sample that returns something else is an error to the server, not a crash."""
     answerer = Answerer("s", McpRequests(on_sample=lambda request, call: "text"), "auto")
     params = types.CreateMessageRequestParams(messages=[], max_tokens=5)
-    answered = asyncio.run(answerer._sample(params, RequestContext("s")))
+    answered = asyncio.run(answerer.handlers.sample(params, RequestContext("s")))
     assert isinstance(answered, types.ErrorData) and "not a SamplingAnswer" in answered.message
     asker = Answerer("s", McpRequests(on_elicit=lambda question, call: True), "auto")
     with pytest.raises(Exception, match="not an ElicitAnswer"):
-        asyncio.run(asker._ask(Elicitation("?"), RequestContext("s")))
+        asyncio.run(asker.handlers.ask(Elicitation("?"), RequestContext("s")))
 
 
 def test_a_question_nobody_answers_defers_the_call_and_resume_continues_it() -> None:

@@ -25,7 +25,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[mcp]' from a clone (toolcycle[mcp] once published)"
     ) from exc
 
-from toolcycle.sources.mcp._answering import ELICITATION_PENDING
 from toolcycle.sources.mcp._auth import CredentialsResolver, HttpCredentials, McpAuthError
 from toolcycle.sources.mcp._content import McpCallError, McpServerError, McpToolError
 from toolcycle.sources.mcp._meta import McpCallInfo
@@ -44,6 +43,7 @@ from toolcycle.sources.mcp._requests import (
     SamplingAnswer,
     SamplingRequest,
 )
+from toolcycle.sources.mcp._rounds import ELICITATION_PENDING
 from toolcycle.sources.mcp._server import McpServer
 from toolcycle.sources.mcp._tokens import FileTokenStorage, MemoryTokenStorage, TokenStorage
 from toolcycle.sources.mcp._tool import McpTool

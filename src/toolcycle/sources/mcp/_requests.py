@@ -4,8 +4,8 @@ A server asks for an answer from a person (an *elicitation*), a completion
 from the host's model (*sampling*), the client's *roots*, and it sends log
 messages. The host answers with handlers given to `McpServer` (or one
 `McpRequests` bundle shared by every server); this module holds the records
-those handlers see and return, none of them the SDK's. `_answering` does the
-translation, in either protocol era.
+those handlers see and return, none of them the SDK's. `_handlers` calls
+them, and `_answering` and `_rounds` carry their answers in either protocol era.
 """
 
 from __future__ import annotations

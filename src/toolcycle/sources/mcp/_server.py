@@ -1,36 +1,32 @@
 """`McpServer`, an MCP server as a tool source: building, discovery, pickling, closing.
 
-The constructors check the options and pick the endpoint (stdio, HTTP, in
-process); `tools` lists the server's tools as `McpTool` objects (``_tool``).
-Which connection each plan uses, on which loop, and closing them all, is the
-job of the server's `Sharing` (``_sharing``); the server only starts it and
-ends it. A server pickles as what builds it, and is rebuilt once per process.
+The constructors pick the endpoint (stdio, HTTP, in process) and have the
+options checked (``_options``); `tools` lists the server's tools as `McpTool`
+objects (``_tool``). Which connection each plan uses, on which loop, and
+closing them all, is the job of the server's `Sharing` (``_sharing``); the
+server only starts it and ends it. A server pickles as what builds it, and is rebuilt once per process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import threading
 import uuid
 import weakref
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle import ToolSkippedWarning
-from toolcycle.errors import shown_value
 from toolcycle.sources._warn import warn_at_caller
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._answering import Answerer
 from toolcycle.sources.mcp._auth import HttpEndpoint
-from toolcycle.sources.mcp._content import McpServerError, checked_overrides, listing
+from toolcycle.sources.mcp._content import McpServerError, listing
 from toolcycle.sources.mcp._direct import InProcess, Mode
 from toolcycle.sources.mcp._headers import header_tools
-from toolcycle.sources.mcp._requests import McpRequests
+from toolcycle.sources.mcp._options import checked_options
 from toolcycle.sources.mcp._sharing import Scope, Sharing
-from toolcycle.sources.mcp._stdio import StdioProcess, StdioSpec
+from toolcycle.sources.mcp._stdio import StdioEndpoint, StdioSpec
 from toolcycle.sources.mcp._tool import McpTool
 from toolcycle.tracing import get_logger
 
@@ -39,7 +35,6 @@ if TYPE_CHECKING:
 
     import httpx2
     import mcp_types
-    from mcp.client._transport import TransportStreams
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
@@ -49,6 +44,7 @@ if TYPE_CHECKING:
     from toolcycle.sources.mcp._requests import (
         ElicitHandler,
         LogHandler,
+        McpRequests,
         RootsSource,
         SampleHandler,
     )
@@ -56,23 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["McpServer"]
 
 _log = get_logger("toolcycle.sources.mcp")
-
-
-# -- endpoints: where a server is ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Stdio:
-    spec: StdioSpec
-    name: str
-    same_loop: bool | None = None
-    """As for an in-process server (see `McpServer.stdio`)."""
-
-    def streams(
-        self, on_lost: Callable[[], None]
-    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
-        process = StdioProcess(self.spec, self.name, on_lost)
-        return process.connect(), process
 
 
 class McpServer:
@@ -134,45 +113,31 @@ class McpServer:
         roots: RootsSource | None = None,
         on_log: LogHandler | None = None,
     ) -> None:
-        if protocol not in (None, "legacy", "auto"):
-            raise ValueError(f"protocol must be 'legacy' or 'auto', got {protocol!r}")
-        handlers = (requests or McpRequests()).with_overrides(
-            on_elicit=on_elicit, on_sample=on_sample, roots=roots, on_log=on_log
+        options = checked_options(
+            endpoint,
+            protocol=protocol,
+            scope=scope,
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            capabilities=capabilities,
+            meta=meta,
+            requests=requests,
+            on_elicit=on_elicit,
+            on_sample=on_sample,
+            roots=roots,
+            on_log=on_log,
         )
-        if getattr(endpoint, "direct", False):
-            if protocol == "legacy":
-                raise ValueError(
-                    "protocol='legacy' needs the initialize handshake, which an in-process "
-                    "server in mode='auto' does not do: pass mode='legacy' too, or drop protocol"
-                )
-            protocol = "auto"  # driven as the SDK's Client: the server's own era, always
-        elif protocol is None:
-            protocol = "legacy"  # stdio and HTTP: the handshake unless asked otherwise
-        self._answerer = Answerer(name, handlers, protocol)
+        protocol = options.protocol
+        self._answerer = Answerer(name, options.handlers, protocol)
         self.protocol = protocol
-        if scope not in ("plan", "runtime"):
-            raise ValueError(f"scope must be 'plan' or 'runtime', got {scope!r}")
-        if timeout is not None:
-            _check_seconds("timeout", timeout, "positive seconds or None")
-        _check_seconds("startup_timeout", startup_timeout, "positive seconds")
-        same_loop = getattr(endpoint, "same_loop", False)
-        if same_loop and scope == "runtime":
-            raise ValueError(
-                "same_loop=True needs scope='plan': a runtime-scope connection outlives "
-                "the loop of any one caller"
-            )
-        if same_loop is None:  # in process and stdio, by default: the caller's loop when it can
-            same_loop = scope == "plan"
         self._endpoint = endpoint
         self.name = name
         self.prefix = prefix
         self.timeout = timeout
         self.startup_timeout = startup_timeout
-        self.capabilities = checked_overrides(capabilities)
+        self.capabilities = options.capabilities
         self.scope: Scope = scope
         self.defer_loading = defer_loading
-        if meta is not None and not callable(meta):
-            raise TypeError(f"meta must be a callable or None, got {meta!r}")
         self.meta = meta
         # What rebuilds this server in a plan host (see __reduce__): its endpoint and options.
         self._token = uuid.uuid4().hex
@@ -185,7 +150,7 @@ class McpServer:
             "defer_loading": defer_loading,
             "meta": meta,
             "protocol": None if getattr(endpoint, "direct", False) else protocol,
-            "requests": handlers,
+            "requests": options.handlers,
         }
         self._stale = False
         self._listed = False  # whether a listing has finished (see tools)
@@ -193,7 +158,7 @@ class McpServer:
             name,
             endpoint,
             scope=scope,
-            same_loop=same_loop,
+            same_loop=options.same_loop,
             startup_timeout=startup_timeout,
             answerer=self._answerer,
             protocol=protocol,
@@ -229,7 +194,7 @@ class McpServer:
         """
         options.setdefault("name", command.rsplit("/", 1)[-1])
         spec = StdioSpec(command, tuple(args), None if env is None else dict(env), cwd)
-        return cls(_Stdio(spec, options["name"], same_loop), **options)
+        return cls(StdioEndpoint(spec, options["name"], same_loop), **options)
 
     @classmethod
     def http(
@@ -428,21 +393,3 @@ def _arrived(
             server._sharing.header_tools = header_tools
             server._token = token
         return server
-
-
-def _check_seconds(name: str, value: object, wanted: str) -> None:
-    """Refuse ``value`` unless it is a finite number of seconds above 0.
-
-    Checked when the server is built, as the runtime checks its own timeouts:
-    inf, or an int too large to be a float, would only fail when a call's
-    deadline is summed, long after the mistake.
-
-    Raises:
-        ValueError: naming ``name``.
-    """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= sys.float_info.max
-    ):
-        raise ValueError(f"{name} must be {wanted}, got {shown_value(value)}")

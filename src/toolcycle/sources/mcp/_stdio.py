@@ -32,10 +32,12 @@ from toolcycle.sources.mcp import _child
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+    from contextlib import AbstractAsyncContextManager
 
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.client._transport import TransportStreams
 
-__all__ = ["LineSplitter", "StdioProcess", "StdioSpec"]
+__all__ = ["LineSplitter", "StdioEndpoint", "StdioProcess", "StdioSpec"]
 
 _log = logging.getLogger("toolcycle.sources.mcp.stderr")
 
@@ -266,6 +268,23 @@ class StdioProcess:
         text = line.decode("utf-8", errors="replace").rstrip()
         self.stderr_tail.append(text[:500])
         _log.debug("%s: %s", self.name, text)
+
+
+@dataclass(frozen=True, slots=True)
+class StdioEndpoint:
+    """Where a stdio server is: how to start it (see `McpServer.stdio`)."""
+
+    spec: StdioSpec
+    name: str
+    same_loop: bool | None = None
+    """As for an in-process server (see `McpServer.stdio`)."""
+
+    def streams(
+        self, on_lost: Callable[[], None]
+    ) -> tuple[AbstractAsyncContextManager[TransportStreams], StdioProcess | None]:
+        """A fresh process for one connection, and its streams to connect with."""
+        process = StdioProcess(self.spec, self.name, on_lost)
+        return process.connect(), process
 
 
 class _Writer(asyncio.Protocol):

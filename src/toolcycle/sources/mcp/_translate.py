@@ -1,7 +1,7 @@
 """From MCP's request types to the records handlers see, and from answers back.
 
-`_answering` uses these in both eras; they are kept apart so that each
-direction of the translation can be read in one place.
+`_handlers`, `_answering` and `_rounds` use these in both eras; they are kept
+apart so that each direction of the translation can be read in one place.
 """
 
 from __future__ import annotations
