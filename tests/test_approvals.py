@@ -565,6 +565,31 @@ def test_resume_runs_the_recorded_arguments_once_in_a_new_plan(rt: ToolRuntime) 
     assert ran == [{"to": "ann", "body": "hi"}]
 
 
+def test_a_resume_after_the_input_schema_changed_says_so_instead_of_asking_for_a_retry(
+    rt: ToolRuntime,
+) -> None:
+    """Arguments that no longer validate: the message names the change and a new call."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    @tool(name="send")
+    def send_to_number(to: int) -> str:
+        """Send a message to a number."""
+        return f"sent to {to}"  # pragma: no cover - its arguments never validate
+
+    rt.unregister("send")
+    rt.register(send_to_number)
+    with rt.plan() as later:
+        result = rt.resume(pending, ApprovalDecision.approve(), later)
+    assert result.error_type == "ToolSchemaValidationError"
+    assert result.trace is not None and result.trace.status == "invalid_input"
+    assert "changed after this call was deferred" in (result.error or "")
+    assert "Make a new call of 'send'" in (result.error or "")
+    assert "Correct the arguments" not in (result.error or "")
+    assert not result.retryable and result.retries_left is None
+    assert ran == []
+
+
 def test_resume_with_a_denial_answers_without_running(rt: ToolRuntime) -> None:
     """A resumed denial is a failed result with a denied trace."""
     pending = _defer(rt, {"to": "bob"}).pending
