@@ -421,6 +421,48 @@ def test_a_resumed_denial_reason_that_quotes_a_secret_is_redacted(rt: ToolRuntim
     assert result.trace is not None and "sk-live-777" not in result.trace.model_dump_json()
 
 
+def _resumed_into_a_failed_activation(resume: Callable[..., Any]) -> list[Any]:
+    """The traces of an approved resume whose reason quotes a secret and whose tool won't start.
+
+    The tool fails to activate, which is before the arguments are validated.
+    """
+    from toolcycle import ToolActivationError
+    from toolcycle.testing import capture_traces
+
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    deploy = FakeTool(name="deploy", writes=True, input_schema=schema)
+    with ToolRuntime() as runtime:
+        runtime.register(deploy)
+        with runtime.plan(approver=lambda request: ApprovalDecision.defer()) as ctx:
+            waiting = runtime.execute("deploy", {"api_key": "sk-live-555"}, ctx)
+        assert waiting.pending is not None
+        deploy.activate_error = ConnectionError("the backend is down")
+        approve = ApprovalDecision.approve(reason="key sk-live-555 is fine")
+        with capture_traces(runtime) as traces, runtime.plan() as later:
+            with pytest.raises(ToolActivationError):
+                resume(runtime, waiting.pending, approve, later)
+    return traces
+
+
+def test_an_approval_reason_is_redacted_when_the_resumed_call_fails_to_activate() -> None:
+    """The reason given with a resume hides the arguments' secrets however early the call fails."""
+    traces = _resumed_into_a_failed_activation(ToolRuntime.resume)
+    assert [trace.status for trace in traces] == ["error"]
+    assert traces[0].approval is not None and "[redacted]" in (traces[0].approval.reason or "")
+    assert "sk-live-555" not in traces[0].model_dump_json()
+
+
+def test_an_approval_reason_is_redacted_when_an_aresumed_call_fails_to_activate() -> None:
+    """The async resume hides them as the sync one does."""
+
+    def resume(runtime: ToolRuntime, *args: Any) -> Any:
+        return asyncio.run(asyncio.wait_for(runtime.aresume(*args), WAIT))
+
+    traces = _resumed_into_a_failed_activation(resume)
+    assert [trace.status for trace in traces] == ["error"]
+    assert "sk-live-555" not in traces[0].model_dump_json()
+
+
 def test_invalid_arguments_are_refused_before_anyone_is_asked(rt: ToolRuntime) -> None:
     """Validation comes first: the approver never sees a call that could not run."""
     approver = Approver()
@@ -521,6 +563,31 @@ def test_resume_runs_the_recorded_arguments_once_in_a_new_plan(rt: ToolRuntime) 
         with pytest.raises(ToolApprovalError, match="resumed before"):
             rt.resume(stored, False, later)
     assert ran == [{"to": "ann", "body": "hi"}]
+
+
+def test_a_resume_after_the_input_schema_changed_says_so_instead_of_asking_for_a_retry(
+    rt: ToolRuntime,
+) -> None:
+    """Arguments that no longer validate: the message names the change and a new call."""
+    pending = _defer(rt, {"to": "ann"}).pending
+    assert pending is not None
+
+    @tool(name="send")
+    def send_to_number(to: int) -> str:
+        """Send a message to a number."""
+        return f"sent to {to}"  # pragma: no cover - its arguments never validate
+
+    rt.unregister("send")
+    rt.register(send_to_number)
+    with rt.plan() as later:
+        result = rt.resume(pending, ApprovalDecision.approve(), later)
+    assert result.error_type == "ToolSchemaValidationError"
+    assert result.trace is not None and result.trace.status == "invalid_input"
+    assert "changed after this call was deferred" in (result.error or "")
+    assert "Make a new call of 'send'" in (result.error or "")
+    assert "Correct the arguments" not in (result.error or "")
+    assert not result.retryable and result.retries_left is None
+    assert ran == []
 
 
 def test_resume_with_a_denial_answers_without_running(rt: ToolRuntime) -> None:

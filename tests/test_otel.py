@@ -819,6 +819,23 @@ def test_a_denied_call_gives_an_error_span(
     assert span.status.status_code is StatusCode.ERROR
 
 
+def test_a_call_waiting_for_approval_is_not_an_error_span(
+    make_runtime: MakeRuntime, exporter: InMemorySpanExporter
+) -> None:
+    """A deferred call has not failed: status pending, no error.type, the span status unset."""
+    from toolcycle.approvals import ApprovalDecision
+
+    runtime = make_runtime(write_note)
+    with runtime.plan(approver=lambda request: ApprovalDecision.defer("ask a person")) as ctx:
+        result = runtime.execute("write_note", {"text": "x"}, ctx)
+    assert result.pending is not None
+    span = _one(exporter, "execute_tool write_note")
+    attributes = _attributes(span)
+    assert attributes["toolcycle.status"] == "pending"
+    assert "error.type" not in attributes
+    assert span.status.status_code is StatusCode.UNSET
+
+
 async def test_a_models_denied_async_call_is_answered_and_gives_an_error_span(
     make_runtime: MakeRuntime, exporter: InMemorySpanExporter
 ) -> None:

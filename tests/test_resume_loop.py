@@ -35,6 +35,7 @@ class LoopBoundLedger(MemoryApprovalLedger):
         self.released: list[str] = []
         self.releasing_threads: list[int] = []
         self.entered = threading.Event()
+        self.claimed = threading.Event()  # set once a claim has been made
         self.gate: threading.Event | None = None
 
     def claim(self, approval_id: str) -> bool:
@@ -45,7 +46,10 @@ class LoopBoundLedger(MemoryApprovalLedger):
             gate = self.gate
         self.entered.set()
         self.claims.append(gate.wait(WAIT))
-        return super().claim(approval_id)
+        try:
+            return super().claim(approval_id)
+        finally:
+            self.claimed.set()
 
     def release(self, approval_id: str) -> None:
         self.released.append(approval_id)
@@ -117,3 +121,31 @@ async def test_an_aresume_refused_after_its_claim_gives_it_back_off_the_event_lo
                 await asyncio.wait_for(task, WAIT)
     assert ledger.released == [pending.approval_id] and ran == []
     assert threading.get_ident() not in ledger.releasing_threads
+
+
+async def test_a_second_cancellation_while_a_claim_is_given_back_still_gives_it_back() -> None:
+    """Cancelled again while it waits to give its claim back, the resume still gives it back."""
+    loop = asyncio.get_running_loop()
+    ledger = LoopBoundLedger(loop)
+    ledger.gate = threading.Event()
+    with ToolRuntime(approval_ledger=ledger) as runtime:
+        runtime.register(send)
+        pending = _deferred(runtime).pending
+        assert pending is not None
+        async with runtime.aplan() as ctx:
+            task = asyncio.ensure_future(runtime.aresume(pending, True, ctx))
+            assert await loop.run_in_executor(None, ledger.entered.wait, WAIT)
+            task.cancel()
+            # One turn of the loop: the task takes the first cancellation and starts
+            # waiting for the claim, which the gate still holds.
+            await asyncio.sleep(0)
+            assert not task.done()
+            task.cancel()
+            ledger.gate.set()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, WAIT)
+            assert await loop.run_in_executor(None, ledger.claimed.wait, WAIT)
+            assert ledger.claims == [True]
+            assert ledger.released == [pending.approval_id] and ran == []
+            again = await asyncio.wait_for(runtime.aresume(pending, True, ctx), WAIT)
+    assert again.output == "sent to ann" and ran == ["ann"]

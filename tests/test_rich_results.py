@@ -222,6 +222,27 @@ def test_the_result_size_cap_counts_every_part_and_cuts_in_order() -> None:
     assert cut.trace.content_kinds == tuple(kinds)
 
 
+@tool(writes=False)
+def captioned(size: int) -> ToolReturn[str]:
+    """An output of ``size`` characters and a caption too long for the cap."""
+    return ToolReturn(value="v" * size, content=[Text("x" * 300)])
+
+
+@pytest.mark.parametrize("size", [0, 10, 20, 30, 40, 50, 60, 70, 80, 85, 90, 95, 98, 150])
+def test_the_marker_of_cut_content_stays_within_the_cap(size: int) -> None:
+    """Output, content and the marker that says the content was cut fit max_result_bytes."""
+    with ToolRuntime(max_result_bytes=100) as runtime:
+        runtime.register(captioned)
+        with runtime.plan() as ctx:
+            result = runtime.execute("captioned", {"size": size}, ctx)
+    assert result.truncated and result.trace is not None
+    assert result.trace.result_size_bytes + result.trace.content_bytes <= 100
+    room = 100 - result.trace.result_size_bytes
+    if room >= len("[content cut]"):  # room for a marker: the model is told
+        last = result.content[-1]
+        assert isinstance(last, Text) and last.text.endswith("]") and "cut" in last.text
+
+
 def test_a_binary_part_over_the_cap_is_left_out_whole() -> None:
     """An image is never cut in the middle: it is left out, and the marker counts it."""
     with ToolRuntime(max_result_bytes=600) as runtime:

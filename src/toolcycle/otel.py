@@ -15,7 +15,9 @@ OpenTelemetry GenAI semantic conventions: it carries ``gen_ai.operation.name``,
 taken from the call's trace (plan, call id, status, duration, result size,
 the kinds and bytes of a result's content parts but never their data, and
 ``toolcycle.cache_hit`` for a result answered from the result cache). A
-failed call also gets ``error.type`` and the span status ERROR. A tool search
+failed call also gets ``error.type`` and the span status ERROR; a call that
+waits for an approval or an answer (status ``pending``) has not failed, and
+gets neither. A tool search
 (``search_tools``) lists what it revealed in ``toolcycle.tool_search.revealed``.
 Each guardrail decision is a ``toolcycle.guardrail`` event on the span (name, stage, outcome,
 message), and ``toolcycle.guardrails`` lists them as ``stage:name:outcome``.
@@ -309,7 +311,9 @@ class _CallSpan(CallObserver):
         if trace.content_kinds:  # what the model was shown, never the bytes themselves
             attributes["toolcycle.content_kinds"] = list(trace.content_kinds)
             attributes["toolcycle.content_bytes"] = trace.content_bytes
-        if not trace.success:
+        # A call that waits (for an approval, an answer) has not failed: no error.
+        failed = not trace.success and trace.status != "pending"
+        if failed:
             attributes["error.type"] = trace.error_type or trace.status
         if self._record_payloads:
             limit = self._max_payload_chars
@@ -322,7 +326,7 @@ class _CallSpan(CallObserver):
         if trace.guardrails:
             _guardrail_decisions(span, attributes, trace)
         span.set_attributes(attributes)
-        if not trace.success:
+        if failed:
             description = trace.error or trace.status
             span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, description))
 

@@ -91,9 +91,15 @@ class CallPipeline:
         if durable is not None:  # its engine records the call, or replays it
             call = self._steps.start_unannounced(name, ctx, tool_call_id, approval)
             call.answers = answers
+            if approval is not None:
+                self._steps.learn_secrets(call, params)  # as below
             return self._durably(call, params, timeout, idle_timeout, refuse)
         call = self._steps.start(name, ctx, tool_call_id, approval=approval)
         call.answers = answers
+        if approval is not None:
+            # A resumed call's approval reason may quote its arguments, and the call
+            # may fail before validation teaches the record their secrets.
+            self._steps.learn_secrets(call, params)
         if call.observer is None and not refuse:
             return self._run(call, params, timeout, idle_timeout)
         try:
@@ -140,6 +146,8 @@ class CallPipeline:
         else:  # its engine records the call, or replays it
             call = self._steps.start_unannounced(name, ctx, tool_call_id, approval)
         call.answers = answers
+        if approval is not None:
+            self._steps.learn_secrets(call, params)  # see `execute`
         if progress is not None:
             call.record.listen(progress)
         if durable is not None:

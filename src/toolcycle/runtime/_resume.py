@@ -286,6 +286,8 @@ class Resumer:
         The default ledger, in memory, claims at once. A caller cancelled while the
         claim is made waits for it, and a claim it won is given back: the call never
         ran, so it stays resumable, as after a resume refused right after its claim.
+        Cancelled again meanwhile, it still waits: a claim left half given back
+        would be spent for good.
         """
         from toolcycle.approvals import MemoryApprovalLedger
 
@@ -296,10 +298,21 @@ class Resumer:
         try:
             return await asyncio.shield(claiming)
         except asyncio.CancelledError:
-            await asyncio.wait({claiming})
-            if not claiming.cancelled() and claiming.exception() is None and claiming.result():
-                await self._arelease(record, ctx)
+            giving_back = asyncio.ensure_future(self._give_back(claiming, record, ctx))
+            while not giving_back.done():
+                try:
+                    await asyncio.shield(giving_back)
+                except asyncio.CancelledError:
+                    continue  # the first cancellation is raised below, once it is done
             raise
+
+    async def _give_back(
+        self, claiming: asyncio.Future[bool], record: PendingApproval, ctx: ToolExecutionContext
+    ) -> None:
+        """Wait for a cancelled resume's claim, and give it back if it was won."""
+        await asyncio.wait({claiming})
+        if not claiming.cancelled() and claiming.exception() is None and claiming.result():
+            await self._arelease(record, ctx)
 
     def _asking(self, record: PendingApproval) -> tuple[Callable[[], bool], list[bool]]:
         """The claim to hand a durable plan's engine, and a list that fills if it is made."""

@@ -86,7 +86,20 @@ class ModelRetries:
     def invalid(
         self, traces: TraceRecorder, call: Call, limit: int, validation: Validation
     ) -> ToolResult:
-        """The result of a refused input, counted against the tool's retries."""
+        """The result of a refused input, counted against the tool's retries.
+
+        Not so for a resumed call: it runs the arguments that were approved, which
+        passed this check before the call was deferred, so the tool's schema has
+        changed since. A resume cannot change them, and the model is not to blame.
+        """
+        if call.approved:
+            name = call.name if call.answers is None else call.answers.name
+            hint = (
+                f"\nThe tool {name!r} changed after this call was deferred for approval: "
+                "the approved arguments no longer match its input schema, and resuming "
+                f"the call cannot change them. Make a new call of {name!r} instead."
+            )
+            return invalid_result(traces, call.record, validation, hint)
         left, hint = self._count(call, limit, "Correct the arguments")
         return invalid_result(traces, call.record, validation, hint, left)
 

@@ -70,7 +70,8 @@ def cap_parts(
     Parts are kept in order while they fit. The first that does not is cut
     (a text part, to the bytes left) or left out (any other kind), and so is
     every part after it; a last text part says what was left out, so the
-    model knows. The marker's own bytes count against the budget when it fits.
+    model knows. The marker's own bytes count against the budget: when the
+    budget has no room for it, a shorter one ends the content, or none does.
     """
     # One pass redacts and sums: what every call with content does. A text part
     # whose text comes back the same object had nothing to hide and is kept.
@@ -88,16 +89,22 @@ def cap_parts(
         parts = tuple(redacted)
     if budget is None or total <= budget:
         return parts, total, False
-    sizes = [part_size(part) for part in parts]
+    # The marker's bytes are kept free: its longest form (every part counted), or the
+    # short one when that does not fit, or none when not even that does, so that the
+    # output and the content together never pass the limit.
+    longest = part_size(_marker(total, limit, len(parts)))
+    full = longest <= budget
+    reserve = longest if full else _SHORT_SIZE if _SHORT_SIZE <= budget else 0
     kept: list[ContentPart] = []
     used = 0
-    for part, size in zip(parts, sizes, strict=True):
-        if used + size + _RESERVE <= budget:
+    for part in parts:
+        size = part_size(part)
+        if used + size + reserve <= budget:
             kept.append(part)
             used += size
             continue
         whole = len(kept)
-        room = budget - used - _RESERVE
+        room = budget - used - reserve
         if type(part) is Text and room > 0:
             piece = part.text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
             kept.append(Text(piece))
@@ -105,14 +112,21 @@ def cap_parts(
         break
     else:  # pragma: no cover - the parts are over the budget, so one of them does not fit
         whole = len(kept)
-    marker = Text(
-        f"[cut: the content was {total} bytes, over the limit of {limit}; "
-        f"{len(parts) - whole} part(s) cut or left out]"
-    )
-    kept.append(marker)
-    used += part_size(marker)
+    if reserve:
+        marker = _marker(total, limit, len(parts) - whole) if full else _SHORT
+        kept.append(marker)
+        used += part_size(marker)
     return tuple(kept), used, True
 
 
-# Bytes kept free for the marker that ends cut content (its longest form is shorter).
-_RESERVE = 160
+def _marker(total: int, limit: int | None, left_out: int) -> Text:
+    """The text part that ends cut content, saying what was cut."""
+    return Text(
+        f"[cut: the content was {total} bytes, over the limit of {limit}; "
+        f"{left_out} part(s) cut or left out]"
+    )
+
+
+# The marker when the limit leaves no room for the one that says more.
+_SHORT = Text("[content cut]")
+_SHORT_SIZE = part_size(_SHORT)

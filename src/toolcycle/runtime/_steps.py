@@ -37,6 +37,8 @@ from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._threads import InvokeTimeoutError
@@ -217,11 +219,11 @@ class CallSteps:
             call.arguments = data
         return data
 
-    def learn_secrets(self, call: Call, params: dict[str, Any]) -> None:
-        """Let the call's messages hide the secrets of ``params``, which it does not validate.
+    def learn_secrets(self, call: Call, params: Mapping[str, Any]) -> None:
+        """Let the call's messages hide the secrets of ``params`` before (or without) validation.
 
-        A resumed denial never validates its recorded arguments, but its reason
-        may quote them as a denial made by the approver does.
+        A resumed denial never validates its recorded arguments, and a resumed
+        approval may fail before it does; either reason may quote them.
         """
         entry = self._entries.get(call.name)
         if entry is not None:
