@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from toolcycle import ToolRuntime
+from toolcycle.errors import MAX_ERROR_BYTES
 from toolcycle.testing import FakeTool
 
 WAIT = 5.0
@@ -144,6 +145,23 @@ def test_a_source_whose_listing_failed_is_asked_again_before_the_next_plan(
     source.fail_listing = None
     runtime.end_plan(runtime.new_context())
     assert _names(runtime) == ["a", "b"]
+
+
+def test_a_huge_refresh_failure_is_logged_cut_to_the_error_limit(
+    runtime: ToolRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A listing that fails with megabytes of text logs its head and tail, not all of it."""
+    source = _Source("a")
+    runtime.register_source(source)
+    source.stale = True
+    source.fail_listing = RuntimeError("down: " + "x" * 2_000_000 + " :end")
+    with caplog.at_level(logging.WARNING, logger="toolcycle.runtime"):
+        runtime.end_plan(runtime.new_context())
+    [failed] = [r for r in caplog.records if r.getMessage() == "source.refresh_failed"]
+    error = str(vars(failed)["error"])
+    assert len(error.encode()) <= MAX_ERROR_BYTES
+    assert error.startswith("down: ") and error.endswith(" :end")
+    assert "bytes of this error cut" in error
 
 
 def test_a_refresh_leaves_a_tool_it_does_not_own_registered(runtime: ToolRuntime) -> None:

@@ -12,6 +12,7 @@ from toolcycle.errors import (
     ToolRegistrationError,
     ToolSchemaValidationError,
     ToolSkippedWarning,
+    cut_error_text,
 )
 from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._limits import check_seconds
@@ -270,7 +271,9 @@ class ToolRegistry:
             # refreshed again before the next plan.
             entry.due = failure is not None
         if failure is not None:
-            _log.warning("source.refresh_failed", source=repr(entry.source), error=failure)
+            _log.warning(
+                "source.refresh_failed", source=repr(entry.source), error=cut_error_text(failure)
+            )
         for name in retired:
             self._retired(name)
 
