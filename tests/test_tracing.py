@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcycle import NullTracer, StructlogTracer, ToolExecutionTrace, ToolRuntime
+from toolcycle import (
+    ApprovalDecision,
+    NullTracer,
+    StructlogTracer,
+    ToolExecutionTrace,
+    ToolRuntime,
+    tool,
+)
 from toolcycle.testing import FakeTool
 
 
@@ -36,6 +43,36 @@ def test_structlog_tracer_logs_through_standard_logging(caplog: pytest.LogCaptur
     assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
     assert records[0].getMessage() == "tool.call"
     assert records[1].__dict__["error"] == "bad"
+
+
+def test_structlog_tracer_logs_a_pending_call_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    """A call waiting for an approval has not failed: its record is INFO, not WARNING."""
+    pending = _trace(success=False).model_copy(update={"status": "pending"})
+    with caplog.at_level(logging.INFO, logger="toolcycle.trace"):
+        StructlogTracer().record(pending)
+    [record] = [r for r in caplog.records if r.name == "toolcycle.trace"]
+    assert record.levelno == logging.INFO and record.__dict__["status"] == "pending"
+
+
+def test_a_deferred_call_is_not_logged_when_only_warnings_are_enabled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """At the default WARNING threshold a deferred call logs nothing; a failed one does."""
+
+    @tool(requires_approval=True)
+    def send(to: str) -> str:
+        """Send a message."""
+        return to
+
+    with caplog.at_level(logging.WARNING, logger="toolcycle.trace"), ToolRuntime() as runtime:
+        runtime.register(send)
+        with runtime.plan(approver=lambda request: ApprovalDecision.defer("ask ann")) as ctx:
+            deferred = runtime.execute("send", {"to": "ann"}, ctx)
+            refused = runtime.execute("send", {"to": 1}, ctx)
+    assert deferred.trace is not None and deferred.trace.status == "pending"
+    assert not refused.success
+    records = [r for r in caplog.records if r.name == "toolcycle.trace"]
+    assert [r.__dict__["status"] for r in records] == [refused.trace.status]
 
 
 def test_structlog_tracer_is_silent_when_logging_is_not_enabled(

@@ -98,8 +98,10 @@ def _structlog_logger(name: str) -> Any:
 class StructlogTracer:
     """Logs each trace as one ``tool.call`` event on the ``toolcycle.trace`` logger.
 
-    Successful calls log at INFO, all other outcomes at WARNING. When the logger is
-    disabled for the level, the trace is dropped without building an event.
+    Successful calls, and calls left ``pending`` (waiting for an approval or an
+    answer, which is no failure), log at INFO; all other outcomes at WARNING. When
+    the logger is disabled for the level, the trace is dropped without building an
+    event.
     """
 
     def __init__(self, name: str = "toolcycle.trace") -> None:
@@ -107,7 +109,7 @@ class StructlogTracer:
         self._log = get_logger(name)
 
     def drops(self, success: bool) -> bool:
-        """Whether a trace of a call that succeeded (or not) would be dropped unlogged.
+        """Whether a trace logged at INFO (``success``) or WARNING would be dropped unlogged.
 
         True while the logger is off for the level, as it is on a host that has
         not configured logging; the runtime then need not build the trace for it.
@@ -116,10 +118,11 @@ class StructlogTracer:
 
     def record(self, trace: ToolExecutionTrace) -> None:
         """Log the trace if the ``toolcycle.trace`` logger is enabled for its level."""
-        if self.drops(trace.success):
+        quiet = trace.success or trace.status == "pending"
+        if self.drops(quiet):
             return
         fields = trace.model_dump()
-        if trace.success:
+        if quiet:
             self._log.info("tool.call", **fields)
         else:
             self._log.warning("tool.call", **fields)

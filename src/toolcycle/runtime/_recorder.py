@@ -323,4 +323,4 @@ class TraceRecorder:
         gate = self._gate
         if gate is None:
             return False
-        return gate.drops(status == "ok")
+        return gate.drops(status == "ok" or status == "pending")
