@@ -343,6 +343,18 @@ def test_activation_checks_the_workspace_exists(tmp_path: Path) -> None:
             runtime.execute("list_dir", {}, ctx)
 
 
+def test_activation_refuses_a_workspace_with_an_empty_location() -> None:
+    """An empty location is not taken for the current folder: activation says what is wrong."""
+    from toolcycle import ToolActivationError
+
+    with ToolRuntime() as runtime:
+        runtime.register_source(workspace_tools())
+        empty = BoundResource(kind="workspace", name="ws", location="")
+        with runtime.plan(resources=[empty]) as ctx:
+            with pytest.raises(ToolActivationError, match="empty location"):
+                runtime.execute("list_dir", {}, ctx)
+
+
 def test_two_workspaces_are_told_apart_by_name(tmp_path: Path) -> None:
     """With two workspaces bound, the workspace argument picks one."""
     for name in ("a", "b"):

@@ -95,7 +95,14 @@ class WorkspaceTool:
     def activate(self, ctx: ToolExecutionContext) -> None:
         """Check, once per plan, that the plan binds a workspace that exists."""
         for resource in ctx.resources:
-            if resource.kind == "workspace" and not Path(resource.location).is_dir():
+            if resource.kind != "workspace":
+                continue
+            if not resource.location:  # Path("") is the current folder: not what was meant
+                raise WorkspaceError(
+                    f"workspace {resource.name!r} has an empty location; bind an existing "
+                    "directory by its path"
+                )
+            if not Path(resource.location).is_dir():
                 raise WorkspaceError(
                     f"workspace {resource.name!r} is not a directory; bind an existing one"
                 )
