@@ -598,16 +598,17 @@ ALLOWED = {
     "instrumentation": {"context", "models"},  # for annotations only, under TYPE_CHECKING
     "testing": {""},
     # Plan hosts: the public API ("") and one another.
+    "hosts._base": {"", "hosts._child", "hosts._proxy", "hosts._tools"},  # _child for annotations
     "hosts._child": {"hosts._tools", "hosts._worker"},
     # errors: its public shown_value, for a refused setting's message.
-    "hosts._process": {"", "errors", "hosts._child", "hosts._proxy", "hosts._tools"},
+    "hosts._process": {"", "errors", "hosts._base", "hosts._child", "hosts._tools"},
     "hosts._proxy": {"", "hosts._child", "hosts._tools"},  # _child for annotations only
     "hosts._ray": {
         "",
         "errors",
+        "hosts._base",
         "hosts._child",
         "hosts._process",
-        "hosts._proxy",
         "hosts._ray_actor",
         "hosts._tools",
     },

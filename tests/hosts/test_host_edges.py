@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
-from toolcycle.hosts._proxy import HostedPlan
+from toolcycle.hosts._base import HostedPlan
 from toolcycle.hosts._tools import _by_name, pack, settle
 from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
 from toolcycle.otel import OpenTelemetry

@@ -16,7 +16,7 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   thread), ``_worker`` the worker's side (runs the stages it is sent, sends back
   outcomes), ``_proxy`` the stand-ins the runtime drives in place of hosted tools,
   ``_tools`` how a tool travels (pickled, by name, `ToolImport`) and `ToolHostError`.
-  ``_proxy`` also holds the bookkeeping both hosts share (`HostBase`, `HostedPlan`).
+  ``_base`` holds the bookkeeping both hosts share (`HostBase`, `HostedPlan`).
 - `RayHost` (``_ray``, ``toolcycle[ray]``): an async Ray actor per plan, or a pool of
   actors for many plans, on any node of a Ray cluster, driving the same stand-ins as
   `ProcessHost`; ``_ray_actor`` is the actor's side.

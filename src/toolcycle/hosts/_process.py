@@ -9,8 +9,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.errors import shown_value
+from toolcycle.hosts._base import HostBase, HostedPlan
 from toolcycle.hosts._child import Child
-from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._tools import ToolHostError
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from toolcycle.errors import shown_value
+from toolcycle.hosts._base import HostBase, HostedPlan
 from toolcycle.hosts._child import _unreadable
 from toolcycle.hosts._process import _plan_info, checked_stop_timeout
-from toolcycle.hosts._proxy import HostBase, HostedPlan
 from toolcycle.hosts._ray_actor import LEAVE_GRACE, remote_actor
 from toolcycle.hosts._tools import ToolHostError, settle, tool_name
 

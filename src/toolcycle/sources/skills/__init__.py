@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "pip install -e '.[skills]' from a clone (toolcycle[skills] once published)"
     ) from exc
 
+from toolcycle.sources.skills._directory import SkillDirectory
 from toolcycle.sources.skills._files import SkillFileError
 from toolcycle.sources.skills._limits import SkillLimits
 from toolcycle.sources.skills._rules import (
@@ -34,7 +35,7 @@ from toolcycle.sources.skills._rules import (
     SkillReport,
     SkillValidationError,
 )
-from toolcycle.sources.skills._source import Skill, SkillDirectory
+from toolcycle.sources.skills._source import Skill
 from toolcycle.sources.skills._tools import ScriptTool, SkillTool
 
 __all__ = [
