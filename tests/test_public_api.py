@@ -314,6 +314,14 @@ ALLOWED = {
         "tracing",
     },
     "runtime._rich": {"content", "errors"},
+    # models for the refusals it builds; the rest for annotations only, under TYPE_CHECKING
+    "runtime._arguments": {
+        "models",
+        "redaction",
+        "runtime._record",
+        "runtime._recorder",
+        "validation",
+    },
     "runtime._results": {
         "agent._messages",
         "runtime._rich",
@@ -440,6 +448,7 @@ ALLOWED = {
         "tracing",
     },
     "runtime._steps": {
+        "runtime._arguments",
         "runtime._caching",
         "execution._inflight",
         "execution._threads",  # for annotations only, under TYPE_CHECKING

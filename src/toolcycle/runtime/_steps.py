@@ -23,15 +23,9 @@ from toolcycle.errors import (
     error_text,
 )
 from toolcycle.models import ToolResult, Validation
+from toolcycle.runtime._arguments import check_input, learn_secrets
 from toolcycle.runtime._caching import hit_result
-from toolcycle.runtime._results import (
-    Outcome,
-    check_input,
-    failed_result,
-    learn_secrets,
-    output_result,
-    redacted_cut,
-)
+from toolcycle.runtime._results import Outcome, failed_result, output_result, redacted_cut
 from toolcycle.runtime._retries import ModelRetries
 from toolcycle.runtime._shared import Call
 from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
