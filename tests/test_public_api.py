@@ -314,6 +314,14 @@ ALLOWED = {
         "tracing",
     },
     "runtime._rich": {"content", "errors"},
+    # models for the refusals it builds; the rest for annotations only, under TYPE_CHECKING
+    "runtime._arguments": {
+        "models",
+        "redaction",
+        "runtime._record",
+        "runtime._recorder",
+        "validation",
+    },
     "runtime._results": {
         "agent._messages",
         "runtime._rich",
@@ -439,10 +447,24 @@ ALLOWED = {
         "runtime._shared",
         "tracing",
     },
+    # A call's observer and a resumed call's logged decision, for the steps; errors,
+    # _results and tracing at run time, the rest for annotations only, under TYPE_CHECKING
+    "runtime._observing": {
+        "errors",
+        "instrumentation",
+        "models",
+        "runtime._interfaces",
+        "runtime._results",
+        "runtime._settings",
+        "runtime._shared",
+        "tracing",
+    },
     "runtime._steps": {
+        "runtime._arguments",
         "runtime._caching",
         "execution._inflight",
         "execution._threads",  # for annotations only, under TYPE_CHECKING
+        "runtime._observing",
         "runtime._results",
         "runtime._retries",
         "cache",
@@ -456,7 +478,6 @@ ALLOWED = {
         "runtime._shared",
         "tracing",
         "runtime._recorder",
-        "runtime._record",
     },
     "runtime._approvals": {
         "_approval_rule",

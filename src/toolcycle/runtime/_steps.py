@@ -3,7 +3,9 @@
 Each step takes the `Call` on its way and either returns what the next step
 needs or records the call's trace and raises (or returns the failed result the
 caller answers with). The drivers in ``_pipeline`` only add the waiting:
-activation, the approver, the tool itself.
+activation, the approver, the tool itself. What a call's instrumentation
+observer hears is done in ``_observing``, the input check in ``_arguments``, and
+the result built in ``_results``.
 """
 
 from __future__ import annotations
@@ -20,21 +22,15 @@ from toolcycle.errors import (
     ToolCheckpointRequiredError,
     ToolNotFoundError,
     ToolRuntimeError,
-    error_text,
 )
 from toolcycle.models import ToolResult, Validation
+from toolcycle.runtime._arguments import check_input, learn_secrets
 from toolcycle.runtime._caching import hit_result
-from toolcycle.runtime._results import (
-    Outcome,
-    check_input,
-    failed_result,
-    learn_secrets,
-    output_result,
-    redacted_cut,
-)
+from toolcycle.runtime._observing import finish_observer, open_observer, resumed_decision
+from toolcycle.runtime._results import Outcome, failed_result, output_result
 from toolcycle.runtime._retries import ModelRetries
 from toolcycle.runtime._shared import Call
-from toolcycle.tracing import get_logger, lifecycle_enabled, lifecycle_event
+from toolcycle.tracing import lifecycle_enabled, lifecycle_event
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,7 +38,7 @@ if TYPE_CHECKING:
     from toolcycle.cache import ToolLifecycleCache
     from toolcycle.execution._inflight import Flight
     from toolcycle.execution._threads import InvokeTimeoutError
-    from toolcycle.instrumentation import CallObserver, Instrumentation
+    from toolcycle.instrumentation import Instrumentation
     from toolcycle.models import ApprovalRecord, Change, ToolExecutionTrace, TraceStatus
     from toolcycle.runtime._caching import Kept
     from toolcycle.runtime._interfaces import Catalog
@@ -51,8 +47,6 @@ if TYPE_CHECKING:
     from toolcycle.runtime._shared import Entry
 
 __all__ = ["CallSteps"]
-
-_log = get_logger("toolcycle.runtime")
 
 
 class CallSteps:
@@ -109,9 +103,11 @@ class CallSteps:
                     "tool.call_started", tool=name, plan_id=ctx.plan_id, call_id=call.record.call_id
                 )
                 if approval is not None:
-                    _resumed_decision(call, approval)
+                    resumed_decision(call, approval)
             if self._instrumentation is not None:
-                call.observer = observer = self._observe(call, tool_call_id)
+                call.observer = observer = open_observer(
+                    self._instrumentation, self._catalog, call, tool_call_id
+                )
                 if observer is not None:
                     call.record.uncut = None  # asks for the output before a cut, if one comes
         return call
@@ -147,9 +143,11 @@ class CallSteps:
                 call_id=call.record.call_id,
             )
             if call.approved and call.record.approval is not None:
-                _resumed_decision(call, call.record.approval)
+                resumed_decision(call, call.record.approval)
         if self._instrumentation is not None:
-            call.observer = self._observe(call, call.tool_call_id)
+            call.observer = open_observer(
+                self._instrumentation, self._catalog, call, call.tool_call_id
+            )
 
     def check(self, call: Call) -> Entry:
         """Steps 0-2: the tool exists, the plan is open, not cancelled, and allowed."""
@@ -345,58 +343,7 @@ class CallSteps:
 
     def observed(self, call: Call) -> None:
         """Tell the call's observer how it ended (with payloads, if it wants them)."""
-        observer = call.observer
-        assert observer is not None
-        try:
-            arguments = output = None
-            if observer.record_payloads:
-                arguments, output = self._payloads(call)
-            observer.finish(call.trace, arguments=arguments, output=output)
-        except Exception as exc:
-            _log.warning("instrumentation.failed", hook="finish", error=_described(exc))
-
-    def _payloads(self, call: Call) -> tuple[Any, Any]:
-        """The call's arguments and output as they may leave the process (redacted)."""
-        arguments = call.arguments
-        result = call.result
-        output = result.output if result is not None and result.success else None
-        redaction = self._settings.redaction
-        if redaction is None:
-            return arguments, output
-        entry = self._catalog.entries.get(call.name)
-        if entry is None:  # unregistered meanwhile: no schema to go by
-            return None, None
-        descriptor = entry.descriptor
-        if arguments is not None:
-            arguments = redaction.masked(arguments, descriptor.input_schema)
-        uncut = getattr(call.record, "uncut", None)
-        if uncut is not None and output is not None:  # cut text hides no key: redact first
-            return arguments, redacted_cut(uncut, redaction, descriptor.output_schema)
-        return arguments, redaction.masked(output, descriptor.output_schema)
-
-    def _observe(self, call: Call, tool_call_id: str | None) -> CallObserver | None:
-        assert self._instrumentation is not None
-        entry = self._catalog.entries.get(call.name)
-        try:
-            observer = self._instrumentation.call_started(
-                tool_name=call.name,
-                descriptor=entry.descriptor if entry is not None else None,
-                ctx=call.ctx,
-                call_id=call.record.call_id,
-                tool_call_id=tool_call_id,
-            )
-        except Exception as exc:
-            _log.warning("instrumentation.failed", hook="call_started", error=_described(exc))
-            return None
-        hook = getattr(observer, "progress", None)  # optional: older observers lack it
-        if callable(hook):
-            call.record.listen(hook)
-        return observer
-
-
-def _described(exc: Exception) -> str:
-    """A hook's error for a log record, read without running its ``__repr__`` (host code)."""
-    return f"{type(exc).__name__}: {error_text(exc)}"
+        finish_observer(call, self._catalog, self._settings)
 
 
 def _plan_cancelled(ctx: ToolExecutionContext, name: str) -> ToolCancelledError:
@@ -418,21 +365,6 @@ def _reveal(call: Call, name: str, ctx: ToolExecutionContext) -> None:
     if name not in ctx.revealed_tools:
         ctx.reveal_tools((name,))
         call.record.revealed = (name,)
-
-
-# An approval record's outcome as the decision named it, which `tool.approval` logs.
-_DECIDED = {"approved": "approve", "denied": "deny"}
-
-
-def _resumed_decision(call: Call, approval: ApprovalRecord) -> None:
-    """Log the decision a resumed call was given, as the approval step logs a live one."""
-    lifecycle_event(
-        "tool.approval",
-        tool=call.name,
-        plan_id=call.ctx.plan_id,
-        call_id=call.record.call_id,
-        outcome=_DECIDED.get(approval.outcome, approval.outcome),
-    )
 
 
 def _left_in_host(entry: Entry) -> bool:
