@@ -17,14 +17,12 @@ from toolcycle.models import Validation, ValidationIssue
 if TYPE_CHECKING:
     from toolcycle.redaction import RedactionPolicy
     from toolcycle.runtime._record import CallRecord
-    from toolcycle.runtime._recorder import TraceRecorder
     from toolcycle.validation import CompiledSchema
 
 __all__ = ["check_input", "learn_secrets"]
 
 
 def check_input(
-    traces: TraceRecorder,
     record: CallRecord,
     schema: CompiledSchema,
     params: Any,

@@ -212,7 +212,7 @@ class CallSteps:
 
         The caller answers a refusal with `invalid` (one type check, on its side).
         """
-        data = check_input(self._traces, call.record, entry.input, params, self._settings.redaction)
+        data = check_input(call.record, entry.input, params, self._settings.redaction)
         if call.observer is not None and type(data) is not Validation:
             call.arguments = data
         return data
