@@ -147,19 +147,21 @@ ALLOWED = {
     "_passthrough": set(),
     "_signatures": {"_passthrough", "cancellation", "content", "context", "errors", "models"},
     "callables": {
-        "_bounds",
         "_docstrings",
         "_passthrough",
         "guardrails",
         "_signatures",
+        "_tool_options",
         "_warnings",
         "cancellation",
         "context",
         "errors",
         "models",
-        "retries",
+        "retries",  # for annotations only, under TYPE_CHECKING
         "result_cache",  # for annotations only, under TYPE_CHECKING
     },
+    # guardrails and result_cache for annotations only, under TYPE_CHECKING
+    "_tool_options": {"_bounds", "errors", "guardrails", "result_cache", "retries"},
     "result_cache": {
         "_bounds",
         "_types",
@@ -862,6 +864,7 @@ _DEFERRED = (
     "pydantic.type_adapter",
     "toolcycle._docstrings",
     "toolcycle._signatures",
+    "toolcycle._tool_options",
     # Loaded with the first approval, guardrail or rollback (their names are lazy in toolcycle).
     "toolcycle.approvals",
     "toolcycle.agent._approve",
