@@ -147,19 +147,21 @@ ALLOWED = {
     "_passthrough": set(),
     "_signatures": {"_passthrough", "cancellation", "content", "context", "errors", "models"},
     "callables": {
-        "_bounds",
         "_docstrings",
         "_passthrough",
         "guardrails",
         "_signatures",
+        "_tool_options",
         "_warnings",
         "cancellation",
         "context",
         "errors",
         "models",
-        "retries",
+        "retries",  # for annotations only, under TYPE_CHECKING
         "result_cache",  # for annotations only, under TYPE_CHECKING
     },
+    # guardrails and result_cache for annotations only, under TYPE_CHECKING
+    "_tool_options": {"_bounds", "errors", "guardrails", "result_cache", "retries"},
     "result_cache": {
         "_bounds",
         "_types",
@@ -642,8 +644,10 @@ ALLOWED = {
     "_cli_sources": {""},
     "__main__": {"cli"},
     # An integration layer: the package's public names ("" is toolcycle itself) and the
-    # public instrumentation protocols and the cut of an error's text, never a private module.
-    "otel": {"", "errors", "instrumentation", "_span_payloads"},
+    # public instrumentation protocols and the cut of an error's text, never a private module
+    # but its own span observers and their payload text.
+    "_otel_spans": {"", "errors", "instrumentation", "_span_payloads"},  # "" for annotations
+    "otel": {"", "errors", "instrumentation", "_otel_spans"},
     "__init__": {
         "content",
         "_version",
@@ -882,6 +886,7 @@ _DEFERRED = (
     "pydantic.type_adapter",
     "toolcycle._docstrings",
     "toolcycle._signatures",
+    "toolcycle._tool_options",
     # Loaded with the first approval, guardrail or rollback (their names are lazy in toolcycle).
     "toolcycle.approvals",
     "toolcycle.agent._approve",

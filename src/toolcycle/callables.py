@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pydantic
 
-from toolcycle._bounds import shown_value
 from toolcycle._passthrough import read_arguments
 from toolcycle._warnings import warn_at_caller
 from toolcycle.cancellation import CancellationToken
@@ -41,11 +40,11 @@ from toolcycle.errors import (
     error_text,
 )
 from toolcycle.models import ToolCapability, ToolDescriptor, ToolResult
-from toolcycle.retries import _NOT_IDEMPOTENT, RetryPolicy
 
 if TYPE_CHECKING:
     from toolcycle.guardrails import Guardrail
     from toolcycle.result_cache import CachePolicy
+    from toolcycle.retries import RetryPolicy
 
 __all__ = ["AsyncFunctionTool", "FunctionTool", "tool", "wrap"]
 
@@ -87,6 +86,7 @@ class FunctionTool:
             return_adapter,
             unwrapped,
         )
+        from toolcycle._tool_options import check_cache, check_guardrails, check_retries
 
         self.fn = fn
         self.__wrapped__ = fn
@@ -127,18 +127,14 @@ class FunctionTool:
         # Read by the runtime at registration (see ToolRuntime.register).
         self.max_retries: int | None
         self.retry_policy: RetryPolicy | None
-        self.max_retries, self.retry_policy = _retries(tool_name, idempotent, max_retries, retry)
-        if cache is not None and writes:
-            raise ToolDefinitionError(
-                f"tool {tool_name!r} writes (writes=True is the default), so its results "
-                "cannot be cached; pass writes=False if it only reads, or drop cache=",
-                tool_name=tool_name,
-            )
-        self.cache_policy = cache
+        self.max_retries, self.retry_policy = check_retries(
+            tool_name, idempotent, max_retries, retry
+        )
+        self.cache_policy = check_cache(tool_name, writes, cache)
         """How the runtime caches the tool's results (``cache=``); None: it does not."""
         # Read by the runtime at registration (any tool may carry these two attributes).
-        self.input_guardrails = _guardrails(input_guardrails, "input_guardrails", tool_name)
-        self.output_guardrails = _guardrails(output_guardrails, "output_guardrails", tool_name)
+        self.input_guardrails = check_guardrails(input_guardrails, "input_guardrails", tool_name)
+        self.output_guardrails = check_guardrails(output_guardrails, "output_guardrails", tool_name)
         if not descriptor.description.strip():
             warn_at_caller(
                 ToolDefinitionWarning(
@@ -381,50 +377,9 @@ def tool(
     return decorate(fn) if fn is not None else decorate
 
 
-def _retries(
-    name: str, idempotent: bool, max_retries: int | None, retry: RetryPolicy | None
-) -> tuple[int | None, RetryPolicy | None]:
-    """The tool's own retry limit and policy, refused here when they cannot work."""
-    if max_retries is not None and (
-        isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
-    ):
-        raise ToolDefinitionError(
-            f"tool {name!r}: max_retries must be a whole number, 0 or more, "
-            f"got {shown_value(max_retries)}",
-            tool_name=name,
-        )
-    if retry is not None:
-        if not isinstance(retry, RetryPolicy):
-            raise ToolDefinitionError(
-                f"tool {name!r}: retry must be a toolcycle.RetryPolicy, got {retry!r}",
-                tool_name=name,
-            )
-        if not idempotent:
-            raise ToolDefinitionError(_NOT_IDEMPOTENT.format(name=name), tool_name=name)
-    return max_retries, retry
-
-
 def _check_hook(hook: Any, kind: str, current: Hook | None, name: str) -> Hook:
     if not callable(hook):
         raise ToolDefinitionError(f"{kind} of tool {name!r} needs a callable, got {hook!r}")
     if current is not None:
         raise ToolDefinitionError(f"tool {name!r} already has an {kind} hook", tool_name=name)
     return typing.cast("Hook", hook)
-
-
-def _guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...]:
-    """The guardrails given as ``option``, checked where the tool is defined."""
-    if callable(value) or isinstance(value, str | bytes):
-        raise ToolDefinitionError(
-            f"{option} of tool {name!r} takes a list of guardrails; wrap {value!r} in [...]",
-            tool_name=name,
-        )
-    items = tuple(value)
-    for item in items:
-        if not callable(item):
-            raise ToolDefinitionError(
-                f"{option} of tool {name!r} holds {item!r}, which is not callable; a "
-                "guardrail is a function of (call, ctx)",
-                tool_name=name,
-            )
-    return items
