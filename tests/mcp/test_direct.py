@@ -43,6 +43,16 @@ def test_an_unknown_mode_is_refused() -> None:
         McpServer.in_process(build(), mode="2025")  # type: ignore[arg-type]
 
 
+def test_legacy_protocol_with_auto_mode_is_refused_as_needing_the_handshake() -> None:
+    """mode='auto' does no initialize handshake, so protocol='legacy' cannot go with it."""
+    with pytest.raises(ValueError) as caught:
+        McpServer.in_process(build(), mode="auto", protocol="legacy")
+    assert str(caught.value) == (
+        "protocol='legacy' needs the initialize handshake, which an in-process "
+        "server in mode='auto' does not do: pass mode='legacy' too, or drop protocol"
+    )
+
+
 def test_an_object_that_is_not_an_sdk_server_fails_registration_saying_so() -> None:
     """Something other than MCPServer or Server is named in the error."""
     with ToolRuntime(tracer=NullTracer()) as runtime, pytest.raises(Exception) as caught:

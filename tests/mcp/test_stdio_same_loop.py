@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolcycle import ToolActivationError, ToolRuntime
-from toolcycle.sources.mcp import McpServer, _child, _loop, _sharing, _stdio
+from toolcycle.sources.mcp import McpServer, _child, _loop, _shares, _stdio
 from toolcycle.sources.mcp._stdio import StdioSpec, _Writer
 
 from .conftest import SERVERS, children, in_thread, register, stdio, wait_for, wait_gone
@@ -238,7 +238,7 @@ def test_a_plan_ended_while_its_loop_stays_idle_still_has_its_process_ended(
 
     When the loop runs after all, its close finds the process gone and tidies up.
     """
-    monkeypatch.setattr(_sharing, "ABANDON_AFTER", 0.2)
+    monkeypatch.setattr(_shares, "ABANDON_AFTER", 0.2)
     source = stdio()
     register(runtime, source)
     ctx = runtime.new_context("idle")

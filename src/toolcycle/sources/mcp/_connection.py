@@ -29,6 +29,7 @@ from toolcycle.sources.mcp._auth import request_scope
 from toolcycle.sources.mcp._child import KILL_GRACE, STDIN_GRACE, TERM_GRACE
 from toolcycle.sources.mcp._content import McpServerError, map_error
 from toolcycle.sources.mcp._direct import InProcess
+from toolcycle.sources.mcp._faults import describe, leaf, places, problems
 from toolcycle.sources.mcp._session import Session
 
 if TYPE_CHECKING:
@@ -131,8 +132,8 @@ class Connection:
                 raise
             if self._session is None:
                 await self.close()
-                failure = _leaf(self._failure)
-                error = self._error(f"failed to start: {_describe(failure)}")
+                failure = leaf(self._failure)
+                error = self._error(f"failed to start: {describe(failure)}")
                 error.__cause__ = failure
                 raise self._vetted(error)
 
@@ -199,7 +200,7 @@ class Connection:
                     # The SDK checks the page against the negotiated revision's schema
                     # as a whole: one tool that breaks it stops the listing.
                     raise self._error(
-                        f"sent a tools/list page that breaks the MCP schema: {_problems(exc)}"
+                        f"sent a tools/list page that breaks the MCP schema: {problems(exc)}"
                     ) from None
                 except Exception as exc:
                     raise await self._translate(exc)  # noqa: B904 - _translate sets the cause
@@ -286,7 +287,7 @@ class Connection:
         so neither they nor pydantic's text (which quotes them) are repeated.
         """
         return self._error(
-            f"sent a tools/call result for {name!r} that breaks the MCP schema: {_places(exc)}"
+            f"sent a tools/call result for {name!r} that breaks the MCP schema: {places(exc)}"
         )
 
     async def _learn_headers(self, session: ClientSession) -> None:
@@ -387,33 +388,3 @@ class Connection:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task}, timeout=2.0)
-
-
-def _leaf(exc: BaseException | None) -> BaseException | None:
-    """The first real exception inside nested exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _problems(error: ValidationError, most: int = 3) -> str:
-    """The first few places ``error`` names, as ``tools.0.inputSchema.type: message``."""
-    found = error.errors(include_url=False)
-    said = "; ".join(f"{'.'.join(map(str, item['loc']))}: {item['msg']}" for item in found[:most])
-    return said + (f" (and {len(found) - most} more)" if len(found) > most else "")
-
-
-def _describe(exc: BaseException | None) -> str:
-    if exc is None:
-        return "it closed the connection"
-    if isinstance(exc, asyncio.CancelledError):
-        return "it was cancelled"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _places(error: ValidationError, most: int = 3) -> str:
-    """Where ``error`` found the answer wrong and which check failed, quoting no value."""
-    found = error.errors(include_url=False, include_input=False, include_context=False)
-    said = "; ".join(f"{'.'.join(map(str, item['loc']))} ({item['type']})" for item in found[:most])
-    return said + (f" (and {len(found) - most} more)" if len(found) > most else "")

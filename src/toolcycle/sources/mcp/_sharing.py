@@ -3,7 +3,7 @@
 A server's tools share connections: in each plan, the first activation of any
 of its tools opens one connection and the last deactivation closes it; with
 ``scope="runtime"`` one connection serves every plan until the server closes.
-The bookkeeping (`Sharing`, one per server, and a `_Share` per plan) lives on
+The bookkeeping (`Sharing`, one per server, and a `Share` per plan) lives on
 the MCP loop and is changed by nothing else, so it needs no locks: concurrent
 first activations find the opening in progress and wait for it.
 
@@ -17,18 +17,19 @@ would wait on itself, so the runtime refuses it (see `McpTool.event_loop_for`).
 Nothing ever waits on that loop to end a plan: its connection is closed there,
 at once when the plan ends on it, or as soon as it next runs; if it has closed,
 so has the connection, and the plan still ends (a stdio server's process that
-outlived its loop is ended from the MCP thread, see ``_child``).
+outlived its loop is ended from the MCP thread, see ``_child``). Closing a
+plan's connection, wherever it lives, is in ``_shares``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolcycle.sources.mcp import _loop
-from toolcycle.sources.mcp._connection import SHUTDOWN_DEADLINE, Connection
+from toolcycle.sources.mcp._connection import Connection
 from toolcycle.sources.mcp._content import McpServerError
+from toolcycle.sources.mcp._shares import Share, close_elsewhere, retire
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,31 +40,10 @@ if TYPE_CHECKING:
     from toolcycle.sources.mcp._answering import Answerer
     from toolcycle.sources.mcp._connection import Endpoint
 
-__all__ = ["ABANDON_AFTER", "Scope", "Sharing", "close_elsewhere"]
+__all__ = ["Scope", "Sharing"]
 
 Scope = Literal["plan", "runtime"]
 _RUNTIME_KEY = ""  # plan ids are never empty, so this key cannot collide
-ABANDON_AFTER = SHUTDOWN_DEADLINE + 2.0
-"""Seconds a caller's loop has to close a connection handed to it before its
-server process (stdio) is ended from the MCP thread instead."""
-
-
-class _Share:
-    """The connection one plan (or the whole runtime) uses for one server."""
-
-    __slots__ = ("connection", "endpoint", "home", "opening", "retired", "users")
-
-    def __init__(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
-        """Where its connections go, with the plan's own credentials (see `HttpEndpoint.bind`)."""
-        self.connection: Connection | None = None
-        self.opening: asyncio.Task[Connection] | None = None
-        self.users = 0
-        self.retired: dict[str, McpServerError] = {}
-        """By plan id: a reconnection after a fault failed too, so that plan's calls
-        fail at once. Per plan, so that a runtime-wide share lets later plans retry."""
-        self.home = home
-        """The caller's loop its connections live on (``same_loop``); None for the MCP loop."""
 
 
 class Sharing:
@@ -107,7 +87,7 @@ class Sharing:
         self._answerer = answerer
         self._protocol = protocol
         self._on_list_changed = on_list_changed
-        self._shares: dict[str, _Share] = {}
+        self._shares: dict[str, Share] = {}
         self._closed = False
 
     # -- the server's lifecycle -----------------------------------------------------------------
@@ -140,7 +120,7 @@ class Sharing:
     async def close_all(self) -> None:
         """Close every connection still open, those on callers' loops there, without waiting."""
         shares, self._shares = list(self._shares.values()), {}
-        for connection in await asyncio.gather(*(_retire(share) for share in shares)):
+        for connection in await asyncio.gather(*(retire(share) for share in shares)):
             close_elsewhere(connection)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
@@ -225,7 +205,7 @@ class Sharing:
         if share is None:
             endpoint = self._endpoint
             bind = getattr(endpoint, "bind", None)  # per-plan credentials
-            share = self._shares[key] = _Share(home, endpoint if bind is None else bind(ctx))
+            share = self._shares[key] = Share(home, endpoint if bind is None else bind(ctx))
         share.users += 1
         try:
             await self._connected(share, home, ctx.plan_id)
@@ -250,7 +230,7 @@ class Sharing:
         share.users -= 1
         if share.users <= 0 and key != _RUNTIME_KEY:
             del self._shares[key]
-            return await _retire(share)
+            return await retire(share)
         return None
 
     async def call(
@@ -295,7 +275,7 @@ class Sharing:
         return await _loop.hop(call, home)
 
     async def _connected(
-        self, share: _Share, caller: asyncio.AbstractEventLoop | None, plan_id: str
+        self, share: Share, caller: asyncio.AbstractEventLoop | None, plan_id: str
     ) -> Connection:
         """The share's usable connection, opening one (once) if it has none.
 
@@ -366,49 +346,6 @@ class Sharing:
         return McpServerError(f"MCP server {self.name!r} is closed", server=self.name)
 
 
-def close_elsewhere(connection: Connection | None) -> None:
-    """Have a connection that lives on a caller's loop closed there, without waiting.
-
-    Waiting could deadlock: that loop's thread may be the one waiting on us (a
-    sync plan end inside a coroutine). If the loop has closed, so has the
-    connection's task (and a stdio server's process is ended by ``_child``);
-    if it does not run the close in time, a stdio server's process is ended
-    from the MCP thread all the same.
-    """
-    if connection is None or _on_mcp_loop(connection):
-        return
-    assert connection.loop is not None
-    if _loop.start_on(connection.loop, connection.close()):
-        connection.expire(ABANDON_AFTER)
-
-
-async def _retire(share: _Share) -> Connection | None:
-    """Close a share's connection, including one still opening; shielded from cancellation.
-
-    A connection on a caller's loop is returned instead, for the caller to close
-    there (see `McpTool.deactivate`) or to hand to `close_elsewhere`.
-    """
-    opening, share.opening = share.opening, None
-    connection, share.connection = share.connection, None
-
-    async def close() -> None:
-        if opening is not None:
-            # Nobody waits for it any more: interrupt the start rather than let
-            # it run to its startup timeout (a cancelled open ends its process).
-            opening.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                opened = await opening
-                if _on_mcp_loop(opened):
-                    await opened.close()
-                else:
-                    close_elsewhere(opened)
-        if connection is not None and _on_mcp_loop(connection):
-            await connection.close()
-
-    await asyncio.shield(close())
-    return None if connection is None or _on_mcp_loop(connection) else connection
-
-
 def _cancelling() -> bool:
     """Whether someone asked to cancel the running task."""
     task = asyncio.current_task()
@@ -417,7 +354,3 @@ def _cancelling() -> bool:
 
 def _usable(connection: Connection | None) -> bool:
     return connection is not None and connection.usable
-
-
-def _on_mcp_loop(connection: Connection) -> bool:
-    return connection.loop is None or connection.loop is _loop.event_loop()

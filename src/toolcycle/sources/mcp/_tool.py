@@ -18,7 +18,7 @@ from toolcycle import ToolActivationError, ToolResult, current_resumption
 from toolcycle.sources.mcp import _loop
 from toolcycle.sources.mcp._content import McpServerError, call_output
 from toolcycle.sources.mcp._meta import call_meta
-from toolcycle.sources.mcp._sharing import close_elsewhere
+from toolcycle.sources.mcp._shares import close_elsewhere
 
 if TYPE_CHECKING:
     from toolcycle import ToolDescriptor, ToolExecutionContext
