@@ -130,17 +130,26 @@ ALLOWED = {
     "guardrails": {"_value", "content", "context", "models"},
     "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
     "runtime._guards": {
-        "_construct",
         "content",
+        "errors",
+        "execution._invoke",  # for annotations only, under TYPE_CHECKING
+        "models",
+        "runtime._caching",  # for annotations only, under TYPE_CHECKING
+        "runtime._guardrun",
+        "runtime._rich",
+        "runtime._interfaces",
+        "runtime._settings",
+        "runtime._shared",
+        "runtime._steps",
+    },
+    "runtime._guardrun": {
+        "_construct",
+        "content",  # for annotations only, under TYPE_CHECKING
         "errors",
         "execution._invoke",
         "guardrails",
         "models",
-        "runtime._caching",  # for annotations only, under TYPE_CHECKING
-        "runtime._guardset",
-        "runtime._rich",
-        "runtime._interfaces",
-        "runtime._settings",
+        "runtime._guardset",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",
         "runtime._steps",
     },

@@ -17,10 +17,10 @@ and ``_interfaces`` the protocols through which they see one another; ``_retries
 counts the model's retries per plan and runs the attempts of a ``RetryPolicy``;
 ``_caching`` holds a cached tool's keys and hits (a cached tool validates and looks its
 call up before activating, so a hit activates nothing); ``_guards`` runs a call's
-guardrails; ``_stream`` turns one call into an async stream of its progress and result
-(`CallStream`); ``_durable`` hands a durable plan's call whole to its engine, to record
-or replay. They never import one another: ``_facade`` builds them and hands each the
-others it needs.
+guardrails, each stage through ``_guardrun``; ``_stream`` turns one call into an
+async stream of its progress and result (`CallStream`); ``_durable`` hands a
+durable plan's call whole to its engine, to record or replay. They never import
+one another: ``_facade`` builds them and hands each the others it needs.
 """
 
 from typing import TYPE_CHECKING, Any
