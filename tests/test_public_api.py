@@ -500,20 +500,27 @@ ALLOWED = {
         "runtime._guards",
         "runtime._hosting",
         "runtime._running",
+        "runtime._screening",
         "execution._activation",
-        "execution._inflight",
         "agent._dispatch",
         "execution._invoke",
-        "execution._portal",
-        "runtime._results",
-        "runtime._retries",
         "context",
-        "errors",
         "models",
         "runtime._interfaces",
         "runtime._settings",
         "runtime._shared",
         "runtime._steps",
+    },
+    # The call of a tool that is not plain; the pipeline builds it.
+    "runtime._screening": {
+        "_scope",
+        "execution._inflight",  # for annotations only, under TYPE_CHECKING
+        "models",
+        "runtime._guards",  # for annotations only, under TYPE_CHECKING
+        "runtime._interfaces",  # for annotations only, under TYPE_CHECKING
+        "runtime._running",  # for annotations only, under TYPE_CHECKING
+        "runtime._shared",
+        "runtime._steps",  # for annotations only, under TYPE_CHECKING
     },
     # Steps 3 and 5, the two a call waits in; the pipeline builds it.
     "runtime._running": {

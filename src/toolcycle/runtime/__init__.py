@@ -9,7 +9,8 @@ record the changes the tool made into the plan's context. Every call that reache
 ``execute`` yields exactly one trace, delivered before it returns or raises. The parts:
 ``_registry`` (tools and sources, each tool made ready by ``_preparing``), ``_plans``
 (open and end plans), ``_pipeline`` with ``_steps`` and ``_running`` (the seven steps,
-sync and async; ``_running`` holds the two that wait, activation and the run itself),
+sync and async; ``_running`` holds the two that wait, activation and the run itself,
+and ``_screening`` the path of a tool with guardrails, a cache or an approval),
 ``_approvals`` (the approval step), ``_resume`` (``resume``) and ``_dispatcher`` (a
 model's tool calls, with ``_search`` for deferred tools and ``search_tools``);
 ``_shared`` holds the records they share, ``_settings`` the options a host may change,
