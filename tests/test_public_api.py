@@ -130,17 +130,26 @@ ALLOWED = {
     "guardrails": {"_value", "content", "context", "models"},
     "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
     "runtime._guards": {
-        "_construct",
         "content",
+        "errors",
+        "execution._invoke",  # for annotations only, under TYPE_CHECKING
+        "models",
+        "runtime._caching",  # for annotations only, under TYPE_CHECKING
+        "runtime._guardrun",
+        "runtime._rich",
+        "runtime._interfaces",
+        "runtime._settings",
+        "runtime._shared",
+        "runtime._steps",
+    },
+    "runtime._guardrun": {
+        "_construct",
+        "content",  # for annotations only, under TYPE_CHECKING
         "errors",
         "execution._invoke",
         "guardrails",
         "models",
-        "runtime._caching",  # for annotations only, under TYPE_CHECKING
-        "runtime._guardset",
-        "runtime._rich",
-        "runtime._interfaces",
-        "runtime._settings",
+        "runtime._guardset",  # for annotations only, under TYPE_CHECKING
         "runtime._shared",
         "runtime._steps",
     },
@@ -514,20 +523,27 @@ ALLOWED = {
         "runtime._guards",
         "runtime._hosting",
         "runtime._running",
+        "runtime._screening",
         "execution._activation",
-        "execution._inflight",
         "agent._dispatch",
         "execution._invoke",
-        "execution._portal",
-        "runtime._results",
-        "runtime._retries",
         "context",
-        "errors",
         "models",
         "runtime._interfaces",
         "runtime._settings",
         "runtime._shared",
         "runtime._steps",
+    },
+    # The call of a tool that is not plain; the pipeline builds it.
+    "runtime._screening": {
+        "_scope",
+        "execution._inflight",  # for annotations only, under TYPE_CHECKING
+        "models",
+        "runtime._guards",  # for annotations only, under TYPE_CHECKING
+        "runtime._interfaces",  # for annotations only, under TYPE_CHECKING
+        "runtime._running",  # for annotations only, under TYPE_CHECKING
+        "runtime._shared",
+        "runtime._steps",  # for annotations only, under TYPE_CHECKING
     },
     # Steps 3 and 5, the two a call waits in; the pipeline builds it.
     "runtime._running": {

@@ -9,7 +9,8 @@ record the changes the tool made into the plan's context. Every call that reache
 ``execute`` yields exactly one trace, delivered before it returns or raises. The parts:
 ``_registry`` (tools and sources, each tool made ready by ``_preparing``), ``_plans``
 (open and end plans), ``_pipeline`` with ``_steps`` and ``_running`` (the seven steps,
-sync and async; ``_running`` holds the two that wait, activation and the run itself),
+sync and async; ``_running`` holds the two that wait, activation and the run itself,
+and ``_screening`` the path of a tool with guardrails, a cache or an approval),
 ``_approvals`` (the approval step), ``_resume`` (``resume``) and ``_dispatcher`` (a
 model's tool calls, with ``_search`` for deferred tools and ``search_tools``);
 ``_shared`` holds the records they share, ``_settings`` the options a host may change,
@@ -17,10 +18,10 @@ and ``_interfaces`` the protocols through which they see one another; ``_retries
 counts the model's retries per plan and runs the attempts of a ``RetryPolicy``;
 ``_caching`` holds a cached tool's keys and hits (a cached tool validates and looks its
 call up before activating, so a hit activates nothing); ``_guards`` runs a call's
-guardrails; ``_stream`` turns one call into an async stream of its progress and result
-(`CallStream`); ``_durable`` hands a durable plan's call whole to its engine, to record
-or replay. They never import one another: ``_facade`` builds them and hands each the
-others it needs.
+guardrails, each stage through ``_guardrun``; ``_stream`` turns one call into an
+async stream of its progress and result (`CallStream`); ``_durable`` hands a
+durable plan's call whole to its engine, to record or replay. They never import
+one another: ``_facade`` builds them and hands each the others it needs.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -1,59 +1,33 @@
 """The guardrail step: input guardrails around the approval step, output ones after the run.
 
 The pipeline calls in here only for a tool whose `Entry` has guardrails (see
-``_guardset``). Each guardrail's decision is added to the call's record, so its
-trace lists them; the first decision that is not ``allow`` ends the stage:
-
-- ``reject``: the call's trace ends as ``"rejected"`` and its failed result
-  carries the guardrail's message, for the model to read;
-- ``stop``, or a guardrail that raises or answers something else: the trace
-  ends as ``"stopped"`` and the call raises `GuardrailTripped` for the host.
-  A broken guardrail stops rather than allows: a check that could not run must
-  not let the call through, and the host should hear of it.
-
-A sync guardrail runs inline in the caller's thread (from async code too: keep
-it quick, or make it a coroutine); an async one from sync code runs on the
-runtime's loop thread, as an async approver does.
+``_guardset``). `GuardStep` decides when each stage runs: input guardrails before
+the approval step or after it, as configured, and output guardrails on what the
+tool returned (or on a cache hit) once it passed output validation. Running a
+stage, with what its guardrails decide, is `GuardRunner`'s (``_guardrun``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import types
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from toolcycle._construct import tree_copy
 from toolcycle.content import PART_TYPES
-from toolcycle.errors import (
-    GuardrailTripped,
-    ToolCancelledError,
-    ToolOutputError,
-    cut_error_text,
-    error_text,
-)
-from toolcycle.execution._invoke import caller_cancelled
-from toolcycle.models import GuardrailRecord, ToolResult
+from toolcycle.errors import ToolOutputError
+from toolcycle.models import ToolResult
+from toolcycle.runtime._guardrun import GuardRunner
 from toolcycle.runtime._rich import RICH_TYPES, read_rich
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from toolcycle.content import ContentPart
     from toolcycle.execution._invoke import Invoker
-    from toolcycle.guardrails import GuardrailCall, GuardrailStage
     from toolcycle.models import Change
     from toolcycle.runtime._caching import Kept
-    from toolcycle.runtime._guardset import Guard
     from toolcycle.runtime._interfaces import ApprovalStep
     from toolcycle.runtime._settings import Settings
     from toolcycle.runtime._shared import Call, Entry
     from toolcycle.runtime._steps import CallSteps
 
-__all__ = ["REJECTED", "GuardStep"]
-
-REJECTED = "GuardrailRejected"
-"""The ``error_type`` of a result a guardrail rejected."""
+__all__ = ["GuardStep"]
 
 # Outputs that are certainly not a ToolResult (as in ``_results``).
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -74,8 +48,11 @@ class GuardStep:
     ) -> None:
         self._steps = steps
         self._approvals = approvals
-        self._invoker = invoker
         self._settings = settings
+        runner = GuardRunner(steps, invoker)
+        # Bound once: a guarded call looks its stage up as it would a method of ours.
+        self._stage = runner.run
+        self._astage = runner.arun
 
     # -- input: guardrails and approval, in the configured order -------------------------
 
@@ -204,188 +181,6 @@ class GuardStep:
             return None
         return value, content
 
-    # -- one stage ------------------------------------------------------------------------
-
-    def _stage(
-        self,
-        call: Call,
-        entry: Entry,
-        data: dict[str, Any],
-        stage: GuardrailStage,
-        output: Any = None,
-        content: tuple[ContentPart, ...] = (),
-        changes: list[Change] | None = None,
-    ) -> ToolResult | None:
-        assert entry.guards is not None
-        guards = entry.guards.input if stage == "input" else entry.guards.output
-        seen = _call_of(call, entry, data, stage, output, content)
-        token = call.flight or call.ctx.cancellation_token
-        for guard in guards:
-            try:
-                answer = self._invoker.call(
-                    guard.fn, seen, call.ctx, token=token, coroutine=guard.coroutine
-                )
-            except (ToolCancelledError, asyncio.CancelledError) as exc:
-                self._steps.raise_cancelled(call, exc)
-            except Exception as exc:
-                self._failed(call, guard, stage, exc)
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
-                self._steps.emit(call, "cancelled", error=exc)
-                raise
-            verdict = self._decided(call, guard, stage, answer, changes)
-            if verdict is not None:
-                return verdict
-        return None
-
-    async def _astage(
-        self,
-        call: Call,
-        entry: Entry,
-        data: dict[str, Any],
-        stage: GuardrailStage,
-        output: Any = None,
-        content: tuple[ContentPart, ...] = (),
-        changes: list[Change] | None = None,
-    ) -> ToolResult | None:
-        assert entry.guards is not None
-        guards = entry.guards.input if stage == "input" else entry.guards.output
-        seen = _call_of(call, entry, data, stage, output, content)
-        token = call.flight or call.ctx.cancellation_token
-        for guard in guards:
-            try:
-                if guard.coroutine:
-                    answer = await self._invoker.acall(
-                        guard.fn, seen, call.ctx, token=token, coroutine=True
-                    )
-                else:
-                    answer = guard.fn(seen, call.ctx)
-                    if inspect.isawaitable(answer):  # awaited as a coroutine guard is: cancellable
-                        answer = await self._invoker.acall(
-                            _awaited, answer, token=token, coroutine=True
-                        )
-            except ToolCancelledError as exc:
-                self._steps.raise_cancelled(call, exc)
-            except asyncio.CancelledError as exc:
-                if caller_cancelled():
-                    self._steps.emit(call, "cancelled", error=exc)
-                    raise
-                self._steps.raise_cancelled(call, exc)
-            except Exception as exc:
-                self._failed(call, guard, stage, exc)
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: trace, then obey
-                self._steps.emit(call, "cancelled", error=exc)
-                raise
-            verdict = self._decided(call, guard, stage, answer, changes)
-            if verdict is not None:
-                return verdict
-        return None
-
-    def _decided(
-        self,
-        call: Call,
-        guard: Guard,
-        stage: GuardrailStage,
-        answer: Any,
-        changes: list[Change] | None,
-    ) -> ToolResult | None:
-        """Record one decision; the failed result of a rejection, or raise for a stop."""
-        from toolcycle.guardrails import GuardrailDecision  # loaded by the guardrail itself
-
-        if type(answer) is not GuardrailDecision:
-            self._trip(
-                call,
-                guard,
-                stage,
-                f"guardrail {guard.name!r} returned {type(answer).__name__}, not a "
-                "GuardrailDecision; return allow(), reject(message) or stop(message)",
-            )
-        outcome = answer.outcome
-        message = answer.message
-        if outcome == "allow":
-            _note(call, guard, stage, "allow", None)
-            return None
-        if outcome == "reject":
-            text = message or f"guardrail {guard.name!r} rejected the call of {call.name!r}"
-            _note(call, guard, stage, "reject", text)
-            trace = self._steps.emit(call, "rejected", error_message=text, error_type=REJECTED)
-            error = trace.error if trace is not None else text  # redacted by the trace
-            return ToolResult(
-                success=False,
-                error=error,
-                error_type=REJECTED,
-                trace=trace,
-                changes=tuple(changes or ()),
-            )
-        self._trip(
-            call,
-            guard,
-            stage,
-            f"guardrail {guard.name!r} stopped the call of {call.name!r} at its {stage}"
-            + (f": {message}" if message else ""),
-        )
-
-    def _failed(self, call: Call, guard: Guard, stage: GuardrailStage, exc: Exception) -> NoReturn:
-        """A guardrail that raised stops the call, its exception chained."""
-        self._trip(
-            call,
-            guard,
-            stage,
-            f"guardrail {guard.name!r} raised {type(exc).__name__}: {error_text(exc)}; "
-            f"the call of {call.name!r} was stopped (fix the guardrail)",
-            exc,
-        )
-
-    def _trip(
-        self,
-        call: Call,
-        guard: Guard,
-        stage: GuardrailStage,
-        message: str,
-        cause: Exception | None = None,
-    ) -> NoReturn:
-        scrub = call.record.scrub
-        if scrub is not None:  # the host logs what it catches: no secret of the call in it
-            message = scrub(message)
-        message = cut_error_text(message)  # the error raised says what the trace says
-        _note(call, guard, stage, "stop", message)
-        error = GuardrailTripped(
-            message,
-            guardrail=guard.name,
-            stage=stage,
-            tool_name=call.name,
-            plan_id=call.ctx.plan_id,
-        )
-        self._steps.emit(call, "stopped", error=error)
-        raise error from cause
-
-
-def _call_of(
-    call: Call,
-    entry: Entry,
-    data: dict[str, Any],
-    stage: GuardrailStage,
-    output: Any,
-    content: tuple[ContentPart, ...] = (),
-) -> GuardrailCall:
-    # Loaded with the first guarded call: a program without guardrails never needs it.
-    from toolcycle.guardrails import GuardrailCall
-
-    return GuardrailCall(
-        tool_name=call.name,
-        arguments=types.MappingProxyType(_detached(data)),
-        stage=stage,
-        descriptor=entry.descriptor,
-        call_id=call.record.call_id,
-        tool_call_id=call.tool_call_id,
-        output=output,
-        content=content,
-    )
-
-
-def _awaited(awaitable: Awaitable[Any]) -> Awaitable[Any]:
-    """The awaitable a plain guardrail returned, for `Invoker.acall` to await under the token."""
-    return awaitable
-
 
 def _changes_recorded(call: Call, output: Any) -> Any:
     """``output``, with the changes a returned `ToolResult` lists recorded now.
@@ -399,31 +194,3 @@ def _changes_recorded(call: Call, output: Any) -> Any:
     for change in output.changes:
         call.ctx.record_change(change)
     return output.model_copy(update={"changes": ()})
-
-
-def _detached(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` itself, or a deep copy when it nests a dict or a list.
-
-    The mapping handed to guardrails is read-only at its top level only: a
-    guardrail that appends to a nested list must not change what the tool receives.
-    """
-    for value in data.values():
-        kind = type(value)
-        if kind is dict or kind is list:
-            copied: dict[str, Any] = tree_copy(data)
-            return copied
-    return data
-
-
-def _note(
-    call: Call, guard: Guard, stage: GuardrailStage, outcome: Any, message: str | None
-) -> None:
-    """Add one decision to the call's record, its message redacted like the trace's error."""
-    record = call.record
-    if message is not None:
-        if record.scrub is not None:
-            message = record.scrub(message)
-        message = cut_error_text(message)  # the span shows it as an event
-    record.guardrails += (
-        GuardrailRecord(name=guard.name, stage=stage, outcome=outcome, message=message),
-    )

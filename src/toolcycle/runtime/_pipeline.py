@@ -2,7 +2,10 @@
 
 Both drivers run the same steps in the same order (see `toolcycle.runtime`); the
 steps that do not wait live in `CallSteps`, so each driver only adds its way of
-waiting: for the activation, for the approver, and for the tool itself.
+waiting: for the activation, for the approver, and for the tool itself. A plain
+call runs here from start to end; the call of a tool with guardrails, a result
+cache or a call to approve goes on, once checked and admitted, in `ScreenedCalls`
+(``_screening``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from toolcycle.runtime._guards import GuardStep
 from toolcycle.runtime._hosting import hosted
 from toolcycle.runtime._limits import check_limits
 from toolcycle.runtime._running import ToolStages
+from toolcycle.runtime._screening import ScreenedCalls
 from toolcycle.runtime._shared import deadlines
 
 if TYPE_CHECKING:
@@ -25,12 +29,11 @@ if TYPE_CHECKING:
 
     from toolcycle.context import ToolExecutionContext
     from toolcycle.execution._activation import Activator
-    from toolcycle.execution._inflight import Flight
     from toolcycle.execution._invoke import Invoker
     from toolcycle.models import ApprovalRecord, ProgressEvent, ToolCall
     from toolcycle.runtime._interfaces import ApprovalStep
     from toolcycle.runtime._settings import Settings
-    from toolcycle.runtime._shared import Call, Entry
+    from toolcycle.runtime._shared import Call
     from toolcycle.runtime._steps import CallSteps
 
 __all__ = ["CallPipeline"]
@@ -61,8 +64,12 @@ class CallPipeline:
         self._activator = activator
         self._invoker = invoker
         self._settings = settings
-        self._guards = guards = GuardStep(steps, approvals, invoker, settings)
-        self._stages = ToolStages(steps, activator, invoker, settings, guards)
+        guards = GuardStep(steps, approvals, invoker, settings)
+        self._stages = stages = ToolStages(steps, activator, invoker, settings, guards)
+        screened = ScreenedCalls(steps, approvals, guards, stages)
+        # Bound once: a screened call looks its driver up as it would a method of ours.
+        self._screened = screened.run
+        self._ascreened = screened.arun
 
     def execute(
         self,
@@ -276,60 +283,6 @@ class CallPipeline:
         finally:
             flight.group.release(flight)
 
-    def _screened(
-        self,
-        call: Call,
-        entry: Entry,
-        flight: Flight,
-        params: Any,
-        timeout: float | None,
-        idle_timeout: float | None,
-        asks: bool | None,
-    ) -> ToolResult:
-        """`_run` of a tool with guardrails, a result cache, or a call to approve.
-
-        ``asks`` is the approval rule's answer for the call, or None when the rule
-        has not been asked yet (a guarded tool asks it after its early guardrails).
-        """
-        steps = self._steps
-        cache, key = entry.cache, None
-        data = steps.validate_input(call, entry, params)
-        if type(data) is Validation:
-            return steps.invalid(call, entry, data)
-        if asks is None and entry.guards is None:
-            asks = self._approvals.needed(call, entry)  # a cached tool's call
-        if asks or entry.guards is not None:
-            # Validate, guard and ask first, so that a call turned away starts nothing.
-            verdict = self._guards.screen(call, entry, data, asks)
-            if verdict is not None:
-                return verdict
-            if cache is not None:
-                key, kept = cache.look_up(call.ctx, data, call.record.scrub)
-                if kept is not None:
-                    return self._guards.hit(call, entry, data, kept)
-        else:
-            # Cached: validate and look up before activating: a hit must not activate
-            # the tool. (A guarded tool takes the branch above: a hit passes its input
-            # guardrails.)
-            assert cache is not None
-            key, kept = cache.look_up(call.ctx, data, call.record.scrub)
-            if kept is not None:
-                return steps.cache_hit(call, kept)
-        # The call's time starts once it may run, not while a person decides.
-        before, limit = deadlines(call, entry, timeout, idle_timeout)
-        late = self._stages.ensure_active(call, entry, before)
-        if late is not None:
-            return steps.failed(call, late, [])
-        call.scope, collecting = _start_collecting(call.ctx, call.record)
-        flight.attach(call.scope)
-        try:
-            result = self._stages.invoke(call, entry, data, limit, call.scope.changes)
-        finally:
-            _stop_collecting(call.scope, collecting)
-        if key is not None and cache is not None:
-            cache.keep(key, call.ctx, result)
-        return result
-
     async def _arun(
         self, call: Call, params: Any, timeout: float | None, idle_timeout: float | None
     ) -> ToolResult:
@@ -373,49 +326,3 @@ class CallPipeline:
             if not call.refuse:
                 raise
             return refused(exc, call.trace)
-
-    async def _ascreened(
-        self,
-        call: Call,
-        entry: Entry,
-        flight: Flight,
-        task: asyncio.Task[Any] | None,
-        params: Any,
-        timeout: float | None,
-        idle_timeout: float | None,
-        asks: bool | None,
-    ) -> ToolResult:
-        """Async twin of `_screened`."""
-        steps = self._steps
-        cache, key = entry.cache, None
-        data = steps.validate_input(call, entry, params)
-        if type(data) is Validation:
-            return steps.invalid(call, entry, data)
-        if asks is None and entry.guards is None:
-            asks = self._approvals.needed(call, entry)
-        if asks or entry.guards is not None:
-            verdict = await self._guards.ascreen(call, entry, data, asks)
-            if verdict is not None:
-                return verdict
-            if cache is not None:
-                key, kept = cache.look_up(call.ctx, data, call.record.scrub)
-                if kept is not None:
-                    return await self._guards.ahit(call, entry, data, kept)
-        else:
-            assert cache is not None
-            key, kept = cache.look_up(call.ctx, data, call.record.scrub)
-            if kept is not None:
-                return steps.cache_hit(call, kept)
-        before, limit = deadlines(call, entry, timeout, idle_timeout)
-        late = await self._stages.aensure_active(call, entry, before)
-        if late is not None:
-            return steps.failed(call, late, [])
-        call.scope, collecting = _start_collecting(call.ctx, call.record)
-        flight.attach(call.scope)
-        try:
-            result = await self._stages.ainvoke(call, entry, data, limit, call.scope.changes, task)
-        finally:
-            _stop_collecting(call.scope, collecting)
-        if key is not None and cache is not None:
-            cache.keep(key, call.ctx, result)
-        return result
