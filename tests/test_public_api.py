@@ -15,6 +15,7 @@ import pytest
 import toolcycle
 
 SRC = Path(toolcycle.__file__).parent
+ARCHITECTURE = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 
 EXPECTED = {
     "PlanHost",
@@ -765,6 +766,56 @@ def test_every_core_module_has_an_entry_in_the_layer_map() -> None:
     assert core == set(ALLOWED), (
         f"unlisted: {sorted(core - set(ALLOWED))}; gone: {sorted(set(ALLOWED) - core)}"
     )
+
+
+def _layers_list() -> tuple[set[str], dict[str, int]]:
+    """The names of the "## Layers" code block of docs/architecture.md.
+
+    Each line is a comma-separated list of module paths, then two spaces or more, then
+    a description. A name without a folder shares the folder of the name before it:
+    ``runtime/_shared, _settings`` is ``runtime._shared`` and ``runtime._settings``.
+    Returns the names of the first line (the edges) and each other name's line number.
+    """
+    block = ARCHITECTURE.read_text(encoding="utf-8").split("## Layers", 1)[1].split("```")[1]
+    lines: list[list[str]] = []
+    for text in block.strip().splitlines():
+        folder, names = "", []
+        for name in text.strip().split("  ")[0].split(", "):
+            if "/" in name:
+                folder, _, name = name.partition("/")
+            names.append(f"{folder}.{name}" if folder else name)
+        lines.append(names)
+    edges, *core = lines
+    line: dict[str, int] = {}
+    for number, names in enumerate(core, 1):
+        for name in names:
+            assert name not in line, f"{name} is on two lines of the Layers list: keep one"
+            line[name] = number
+    return set(edges), line
+
+
+def test_the_architecture_page_lists_every_core_module_above_what_it_imports() -> None:
+    """The Layers list of docs/architecture.md holds every core module, each above its imports."""
+    edges, line = _layers_list()
+    # The edges, and every module of their packages, count as line 0.
+    position = {module: 0 for module in ALLOWED if module.split(".")[0] in edges} | line
+    unknown = [
+        f"{name} is in the list but not in ALLOWED: correct or remove it"
+        for name in line
+        if name not in ALLOWED
+    ]
+    missing = [
+        f"{module} is missing: add it on a line above the modules it imports"
+        for module in sorted(ALLOWED.keys() - position.keys())
+    ]
+    upward = [
+        f"{module} imports {target}, listed on its line or above it: move {target} below it"
+        for module in sorted(line.keys() & ALLOWED.keys())
+        for target in sorted(name or "__init__" for name in ALLOWED[module])
+        if target in position and position[target] <= line[module]
+    ]
+    problems = unknown + missing + upward
+    assert not problems, "docs/architecture.md, ## Layers:\n" + "\n".join(problems)
 
 
 def _module_name(path: Path, root: Path) -> str:
