@@ -652,10 +652,12 @@ ALLOWED = {
         "hosts._ray_actor",
         "hosts._tools",
     },
-    "hosts._ray_actor": {"", "hosts._stages", "hosts._worker"},
+    "hosts._ray_actor": {"", "hosts._remote_stage", "hosts._stages"},
+    "hosts._remote_stage": {"", "hosts._tools"},  # _tools for annotations only
     "hosts._tools": {""},
     "hosts._stages": set(),
-    "hosts._worker": {"", "hosts._stages", "hosts._tools"},  # _tools for annotations only
+    # _tools for annotations only
+    "hosts._worker": {"", "hosts._remote_stage", "hosts._stages", "hosts._tools"},
     "cli": {""},
     "_cli_tools": {""},
     "_cli_sources": {""},

@@ -22,8 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
 from toolcycle.hosts._base import HostedPlan
+from toolcycle.hosts._remote_stage import load_tool, packed
 from toolcycle.hosts._tools import _by_name, pack, settle
-from toolcycle.hosts._worker import _packed, _Worker, load_tool, serve
+from toolcycle.hosts._worker import _Worker, serve
 from toolcycle.otel import OpenTelemetry
 
 WAIT = 10.0
@@ -396,7 +397,7 @@ async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
 def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:
     """An output that does not pickle, an error that does not pickle back: plain errors."""
     for ok, value in ((True, threading.Lock()), (False, box.Unpicklable("a", "b"))):
-        sent_ok, error, changes, revealed = pickle.loads(_packed(ok, value, [], ("found",)))
+        sent_ok, error, changes, revealed = pickle.loads(packed(ok, value, [], ("found",)))
         assert not sent_ok and changes == [] and revealed == ("found",)
         assert "could not be sent back from the host" in str(error)
 

@@ -12,7 +12,8 @@ import pytest
 
 from toolcycle import ToolActivationError, ToolRuntime
 from toolcycle.sources.skills import Skill, SkillDirectory, SkillLimits, SkillValidationError
-from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter
+from toolcycle.sources.skills._frontmatter import read_front_matter
+from toolcycle.sources.skills._yaml_subset import FrontMatterError
 
 from .conftest import make_skill
 

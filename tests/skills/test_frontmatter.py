@@ -10,12 +10,8 @@ from typing import Any
 import pytest
 
 from toolcycle.sources.skills import _frontmatter
-from toolcycle.sources.skills._frontmatter import (
-    FrontMatterError,
-    parse_yaml,
-    read_body,
-    read_front_matter,
-)
+from toolcycle.sources.skills._frontmatter import read_body, read_front_matter
+from toolcycle.sources.skills._yaml_subset import MAX_NESTING, FrontMatterError, parse_yaml
 
 GOOD = "---\nname: demo\ndescription: A demo skill.\n---\n# Demo\n\nDo the thing.\n"
 
@@ -211,7 +207,7 @@ def test_yaml_that_strictyaml_refuses_is_refused(yaml_text: str, what: str) -> N
 
 def test_nesting_deeper_than_the_limit_is_refused_not_a_recursion_error() -> None:
     """Lists and mappings nest at most MAX_NESTING levels; libyaml accepts far deeper."""
-    limit = _frontmatter.MAX_NESTING
+    limit = MAX_NESTING
     deepest = parse_yaml("metadata:\n  " + "- " * limit + "v\n")["metadata"]
     for _ in range(limit):
         deepest = deepest[0]

@@ -19,7 +19,8 @@ its trace adds the host's name and where the worker is (``host``, ``host_id``).
   ``_base`` holds the bookkeeping both hosts share (`HostBase`, `HostedPlan`).
 - `RayHost` (``_ray``, ``toolcycle[ray]``): an async Ray actor per plan, or a pool of
   actors for many plans, on any node of a Ray cluster, driving the same stand-ins as
-  `ProcessHost`; ``_ray_actor`` is the actor's side.
+  `ProcessHost`; ``_ray_actor`` is the actor's side. ``_remote_stage`` is what the
+  actor and a worker process share: a stage's context, its tool, its packed outcome.
 - `DBOSPlan` (``_dbos``, ``toolcycle[dbos]``): a durable plan whose calls are DBOS
   steps of the plan's workflow, so a plan resumed after a crash does not run the
   completed calls again; ``DBOSPlan.resume`` resumes one by its id (see

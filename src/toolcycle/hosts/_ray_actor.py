@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from toolcycle import CancellationToken
-from toolcycle.hosts._stages import ToolStages
-from toolcycle.hosts._worker import (
+from toolcycle.hosts._remote_stage import (
     StageContext,
-    _cancelled,
-    _packed,
-    _unheard,
+    cancelled_error,
     load_tool,
+    packed,
     stage_context,
+    unheard,
 )
+from toolcycle.hosts._stages import ToolStages
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -138,7 +138,7 @@ class PlanActor:
 
     async def _release(self, info: dict[str, Any], key: str, name: str, left: float) -> None:
         """Deactivate a tool no caller will, as its plan leaves; its outcome has no one to go to."""
-        ctx = stage_context(info, CancellationToken(), _unheard, None)
+        ctx = stage_context(info, CancellationToken(), unheard, None)
 
         async def deactivate() -> None:
             stage: Any = self.tools[key, name].deactivate  # sync, or a coroutine function
@@ -202,13 +202,13 @@ class PlanActor:
             task = self.tasks.get(number)
             if task is not None:
                 task.cancel()
-            ok, value = False, _cancelled(ctx)
+            ok, value = False, cancelled_error(ctx)
         except Exception as exc:
             ok, value = False, exc
         finally:
             if number not in self.owners:  # no work began, or it ended: else it pops them
                 self.tokens.pop(number, None)
-        return _packed(ok, value, list(ctx.changes), ctx.revealed_here()), reports, self.node
+        return packed(ok, value, list(ctx.changes), ctx.revealed_here()), reports, self.node
 
     async def _stage(
         self, number: int, kind: str, key: str, name: str, argument: Any, ctx: StageContext

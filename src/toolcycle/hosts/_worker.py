@@ -5,12 +5,10 @@ on its main thread, and runs each stage elsewhere so that a cancellation can
 arrive while a stage runs: a sync stage on a small thread pool, a coroutine stage
 on one event loop thread the worker starts when first needed.
 
-Every stage gets a context of its own (`stage_context`): the plan's id, flags,
-resources, metadata and limits, the id of the call it serves and the tools the
-plan has revealed, and a token that mirrors the caller's call token (a ``cancel``
-message cancels it, and also the task of a coroutine stage). What a stage records
-with ``record_change``, reports with ``report_progress`` and reveals with
-``reveal_tools`` travels back to the caller.
+The stage itself (its context, its tool, its packed outcome) is
+`toolcycle.hosts._remote_stage`'s, which a Ray actor shares; a ``cancel`` message
+cancels a stage's token, and also the task of a coroutine stage. What a stage
+reports with ``report_progress`` travels back to the caller as it comes.
 
 The messages are tuples. To the worker: ``("plan", info)``, ``("activate", id,
 name, payload, call)``, ``("execute", id, name, params, call)``, ``("deactivate",
@@ -27,96 +25,34 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import importlib
 import inspect
 import os
-import pickle
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from toolcycle import CancellationToken, ToolCancelledError, ToolExecutionContext
+from toolcycle import CancellationToken
+from toolcycle.hosts._remote_stage import (
+    StageContext,
+    cancelled_error,
+    load_tool,
+    packed,
+    stage_context,
+    unheard,
+)
 from toolcycle.hosts._stages import ToolStages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from multiprocessing.connection import Connection
 
-    from toolcycle import Change, ProgressEvent, ToolInstance
+    from toolcycle import ProgressEvent, ToolInstance
     from toolcycle.hosts._tools import Call
 
-__all__ = ["STOP_GRACE", "StageContext", "load_tool", "serve", "serve_detached", "stage_context"]
+__all__ = ["STOP_GRACE", "serve", "serve_detached"]
 
 STOP_GRACE = 5.0
 """Seconds a worker told to stop without a grace, or left by its caller, gives its stages."""
-
-
-class StageContext(ToolExecutionContext):
-    """A stage's context in a worker: the plan's, answering ``call_id`` as the caller's did.
-
-    The caller's ``call_id`` comes from the call running in its thread or task,
-    which a worker does not have; the stage is given it instead. What the stage
-    reveals (`revealed_here`) goes back to the caller's plan with its outcome.
-    """
-
-    __slots__ = ("_revealed_before", "_stage_call_id")
-    _revealed_before: frozenset[str]
-    _stage_call_id: str | None
-
-    @property
-    def call_id(self) -> str | None:
-        """The id of the call this stage serves, as the caller read it; None outside a call."""
-        return self._stage_call_id
-
-    def revealed_here(self) -> tuple[str, ...]:
-        """The tools the stage revealed, beyond those the plan had revealed at its start."""
-        return tuple(sorted(self.revealed_tools.difference(self._revealed_before)))
-
-
-def stage_context(
-    info: dict[str, Any],
-    token: CancellationToken,
-    on_progress: Callable[[ProgressEvent], object],
-    call: Call | None,
-) -> StageContext:
-    """The context of one stage: the plan's ``info``, its own token, the caller's ``call``."""
-    ctx = StageContext(
-        info["plan_id"],
-        read_only=info.get("read_only", False),
-        requires_checkpoint=info.get("requires_checkpoint", False),
-        resources=info.get("resources", ()),
-        metadata=dict(info.get("metadata", {})),
-        timeout=info.get("timeout"),
-        idle_timeout=info.get("idle_timeout"),
-        cancellation_token=token,
-        on_progress=on_progress,
-    )
-    call_id, revealed = call if call is not None else (None, ())
-    ctx._stage_call_id = call_id
-    ctx._revealed_before = frozenset(revealed)
-    if revealed:
-        ctx.reveal_tools(revealed)
-    return ctx
-
-
-def load_tool(payload: tuple[Any, ...]) -> ToolInstance:
-    """The tool a payload describes (see `toolcycle.hosts._tools.pack`).
-
-    Raises:
-        ImportError, AttributeError: an import path that names nothing.
-    """
-    kind = payload[0]
-    if kind == "pickle":
-        tool: ToolInstance = pickle.loads(payload[1])
-        return tool
-    module_name, _, attribute = payload[1].partition(":")
-    found: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        found = getattr(found, part)
-    if kind == "import" and (isinstance(found, type) or inspect.isfunction(found)):
-        found = found(*payload[2], **payload[3])  # a class or a factory function
-    built: ToolInstance = found  # "ref": the module's own object, by name
-    return built
 
 
 class _Worker:
@@ -174,7 +110,7 @@ class _Worker:
             verdict = self.lifecycle.activate(name, (number, argument, call))
             if verdict != "run":  # done already, or shares the one under way
                 if verdict == "done":
-                    self.send(("done", number, _packed(True, None, [])))
+                    self.send(("done", number, packed(True, None, [])))
                 return
         ctx = self.context(number, call)
         self.stages[number] = (kind, name)
@@ -222,7 +158,7 @@ class _Worker:
 
         def ended(done: concurrent.futures.Future[Any]) -> None:
             if done.cancelled():
-                self.finish(number, False, _cancelled(ctx), ctx)
+                self.finish(number, False, cancelled_error(ctx), ctx)
             elif done.exception() is not None:
                 self.finish(number, False, done.exception(), ctx)
             else:
@@ -240,11 +176,11 @@ class _Worker:
         self.tokens.pop(number, None)
         kind, name = self.stages.pop(number)
         waiting = self.lifecycle.activated(name, ok) if kind == "activate" else []
-        self.send(("done", number, _packed(ok, value, list(ctx.changes), ctx.revealed_here())))
+        self.send(("done", number, packed(ok, value, list(ctx.changes), ctx.revealed_here())))
         self.lifecycle.end(name)
         for later, argument, call in waiting:
             if ok:
-                self.send(("done", later, _packed(True, None, [])))
+                self.send(("done", later, packed(True, None, [])))
             else:  # the first failed: the next tries afresh, as the runtime's cache would
                 self.start("activate", later, name, argument, call)
 
@@ -279,7 +215,7 @@ class _Worker:
 
     def release(self, name: str, deadline: float) -> None:
         """Deactivate a tool no caller will, as the worker ends; its outcome has no one to go to."""
-        ctx = stage_context(self.info, CancellationToken(), _unheard, None)
+        ctx = stage_context(self.info, CancellationToken(), unheard, None)
         with contextlib.suppress(Exception):  # the caller has gone: nobody to tell
             stage = self.tools[name].deactivate
             if inspect.iscoroutinefunction(stage):
@@ -293,62 +229,6 @@ def _ran(stage: Callable[[StageContext], Any], ctx: StageContext) -> None:
     value = stage(ctx)
     if inspect.isawaitable(value):
         asyncio.run(_awaited(value))
-
-
-def _unheard(event: ProgressEvent) -> None:
-    """Progress of a stage no caller follows."""
-
-
-def _packed(ok: bool, value: Any, changes: list[Change], revealed: tuple[str, ...] = ()) -> bytes:
-    """A stage's outcome as bytes the caller can always open; it never raises.
-
-    The caller opens the outer message on its reading thread, which must never
-    fail; an outcome it could not open (an unpicklable output, an exception whose
-    class does not pickle back, a change whose ``data`` does not pickle) becomes a
-    plain error that says so, with the changes that do travel. Raising here instead
-    would leave the caller waiting for an outcome that never comes.
-    """
-    try:
-        blob = pickle.dumps((ok, value, changes, revealed))
-        if not ok:
-            pickle.loads(blob)
-    except Exception as exc:
-        kept = [change for change in changes if _travels(change)]
-        if len(kept) < len(changes):
-            what = "recorded changes"
-            advice = "keep the data of a Change JSON-compatible"
-        else:
-            what = "output" if ok else f"error ({type(value).__name__}: {_shown(value)})"
-            advice = "return JSON-compatible values and raise exceptions that pickle"
-        problem = RuntimeError(
-            f"the tool's {what} could not be sent back from the host ({_shown(exc)}); {advice}"
-        )
-        blob = pickle.dumps((False, problem, kept, revealed))
-    return blob
-
-
-def _travels(value: object) -> bool:
-    """Whether ``value`` pickles, and opens again."""
-    try:
-        pickle.loads(pickle.dumps(value))
-    except Exception:
-        return False
-    return True
-
-
-def _shown(value: object) -> str:
-    """``str(value)``, or its type's name when that fails."""
-    try:
-        return str(value)
-    except Exception:
-        return f"<{type(value).__name__}>"
-
-
-def _cancelled(ctx: ToolExecutionContext) -> ToolCancelledError:
-    reason = ctx.cancellation_token.reason
-    return ToolCancelledError(
-        "the call was cancelled" + (f": {reason}" if reason else ""), reason=reason
-    )
 
 
 async def _settle(grace: float) -> None:

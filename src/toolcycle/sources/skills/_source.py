@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.sources.skills._files import real_inside
-from toolcycle.sources.skills._frontmatter import FrontMatterError, read_front_matter, skill_file
+from toolcycle.sources.skills._frontmatter import read_front_matter, skill_file
 from toolcycle.sources.skills._limits import SkillLimits
 from toolcycle.sources.skills._rules import SkillReport, SkillValidationError, check_fields
 from toolcycle.sources.skills._scripts import checked_env
 from toolcycle.sources.skills._tools import ScriptTool, SkillTool
+from toolcycle.sources.skills._yaml_subset import FrontMatterError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
