@@ -248,6 +248,34 @@ async def test_arguments_a_toolset_tool_rejects_ask_the_model_to_retry(
     assert [r.output for r in accepted] == ["read notes.txt", "sun in Oslo", "none in Bergen"]
 
 
+async def test_a_validation_error_from_an_args_validator_asks_the_model_to_retry(
+    runtime: ToolRuntime,
+) -> None:
+    """An args_validator that validates with pydantic and raises its ValidationError is a retry.
+
+    pydantic-ai answers that rejection with a retry prompt, as it does a ``ModelRetry``;
+    the problems are listed one a line, and the tool's retries in a row count it.
+    """
+    toolset: FunctionToolset[None] = FunctionToolset()
+
+    def relative(ctx: RunContext[None], path: str) -> None:
+        RelativePath.model_validate({"path": path})
+
+    @toolset.tool_plain(args_validator=relative)
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"read {path}"
+
+    register(runtime, from_toolset(toolset))
+    async with runtime.aplan() as ctx:
+        rejected = await runtime.aexecute("read", {"path": "/etc/hosts"}, ctx)
+        accepted = await runtime.aexecute("read", {"path": "notes.txt"}, ctx)
+    assert rejected.error_type == "ModelRetry" and rejected.retryable
+    assert "path: Value error, the path must be relative" in (rejected.error or "")
+    assert "errors.pydantic.dev" not in (rejected.error or "")
+    assert accepted.output == "read notes.txt"
+
+
 async def test_a_tool_returns_content_and_metadata_reach_the_model_and_the_host(
     runtime: ToolRuntime,
 ) -> None:

@@ -297,20 +297,22 @@ async def _arguments(
     The tool's argument validator converts them (a rule JSON Schema cannot express
     may reject them there), then its ``args_validator`` function, if it has one,
     looks at them. A rejection by either is a mistake the model can fix, as in an
-    agent run.
+    agent run: pydantic-ai retries on a ``ValidationError`` from the function (one
+    that validates with pydantic) as on its ``ModelRetry``.
 
     Raises:
-        ModelRetry: toolcycle's, for arguments the argument validator rejects;
-            pydantic-ai's, as the ``args_validator`` function raised it.
+        ModelRetry: toolcycle's, for arguments the argument validator or a
+            ``ValidationError`` of the function rejects; pydantic-ai's, as the
+            ``args_validator`` function raised it.
     """
     try:
         arguments: dict[str, Any] = tool.args_validator.validate_python(params)
+        if tool.args_validator_func is not None:
+            checked = tool.args_validator_func(run_ctx, **arguments)
+            if inspect.isawaitable(checked):
+                await checked
     except ValidationError as error:
         raise ModelRetry(_rejection(error)) from error
-    if tool.args_validator_func is not None:
-        checked = tool.args_validator_func(run_ctx, **arguments)
-        if inspect.isawaitable(checked):
-            await checked
     return arguments
 
 
