@@ -358,6 +358,25 @@ def test_an_mcp_answer_never_sends_an_object_that_missed_its_output_schema() -> 
     assert result.to_message("openai")["content"] == '{"n":"many"}'  # other formats: unchanged
 
 
+@pytest.mark.parametrize("output", [["many"], None, "many"], ids=["list", "none", "string"])
+def test_an_mcp_answer_never_sends_a_non_object_that_missed_an_object_output_schema(
+    output: Any,
+) -> None:
+    """The tool declares an outputSchema; a success without structuredContent would be refused."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tool = FakeTool("count", output_schema=schema, output=output)
+    with ToolRuntime() as runtime:
+        runtime.register(tool)
+        definition = runtime.tool_definitions(runtime.new_context(), format="mcp")[0]
+        with runtime.plan() as ctx:
+            result = runtime.call({"id": "c1", "name": "count", "arguments": {}}, ctx)
+    assert "outputSchema" in definition
+    assert result.success and result.trace is not None and result.trace.output_valid is False
+    message = result.to_message("mcp")
+    assert message["isError"] is True and "structuredContent" not in message
+    assert result.to_messages("mcp") == [message]
+
+
 def test_an_mcp_answer_keeps_an_object_that_met_its_output_schema() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     tool = FakeTool("count", output_schema=schema, output={"n": 3})

@@ -387,9 +387,9 @@ class ToolResult(BaseModel):
         return answers + attachments
 
     def _output_valid(self, format: str) -> bool | None:
-        """Whether the output met its schema, where the message depends on it (an MCP object)."""
-        if format != "mcp" or not self.success or not isinstance(self.output, dict):
-            return None  # only MCP sends an object output for a client to check
+        """Whether the output met its schema, where the message depends on it (MCP)."""
+        if format != "mcp" or not self.success:
+            return None  # only an MCP client checks the output against a declared schema
         trace = self.trace
         return None if trace is None else trace.output_valid
 

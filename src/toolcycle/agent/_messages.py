@@ -17,9 +17,10 @@ MCP SDK's ``ClientSession`` among them) rejects a success without
 ``structuredContent`` from a tool that declares an ``outputSchema``; the
 message cannot see the tool's schema, so such a result goes with
 ``isError: true``, its text the cut output and its marker (see `mcp_message`).
-So does an object output that missed the tool's output schema (a runtime with
-``strict_output=False`` lets it through as a success): a client refuses its
-``structuredContent``.
+So does any output that missed the tool's output schema (a runtime with
+``strict_output=False`` lets it through as a success): a client refuses an
+object off the schema as ``structuredContent``, and a success with no
+``structuredContent`` at all (a list or ``None`` where an object was declared).
 """
 
 from __future__ import annotations
@@ -100,16 +101,13 @@ def mcp_message(
     A success whose output is an object cut to ``max_result_bytes`` has no
     object left to send, and a client checks ``structuredContent`` against the
     tool's ``outputSchema`` on every success: it is sent as an error (see the
-    module docstring). A cut string, list or number never had an
-    ``outputSchema`` declared for it, so it stays a success. An object output
+    module docstring). A cut string, list or number that met its schema never
+    had an ``outputSchema`` declared for it, so it stays a success. Any output
     that missed the output schema (``output_valid`` False) is sent as an error
-    for the same reason: the client would refuse its ``structuredContent``.
+    for the same reason: an object as ``structuredContent``, or any other value
+    as none, where the tool may have declared an object.
     """
-    failed = (
-        not success
-        or (truncated and _cut_object(output))
-        or (output_valid is False and isinstance(output, dict))
-    )
+    failed = not success or (truncated and _cut_object(output)) or output_valid is False
     message: dict[str, Any] = {"content": content, "isError": failed}
     if not failed and isinstance(output, dict):
         message["structuredContent"] = output
