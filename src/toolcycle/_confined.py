@@ -92,11 +92,13 @@ class ConfinedRoot:
             os.close(self._fd)
             self._fd = -1
 
-    def resolve(self, path: str) -> Parts:
+    def resolve(self, path: str, *, follow_last: bool = True) -> Parts:
         """The components below the root that ``path`` names, links inside replaced.
 
         A component that does not exist ends the resolution of links: the rest is
-        taken as written (``..`` still may not leave the root).
+        taken as written (``..`` still may not leave the root). With ``follow_last``
+        false, a link that is the path's last name (trailing ``/`` or ``.`` aside)
+        is kept as the link itself, wherever it points, as ``rm`` takes it.
 
         Raises:
             OutsideRootError: ``path`` or a link on it leads out of the root.
@@ -124,7 +126,8 @@ class ConfinedRoot:
                         fd = self._reopen(fd, tuple(done))
                     continue
                 info = None if real < len(done) else lstat_at(name, fd)
-                if info is not None and stat.S_ISLNK(info.st_mode):
+                last = not follow_last and all(p in ("", ".") for p in pending)
+                if info is not None and stat.S_ISLNK(info.st_mode) and not last:
                     hops += 1
                     if hops > _MAX_LINKS:
                         raise ConfinementError(f"{path!r} passes through too many symbolic links")
@@ -316,6 +319,16 @@ class ConfinedRoot:
         """Remove the file (or link itself) at ``parts``."""
         with self._parent(parts) as parent, naming(shown(parts)):
             os.unlink(parts[-1], dir_fd=parent)
+
+    def readlink(self, parts: Parts) -> str:
+        """The text of the symbolic link at ``parts`` (what it points to, as written)."""
+        with self._parent(parts) as parent, naming(shown(parts)):
+            return os.readlink(parts[-1], dir_fd=parent)
+
+    def symlink(self, text: str, parts: Parts) -> None:
+        """Create a symbolic link at ``parts`` whose text is ``text``; it is not followed."""
+        with self._parent(parts) as parent, naming(shown(parts)):
+            os.symlink(text, parts[-1], dir_fd=parent)
 
     def rmdir(self, parts: Parts) -> None:
         """Remove the empty directory at ``parts`` (a link there is not removed)."""

@@ -3,6 +3,7 @@
 `file_change` builds the `Change` a write, delete or folder creation records: the
 previous bytes (or the fact that there were none, or only their size when they were
 too large to keep), a digest of what the tool left and the workspace it was made in.
+`link_change` builds the one a removed symbolic link records: the link's text.
 `file_handlers` undoes such changes, confined to the workspaces a plan binds: each
 finds its file again from the workspace and the relative target, walking it without
 following any link (``toolcycle._confined``), and leaves alone, as a conflict, a file
@@ -22,7 +23,7 @@ from toolcycle._nofollow import ConfinementError, Parts, shown
 from toolcycle._undo_handler import RollbackConflictError, RollbackUnsupportedError, UndoHandler
 from toolcycle.models import BoundResource, Change
 
-__all__ = ["digest", "file_change", "file_handlers"]
+__all__ = ["digest", "file_change", "file_handlers", "link_change"]
 
 
 def digest(data: bytes) -> str:
@@ -92,6 +93,29 @@ def file_change(
         recorded_at=recorded_at,
         description=f"{kind} {target}",
         data=data,
+    )
+
+
+def link_change(
+    link: str, *, tool_name: str, target: str, recorded_at: str, workspace: str
+) -> Change:
+    """Build the change that removing the symbolic link at ``target`` records.
+
+    Args:
+        link: the link's text, what it pointed to as written; undoing the change
+            makes the link again with this text.
+        tool_name: the tool that removed it.
+        target: the link's path relative to the workspace root, with ``/`` separators.
+        recorded_at: when it was removed (ISO-8601 UTC).
+        workspace: the name of the bound workspace.
+    """
+    return Change(
+        kind="link.delete",
+        target=target,
+        tool_name=tool_name,
+        recorded_at=recorded_at,
+        description=f"link.delete {target}",
+        data={"link": link, "workspace": workspace},
     )
 
 
@@ -169,6 +193,19 @@ def _restore(change: Change, root: ConfinedRoot, parts: Parts) -> None:
     root.write_atomic(parts, base64.b64decode(before), mode=_mode(change))
 
 
+def _restore_link(change: Change, root: ConfinedRoot, parts: Parts) -> None:
+    """Make the removed link again, with its recorded text, where nothing stands now."""
+    text = change.data.get("link")
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise ConfinementError(f"the change records no link text to restore {change.target}")
+    if root.lstat(parts) is not None:
+        raise RollbackConflictError(f"{change.target} was created again after the change")
+    for _ in root.make_dirs(parts[:-1]):
+        pass  # a folder removed since is made again, inside the workspace only
+    # Only the name is made: whatever the text points to, nothing is written through it.
+    root.symlink(text, parts)
+
+
 def _mode(change: Change) -> int | None:
     """The permission bits the change recorded (never set-id or sticky bits); None if none."""
     text = change.data.get("mode")
@@ -226,4 +263,5 @@ def file_handlers(resources: Iterable[BoundResource]) -> dict[str, UndoHandler]:
         "file.write": _confined(_restore, workspaces),
         "file.delete": _confined(_restore, workspaces),
         "dir.create": _confined(_remove_dir, workspaces),
+        "link.delete": _confined(_restore_link, workspaces),
     }

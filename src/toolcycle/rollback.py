@@ -6,7 +6,7 @@ to it undoes the changes recorded after that point and still in the record,
 newest first, each through the undo handler registered for its ``kind``. The
 file handlers used by default restore a workspace byte for byte from what the
 built-in tools record: the previous bytes (or the fact that there were none) and
-a digest of what the tool left behind.
+a digest of what the tool left behind, or the text of a symbolic link removed.
 
 A file change whose previous bytes were too large to keep (the built-in tools'
 ``max_undo_bytes``) records only their size: nothing can bring them back, and a

@@ -4,6 +4,9 @@ Each records one `Change` per file with what is needed to undo it (the previous
 bytes, or that there were none) and a digest of what it left, so a rollback can
 restore the workspace byte for byte and notice later edits by someone else.
 
+``delete_file`` takes a path whose last name is a symbolic link as ``rm`` does: it
+removes the link, not what it points to, and records the link's text to make it again.
+
 Previous bytes are kept up to ``max_undo_bytes`` (64 MiB by default); a file's size
 is taken from ``stat``, so a larger one is never read. Past the cap, a plan that
 requires checkpoints is refused before the file is touched (its change could not
@@ -17,6 +20,7 @@ import stat
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from toolcycle._file_undo import link_change
 from toolcycle._nofollow import Parts, shown
 from toolcycle.builtins._read import read_text
 from toolcycle.builtins._workspace import WorkspaceError, WorkspaceTool, now_iso
@@ -55,13 +59,16 @@ class _Writer(WorkspaceTool):
 
     @contextmanager
     def _target(
-        self, params: dict[str, Any], ctx: ToolExecutionContext
+        self, params: dict[str, Any], ctx: ToolExecutionContext, *, follow_last: bool = True
     ) -> Iterator[tuple[BoundResource, ConfinedRoot, Parts]]:
-        """The writable workspace, its opened root and the target's parts, for one call."""
+        """The writable workspace, its opened root and the target's parts, for one call.
+
+        With ``follow_last`` false, a link that is the path's last name is the target.
+        """
         workspace = self.workspace(params, ctx)
         self.writable(workspace)
         with self._opened(workspace) as root:
-            target = root.resolve(params["path"])
+            target = root.resolve(params["path"], follow_last=follow_last)
             if not target:
                 raise WorkspaceError("the workspace root itself cannot be written")
             # From reading the previous bytes to recording the change, no other call
@@ -221,7 +228,7 @@ class EditFile(_Undoable):
 
 
 class DeleteFile(_Undoable):
-    """Delete a file."""
+    """Delete a file, or a symbolic link itself (never what it points to)."""
 
     name = "delete_file"
     description = "Delete a file in the workspace."
@@ -229,9 +236,22 @@ class DeleteFile(_Undoable):
     required = ("path",)
 
     def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
-        """Delete the file and record its bytes so that it can be restored."""
-        with self._target(params, ctx) as (workspace, root, target):
+        """Delete the file (or link) and record what is needed to restore it."""
+        with self._target(params, ctx, follow_last=False) as (workspace, root, target):
             info = root.lstat(target)
+            if info is not None and stat.S_ISLNK(info.st_mode):
+                # Only a name in the workspace goes, wherever the link points.
+                text = root.readlink(target)
+                root.unlink(target)
+                change = link_change(
+                    text,
+                    tool_name=self.name,
+                    target=shown(target),
+                    recorded_at=now_iso(),
+                    workspace=workspace.name,
+                )
+                ctx.record_change(change)
+                return {"path": shown(target), "deleted": True}
             if info is None or not stat.S_ISREG(info.st_mode):
                 raise FileNotFoundError(f"{shown(target)} is not an existing file")
             before, not_kept = self._previous(ctx, root, target, info.st_size)
