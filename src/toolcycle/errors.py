@@ -103,6 +103,12 @@ class _ContextMixin:
 class ToolRuntimeError(_ContextMixin, Exception):
     """Base class of the failures and misuses of the runtime."""
 
+    # Set by the runtime on what a broken hook of one call raises (a plan's approval
+    # rule, a guardrail): that call's fault alone, which a batch answers with a failed
+    # result carrying this trace instead of stopping the batch's other calls.
+    _one_call: bool = False
+    _one_call_trace: ToolExecutionTrace | None = None
+
     def __init__(
         self, message: str, *, tool_name: str | None = None, plan_id: str | None = None
     ) -> None:
@@ -176,14 +182,17 @@ class ToolApprovalError(ToolRuntimeError):
     call's fingerprint or defers again, or the call was resumed before (a call
     never runs twice). A call whose plan's ``approval=`` function raised, or
     answered something other than a bool, does not run either; that exception (a
-    ``TypeError`` for such an answer) is the error's ``__cause__``.
+    ``TypeError`` for such an answer) is the error's ``__cause__``. In a batch, such a
+    call is answered with a failed result of this ``error_type`` instead.
     """
 
 
 class GuardrailTripped(ToolRuntimeError):
     """A guardrail stopped a call, or raised; the call raises this for the host.
 
-    Raised by ``execute`` and ``call`` alike (a model never reads it as a result).
+    Raised by ``execute`` and ``call`` alike (a model never reads it as a result),
+    and by ``call_many`` for a stop; a batch answers the call of a guardrail that
+    raised or gave no decision with a failed result of this ``error_type`` instead.
 
     Attributes:
         guardrail: the name of the guardrail that stopped the call.

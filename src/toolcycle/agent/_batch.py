@@ -7,7 +7,9 @@ tool runs nothing else of the batch does, and sequential calls keep the model's
 order. Each call checks the plan's token just before it starts: once the plan is
 cancelled, nothing new starts, and every call that did not finish gets a failed
 result saying so (one the cancellation kept from starting is answered by the
-caller's ``refuse``, which traces it as cancelled).
+caller's ``refuse``, which traces it as cancelled). A call whose own hook broke (a
+plan's approval rule or a guardrail that raised) fails alone: what ``call`` would
+raise for it answers it, and the batch's other calls go on.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from toolcycle.errors import ToolCancelledError
+from toolcycle.errors import ToolCancelledError, ToolRuntimeError, cut_error_text, error_text
 from toolcycle.models import ToolResult
 
 if TYPE_CHECKING:
@@ -66,6 +68,10 @@ async def run_batch(
                 results[index] = await run(call, name, arguments)
             except ToolCancelledError as exc:
                 results[index] = _cancelled(call, f"during this call ({exc})", exc)
+            except ToolRuntimeError as exc:
+                if not exc._one_call:  # the plan ended, or a guardrail said stop: for all
+                    raise
+                results[index] = _failed(call, exc)
         finally:
             if limit is not None:
                 limit.release()
@@ -112,4 +118,20 @@ def _cancelled(call: ToolCall, when: str, exc: ToolCancelledError) -> ToolResult
         error_type=ToolCancelledError.__name__,
         call=call,
         trace=exc.trace,
+    )
+
+
+def _failed(call: ToolCall, exc: ToolRuntimeError) -> ToolResult:
+    """The failed result of a call whose own hook broke (its approval rule, a guardrail).
+
+    It says what ``call`` alone would have raised (a text that quotes no argument:
+    a rule sees only the descriptor, a guardrail's message is redacted), with the
+    trace the call got.
+    """
+    return ToolResult(
+        success=False,
+        error=cut_error_text(error_text(exc)),
+        error_type=type(exc).__name__,
+        call=call,
+        trace=exc._one_call_trace,
     )

@@ -64,14 +64,17 @@ class Approvals:
 
         It fails closed as a broken guardrail does: the call does not run, and
         a denial would only have the model retry around a rule that fails every time.
+        In a batch, only this call fails: the batch answers it with the error.
         """
         error = ToolApprovalError(
             f"the approval rule of plan {call.ctx.plan_id!r} raised "
-            f"{type(exc).__name__}: {error_text(exc)}; the call was not run",
+            f"{type(exc).__name__}: {error_text(exc)}; the call was not run "
+            "(the plan's approval= function must be fixed to run it)",
             tool_name=call.name,
             plan_id=call.ctx.plan_id,
         )
-        self._steps.emit(call, "error", error=error)
+        error._one_call = True  # a batch's other calls are not the rule's to stop
+        error._one_call_trace = self._steps.emit(call, "error", error=error)
         raise error from exc
 
     def ask(self, call: Call, entry: Entry, data: dict[str, Any]) -> ToolResult | None:

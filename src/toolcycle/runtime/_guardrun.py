@@ -155,6 +155,7 @@ class GuardRunner:
                 stage,
                 f"guardrail {guard.name!r} returned {type(answer).__name__}, not a "
                 "GuardrailDecision; return allow(), reject(message) or stop(message)",
+                broken=True,
             )
         outcome = answer.outcome
         message = answer.message
@@ -190,6 +191,7 @@ class GuardRunner:
             f"guardrail {guard.name!r} raised {type(exc).__name__}: {error_text(exc)}; "
             f"the call of {call.name!r} was stopped (fix the guardrail)",
             exc,
+            broken=True,
         )
 
     def _trip(
@@ -199,7 +201,14 @@ class GuardRunner:
         stage: GuardrailStage,
         message: str,
         cause: Exception | None = None,
+        *,
+        broken: bool = False,
     ) -> NoReturn:
+        """Raise `GuardrailTripped` for the host, the call traced ``stopped``.
+
+        A ``stop`` halts the batch it is in too; a ``broken`` guardrail (one that
+        raised or gave no decision) fails its own call only.
+        """
         scrub = call.record.scrub
         if scrub is not None:  # the host logs what it catches: no secret of the call in it
             message = scrub(message)
@@ -212,7 +221,8 @@ class GuardRunner:
             tool_name=call.name,
             plan_id=call.ctx.plan_id,
         )
-        self._steps.emit(call, "stopped", error=error)
+        error._one_call = broken
+        error._one_call_trace = self._steps.emit(call, "stopped", error=error)
         raise error from cause
 
 
