@@ -234,7 +234,12 @@ class SearchText(WorkspaceTool):
         return {"matches": matches, "truncated": False}
 
     def _files(self, root: ConfinedRoot, base: Parts, pattern: str | None) -> Iterator[Parts]:
-        """The regular files to search: ``base`` itself, or every one under it, in order."""
+        """The regular files to search, each once: ``base`` itself, or those under it, in order.
+
+        A file the walk meets by its own name is searched there, and links to it are
+        passed over. A file it meets only through links (it lies outside ``base``, or
+        the glob leaves its own name out) is searched where the first of them is met.
+        """
         info = root.lstat(base)
         if info is not None and stat.S_ISREG(info.st_mode):
             if not pattern or fnmatch.fnmatch(base[-1], pattern):
@@ -242,9 +247,22 @@ class SearchText(WorkspaceTool):
             return
         if info is None or not stat.S_ISDIR(info.st_mode):
             return
+        linked: set[Parts] = set()  # files already searched in place of a link
         for here, entry in root.scan(base, recursive=True):
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
             followed = _followed(root, here, entry)
-            if followed is not None and stat.S_ISREG(followed[1].st_mode):
-                yield followed[0]
+            if followed is None or not stat.S_ISREG(followed[1].st_mode):
+                continue
+            target = followed[0]
+            if target == here:
+                yield here
+            elif not _walked(target, base, pattern) and target not in linked:
+                linked.add(target)
+                yield target
+
+
+def _walked(target: Parts, base: Parts, pattern: str | None) -> bool:
+    """Whether a walk of ``base`` meets the file ``target`` (links resolved) by its own name."""
+    below = len(target) > len(base) and target[: len(base)] == base
+    return below and (not pattern or fnmatch.fnmatch(target[-1], pattern))
