@@ -76,3 +76,19 @@ def test_search_text_counts_each_match_once_towards_max_results(plan: Plan) -> N
         {"path": "src/b.txt", "line": 1, "text": "needle two"},
     ]
     assert result.output["truncated"]
+
+
+def test_list_dir_marks_each_link_and_names_its_target(plan: Plan) -> None:
+    """A link inside is listed with its target's kind and size, plus link and target."""
+    os.symlink("a.txt", plan.root / "alias.txt")
+    os.symlink("src", plan.root / "code")
+    os.symlink("../a.txt", plan.root / "src" / "up.txt")
+    listed = plan("list_dir", recursive=True).output["entries"]
+    assert listed == [
+        {"path": "a.txt", "type": "file", "size": 11},
+        {"path": "alias.txt", "type": "file", "size": 11, "link": True, "target": "a.txt"},
+        {"path": "code", "type": "dir", "size": 0, "link": True, "target": "src"},
+        {"path": "src", "type": "dir", "size": 0},
+        {"path": "src/b.txt", "type": "file", "size": 24},
+        {"path": "src/up.txt", "type": "file", "size": 11, "link": True, "target": "a.txt"},
+    ]

@@ -143,14 +143,17 @@ class ListDir(WorkspaceTool):
             if len(entries) == self.max_entries:
                 truncated = True
                 break
-            is_dir = stat.S_ISDIR(followed[1].st_mode)
-            entries.append(
-                {
-                    "path": shown(here),
-                    "type": "dir" if is_dir else "file",
-                    "size": 0 if is_dir else followed[1].st_size,
-                }
-            )
+            target, found = followed
+            is_dir = stat.S_ISDIR(found.st_mode)
+            entry: dict[str, Any] = {
+                "path": shown(here),
+                "type": "dir" if is_dir else "file",
+                "size": 0 if is_dir else found.st_size,
+            }
+            if target != here:  # only a link leads elsewhere; say so, and where
+                entry["link"] = True
+                entry["target"] = shown(target)
+            entries.append(entry)
         return {"entries": entries, "truncated": truncated}
 
 
