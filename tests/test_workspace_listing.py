@@ -1,4 +1,4 @@
-"""How list_dir and search_text show links."""
+"""How list_dir and search_text show links, and names that are not valid UTF-8."""
 
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ def _found(plan: Plan, **params: Any) -> list[tuple[str, int]]:
     result = plan("search_text", query="needle", **params)
     assert result.success, result.error
     return [(m["path"], m["line"]) for m in result.output["matches"]]
+
+
+def _raw_name(folder: Path, name: bytes) -> None:
+    """Make a file whose name is ``name`` as bytes, or skip where the disk refuses it."""
+    try:
+        (Path(os.fsdecode(bytes(folder))) / os.fsdecode(name)).write_text("needle raw\n")
+    except OSError as exc:  # APFS and some others take UTF-8 names only
+        pytest.skip(f"this file system refuses names that are not UTF-8 ({exc.strerror})")
 
 
 def test_search_text_reports_a_file_reached_directly_and_through_links_once(plan: Plan) -> None:
@@ -92,3 +100,26 @@ def test_list_dir_marks_each_link_and_names_its_target(plan: Plan) -> None:
         {"path": "src/b.txt", "type": "file", "size": 24},
         {"path": "src/up.txt", "type": "file", "size": 11, "link": True, "target": "a.txt"},
     ]
+
+
+def _odd_names(plan: Plan) -> None:
+    """Add a file and a folder whose names are not UTF-8, and a link to that file."""
+    _raw_name(plan.root, b"caf\xe9.txt")
+    folder = plan.root / os.fsdecode(b"d\xe9j\xe0")
+    folder.mkdir()
+    _raw_name(folder, b"plain.txt")
+    os.symlink(os.fsdecode(b"caf\xe9.txt"), plan.root / "alias.txt")
+
+
+def test_list_dir_leaves_out_names_that_are_not_utf8(plan: Plan) -> None:
+    """A name no call could send back is left out, with all under it and links to it."""
+    _odd_names(plan)
+    listed = plan("list_dir", recursive=True)
+    assert listed.success, listed.error
+    assert [e["path"] for e in listed.output["entries"]] == ["a.txt", "src", "src/b.txt"]
+
+
+def test_search_text_leaves_out_names_that_are_not_utf8(plan: Plan) -> None:
+    """A file named in bytes that are not UTF-8 is not searched, so the call still answers."""
+    _odd_names(plan)
+    assert _found(plan) == [("a.txt", 1), ("src/b.txt", 1), ("src/b.txt", 2)]

@@ -54,16 +54,34 @@ def _lines(text: str) -> list[str]:
     return kept
 
 
+def _text_name(name: str) -> bool:
+    """Whether a name read from the disk is valid UTF-8, so a call can name it.
+
+    Python gives the bytes of any other name as lone surrogates, which no JSON
+    answer may hold and no call may send back.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _followed(
     root: ConfinedRoot, parts: Parts, info: os.stat_result
 ) -> tuple[Parts, os.stat_result] | None:
-    """An entry, or where its link leads with what is there; None for links out or to nothing."""
+    """An entry, or where its link leads with what is there; None for links out or to nothing.
+
+    A link whose target has a name that is not valid UTF-8 leads nowhere a call can name.
+    """
     if not stat.S_ISLNK(info.st_mode):
         return parts, info
     try:
         target = root.resolve(shown(parts))
     except ConfinementError:
         return None  # a link leading outside (or in a loop) is left out
+    if not all(map(_text_name, target)):
+        return None
     found = root.lstat(target)
     return None if found is None else (target, found)
 
@@ -133,7 +151,8 @@ class ListDir(WorkspaceTool):
         pattern = params.get("pattern")
         entries: list[dict[str, Any]] = []
         truncated = False
-        for here, info in root.scan(base, recursive=bool(params.get("recursive"))):
+        recursive = bool(params.get("recursive"))
+        for here, info in root.scan(base, recursive=recursive, keep=_text_name):
             check()  # a walk of a large tree stops once its call is given up on
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
@@ -251,7 +270,7 @@ class SearchText(WorkspaceTool):
         if info is None or not stat.S_ISDIR(info.st_mode):
             return
         linked: set[Parts] = set()  # files already searched in place of a link
-        for here, entry in root.scan(base, recursive=True):
+        for here, entry in root.scan(base, recursive=True, keep=_text_name):
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
             followed = _followed(root, here, entry)
