@@ -335,13 +335,20 @@ class ConfinedRoot:
         with self._parent(parts) as parent, naming(shown(parts)):
             os.rmdir(parts[-1], dir_fd=parent)
 
-    def scan(self, parts: Parts, *, recursive: bool) -> Iterator[tuple[Parts, os.stat_result]]:
+    def scan(
+        self,
+        parts: Parts,
+        *,
+        recursive: bool,
+        keep: Callable[[str], bool] | None = None,
+    ) -> Iterator[tuple[Parts, os.stat_result]]:
         """Each entry under the directory ``parts``, in sorted order, links not followed.
 
         With ``recursive``, real subdirectories are entered (links to directories are
-        listed, never entered); every directory precedes its contents.
+        listed, never entered); every directory precedes its contents. A name that
+        ``keep`` refuses is neither yielded nor, if it is a directory, entered.
         """
-        stack = [self._entries(parts)]
+        stack = [self._entries(parts, keep)]
         while stack:
             if not stack[-1]:
                 stack.pop()
@@ -349,12 +356,14 @@ class ConfinedRoot:
             here, info = stack[-1].pop()
             yield here, info
             if recursive and stat.S_ISDIR(info.st_mode):
-                stack.append(self._entries(here))
+                stack.append(self._entries(here, keep))
 
-    def _entries(self, parts: Parts) -> list[tuple[Parts, os.stat_result]]:
+    def _entries(
+        self, parts: Parts, keep: Callable[[str], bool] | None
+    ) -> list[tuple[Parts, os.stat_result]]:
         """The entries of a directory, last name first (so that ``pop`` takes them in order)."""
         with open_dirs(self._fd, parts) as fd, naming(shown(parts)):
-            names = sorted(os.listdir(fd), reverse=True)
+            names = sorted(filter(keep, os.listdir(fd)), reverse=True)
             found = [(name, lstat_at(name, fd)) for name in names]
         return [((*parts, name), info) for name, info in found if info is not None]
 

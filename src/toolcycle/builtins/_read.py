@@ -54,16 +54,34 @@ def _lines(text: str) -> list[str]:
     return kept
 
 
+def _text_name(name: str) -> bool:
+    """Whether a name read from the disk is valid UTF-8, so a call can name it.
+
+    Python gives the bytes of any other name as lone surrogates, which no JSON
+    answer may hold and no call may send back.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _followed(
     root: ConfinedRoot, parts: Parts, info: os.stat_result
 ) -> tuple[Parts, os.stat_result] | None:
-    """An entry, or where its link leads with what is there; None for links out or to nothing."""
+    """An entry, or where its link leads with what is there; None for links out or to nothing.
+
+    A link whose target has a name that is not valid UTF-8 leads nowhere a call can name.
+    """
     if not stat.S_ISLNK(info.st_mode):
         return parts, info
     try:
         target = root.resolve(shown(parts))
     except ConfinementError:
         return None  # a link leading outside (or in a loop) is left out
+    if not all(map(_text_name, target)):
+        return None
     found = root.lstat(target)
     return None if found is None else (target, found)
 
@@ -133,7 +151,8 @@ class ListDir(WorkspaceTool):
         pattern = params.get("pattern")
         entries: list[dict[str, Any]] = []
         truncated = False
-        for here, info in root.scan(base, recursive=bool(params.get("recursive"))):
+        recursive = bool(params.get("recursive"))
+        for here, info in root.scan(base, recursive=recursive, keep=_text_name):
             check()  # a walk of a large tree stops once its call is given up on
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
@@ -143,14 +162,17 @@ class ListDir(WorkspaceTool):
             if len(entries) == self.max_entries:
                 truncated = True
                 break
-            is_dir = stat.S_ISDIR(followed[1].st_mode)
-            entries.append(
-                {
-                    "path": shown(here),
-                    "type": "dir" if is_dir else "file",
-                    "size": 0 if is_dir else followed[1].st_size,
-                }
-            )
+            target, found = followed
+            is_dir = stat.S_ISDIR(found.st_mode)
+            entry: dict[str, Any] = {
+                "path": shown(here),
+                "type": "dir" if is_dir else "file",
+                "size": 0 if is_dir else found.st_size,
+            }
+            if target != here:  # only a link leads elsewhere; say so, and where
+                entry["link"] = True
+                entry["target"] = shown(target)
+            entries.append(entry)
         return {"entries": entries, "truncated": truncated}
 
 
@@ -234,7 +256,12 @@ class SearchText(WorkspaceTool):
         return {"matches": matches, "truncated": False}
 
     def _files(self, root: ConfinedRoot, base: Parts, pattern: str | None) -> Iterator[Parts]:
-        """The regular files to search: ``base`` itself, or every one under it, in order."""
+        """The regular files to search, each once: ``base`` itself, or those under it, in order.
+
+        A file the walk meets by its own name is searched there, and links to it are
+        passed over. A file it meets only through links (it lies outside ``base``, or
+        the glob leaves its own name out) is searched where the first of them is met.
+        """
         info = root.lstat(base)
         if info is not None and stat.S_ISREG(info.st_mode):
             if not pattern or fnmatch.fnmatch(base[-1], pattern):
@@ -242,9 +269,22 @@ class SearchText(WorkspaceTool):
             return
         if info is None or not stat.S_ISDIR(info.st_mode):
             return
-        for here, entry in root.scan(base, recursive=True):
+        linked: set[Parts] = set()  # files already searched in place of a link
+        for here, entry in root.scan(base, recursive=True, keep=_text_name):
             if pattern and not fnmatch.fnmatch(here[-1], pattern):
                 continue
             followed = _followed(root, here, entry)
-            if followed is not None and stat.S_ISREG(followed[1].st_mode):
-                yield followed[0]
+            if followed is None or not stat.S_ISREG(followed[1].st_mode):
+                continue
+            target = followed[0]
+            if target == here:
+                yield here
+            elif not _walked(target, base, pattern) and target not in linked:
+                linked.add(target)
+                yield target
+
+
+def _walked(target: Parts, base: Parts, pattern: str | None) -> bool:
+    """Whether a walk of ``base`` meets the file ``target`` (links resolved) by its own name."""
+    below = len(target) > len(base) and target[: len(base)] == base
+    return below and (not pattern or fnmatch.fnmatch(target[-1], pattern))
