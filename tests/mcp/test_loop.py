@@ -130,3 +130,52 @@ def test_start_on_runs_detached_and_refuses_a_closed_loop() -> None:
     never = mark()
     assert not _loop.start_on(loop, never)
     assert never.cr_frame is None  # closed, so no "never awaited" warning
+
+
+async def test_a_result_the_cancelled_caller_never_saw_is_handed_to_undo() -> None:
+    """Cancelled just as the work on the MCP loop finished, the caller's undo gets its result."""
+    go, finished, undone = threading.Event(), threading.Event(), threading.Event()
+    handed: list[str] = []
+
+    async def work() -> str:
+        await asyncio.to_thread(go.wait, 5)
+        # Runs after this step, once the task is done, before the caller hears of it.
+        asyncio.get_running_loop().call_soon(finished.set)
+        return "held"
+
+    async def undo(value: str) -> None:
+        handed.append(value)
+        undone.set()
+
+    caller = asyncio.ensure_future(_loop.hop(work(), undo=undo))
+    await asyncio.sleep(0)  # the hop is under way
+    go.set()
+    assert finished.wait(5)  # blocks this loop: the caller cannot see the result yet
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert await asyncio.to_thread(undone.wait, 5)
+    assert handed == ["held"]
+
+
+async def test_undo_is_not_run_for_work_that_the_cancellation_stopped() -> None:
+    """Work cancelled before it finished has nothing to undo."""
+    started = threading.Event()
+    handed: list[object] = []
+
+    async def work() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    async def undo(value: str) -> None:
+        handed.append(value)
+
+    caller = asyncio.ensure_future(_loop.hop(work(), undo=undo))
+    assert await asyncio.to_thread(started.wait, 5)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    done = asyncio.run_coroutine_threadsafe(asyncio.sleep(0), _loop.event_loop())
+    await asyncio.wrap_future(done)  # the MCP loop has handled the cancellation
+    assert handed == []

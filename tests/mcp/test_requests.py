@@ -416,3 +416,31 @@ def test_a_server_naming_ever_new_loggers_gets_a_bounded_number_of_them(caplog) 
     assert past.name == "toolcycle.mcp.flood" and past.levelno == logging.INFO
     cut = by_text[f"[{long_name[:LOGGER_NAME_MAX]}] long"]
     assert cut.name == "toolcycle.mcp.flood" and cut.levelno == logging.ERROR
+
+
+def test_ever_new_server_names_get_a_bounded_number_of_loggers(caplog, monkeypatch) -> None:
+    """Past the bound of server names, messages go to toolcycle.mcp with the name in brackets."""
+    from toolcycle.sources.mcp import _logs
+
+    monkeypatch.setattr(_logs, "_named", set())  # the bound counts from here, and is restored
+    prefix = "toolcycle.mcp.session-"
+    logs = [_logs.ServerLog(f"session-{n}", None) for n in range(_logs.SERVERS_KEPT + 50)]
+    made = [name for name in logging.Logger.manager.loggerDict if name.startswith(prefix)]
+    assert len(made) == _logs.SERVERS_KEPT
+    assert logs[0].logger.name == prefix + "0"
+
+    async def send() -> None:
+        last = types.LoggingMessageNotificationParams
+        await logs[-1](last(level="warning", data="full"))
+        await logs[-1](last(level="info", logger="db", data="named"))
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(send())
+    late = f"session-{_logs.SERVERS_KEPT + 49}"
+    by_text = {r.getMessage(): r for r in caplog.records}
+    assert by_text[f"[{late}] full"].name == "toolcycle.mcp"
+    assert by_text[f"[{late}] full"].levelno == logging.WARNING
+    assert by_text[f"[{late}] [db] named"].name == "toolcycle.mcp"
+    assert not any(
+        name.startswith(f"toolcycle.mcp.{late}") for name in logging.Logger.manager.loggerDict
+    )

@@ -168,13 +168,14 @@ class Flight:
 class Flights:
     """The calls in flight of one plan."""
 
-    __slots__ = ("_calls", "closed", "listening", "token")
+    __slots__ = ("_calls", "_unlisten", "closed", "listening", "token")
 
     def __init__(self, token: CancellationToken) -> None:
         self.token = token
         self.closed = False
         self._calls: set[Flight] = set()
         self.listening = False
+        self._unlisten: Callable[[], None] | None = None
 
     def listen(self) -> None:
         """Hand the plan token's cancellation to the stages of the calls in flight.
@@ -188,7 +189,26 @@ class Flights:
             if self.listening:
                 return
             self.listening = True
-        self.token.on_cancel(self._token_cancelled)
+        unlisten = self.token.on_cancel(self._token_cancelled)
+        with _lock:
+            over = self.closed and not self._calls
+            if not over:
+                self._unlisten = unlisten
+        if over:  # the plan's last call ended meanwhile
+            unlisten()
+
+    def _quiet(self) -> None:
+        """Once the plan is closed and no call of it is left, leave the plan's token.
+
+        A token may outlive its plan (a host passes one token to many plans):
+        the callback would otherwise keep these flights for the token's life.
+        """
+        with _lock:
+            unlisten = self._unlisten if self.closed and not self._calls else None
+            if unlisten is not None:
+                self._unlisten = None
+        if unlisten is not None:
+            unlisten()
 
     def _token_cancelled(self) -> None:
         with _lock:
@@ -225,17 +245,20 @@ class Flights:
             if self.closed:
                 with _changed:
                     _changed.notify_all()
+                self._quiet()
             return
         with _changed:
             if not flight.left.is_set() and not flight.done:
                 _changed.notify_all()  # no longer in progress, though its thread runs on
                 return
             self._drop(flight)
+        self._quiet()
 
     def drop(self, flight: Flight) -> None:
         """The flight is over, whatever its state."""
         with _changed:
             self._drop(flight)
+        self._quiet()
 
     def _drop(self, flight: Flight) -> None:
         flight.done = True
@@ -247,7 +270,9 @@ class Flights:
         """Refuse later calls; the flights still in the plan."""
         with _lock:
             self.closed = True
-            return tuple(self._calls)
+            calls = tuple(self._calls)
+        self._quiet()
+        return calls
 
 
 def wait_for(flights: Sequence[Flight], limit: float | None, *, live: bool) -> list[Flight]:

@@ -7,13 +7,17 @@ the life of the process, so a server that names a new logger in every message
 would grow its host's memory without end: only the first `LOGGERS_KEPT` names of
 a server (each at most `LOGGER_NAME_MAX` characters) get a logger of their own,
 and the messages of any other go to the server's logger with the name before
-their text, in brackets.
+their text, in brackets. For the same reason only the first `SERVERS_KEPT`
+server names of the process get a logger: a host that names a server after each
+user or session would otherwise add one for each. The messages of the servers
+past that go to ``toolcycle.mcp``, with the server's name in brackets first.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from toolcycle.sources.mcp._requests import LogMessage
@@ -23,12 +27,16 @@ if TYPE_CHECKING:
 
     from toolcycle.sources.mcp._requests import LogHandler
 
-__all__ = ["LOGGERS_KEPT", "LOGGER_NAME_MAX", "ServerLog"]
+__all__ = ["LOGGERS_KEPT", "LOGGER_NAME_MAX", "SERVERS_KEPT", "ServerLog"]
 
 LOGGERS_KEPT = 64
 """How many distinct logger names of one server get a child logger of their own."""
 LOGGER_NAME_MAX = 200
 """The longest logger name of a server that gets a child logger."""
+SERVERS_KEPT = 256
+"""How many distinct server names get a logger of their own, in one process."""
+_named: set[str] = set()  # the server names that have one
+_named_lock = threading.Lock()
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -51,7 +59,10 @@ class ServerLog:
 
     def __init__(self, server: str, on_log: LogHandler | None) -> None:
         self.server = server
-        self.logger = logging.getLogger(f"toolcycle.mcp.{server}")
+        own = _own_logger(server)
+        self.logger = own if own is not None else logging.getLogger("toolcycle.mcp")
+        # Past the bound, the shared logger's messages say which server sent them.
+        self._tag = "" if own is not None else f"[{server[:LOGGER_NAME_MAX]}] "
         self._on_log = on_log
         self._children: dict[str, logging.Logger] = {}
 
@@ -59,13 +70,13 @@ class ServerLog:
         """Log one message, then hand it to ``on_log``; an exception it raises is logged."""
         level = _LEVELS.get(params.level, logging.INFO)
         source = params.logger
-        logger = self._child(source) if source else None
+        logger = self._child(source) if source and not self._tag else None
         if logger is not None:
             logger.log(level, "%s", params.data)
         elif source:
-            self.logger.log(level, "[%s] %s", source[:LOGGER_NAME_MAX], params.data)
+            self.logger.log(level, "%s[%s] %s", self._tag, source[:LOGGER_NAME_MAX], params.data)
         else:
-            self.logger.log(level, "%s", params.data)
+            self.logger.log(level, "%s%s", self._tag, params.data)
         handler = self._on_log
         if handler is not None:
             try:
@@ -84,3 +95,13 @@ class ServerLog:
                 return None
             logger = self._children[source] = logging.getLogger(f"{self.logger.name}.{source}")
         return logger
+
+
+def _own_logger(server: str) -> logging.Logger | None:
+    """The logger of ``server``; None once `SERVERS_KEPT` other names have one."""
+    with _named_lock:
+        if server not in _named:
+            if len(_named) >= SERVERS_KEPT:
+                return None
+            _named.add(server)
+    return logging.getLogger(f"toolcycle.mcp.{server}")

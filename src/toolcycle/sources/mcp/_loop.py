@@ -23,7 +23,7 @@ import threading
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Callable, Coroutine
 
 __all__ = ["event_loop", "hop", "on_loop", "run", "start_on", "submit"]
 
@@ -81,8 +81,16 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-async def hop(coro: Coroutine[Any, Any, T], target: asyncio.AbstractEventLoop | None = None) -> T:
+async def hop(
+    coro: Coroutine[Any, Any, T],
+    target: asyncio.AbstractEventLoop | None = None,
+    *,
+    undo: Callable[[T], Coroutine[Any, Any, Any]] | None = None,
+) -> T:
     """Await ``coro`` on the MCP loop (or ``target``) from any loop; cancelling the caller cancels it.
+
+    A caller cancelled just as ``coro`` finished never sees its result: ``undo``,
+    if given, is then run on that loop with the result, to release what it holds.
 
     One callback crosses to the other loop to start the task and one crosses back
     with its outcome. (``run_coroutine_threadsafe`` plus ``wrap_future`` does the
@@ -108,13 +116,28 @@ async def hop(coro: Coroutine[Any, Any, T], target: asyncio.AbstractEventLoop | 
         with contextlib.suppress(RuntimeError):  # the caller's loop has closed
             here.call_soon_threadsafe(_settle, task, waiter)
 
+    def give_up() -> None:
+        # start() was queued first, so the task exists when this runs.
+        task = started[0]
+        if undo is not None:
+            task.add_done_callback(lambda done: _undone(done, undo))
+        task.cancel()
+
     loop.call_soon_threadsafe(start)
     try:
         return await waiter
     except asyncio.CancelledError:
-        # start() was queued first, so the task exists when this runs.
-        loop.call_soon_threadsafe(lambda: started[0].cancel())
+        loop.call_soon_threadsafe(give_up)
         raise
+
+
+def _undone(task: asyncio.Task[T], undo: Callable[[T], Coroutine[Any, Any, Any]]) -> None:
+    """Run ``undo`` with the result of a task whose caller gave up, if it succeeded."""
+    if task.cancelled() or task.exception() is not None:
+        return
+    undoing = task.get_loop().create_task(undo(task.result()))
+    _detached.add(undoing)
+    undoing.add_done_callback(_detached.discard)
 
 
 def _settle(task: asyncio.Task[T], waiter: asyncio.Future[T]) -> None:

@@ -315,13 +315,24 @@ class Sharing:
         finally:
             if opening.done() and share.opening is opening:
                 share.opening = None
+                if not opening.cancelled() and opening.exception() is None:
+                    # Kept even when this caller was cancelled as it opened: the
+                    # share's release closes it then, rather than nobody.
+                    share.connection = opening.result()
         share.connection = connection
         return connection
 
     async def _open(self, home: asyncio.AbstractEventLoop | None, endpoint: Endpoint) -> Connection:
         connection = self._connection(endpoint)
         # The caller that asked for it awaits this, so its loop is free to run the open.
-        await _loop.hop(connection.open(self._startup_timeout), home)
+        try:
+            await _loop.hop(connection.open(self._startup_timeout), home)
+        except asyncio.CancelledError:
+            if home is not None:
+                # The open may have finished on its loop as this was cancelled, and
+                # nobody else holds the connection: close it there (a no-op if not open).
+                _loop.start_on(home, connection.close())
+            raise
         return connection
 
     def _connection(self, endpoint: Endpoint) -> Connection:

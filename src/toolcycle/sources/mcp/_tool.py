@@ -104,7 +104,10 @@ class McpTool:
         """
         sharing = self._sharing
         try:
-            await _loop.hop(sharing.acquire(ctx, sharing.caller_home()))
+            # A caller cancelled as the plan's share was joined leaves it again.
+            await _loop.hop(
+                sharing.acquire(ctx, sharing.caller_home()), undo=lambda _: self._leave(ctx)
+            )
         except McpServerError as error:
             raise ToolActivationError(
                 f"activating tool {self._descriptor.name!r} failed: {error}",
