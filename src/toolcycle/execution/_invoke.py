@@ -295,6 +295,10 @@ async def _cancellable(coro: Any, token: Cancels | None, timeout: float | Deadli
             raise InvokeTimeoutError(str(exc)) from None
         except asyncio.CancelledError:
             task.cancel()  # the caller was cancelled: so is the work
+            # As with wait_for, the cancellation goes on once the work has wound down
+            # (a script ends its processes), but only for a while.
+            await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
+            task.add_done_callback(_retrieve)
             raise
     finally:
         if unregister is not None:
