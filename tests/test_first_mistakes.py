@@ -2,9 +2,47 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from toolcycle import ToolResult, ToolRuntime, tool
+from toolcycle import (
+    ToolCapability,
+    ToolDescriptor,
+    ToolExecutionContext,
+    ToolResult,
+    ToolRuntime,
+    tool,
+)
+
+
+class Add:
+    """A hand-written tool, complete but for the instance."""
+
+    def discover(self) -> ToolDescriptor:
+        return ToolDescriptor(
+            name="add", description="Add.", capability=ToolCapability(writes=False)
+        )
+
+    def activate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+    def execute(self, params: dict[str, Any], ctx: ToolExecutionContext) -> int:
+        return 1
+
+    def deactivate(self, ctx: ToolExecutionContext) -> None:
+        return None
+
+
+def test_registering_a_tool_class_says_to_register_an_instance(runtime: ToolRuntime) -> None:
+    """register(Add) rather than register(Add()) names the class and the call to write."""
+    with pytest.raises(TypeError) as raised:
+        runtime.register(Add)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "Add is a tool class, not a tool: register an instance of it, as in runtime.register(Add())"
+    )
+    assert runtime.descriptors() == ()
+    assert runtime.register(Add()).name == "add"
 
 
 def _answer() -> ToolResult:
