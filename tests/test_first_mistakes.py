@@ -8,11 +8,13 @@ import pytest
 
 from toolcycle import (
     ToolCapability,
+    ToolDefinitionError,
     ToolDescriptor,
     ToolExecutionContext,
     ToolResult,
     ToolRuntime,
     tool,
+    wrap,
 )
 
 
@@ -43,6 +45,56 @@ def test_registering_a_tool_class_says_to_register_an_instance(runtime: ToolRunt
     )
     assert runtime.descriptors() == ()
     assert runtime.register(Add()).name == "add"
+
+
+def test_a_method_decorated_in_its_class_is_refused() -> None:
+    """@tool on a method would ask the model for ``self``: the error says to use the bound one."""
+    with pytest.raises(ToolDefinitionError) as raised:
+
+        class Inventory:
+            @tool(writes=False)
+            def count(self, item: str) -> int:
+                """Count an item."""
+                return 0
+
+    assert str(raised.value) == (
+        "parameter 'self' of tool 'count': "
+        "test_a_method_decorated_in_its_class_is_refused.<locals>.Inventory.count is a "
+        "method, and a model cannot pass its 'self'; make the tool from the bound method "
+        "of an instance instead, as in wrap(instance.count, ...) or "
+        "runtime.register(instance.count)"
+    )
+
+
+class Shelf:
+    """Methods to make tools of, bound and unbound."""
+
+    def count(self, item: str) -> int:
+        """Count an item."""
+        return len(item)
+
+    @classmethod
+    def kinds(cls, item: str) -> str:
+        """The kind of an item."""
+        return cls.__name__
+
+
+def test_a_method_taken_unbound_from_its_class_is_refused() -> None:
+    """wrap(Shelf.count) is the same mistake as decorating it in the class."""
+    with pytest.raises(ToolDefinitionError, match="Shelf.count is a method"):
+        wrap(Shelf.count, writes=False)
+
+
+def test_bound_methods_and_nested_functions_with_a_self_parameter_are_tools() -> None:
+    """A bound method has no ``self`` to ask for; a plain function may name a parameter so."""
+
+    def describe(self: str) -> str:
+        """Describe something."""
+        return self
+
+    assert list(wrap(Shelf().count).discover().input_schema["properties"]) == ["item"]
+    assert list(wrap(Shelf.kinds).discover().input_schema["properties"]) == ["item"]
+    assert list(wrap(describe).discover().input_schema["properties"]) == ["self"]
 
 
 def _answer() -> ToolResult:
