@@ -202,7 +202,7 @@ ALLOWED = {
         "errors",
         "_lazy_trace",
     },
-    "agent._messages": set(),
+    "agent._messages": {"agent._names"},
     "agent._parts": {"agent._messages", "content"},
     "content": {"_value"},
     "redaction": {"_value", "validation._applicators"},

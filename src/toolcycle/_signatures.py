@@ -153,6 +153,7 @@ def arguments_model(
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    _check_not_a_method(fn, signature, name)
     hints = _type_hints(fn, name)
     parameters: list[Parameter] = []
     fields: dict[str, Any] = {}
@@ -205,6 +206,25 @@ def arguments_model(
             )
         aliases[public] = field
     return tuple(parameters), model, argument_fields(signature, hints)
+
+
+def _check_not_a_method(fn: Callable[..., Any], signature: inspect.Signature, name: str) -> None:
+    """Refuse a function defined in a class body whose first parameter is ``self`` or ``cls``.
+
+    Decorated in the class (or taken from it unbound), a method would ask the
+    model for ``self`` as an argument of any type; its bound method has no ``self``.
+    """
+    first = next(iter(signature.parameters), None)
+    owner = getattr(fn, "__qualname__", "").split(".")[:-1]
+    if first in ("self", "cls") and owner and owner[-1] != "<locals>":
+        method = getattr(fn, "__name__", name)
+        raise ToolDefinitionError(
+            f"parameter {first!r} of tool {name!r}: {fn.__qualname__} is a method, and a "
+            f"model cannot pass its {first!r}; make the tool from the bound method of an "
+            f"instance instead, as in wrap(instance.{method}, ...) or "
+            f"runtime.register(instance.{method})",
+            tool_name=name,
+        )
 
 
 def _reserved(name: str) -> bool:

@@ -20,7 +20,7 @@ from toolcycle._trace_records import (
     TraceStatus,
 )
 from toolcycle._validation_records import Validation, ValidationIssue
-from toolcycle.agent._messages import result_message
+from toolcycle.agent._messages import chosen_format, result_message
 from toolcycle.agent._parts import content_messages
 from toolcycle.content import ContentPart
 from toolcycle.errors import ToolExecutionError
@@ -291,12 +291,13 @@ class ToolResult(BaseModel):
             ValueError: the result has no tool call (it came from ``execute``,
                 not ``call``), so there is no call id to answer; or it needs
                 more than one message in this format (OpenAI Chat takes images
-                and files only in a user message): use `to_messages`.
+                and files only in a user message): use `to_messages`; or
+                ``format`` is not one of the provider formats.
         """
         call = self.call
         if call is None:
             raise _no_call()
-        chosen = format or (call.format if call.format != "plain" else "openai")
+        chosen = chosen_format(format, call.format)
         if self.content and self.success:
             messages = content_messages(
                 chosen,
@@ -341,12 +342,13 @@ class ToolResult(BaseModel):
                 (``"openai"`` for a plain call).
 
         Raises:
-            ValueError: the result has no tool call (it came from ``execute``).
+            ValueError: the result has no tool call (it came from ``execute``),
+                or ``format`` is not one of the provider formats.
         """
         call = self.call
         if not self.content or not self.success or call is None:
             return [self.to_message(format)]
-        chosen = format or (call.format if call.format != "plain" else "openai")
+        chosen = chosen_format(format, call.format)
         return content_messages(
             chosen,
             call_id=call.id,

@@ -661,3 +661,18 @@ async def test_the_deferred_calls_a_toolset_holds_are_bounded_and_a_forgotten_on
         forgotten = asked("c0", tool_call_approved=True, tool_call_metadata=metadata["c0"])
         assert await toolset.call_tool("pay", {"amount": 0}, forgotten, tools["pay"]) == "paid"
     assert paid == [PENDING_KEPT + 2, 0]
+
+
+def test_a_misspelt_plan_option_is_refused_when_the_toolset_is_made(runtime: ToolRuntime) -> None:
+    """readonly=True used to pass here and fail inside the agent's first run."""
+    with pytest.raises(TypeError) as raised:
+        ToolcycleToolset(runtime, readonly=True)
+    message = str(raised.value)
+    assert message.startswith(
+        "ToolcycleToolset got an unknown plan option 'readonly' (did you mean 'read_only'?); "
+        "besides plan, id and search it takes the options of runtime.new_context: "
+    )
+    assert "requires_checkpoint" in message and "approver" in message
+    with pytest.raises(TypeError, match="unknown plan option 'colour'; besides"):
+        ToolcycleToolset(runtime, colour="blue")
+    ToolcycleToolset(runtime, read_only=True, timeout=5.0, metadata={"user": "ann"})

@@ -453,3 +453,25 @@ def test_blank_lines_between_messages_are_skipped(runtime) -> None:
     register(runtime, McpServer.stdio(sys.executable, [str(RAW_SERVER), "--blank-lines"]))
     with runtime.plan() as ctx:
         assert runtime.execute("quick", {"n": 2}, ctx).output == {"n": 2}
+
+
+def test_arguments_given_as_one_string_are_refused_when_the_server_is_built() -> None:
+    """A string is a sequence: each character would have been an argument of the command."""
+    with pytest.raises(TypeError) as raised:
+        McpServer.stdio(sys.executable, "server.py")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "args must be a list of arguments, not one string; pass ['server.py'], "
+        "or shlex.split(...) of a command line"
+    )
+
+
+def test_a_whole_command_line_given_as_the_command_says_to_split_it(runtime) -> None:
+    """The command line's --mcp takes 'python server.py'; McpServer.stdio takes a program."""
+    server = McpServer.stdio("python3 server.py --verbose", name="joined")
+    with pytest.raises(McpServerError) as raised:
+        runtime.register_source(server)
+    assert str(raised.value) == (
+        "MCP server 'joined' failed to start: FileNotFoundError: no program "
+        "'python3 server.py --verbose': the command is one program, and its arguments go "
+        "in args, as in McpServer.stdio('python3', ['server.py', '--verbose'])"
+    )

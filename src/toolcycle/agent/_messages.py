@@ -29,7 +29,9 @@ import json
 import re
 from typing import Any
 
-__all__ = ["cut_marker", "mcp_message", "result_message"]
+from toolcycle.agent._names import FORMATS
+
+__all__ = ["chosen_format", "cut_marker", "mcp_message", "result_message"]
 
 # How the runtime ends an output it cut to max_result_bytes; written by `cut_marker`
 # (for runtime/_results.py) and recognised here, so the two cannot drift apart.
@@ -40,6 +42,20 @@ _CUT_END = re.compile(r" \.\.\.\[cut: output was \d+ bytes, limit \d+\]")
 def cut_marker(size: int, limit: int) -> str:
     """The text that ends an output of ``size`` bytes cut to ``limit``."""
     return f"{_CUT_START}{size} bytes, limit {limit}]"
+
+
+def chosen_format(format: str | None, call_format: str) -> str:
+    """The format to answer in: ``format``, else the call's own (OpenAI for a plain call).
+
+    Raises:
+        ValueError: ``format`` names no provider format. Without this check a
+            misspelt name would fall through to the last branch and get MCP.
+    """
+    if format is None:
+        return call_format if call_format != "plain" else "openai"
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    return format
 
 
 def result_message(

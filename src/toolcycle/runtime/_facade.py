@@ -272,7 +272,8 @@ class ToolRuntime:
         ``defer_loading`` overrides the descriptor's (None keeps it); see docs/tool-search.md.
 
         Raises:
-            TypeError: not a `ToolInstance` and not callable.
+            TypeError: not a `ToolInstance` and not callable, or a tool class rather than
+                an instance of it.
             ToolDefinitionError, ToolRegistrationError, ToolSchemaValidationError:
                 the tool cannot be described, or its name is taken, or a schema is unusable,
                 or it is cached and writes, or it has a retry policy and is not idempotent.

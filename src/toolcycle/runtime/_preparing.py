@@ -79,6 +79,13 @@ class ToolPreparer:
         given_input = guards_of(input_guardrails, "input_guardrails")
         given_output = guards_of(output_guardrails, "output_guardrails")
         check_seconds("timeout", timeout)
+        if isinstance(instance, type) and isinstance(instance, ToolInstance):
+            # The class has the four methods, so it looks like a tool until discover()
+            # fails for want of ``self``; say what was meant instead.
+            raise TypeError(
+                f"{instance.__name__} is a tool class, not a tool: register an instance "
+                f"of it, as in runtime.register({instance.__name__}())"
+            )
         if not isinstance(instance, ToolInstance) and callable(instance):
             instance = wrap(instance)
         if not isinstance(instance, ToolInstance):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
+import inspect
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
@@ -30,6 +32,7 @@ from toolcycle import (
     PendingApproval,
     ToolCall,
     ToolCancelledError,
+    ToolExecutionContext,
     ToolRuntimeError,
 )
 from toolcycle._construct import trusted
@@ -40,12 +43,7 @@ from toolcycle.approvals import fingerprint
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
 
-    from toolcycle import (
-        ApprovalRequest,
-        ToolExecutionContext,
-        ToolResult,
-        ToolRuntime,
-    )
+    from toolcycle import ApprovalRequest, ToolResult, ToolRuntime
 
 __all__ = ["PENDING_KEPT", "ToolcycleToolset"]
 
@@ -116,6 +114,19 @@ def _called_while_waiting(
     ]
 
 
+def _check_plan_options(options: dict[str, Any]) -> None:
+    """Refuse an option no plan takes now, rather than when the first run opens its plan."""
+    known = list(inspect.signature(ToolExecutionContext).parameters)
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(
+                f"ToolcycleToolset got an unknown plan option {name!r}{hint}; besides plan, "
+                f"id and search it takes the options of runtime.new_context: {', '.join(known)}"
+            )
+
+
 class ToolcycleToolset(AbstractToolset[Any]):
     """A runtime's tools as a pydantic-ai toolset; each agent run calls them in its own plan.
 
@@ -140,6 +151,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
     Raises:
         ValueError: both ``plan`` and ``plan_options`` were given, or ``search`` is
             neither ``"toolcycle"`` nor ``"pydantic-ai"``.
+        TypeError: a plan option is not one `ToolRuntime.new_context` takes.
     """
 
     def __init__(
@@ -155,6 +167,7 @@ class ToolcycleToolset(AbstractToolset[Any]):
             raise ValueError("give either an open plan or the options of new plans, not both")
         if search not in ("toolcycle", "pydantic-ai"):
             raise ValueError(f'search must be "toolcycle" or "pydantic-ai", got {search!r}')
+        _check_plan_options(plan_options)
         if "approver" not in plan_options or plan_options["approver"] is None:
             plan_options["approver"] = _defer_to_pydantic_ai
             plan_options.setdefault("approval", "flagged")

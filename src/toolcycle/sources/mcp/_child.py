@@ -128,6 +128,21 @@ async def _fork(
 
 
 def _popen(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
+    try:
+        return _start(argv, env, cwd)
+    except FileNotFoundError as exc:
+        command = argv[0]
+        if len(argv) > 1 or len(command.split()) < 2 or os.path.exists(command):
+            raise
+        # A whole command line given as the command, as the command line's --mcp takes it.
+        program, *args = command.split()
+        raise FileNotFoundError(
+            f"no program {command!r}: the command is one program, and its arguments go in "
+            f"args, as in McpServer.stdio({program!r}, {args!r})"
+        ) from exc
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         list(argv),
         bufsize=0,

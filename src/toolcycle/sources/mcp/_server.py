@@ -191,7 +191,16 @@ class McpServer:
         process is started from the MCP thread, so a caller's thread that ends
         does not end it, and it is stopped when the plan ends, or as soon as
         the caller's loop closes under it.
+
+        Raises:
+            TypeError: ``args`` is one string rather than a list of arguments.
         """
+        if isinstance(args, str):
+            # A string is a sequence too: each of its characters would be an argument.
+            raise TypeError(
+                f"args must be a list of arguments, not one string; pass [{args!r}], "
+                "or shlex.split(...) of a command line"
+            )
         options.setdefault("name", command.rsplit("/", 1)[-1])
         spec = StdioSpec(command, tuple(args), None if env is None else dict(env), cwd)
         return cls(StdioEndpoint(spec, options["name"], same_loop), **options)
