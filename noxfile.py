@@ -16,6 +16,14 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "--cov", *session.posargs)
 
 
+@nox.session(python=["3.12", "3.13"])
+def compat(session: nox.Session) -> None:
+    # The other Pythons the package supports: the unit tests, without coverage (the
+    # `tests` session measures it on the Python that runs nox).
+    session.install("-e", ".[dev]")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
+
+
 @nox.session
 def features(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
