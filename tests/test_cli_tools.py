@@ -307,6 +307,8 @@ def test_control_characters_from_a_source_are_printed_as_escapes(
     (skills / "evil\x1b]0;owned\x07" / "SKILL.md").write_text(
         "---\nname: evil\ndescription: Bad folder name.\n---\nBody.\n"
     )
+    (skills / "plain").mkdir()  # a folder with no valid skill at all would exit 3
+    (skills / "plain" / "SKILL.md").write_text("---\nname: plain\ndescription: Fine.\n---\nBody.\n")
     code, out, err = run(capsys, "tools", "--module", str(module), "--skills", str(skills))
     assert code == 0
     assert "Clears \\x1b[2Jthe screen\\x07 and sets the \\x9b title." in out
@@ -328,6 +330,34 @@ def test_tools_prints_a_table_on_an_ascii_only_output(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     [row] = result.stdout.splitlines()[1:]
     assert row.endswith("Write a r\\xe9sum\\xe9 from notes, in the style the person asks f...")
+
+
+def test_a_skills_folder_whose_only_skill_is_broken_exits_3_after_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a module without tools: no table, the skill's report, then the source error."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "SKILL.md").write_text("---\nname: notes\ndescription: [oops\n---\n")
+    code, out, err = run(capsys, "tools", "--skills", str(tmp_path))
+    assert (code, out) == (3, "")
+    report, error = err.strip().splitlines()
+    assert report.startswith("toolcycle: warning: skill 'notes'") and "[yaml-syntax]" in report
+    assert error == f"toolcycle: skills folder {str(tmp_path)!r} holds no valid skill: " + (
+        "neither it nor a folder in it has a SKILL.md that could be registered"
+    )
+
+
+def test_a_skill_script_asked_for_by_name_says_the_command_line_runs_no_scripts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``<skill>.run_script`` exists only with scripts=True, which --skills never sets."""
+    (tmp_path / "shout" / "scripts").mkdir(parents=True)
+    (tmp_path / "shout" / "SKILL.md").write_text("---\nname: shout\ndescription: Up.\n---\n")
+    (tmp_path / "shout" / "scripts" / "up.py").write_text("print('UP')\n")
+    code, _, err = run(capsys, "call", "shout.run_script", "--skills", str(tmp_path))
+    assert code == 2
+    assert "--skills registers skills without their scripts" in err
+    assert "SkillDirectory(folder, scripts=True)" in err
 
 
 def test_args_nested_too_deeply_is_a_usage_error(

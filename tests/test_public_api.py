@@ -380,6 +380,7 @@ ALLOWED = {
     "hosts._dbos": {"context", "errors", "hosts._dbos_record", "models"},
     "hosts._dbos_record": {"context", "errors", "models"},
     "runtime._limits": {"_bounds"},
+    "runtime._given": {"_bounds", "result_cache"},
     # Entry and Call; the rest for annotations only, under TYPE_CHECKING
     "runtime._shared": {
         "_scope",
@@ -599,6 +600,7 @@ ALLOWED = {
     },
     "runtime._facade": {
         "_scope",
+        "runtime._given",
         "runtime._limits",
         "guardrails",
         "runtime._guardset",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -133,6 +134,31 @@ def test_a_policy_can_name_its_own_keys_and_ignore_schema_marks() -> None:
     )
     assert secrets == ("123-45-6789",)
     assert policy.scrub("ssn 123-45-6789 ok", secrets) == "ssn [redacted] ok"
+
+
+def test_a_list_of_keys_is_refused_with_how_to_join_them() -> None:
+    """A list where a pattern goes is refused by name, not as an unhashable type."""
+    with pytest.raises(TypeError, match=r"key_pattern must be a regular expression.*'iban\|ssn'"):
+        RedactionPolicy(key_pattern=["iban", "ssn"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"safe_keys must be a regular expression"):
+        RedactionPolicy(safe_keys=("max_tokens",))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "says"),
+    [
+        ("schema_marks", "no", TypeError, "schema_marks must be True or False, got str"),
+        ("min_length", "3", ValueError, "min_length must be a whole number, 0 or more, got str"),
+        ("min_length", -1, ValueError, "got a negative number"),
+        ("min_length", True, ValueError, "got bool"),
+    ],
+)
+def test_flags_and_lengths_of_the_wrong_kind_are_refused_when_made(
+    field: str, value: object, error: type[Exception], says: str
+) -> None:
+    """A policy that would fail at its first call (or judge nothing) is refused at once."""
+    with pytest.raises(error, match=re.escape(says)):
+        RedactionPolicy(**{field: value})  # type: ignore[arg-type]
 
 
 def test_short_values_and_non_text_are_handled_sensibly() -> None:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import ModuleType
 
+    from toolcycle import ToolDescriptor
+
 __all__ = [
     "SourceError",
     "has_sources",
@@ -63,7 +65,7 @@ def source_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--skills", action="append", default=[], metavar="DIR",
         type=_given("a folder ('.' for the current one)"),
-        help="a folder of Agent Skills (or one skill folder)",
+        help="a folder of Agent Skills (or one skill folder); its scripts are not offered",
     )  # fmt: skip
     group.add_argument(
         "--module", action="append", default=[], metavar="MODULE",
@@ -149,7 +151,12 @@ def register_sources(
             directory = skills.SkillDirectory(folder)
         except NotADirectoryError as exc:
             raise SourceError(str(exc)) from None
-        _register(runtime, directory, f"skills folder {folder!r}")
+        if not _register(runtime, directory, f"skills folder {folder!r}"):
+            # As a module without tools: a folder whose every skill is invalid is a mistake.
+            raise SourceError(
+                f"skills folder {folder!r} holds no valid skill: neither it nor a folder in "
+                "it has a SKILL.md that could be registered"
+            )
     for name in args.module:
         module = _load_module(name)
         found = [
@@ -261,11 +268,11 @@ def _import(module: str) -> Any:
         raise SourceError(str(exc)) from None
 
 
-def _register(runtime: ToolRuntime, source: Any, what: str) -> None:
+def _register(runtime: ToolRuntime, source: Any, what: str) -> list[ToolDescriptor]:
+    """Register ``source`` (a tool or a source) and return the tools it gave."""
     try:
         if isinstance(source, ToolInstance):
-            runtime.register(source)
-        else:
-            runtime.register_source(source)
+            return [runtime.register(source)]
+        return list(runtime.register_source(source))
     except (ToolRuntimeError, OSError) as exc:
         raise SourceError(f"{what} could not be loaded: {exc}") from None

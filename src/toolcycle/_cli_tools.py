@@ -137,6 +137,7 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             _say(err, f"toolcycle: --mcp {command_line!r} names no program to start")
             return EXIT_USAGE
     with import_path(), ToolRuntime() as runtime:
+        seen: list[warnings.WarningMessage] = []
         try:
             with (
                 _spinner(err, "starting the sources"),
@@ -145,14 +146,20 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 warnings.simplefilter("always")
                 register_sources(runtime, args, commands)
         except SourceError as exc:
+            _say_warnings(err, seen)  # they may say why a source gave nothing
             _say(err, f"toolcycle: {exc}")
             return EXIT_SOURCE
-        for warning in seen:  # skipped tools and skills: said once, without a traceback
-            _say(err, f"toolcycle: warning: {warning.message}")
+        _say_warnings(err, seen)
         if args.command == "tools":
             return _list(runtime, out, as_json=args.json)
         if args.name not in {d.name for d in runtime.descriptors()}:
-            _say(err, f"toolcycle: no tool named {args.name!r}; `toolcycle tools` lists them")
+            hint = "`toolcycle tools` lists them"
+            if args.skills and args.name.endswith(".run_script"):
+                hint = (
+                    "--skills registers skills without their scripts; run them from Python "
+                    "with SkillDirectory(folder, scripts=True)"
+                )
+            _say(err, f"toolcycle: no tool named {args.name!r}; {hint}")
             return EXIT_USAGE
         if args.command == "schema":
             descriptor = runtime.descriptor(args.name)
@@ -163,6 +170,12 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(json.dumps(schemas, indent=2), file=out)
             return 0
         return _call(runtime, args, out, err)
+
+
+def _say_warnings(err: TextIO, seen: list[warnings.WarningMessage]) -> None:
+    """Skipped tools and skills: each said once, without a traceback."""
+    for warning in seen:
+        _say(err, f"toolcycle: warning: {warning.message}")
 
 
 def _list(runtime: ToolRuntime, out: TextIO, *, as_json: bool) -> int:

@@ -105,7 +105,8 @@ class OpenTelemetry(Instrumentation):
             marker saying how long it was.
 
     Raises:
-        TypeError: ``max_payload_chars`` is not an integer.
+        TypeError: ``max_payload_chars`` is not an integer, or ``tracer_provider``
+            is no tracer provider (an exporter or a span processor, say).
         ValueError: ``max_payload_chars`` is not positive.
     """
 
@@ -123,6 +124,15 @@ class OpenTelemetry(Instrumentation):
         if max_payload_chars < 1:
             raise ValueError(
                 f"max_payload_chars must be positive, got {shown_value(max_payload_chars)}"
+            )
+        if tracer_provider is not None and not callable(
+            getattr(tracer_provider, "get_tracer", None)
+        ):
+            # An exporter handed over directly would fail deep in the API, naming neither.
+            raise TypeError(
+                f"tracer_provider must be a TracerProvider, got {type(tracer_provider).__name__}; "
+                "add an exporter to a provider with "
+                "provider.add_span_processor(SimpleSpanProcessor(exporter)) and pass the provider"
             )
         self._tracer = otel_trace.get_tracer(
             _TRACER_NAME, __version__, tracer_provider=tracer_provider

@@ -93,6 +93,7 @@ class RedactionPolicy(FrozenValue):
         min_length: int = 3,
         safe_keys: str | None = DEFAULT_SAFE_KEYS,
     ) -> None:
+        _check_fields(key_pattern, safe_keys, schema_marks, min_length)
         _set(self, "key_pattern", key_pattern)
         _set(self, "schema_marks", schema_marks)
         _set(self, "min_length", min_length)
@@ -402,6 +403,21 @@ def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
         end = stop
     pieces.append(text[end:])
     return "".join(pieces)
+
+
+def _check_fields(key_pattern: Any, safe_keys: Any, schema_marks: Any, min_length: Any) -> None:
+    """Refuse a field of the wrong kind now, not at the first key judged (a list of keys, say)."""
+    for name, pattern in (("key_pattern", key_pattern), ("safe_keys", safe_keys)):
+        if pattern is not None and not isinstance(pattern, str):
+            raise TypeError(
+                f"{name} must be a regular expression (a str) or None, got "
+                f"{type(pattern).__name__}; for several keys, join them with '|': 'iban|ssn'"
+            )
+    if not isinstance(schema_marks, bool):
+        raise TypeError(f"schema_marks must be True or False, got {type(schema_marks).__name__}")
+    if type(min_length) is not int or min_length < 0:  # the value may be too long to print
+        got = "a negative number" if type(min_length) is int else type(min_length).__name__
+        raise ValueError(f"min_length must be a whole number, 0 or more, got {got}")
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime
+from toolcycle import PlanHost, ToolExecutionContext, ToolRuntime, tool
 from toolcycle.hosts import ProcessHost, ToolHostError, ToolImport
 from toolcycle.hosts._base import HostedPlan
 from toolcycle.hosts._remote_stage import load_tool, packed
@@ -392,6 +392,19 @@ async def test_async_calls_bring_back_changes_and_read_the_descriptor_here(
         stand_in = host.tool("where", box.where, ctx, asynchronous=True)
     assert [change.target for change in result.changes] == ["b.txt"]
     assert stand_in.discover().name == "where"
+
+
+def test_a_tool_of_the_main_script_is_refused_with_where_to_move_it() -> None:
+    """A ``@tool`` written in the script run as __main__ cannot go by name: say so."""
+
+    def shout(text: str) -> str:
+        """Shout."""
+        return text.upper()
+
+    shout.__module__ = "__main__"
+    shout.__qualname__ = "shout"
+    with pytest.raises(ToolHostError, match=r"defined in the script run as __main__.*module"):
+        pack("shout", tool(writes=False)(shout), {})
 
 
 def test_an_outcome_that_cannot_travel_back_becomes_an_error_saying_so() -> None:

@@ -168,6 +168,16 @@ def pack(name: str, tool: ToolInstance, imports: Mapping[str, ToolImport]) -> tu
         reference = _by_name(tool)
         if reference is not None:
             return ("ref", reference)
+        if getattr(getattr(tool, "__wrapped__", tool), "__module__", None) == "__main__":
+            # A worker never imports the caller's script: say where the tool must live.
+            raise ToolHostError(
+                f"tool {name!r} cannot be sent to the host: it is defined in the script "
+                "run as __main__, which a worker does not import; move it into a module "
+                "of its own and import it from the script (the worker then imports it by "
+                f"name), or name a factory: tools={{{name!r}: "
+                "ToolImport('package.module:factory')}",
+                tool_name=name,
+            ) from None
         raise ToolHostError(
             f"tool {name!r} cannot be sent to the host: it does not pickle ({exc}); make "
             f"it picklable, or name a factory the worker imports: "

@@ -16,6 +16,7 @@ from toolcycle.execution._lifecycle import LifecycleCalls
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals
+from toolcycle.runtime._given import check_hooks, check_result_cache, check_workers
 from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._limits import check_result_limit, check_seconds
 from toolcycle.runtime._pipeline import CallPipeline
@@ -135,6 +136,12 @@ class ToolRuntime:
         clock: Clock = time.time,
         timer: Clock = time.perf_counter,
     ) -> None:
+        # The objects given are checked before any part is built.
+        check_hooks("tracer", tracer)
+        check_hooks("instrumentation", instrumentation)
+        check_hooks("approval_ledger", approval_ledger)
+        check_result_cache(result_cache)
+        check_workers(max_workers)
         self._settings = settings = Settings(
             strict_output,
             check_result_limit(max_result_bytes),
