@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
+from toolcycle._secret_text import CUT, MIN_CUT, REDACTED, cut_starts, replaced
 from toolcycle._value import FrozenValue, frozen_value
 from toolcycle.validation._applicators import Applied, SchemaReader
 
@@ -36,10 +37,6 @@ __all__ = ["DEFAULT_SAFE_KEYS", "DEFAULT_SENSITIVE_KEYS", "REDACTED", "Redaction
 _PLAIN = frozenset({str, int, float, bool})
 """The value types `RedactionPolicy.masked` can judge without walking."""
 
-REDACTED = "[redacted]"
-"""What a sensitive value becomes in exported text."""
-_CUT = "..."  # how a message ends a value it shows only the start of
-_MIN_CUT = 4  # a shorter start of a secret is too little to hide (or to tell apart)
 _MAX_READERS = 256  # the schemas a policy remembers what it read of
 _MAX_KEYS = 4096  # the keys a policy remembers its verdict on
 _set = object.__setattr__  # how a frozen value's __init__ sets its fields
@@ -165,21 +162,21 @@ class RedactionPolicy(FrozenValue):
         (plain, inside a ``repr``, inside JSON with or without its non-ASCII
         escaped, as a key in a JSON Pointer). A message that cuts a long
         value short ends it with ``...``: the start of a secret right before
-        that mark is replaced too, down to `_MIN_CUT` characters. The work is
+        that mark is replaced too, down to `MIN_CUT` characters. The work is
         linear in the length of ``text`` and of each secret.
         """
         for secret in secrets:
             if len(secret) <= len(text):
                 text = text.replace(secret, REDACTED)
-        if _CUT not in text:
+        if CUT not in text:
             return text
         spans = [
             span
             for secret in secrets
-            if len(secret) > _MIN_CUT and secret[:_MIN_CUT] in text
-            for span in _cut_starts(text, secret)
+            if len(secret) > MIN_CUT and secret[:MIN_CUT] in text
+            for span in cut_starts(text, secret)
         ]
-        return _replaced(text, spans)
+        return replaced(text, spans)
 
     def _reader(self, schema: Any) -> SchemaReader:
         """The reader of ``schema``: one per schema, so that each is read once.
@@ -354,55 +351,6 @@ def _text(value: object) -> str | None:
         return value if isinstance(value, str) else str(value)
     except Exception:
         return None
-
-
-def _cut_starts(text: str, secret: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` that hold a start of ``secret`` right before a ``...`` mark.
-
-    The longest start (of at least `_MIN_CUT` characters) counts. One pass of a
-    prefix automaton over ``text``, so the cost is linear, however long the
-    secret and however many marks.
-    """
-    pattern = secret[:-1]  # the whole secret is replaced already
-    fallback = [0] * len(pattern)  # the usual prefix function of the pattern
-    matched = 0
-    for index in range(1, len(pattern)):
-        while matched and pattern[index] != pattern[matched]:
-            matched = fallback[matched - 1]
-        if pattern[index] == pattern[matched]:
-            matched += 1
-        fallback[index] = matched
-    spans: list[tuple[int, int]] = []
-    matched = 0
-    start = text.find(secret[:_MIN_CUT])
-    for index in range(start, len(text)):
-        if matched >= _MIN_CUT and text.startswith(_CUT, index):
-            spans.append((index - matched, index))
-        if matched == len(pattern):
-            matched = fallback[matched - 1]
-        char = text[index]
-        while matched and char != pattern[matched]:
-            matched = fallback[matched - 1]
-        if char == pattern[matched]:
-            matched += 1
-    return spans
-
-
-def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each span (overlapping ones merged) replaced by ``[redacted]``."""
-    if not spans:
-        return text
-    pieces: list[str] = []
-    end = 0
-    for start, stop in sorted(spans):
-        if start < end:  # overlaps the previous span: widen that one
-            pieces[-1] = REDACTED
-            end = max(end, stop)
-            continue
-        pieces += [text[end:start], REDACTED]
-        end = stop
-    pieces.append(text[end:])
-    return "".join(pieces)
 
 
 def _check_fields(key_pattern: Any, safe_keys: Any, schema_marks: Any, min_length: Any) -> None:
