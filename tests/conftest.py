@@ -7,6 +7,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,12 @@ def log_waiter() -> Iterator[Callable[..., LogWaiter]]:
 def draining(log_waiter: Callable[..., LogWaiter]) -> Callable[[str], bool]:
     """Waits (at most 5 s) until a plan's end is waiting for its calls in flight."""
     return log_waiter("toolcycle.lifecycle", "plan.draining", logging.DEBUG).wait
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder next to the workspace, with a file the tools must never touch."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "victim.txt").write_text("precious")
+    return folder

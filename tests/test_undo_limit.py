@@ -9,27 +9,14 @@ from typing import Any
 
 import pytest
 
-from toolcycle import BoundResource, ToolRuntime
 from toolcycle._confined import ConfinedRoot
 from toolcycle._nofollow import Parts
 from toolcycle.builtins import DeleteFile, EditFile, WriteFile, workspace_tools
 from toolcycle.rollback import file_change
 
+from .workspace_plan import WorkspacePlan
+
 CAP = 100
-
-
-class Plan:
-    """A runtime with the built-ins (previous bytes kept up to CAP) and one plan."""
-
-    def __init__(self, root: Path, *, checkpoint: bool) -> None:
-        self.root = root
-        self.runtime = ToolRuntime()
-        self.runtime.register_source(workspace_tools(max_undo_bytes=CAP))
-        resource = BoundResource(kind="workspace", name="ws", location=str(root))
-        self.ctx = self.runtime.new_context(resources=[resource], requires_checkpoint=checkpoint)
-
-    def __call__(self, name: str, **params: Any) -> Any:
-        return self.runtime.execute(name, params, self.ctx)
 
 
 @pytest.fixture
@@ -44,8 +31,8 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def _plan(root: Path, checkpoint: bool) -> Iterator[Plan]:
-    plan = Plan(root, checkpoint=checkpoint)
+def _plan(root: Path, checkpoint: bool) -> Iterator[WorkspacePlan]:
+    plan = WorkspacePlan(root, checkpoint=checkpoint, max_undo_bytes=CAP)
     try:
         yield plan
     finally:
@@ -53,13 +40,13 @@ def _plan(root: Path, checkpoint: bool) -> Iterator[Plan]:
 
 
 @pytest.fixture
-def checkpointed(root: Path) -> Iterator[Plan]:
+def checkpointed(root: Path) -> Iterator[WorkspacePlan]:
     """A plan that requires checkpoints."""
     yield from _plan(root, True)
 
 
 @pytest.fixture
-def plain(root: Path) -> Iterator[Plan]:
+def plain(root: Path) -> Iterator[WorkspacePlan]:
     """A plan that does not require checkpoints."""
     yield from _plan(root, False)
 
@@ -98,7 +85,7 @@ def test_max_undo_bytes_must_be_a_whole_number_of_bytes(value: Any) -> None:
 
 
 def test_a_checkpoint_plan_refuses_to_change_a_file_over_the_cap_and_leaves_it(
-    checkpointed: Plan, root: Path
+    checkpointed: WorkspacePlan, root: Path
 ) -> None:
     """Write, edit and delete of a file over max_undo_bytes fail before touching it."""
     results = [
@@ -115,7 +102,7 @@ def test_a_checkpoint_plan_refuses_to_change_a_file_over_the_cap_and_leaves_it(
     assert checkpointed.ctx.changes == ()
 
 
-def test_a_file_at_the_cap_is_kept_and_undone(checkpointed: Plan, root: Path) -> None:
+def test_a_file_at_the_cap_is_kept_and_undone(checkpointed: WorkspacePlan, root: Path) -> None:
     """The cap is inclusive: a file of exactly max_undo_bytes is changed and restored."""
     assert checkpointed("write_file", path="small.txt", content="new").success
     assert checkpointed.ctx.rollback().complete
@@ -123,7 +110,7 @@ def test_a_file_at_the_cap_is_kept_and_undone(checkpointed: Plan, root: Path) ->
 
 
 def test_a_file_over_the_cap_is_never_read(
-    checkpointed: Plan, plain: Plan, root: Path, reads: list[Parts]
+    checkpointed: WorkspacePlan, plain: WorkspacePlan, root: Path, reads: list[Parts]
 ) -> None:
     """Its size comes from stat: neither the refusal nor the unkept change reads it."""
     assert not checkpointed("write_file", path="big.txt", content="new").success
@@ -136,7 +123,7 @@ def test_a_file_over_the_cap_is_never_read(
 
 
 def test_without_checkpoints_a_change_over_the_cap_is_made_and_reported_unsupported(
-    plain: Plan, root: Path
+    plain: WorkspacePlan, root: Path
 ) -> None:
     """The change goes ahead, records only the old size, and rollback leaves it alone."""
     assert plain("write_file", path="big.txt", content="new").output["created"] is False
@@ -158,7 +145,7 @@ def test_without_checkpoints_a_change_over_the_cap_is_made_and_reported_unsuppor
 
 
 def test_a_file_over_the_cap_with_several_hard_links_is_still_refused(
-    plain: Plan, root: Path
+    plain: WorkspacePlan, root: Path
 ) -> None:
     """Not reading it does not skip the check that it is a regular, singly linked file."""
     os.link(root / "big.txt", root / "twin.txt")
@@ -177,7 +164,7 @@ def test_a_change_cannot_both_keep_and_not_keep_its_previous_bytes() -> None:
 
 @pytest.mark.parametrize("tool", ["write_file", "delete_file"])
 def test_a_file_that_grows_past_the_cap_after_its_stat_is_changed_as_one_over_it(
-    plain: Plan, root: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+    plain: WorkspacePlan, root: Path, monkeypatch: pytest.MonkeyPatch, tool: str
 ) -> None:
     """Stat saw it within the cap, the read finds more: the change is kept unundoable, not failed."""
     lstat = ConfinedRoot.lstat

@@ -11,41 +11,19 @@ from typing import Any
 
 import pytest
 
-from toolcycle import BoundResource, Change, ToolExecutionContext, ToolRuntime
-from toolcycle.builtins import workspace_tools
+from toolcycle import BoundResource, Change, ToolExecutionContext
 
-
-class Plan:
-    """A runtime with the built-ins and a checkpoint plan bound to one workspace."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.resource = BoundResource(kind="workspace", name="ws", location=str(root))
-        self.runtime = ToolRuntime()
-        self.runtime.register_source(workspace_tools())
-        self.ctx = self.runtime.new_context(resources=[self.resource], requires_checkpoint=True)
-
-    def __call__(self, name: str, **params: Any) -> Any:
-        return self.runtime.execute(name, params, self.ctx)
+from .workspace_plan import WorkspacePlan
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A folder next to the workspace, with a file the tools must never touch."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "victim.txt").write_text("precious")
-    return folder
-
-
-@pytest.fixture
-def plan(tmp_path: Path, outside: Path) -> Iterator[Plan]:
+def plan(tmp_path: Path, outside: Path) -> Iterator[WorkspacePlan]:
     """A plan on a workspace holding one text file and one folder."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("original\n")
     (root / "src").mkdir()
-    subject = Plan(root)
+    subject = WorkspacePlan(root)
     yield subject
     subject.runtime.close()
 
@@ -56,7 +34,7 @@ def _no_host_path(text: str, tmp_path: Path) -> bool:
 
 @pytest.mark.parametrize("name", ["a.txt", "new.txt"])
 def test_write_file_ignores_a_symlink_planted_at_the_old_temporary_name(
-    plan: Plan, outside: Path, name: str
+    plan: WorkspacePlan, outside: Path, name: str
 ) -> None:
     """A link at `.NAME.toolcycle-tmp` pointing outside is neither followed nor moved."""
     os.symlink(outside / "victim.txt", plan.root / f".{name}.toolcycle-tmp")
@@ -68,7 +46,7 @@ def test_write_file_ignores_a_symlink_planted_at_the_old_temporary_name(
 
 
 def test_edit_file_ignores_a_symlink_planted_at_the_old_temporary_name(
-    plan: Plan, outside: Path
+    plan: WorkspacePlan, outside: Path
 ) -> None:
     """edit_file writes the workspace file, not what a planted temporary link points to."""
     os.symlink(outside / "victim.txt", plan.root / ".a.txt.toolcycle-tmp")
@@ -79,7 +57,7 @@ def test_edit_file_ignores_a_symlink_planted_at_the_old_temporary_name(
 
 
 def test_rollback_ignores_a_symlink_planted_at_its_old_temporary_name(
-    plan: Plan, outside: Path
+    plan: WorkspacePlan, outside: Path
 ) -> None:
     """Restoring a file never writes through a link planted at `.NAME.toolcycle-rollback`."""
     os.symlink(outside / "victim.txt", plan.root / ".a.txt.toolcycle-rollback")
@@ -103,7 +81,7 @@ def _forged(change: Change, **edits: Any) -> Change:
     "target", ["a.txt", "../outside/planted.txt", "{outside}/planted.txt", "src/../../x.txt"]
 )
 def test_rollback_never_writes_where_a_persisted_change_points(
-    plan: Plan, outside: Path, target: str
+    plan: WorkspacePlan, outside: Path, target: str
 ) -> None:
     """An edited absolute path (or an escaping target) in a stored change writes nothing."""
     assert plan("write_file", path="a.txt", content="changed").success
@@ -125,7 +103,9 @@ def test_rollback_never_writes_where_a_persisted_change_points(
         assert outcome.status == "failed" and "refused" in outcome.message
 
 
-def test_rollback_refuses_a_target_whose_folder_became_a_symlink(plan: Plan, outside: Path) -> None:
+def test_rollback_refuses_a_target_whose_folder_became_a_symlink(
+    plan: WorkspacePlan, outside: Path
+) -> None:
     """A folder swapped for a link to outside after the change: nothing outside is removed."""
     assert plan("write_file", path="d/f.txt", content="mine").success
     shutil.move(plan.root / "d", outside / "d")
@@ -137,7 +117,9 @@ def test_rollback_refuses_a_target_whose_folder_became_a_symlink(plan: Plan, out
     assert all(_no_host_path(o.message, outside.parent) for o in report.outcomes)
 
 
-def test_reading_a_file_with_several_hard_links_is_refused(plan: Plan, outside: Path) -> None:
+def test_reading_a_file_with_several_hard_links_is_refused(
+    plan: WorkspacePlan, outside: Path
+) -> None:
     """A hard link may share its bytes with a file outside, so it is not read."""
     os.link(outside / "victim.txt", plan.root / "linked.txt")
     read = plan("read_file", path="linked.txt")
@@ -153,7 +135,7 @@ def test_reading_a_file_with_several_hard_links_is_refused(plan: Plan, outside: 
 @pytest.mark.parametrize("tool", ["read_file", "write_file", "list_dir", "search_text"])
 @pytest.mark.parametrize("path", ["back/ws/a.txt", "back/ws/new.txt"])
 def test_a_symlinked_folder_that_leaves_the_workspace_is_refused(
-    plan: Plan, outside: Path, tool: str, path: str
+    plan: WorkspacePlan, outside: Path, tool: str, path: str
 ) -> None:
     """A link component that leads outside is refused, even when the path comes back in."""
     os.symlink(outside, plan.root / "out")
@@ -176,7 +158,7 @@ def test_a_symlinked_folder_that_leaves_the_workspace_is_refused(
     ],
 )
 def test_os_errors_name_the_workspace_path_not_the_host_path(
-    plan: Plan, tmp_path: Path, tool: str, params: dict[str, Any]
+    plan: WorkspacePlan, tmp_path: Path, tool: str, params: dict[str, Any]
 ) -> None:
     """A failing file operation reports the path relative to the workspace."""
     result = plan(tool, **params)
@@ -185,7 +167,7 @@ def test_os_errors_name_the_workspace_path_not_the_host_path(
 
 
 def test_rollback_errors_name_the_workspace_path_not_the_host_path(
-    plan: Plan, tmp_path: Path
+    plan: WorkspacePlan, tmp_path: Path
 ) -> None:
     """An undo that fails reports the path relative to the workspace."""
     assert plan("write_file", path="d/f.txt", content="mine").success
@@ -234,7 +216,7 @@ def test_a_failed_replace_leaves_no_temporary_behind(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
 
 
-def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(plan: Plan) -> None:
+def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(plan: WorkspacePlan) -> None:
     """Replacing a file through a temporary keeps its mode, as writing in place would."""
     script = plan.root / "run.sh"
     script.write_text("#!/bin/sh\n")
@@ -244,7 +226,7 @@ def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(plan: Plan
 
 
 def test_the_temporary_for_a_private_file_is_never_readable_by_others(
-    plan: Plan, monkeypatch: pytest.MonkeyPatch
+    plan: WorkspacePlan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """From its creation on, the temporary of a private file is as private as the file."""
     opened = os.open
@@ -274,7 +256,7 @@ def test_the_temporary_for_a_private_file_is_never_readable_by_others(
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file away"
 )
-def test_a_file_replaced_as_root_keeps_its_owner_and_group(plan: Plan) -> None:
+def test_a_file_replaced_as_root_keeps_its_owner_and_group(plan: WorkspacePlan) -> None:
     """Editing (and undoing the edit of) a user's file as root leaves it the user's."""
     owned = plan.root / "owned.txt"
     owned.write_text("mine\n")
@@ -290,7 +272,7 @@ def test_a_file_replaced_as_root_keeps_its_owner_and_group(plan: Plan) -> None:
 
 
 def test_listing_and_search_follow_links_inside_and_leave_out_the_others(
-    plan: Plan, outside: Path
+    plan: WorkspacePlan, outside: Path
 ) -> None:
     """Links inside show their target's kind; links out, dangling links and loops are left out."""
     (plan.root / "src" / "code.py").write_text("needle\n")
@@ -323,7 +305,7 @@ def test_listing_and_search_follow_links_inside_and_leave_out_the_others(
     ],
 )
 def test_unusable_paths_fail_clearly_and_name_no_host_path(
-    plan: Plan, tmp_path: Path, path: str, text: str
+    plan: WorkspacePlan, tmp_path: Path, path: str, text: str
 ) -> None:
     """Link loops, over-long paths and names fail as results that name no host path."""
     os.symlink("loop", plan.root / "loop")
@@ -333,7 +315,7 @@ def test_unusable_paths_fail_clearly_and_name_no_host_path(
         assert _no_host_path(result.error, tmp_path)
 
 
-def test_write_file_refuses_a_fifo_without_waiting_for_a_writer(plan: Plan) -> None:
+def test_write_file_refuses_a_fifo_without_waiting_for_a_writer(plan: WorkspacePlan) -> None:
     """A named pipe in the workspace is not a regular file: refused at once, never read."""
     os.mkfifo(plan.root / "pipe")
     result = plan.runtime.execute(
@@ -343,7 +325,9 @@ def test_write_file_refuses_a_fifo_without_waiting_for_a_writer(plan: Plan) -> N
     assert plan("delete_file", path="pipe").error_type == "FileNotFoundError"
 
 
-def test_a_workspace_removed_during_the_plan_fails_clearly(plan: Plan, tmp_path: Path) -> None:
+def test_a_workspace_removed_during_the_plan_fails_clearly(
+    plan: WorkspacePlan, tmp_path: Path
+) -> None:
     """After activation, a workspace that is gone gives a WorkspaceError naming it by name."""
     assert plan("read_file", path="a.txt").success
     shutil.rmtree(plan.root)
@@ -352,7 +336,7 @@ def test_a_workspace_removed_during_the_plan_fails_clearly(plan: Plan, tmp_path:
     assert _no_host_path(result.error, tmp_path)
 
 
-def _legacy_change(plan: Plan, target: str) -> Change:
+def _legacy_change(plan: WorkspacePlan, target: str) -> Change:
     """A write change in the shape older versions stored: an absolute path, no workspace."""
     assert plan("write_file", path=target, content="changed").success
     recorded = plan.ctx.changes[-1]
@@ -363,7 +347,7 @@ def _legacy_change(plan: Plan, target: str) -> Change:
 
 
 def test_a_change_without_a_workspace_name_is_undone_only_when_one_workspace_is_bound(
-    plan: Plan, tmp_path: Path
+    plan: WorkspacePlan, tmp_path: Path
 ) -> None:
     """Older changes are re-derived from the single bound workspace; with two, refused."""
     change = _legacy_change(plan, "a.txt")
@@ -387,7 +371,7 @@ def test_a_change_without_a_workspace_name_is_undone_only_when_one_workspace_is_
     ],
 )
 def test_rollback_refuses_changes_of_workspaces_the_plan_cannot_write(
-    plan: Plan, resources: str, message: str
+    plan: WorkspacePlan, resources: str, message: str
 ) -> None:
     """A change is undone only in a writable workspace of the same name bound by the plan."""
     from toolcycle.rollback import undo_changes
@@ -404,7 +388,9 @@ def test_rollback_refuses_changes_of_workspaces_the_plan_cannot_write(
     assert (plan.root / "a.txt").read_text() == "changed"
 
 
-def test_rollback_refuses_a_file_that_became_a_symbolic_link(plan: Plan, outside: Path) -> None:
+def test_rollback_refuses_a_file_that_became_a_symbolic_link(
+    plan: WorkspacePlan, outside: Path
+) -> None:
     """A target replaced by a link (even to identical bytes) is not touched."""
     assert plan("write_file", path="a.txt", content="precious").success
     (plan.root / "a.txt").unlink()
@@ -425,7 +411,9 @@ def test_a_file_change_records_no_absolute_path() -> None:
     assert "workspace" not in change.data
 
 
-def test_rollback_in_a_workspace_that_is_gone_fails_clearly(plan: Plan, tmp_path: Path) -> None:
+def test_rollback_in_a_workspace_that_is_gone_fails_clearly(
+    plan: WorkspacePlan, tmp_path: Path
+) -> None:
     """Nothing can be undone in a removed workspace; the report says so by name."""
     assert plan("write_file", path="a.txt", content="changed").success
     shutil.rmtree(plan.root)
@@ -440,7 +428,7 @@ def test_rollback_in_a_workspace_that_is_gone_fails_clearly(plan: Plan, tmp_path
 
 @pytest.mark.parametrize("tool", ["read_file", "write_file", "list_dir", "search_text"])
 def test_a_symlinked_folder_pointing_outside_is_refused_by_every_tool(
-    plan: Plan, outside: Path, tool: str
+    plan: WorkspacePlan, outside: Path, tool: str
 ) -> None:
     """A link component to a folder outside is refused for reading, writing and listing."""
     os.symlink(outside, plan.root / "out")
@@ -451,7 +439,7 @@ def test_a_symlinked_folder_pointing_outside_is_refused_by_every_tool(
     assert (outside / "victim.txt").read_text() == "precious"
 
 
-def test_symlinks_that_stay_inside_are_followed(plan: Plan) -> None:
+def test_symlinks_that_stay_inside_are_followed(plan: WorkspacePlan) -> None:
     """A link to a file or folder inside the workspace works like its target."""
     os.symlink("src", plan.root / "code")
     os.symlink("../a.txt", plan.root / "src" / "alias.txt")
@@ -470,13 +458,15 @@ def test_symlinks_that_stay_inside_are_followed(plan: Plan) -> None:
         ({"path": "src/../a.txt"}, 1),
     ],
 )
-def test_search_text_on_one_file_or_nothing(plan: Plan, params: dict[str, Any], found: int) -> None:
+def test_search_text_on_one_file_or_nothing(
+    plan: WorkspacePlan, params: dict[str, Any], found: int
+) -> None:
     """A file path searches that file (if the glob allows it); a missing path finds nothing."""
     result = plan("search_text", query="original", **params)
     assert len(result.output["matches"]) == found
 
 
-def test_paths_through_links_inside_resolve_like_the_os_would(plan: Plan) -> None:
+def test_paths_through_links_inside_resolve_like_the_os_would(plan: WorkspacePlan) -> None:
     """`..` after a real folder, an absolute link inside and the root's own path all work."""
     os.symlink(plan.root / "src", plan.root / "abs-src")
     (plan.root / "src" / "deeper").mkdir()
@@ -487,7 +477,7 @@ def test_paths_through_links_inside_resolve_like_the_os_would(plan: Plan) -> Non
     assert [e["path"] for e in listed] == ["a.txt", "abs-src", "src"]
 
 
-def test_workspace_tool_resolve_returns_a_path_inside_or_refuses(plan: Plan) -> None:
+def test_workspace_tool_resolve_returns_a_path_inside_or_refuses(plan: WorkspacePlan) -> None:
     """The public resolve helper follows links inside and refuses links out."""
     from toolcycle.builtins import PathOutsideWorkspaceError, ReadFile
 
@@ -500,7 +490,9 @@ def test_workspace_tool_resolve_returns_a_path_inside_or_refuses(plan: Plan) -> 
         tool.resolve(plan.resource, "../x")
 
 
-def test_rollback_remakes_folders_removed_since_and_skips_ones_already_gone(plan: Plan) -> None:
+def test_rollback_remakes_folders_removed_since_and_skips_ones_already_gone(
+    plan: WorkspacePlan,
+) -> None:
     """A deleted file comes back with its folder; a created folder already gone is done."""
     assert plan("make_dir", path="made").success
     (plan.root / "src" / "kept.txt").write_text("kept")

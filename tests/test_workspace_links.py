@@ -8,47 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from toolcycle import BoundResource, Change, ToolResult, ToolRuntime
-from toolcycle.builtins import workspace_tools
+from toolcycle import Change
 
-
-class Plan:
-    """A runtime with the built-ins and a checkpoint plan bound to one workspace."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.resource = BoundResource(kind="workspace", name="ws", location=str(root))
-        self.runtime = ToolRuntime()
-        self.runtime.register_source(workspace_tools())
-        self.ctx = self.runtime.new_context(resources=[self.resource], requires_checkpoint=True)
-
-    def __call__(self, name: str, **params: object) -> ToolResult:
-        return self.runtime.execute(name, params, self.ctx)
+from .workspace_plan import WorkspacePlan
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A folder next to the workspace, with a file the tools must never touch."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "victim.txt").write_text("precious")
-    return folder
-
-
-@pytest.fixture
-def plan(tmp_path: Path) -> Iterator[Plan]:
+def plan(tmp_path: Path) -> Iterator[WorkspacePlan]:
     """A plan on a workspace holding ``a.txt`` and ``src/b.txt``."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("original\n")
     (root / "src").mkdir()
     (root / "src" / "b.txt").write_text("bee\n")
-    subject = Plan(root)
+    subject = WorkspacePlan(root)
     yield subject
     subject.runtime.close()
 
 
-def test_delete_file_removes_a_link_to_a_file_inside_and_keeps_the_file(plan: Plan) -> None:
+def test_delete_file_removes_a_link_to_a_file_inside_and_keeps_the_file(
+    plan: WorkspacePlan,
+) -> None:
     """Deleting a link to a file inside removes the link; the file stays as it was."""
     os.symlink("a.txt", plan.root / "alias.txt")
     result = plan("delete_file", path="alias.txt")
@@ -73,7 +53,7 @@ def test_delete_file_removes_a_link_to_a_file_inside_and_keeps_the_file(plan: Pl
     ],
 )
 def test_delete_file_removes_a_link_wherever_it_points(
-    plan: Plan, outside: Path, name: str, text: str
+    plan: WorkspacePlan, outside: Path, name: str, text: str
 ) -> None:
     """A link to a folder, outside the workspace, to nothing or to itself is removed as a name."""
     link_text = text.format(outside=outside)
@@ -88,7 +68,7 @@ def test_delete_file_removes_a_link_wherever_it_points(
 
 @pytest.mark.parametrize("path", ["alias.txt/", "alias.txt/.", "./alias.txt"])
 def test_a_trailing_slash_or_dot_still_names_the_link_for_delete_file(
-    plan: Plan, path: str
+    plan: WorkspacePlan, path: str
 ) -> None:
     """``alias.txt/`` removes the link too: delete_file never deletes through a final link."""
     os.symlink("a.txt", plan.root / "alias.txt")
@@ -97,7 +77,7 @@ def test_a_trailing_slash_or_dot_still_names_the_link_for_delete_file(
     assert (plan.root / "a.txt").read_text() == "original\n"
 
 
-def test_delete_file_follows_links_before_the_last_name(plan: Plan) -> None:
+def test_delete_file_follows_links_before_the_last_name(plan: WorkspacePlan) -> None:
     """A linked folder on the way is followed; a link at the end of that path is removed itself."""
     os.symlink("src", plan.root / "code")
     os.symlink("b.txt", plan.root / "src" / "bee-link")
@@ -112,7 +92,7 @@ def test_delete_file_follows_links_before_the_last_name(plan: Plan) -> None:
 
 @pytest.mark.parametrize("text", ["a.txt", "src/../a.txt", "{root}/a.txt", "{outside}"])
 def test_rollback_makes_a_deleted_link_again_with_the_same_text(
-    plan: Plan, outside: Path, text: str
+    plan: WorkspacePlan, outside: Path, text: str
 ) -> None:
     """A rollback restores the link as a link, its text as written, and leaves its target alone."""
     link_text = text.format(root=plan.root, outside=outside)
@@ -126,7 +106,7 @@ def test_rollback_makes_a_deleted_link_again_with_the_same_text(
     assert plan.ctx.changes == ()
 
 
-def test_rollback_makes_the_folder_of_a_deleted_link_again(plan: Plan) -> None:
+def test_rollback_makes_the_folder_of_a_deleted_link_again(plan: WorkspacePlan) -> None:
     """A link whose folder was removed since comes back with its folder."""
     os.symlink("../a.txt", plan.root / "src" / "alias")
     assert plan("delete_file", path="src/alias").success
@@ -136,7 +116,7 @@ def test_rollback_makes_the_folder_of_a_deleted_link_again(plan: Plan) -> None:
     assert os.readlink(plan.root / "src" / "alias") == "../a.txt"
 
 
-def test_rollback_leaves_a_name_taken_since_a_link_was_deleted(plan: Plan) -> None:
+def test_rollback_leaves_a_name_taken_since_a_link_was_deleted(plan: WorkspacePlan) -> None:
     """Something put where the link was is a conflict, left as it is."""
     os.symlink("a.txt", plan.root / "alias.txt")
     assert plan("delete_file", path="alias.txt").success
@@ -149,7 +129,7 @@ def test_rollback_leaves_a_name_taken_since_a_link_was_deleted(plan: Plan) -> No
 
 @pytest.mark.parametrize("data", [{}, {"link": ""}, {"link": 7}, {"link": "a\0b"}])
 def test_rollback_refuses_a_link_change_without_usable_text(
-    plan: Plan, data: dict[str, object]
+    plan: WorkspacePlan, data: dict[str, object]
 ) -> None:
     """A stored link change without a link text is reported failed and makes nothing."""
     plan.ctx.record_change(Change(kind="link.delete", target="made", data=data))
@@ -158,7 +138,9 @@ def test_rollback_refuses_a_link_change_without_usable_text(
     assert not os.path.lexists(plan.root / "made")
 
 
-def test_write_edit_and_read_through_a_final_link_inside_act_on_its_target(plan: Plan) -> None:
+def test_write_edit_and_read_through_a_final_link_inside_act_on_its_target(
+    plan: WorkspacePlan,
+) -> None:
     """As documented, the other tools take a final link inside as the file it points to."""
     os.symlink("a.txt", plan.root / "alias.txt")
     assert plan("write_file", path="alias.txt", content="one\n").output["path"] == "a.txt"
@@ -167,7 +149,9 @@ def test_write_edit_and_read_through_a_final_link_inside_act_on_its_target(plan:
     assert os.readlink(plan.root / "alias.txt") == "a.txt"
 
 
-def test_listing_after_deleting_a_link_shows_its_target_and_not_the_link(plan: Plan) -> None:
+def test_listing_after_deleting_a_link_shows_its_target_and_not_the_link(
+    plan: WorkspacePlan,
+) -> None:
     """list_dir and search_text see the target still there and the link gone."""
     os.symlink("a.txt", plan.root / "alias.txt")
     before = [e["path"] for e in plan("list_dir").output["entries"]]

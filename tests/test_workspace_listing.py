@@ -9,38 +9,23 @@ from typing import Any
 
 import pytest
 
-from toolcycle import BoundResource, ToolResult, ToolRuntime
-from toolcycle.builtins import workspace_tools
-
-
-class Plan:
-    """A runtime with the built-ins and a plan bound to one workspace."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        resource = BoundResource(kind="workspace", name="ws", location=str(root))
-        self.runtime = ToolRuntime()
-        self.runtime.register_source(workspace_tools())
-        self.ctx = self.runtime.new_context(resources=[resource])
-
-    def __call__(self, name: str, **params: Any) -> ToolResult:
-        return self.runtime.execute(name, params, self.ctx)
+from .workspace_plan import WorkspacePlan
 
 
 @pytest.fixture
-def plan(tmp_path: Path) -> Iterator[Plan]:
+def plan(tmp_path: Path) -> Iterator[WorkspacePlan]:
     """A plan on a workspace holding ``a.txt`` and ``src/b.txt``, each with a needle."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("needle one\n")
     (root / "src").mkdir()
     (root / "src" / "b.txt").write_text("needle two\nneedle three\n")
-    subject = Plan(root)
+    subject = WorkspacePlan(root, checkpoint=False)
     yield subject
     subject.runtime.close()
 
 
-def _found(plan: Plan, **params: Any) -> list[tuple[str, int]]:
+def _found(plan: WorkspacePlan, **params: Any) -> list[tuple[str, int]]:
     result = plan("search_text", query="needle", **params)
     assert result.success, result.error
     return [(m["path"], m["line"]) for m in result.output["matches"]]
@@ -54,7 +39,9 @@ def _raw_name(folder: Path, name: bytes) -> None:
         pytest.skip(f"this file system refuses names that are not UTF-8 ({exc.strerror})")
 
 
-def test_search_text_reports_a_file_reached_directly_and_through_links_once(plan: Plan) -> None:
+def test_search_text_reports_a_file_reached_directly_and_through_links_once(
+    plan: WorkspacePlan,
+) -> None:
     """A file and links to it (before and after it in the walk) are searched once, in place."""
     os.symlink("a.txt", plan.root / "0-first.txt")
     os.symlink("a.txt", plan.root / "alias.txt")
@@ -64,7 +51,7 @@ def test_search_text_reports_a_file_reached_directly_and_through_links_once(plan
     assert _found(plan) == [("a.txt", 1), ("src/b.txt", 1), ("src/b.txt", 2)]
 
 
-def test_search_text_reports_a_file_reached_only_through_links_once(plan: Plan) -> None:
+def test_search_text_reports_a_file_reached_only_through_links_once(plan: WorkspacePlan) -> None:
     """Links to a file the walk does not meet by name stand in for it once, at the first link."""
     os.symlink("../a.txt", plan.root / "src" / "one.txt")
     os.symlink("../a.txt", plan.root / "src" / "two.txt")
@@ -74,7 +61,7 @@ def test_search_text_reports_a_file_reached_only_through_links_once(plan: Plan) 
     assert _found(plan, pattern="*.md") == [("src/b.txt", 1), ("src/b.txt", 2)]
 
 
-def test_search_text_counts_each_match_once_towards_max_results(plan: Plan) -> None:
+def test_search_text_counts_each_match_once_towards_max_results(plan: WorkspacePlan) -> None:
     """With links to a file, max_results is reached by distinct matches only."""
     os.symlink("a.txt", plan.root / "alias.txt")
     os.symlink("a.txt", plan.root / "b-alias.txt")
@@ -86,7 +73,7 @@ def test_search_text_counts_each_match_once_towards_max_results(plan: Plan) -> N
     assert result.output["truncated"]
 
 
-def test_list_dir_marks_each_link_and_names_its_target(plan: Plan) -> None:
+def test_list_dir_marks_each_link_and_names_its_target(plan: WorkspacePlan) -> None:
     """A link inside is listed with its target's kind and size, plus link and target."""
     os.symlink("a.txt", plan.root / "alias.txt")
     os.symlink("src", plan.root / "code")
@@ -102,7 +89,7 @@ def test_list_dir_marks_each_link_and_names_its_target(plan: Plan) -> None:
     ]
 
 
-def _odd_names(plan: Plan) -> None:
+def _odd_names(plan: WorkspacePlan) -> None:
     """Add a file and a folder whose names are not UTF-8, and a link to that file."""
     _raw_name(plan.root, b"caf\xe9.txt")
     folder = plan.root / os.fsdecode(b"d\xe9j\xe0")
@@ -111,7 +98,7 @@ def _odd_names(plan: Plan) -> None:
     os.symlink(os.fsdecode(b"caf\xe9.txt"), plan.root / "alias.txt")
 
 
-def test_list_dir_leaves_out_names_that_are_not_utf8(plan: Plan) -> None:
+def test_list_dir_leaves_out_names_that_are_not_utf8(plan: WorkspacePlan) -> None:
     """A name no call could send back is left out, with all under it and links to it."""
     _odd_names(plan)
     listed = plan("list_dir", recursive=True)
@@ -119,7 +106,7 @@ def test_list_dir_leaves_out_names_that_are_not_utf8(plan: Plan) -> None:
     assert [e["path"] for e in listed.output["entries"]] == ["a.txt", "src", "src/b.txt"]
 
 
-def test_search_text_leaves_out_names_that_are_not_utf8(plan: Plan) -> None:
+def test_search_text_leaves_out_names_that_are_not_utf8(plan: WorkspacePlan) -> None:
     """A file named in bytes that are not UTF-8 is not searched, so the call still answers."""
     _odd_names(plan)
     assert _found(plan) == [("a.txt", 1), ("src/b.txt", 1), ("src/b.txt", 2)]
