@@ -385,6 +385,7 @@ ALLOWED = {
     # Entry and Call; the rest for annotations only, under TYPE_CHECKING
     "runtime._shared": {
         "_scope",
+        "tracing",
         "context",
         "execution._inflight",
         "execution._portal",
@@ -599,8 +600,19 @@ ALLOWED = {
         "_lazy_trace",
         "_construct",
     },
-    "runtime._facade": {
+    # Closing, sync or async: the parts it drives for annotations only, under TYPE_CHECKING
+    "runtime._closing": {
         "_scope",
+        "cache",
+        "errors",
+        "execution._invoke",
+        "runtime._plans",
+        "runtime._registry",
+        "runtime._settings",
+        "runtime._shared",
+    },
+    "runtime._facade": {
+        "runtime._closing",
         "runtime._given",
         "runtime._limits",
         "guardrails",
