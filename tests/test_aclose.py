@@ -407,3 +407,100 @@ def test_an_async_tool_run_on_the_runtimes_loop_may_await_aclose() -> None:
 async def _opened(runtime: ToolRuntime) -> None:
     async with runtime.aplan():
         pass
+
+
+async def test_a_deactivate_that_awaits_aclose_during_aclose_returns_at_once() -> None:
+    """An aclose from within the close itself does not wait for that close."""
+    log: list[tuple[Any, ...]] = []
+    runtime = ToolRuntime(tracer=NullTracer(), deactivate_timeout=WAIT)
+    tool = Held("a", log)
+
+    async def deactivate(ctx: ToolExecutionContext) -> None:
+        await runtime.aclose()
+        log.append(("deactivated", ctx.plan_id, "a"))
+
+    tool.deactivate = deactivate  # type: ignore[method-assign]
+    runtime.register(tool)
+    await runtime.aexecute("a", {}, runtime.new_context("p"))
+    async with asyncio.timeout(WAIT):
+        await runtime.aclose()
+    assert log[-1] == ("deactivated", "p", "a")
+
+
+async def test_an_aclose_from_a_tool_call_during_another_close_returns_at_once() -> None:
+    """A tool call may be what the first close waits for, so its aclose does not wait."""
+    gate, go = asyncio.Event(), asyncio.Event()
+    runtime, tool, _ = await _held_runtime(gate)
+    returned: list[bool] = []
+
+    async def closes(params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        await go.wait()
+        await runtime.aclose()
+        returned.append(gate.is_set())
+
+    caller = Held("closes", [])
+    caller.execute = closes  # type: ignore[method-assign]
+    runtime.register(caller)
+    call = asyncio.create_task(runtime.aexecute("closes", {}, runtime.new_context("q")))
+    first = asyncio.create_task(runtime.aclose())
+    await tool.deactivating.wait()  # plan p ends first, held at the gate
+    go.set()
+    async with asyncio.timeout(WAIT):
+        await call
+        gate.set()
+        await first
+    assert returned == [False]
+
+
+async def test_an_aclose_cancelled_while_it_waits_for_another_leaves_nothing_behind(
+    log_waiter: Callable[..., Any],
+) -> None:
+    """A second aclose cancelled as it waits raises the cancellation and drops its waker."""
+    awaiting = log_waiter("toolcycle.lifecycle", "runtime.awaiting_close", logging.DEBUG)
+    gate = asyncio.Event()
+    runtime, tool, _ = await _held_runtime(gate)
+    first = asyncio.create_task(runtime.aclose())
+    await tool.deactivating.wait()
+    second = asyncio.create_task(runtime.aclose())
+    assert await asyncio.to_thread(awaiting.wait, "")
+    second.cancel()
+    done, _ = await asyncio.wait({second}, timeout=WAIT)
+    assert done and second.cancelled()
+    assert runtime._settings.wakers == []
+    gate.set()
+    async with asyncio.timeout(WAIT):
+        await first
+
+
+def test_a_close_from_a_tool_call_during_another_close_returns_at_once() -> None:
+    """As for aclose: a sync tool's close() does not wait for the close under way."""
+    leaving, release, go = threading.Event(), threading.Event(), threading.Event()
+    returned: list[bool] = []
+
+    def held(ctx: ToolExecutionContext) -> None:
+        leaving.set()
+        release.wait(WAIT)
+
+    def closes(params: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        go.wait(WAIT)
+        runtime.close()
+        returned.append(release.is_set())
+
+    runtime = ToolRuntime(tracer=NullTracer())
+    first, second = Held("a", []), Held("closes", [])
+    first.deactivate = held  # type: ignore[method-assign,assignment]
+    second.execute = closes  # type: ignore[method-assign,assignment]
+    runtime.register(first)
+    runtime.register(second)
+    runtime.execute("a", {}, runtime.new_context("p"))
+    q = runtime.new_context("q")
+    caller = threading.Thread(target=runtime.execute, args=("closes", {}, q))
+    caller.start()
+    closer = threading.Thread(target=runtime.close)
+    closer.start()
+    assert leaving.wait(WAIT)
+    go.set()
+    caller.join(WAIT)
+    release.set()
+    closer.join(WAIT)
+    assert returned == [False] and not closer.is_alive()
