@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.metadata
+import inspect
 import pkgutil
 import subprocess
 import sys
@@ -385,6 +386,7 @@ ALLOWED = {
     # Entry and Call; the rest for annotations only, under TYPE_CHECKING
     "runtime._shared": {
         "_scope",
+        "tracing",
         "context",
         "execution._inflight",
         "execution._portal",
@@ -599,8 +601,19 @@ ALLOWED = {
         "_lazy_trace",
         "_construct",
     },
-    "runtime._facade": {
+    # Closing, sync or async: the parts it drives for annotations only, under TYPE_CHECKING
+    "runtime._closing": {
         "_scope",
+        "cache",
+        "errors",
+        "execution._invoke",
+        "runtime._plans",
+        "runtime._registry",
+        "runtime._settings",
+        "runtime._shared",
+    },
+    "runtime._facade": {
+        "runtime._closing",
         "runtime._given",
         "runtime._limits",
         "guardrails",
@@ -700,6 +713,22 @@ def test_all_matches_the_expected_names() -> None:
     assert list(toolcycle.__all__) == sorted(toolcycle.__all__)
     for name in toolcycle.__all__:
         assert hasattr(toolcycle, name)
+
+
+def test_the_runtime_closes_alike_from_sync_and_async_code() -> None:
+    """close() and ``with``, aclose() and ``async with``: the pinned signatures of each pair."""
+    pinned = {
+        "close": "(self) -> 'None'",
+        "__enter__": "(self) -> 'Self'",
+        "__exit__": "(self, *exc_info: 'object') -> 'None'",
+        "aclose": "(self) -> 'None'",
+        "__aenter__": "(self) -> 'Self'",
+        "__aexit__": "(self, *exc_info: 'object') -> 'None'",
+    }
+    for name, signature in pinned.items():
+        method = getattr(toolcycle.ToolRuntime, name)
+        assert str(inspect.signature(method)) == signature, name
+        assert inspect.iscoroutinefunction(method) == name.startswith(("a", "__a")), name
 
 
 def test_version_is_the_installed_distributions() -> None:

@@ -247,6 +247,12 @@ class ToolLifecycleCache:
         with self._lock:
             return tuple(plan.ctx for plan in self._plans.values())
 
+    def in_flight(self) -> tuple[Flight, ...]:
+        """The calls in flight in every open plan."""
+        with self._lock:
+            groups = [plan.flights for plan in self._plans.values() if plan.flights is not None]
+        return tuple(flight for group in groups for flight in group.current())
+
     def track(self, ctx: ToolExecutionContext) -> None:
         """Remember a plan even before it activates anything, so ``close`` ends it."""
         with self._lock:

@@ -250,6 +250,9 @@ async def async_usage() -> None:
                 async for item in answer:
                     assert_type(item, ProgressEvent | ToolResult)
         assert_type(await runtime.aend_plan(ctx), list[ToolDeactivationError])
+    async with ToolRuntime() as closing:
+        assert_type(closing, ToolRuntime)
+        assert_type(await closing.aclose(), None)
 
 
 def langchain_adapter_usage() -> None:

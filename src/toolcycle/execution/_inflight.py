@@ -266,6 +266,11 @@ class Flights:
         if self.closed:
             _changed.notify_all()
 
+    def current(self) -> tuple[Flight, ...]:
+        """The flights in the plan now."""
+        with _lock:
+            return tuple(self._calls)
+
     def close(self) -> tuple[Flight, ...]:
         """Refuse later calls; the flights still in the plan."""
         with _lock:

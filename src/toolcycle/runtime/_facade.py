@@ -8,7 +8,6 @@ import weakref
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
-from toolcycle._scope import _call_scope
 from toolcycle.cache import ToolLifecycleCache
 from toolcycle.execution._activation import Activator
 from toolcycle.execution._invoke import Invoker
@@ -16,6 +15,7 @@ from toolcycle.execution._lifecycle import LifecycleCalls
 from toolcycle.redaction import RedactionPolicy
 from toolcycle.result_cache import ResultCache
 from toolcycle.runtime._approvals import Approvals
+from toolcycle.runtime._closing import Closer
 from toolcycle.runtime._given import check_hooks, check_result_cache, check_workers
 from toolcycle.runtime._guardset import Guards, guards_of
 from toolcycle.runtime._limits import check_result_limit, check_seconds
@@ -184,6 +184,7 @@ class ToolRuntime:
             drain_timeout=drain_timeout,
             abandon_timeout=abandon_timeout,
         )
+        self._closer = Closer(settings, cache, self._plans, self._tools, invoker, self._release)
         self._steps = steps = CallSteps(self._tools, settings, self._traces, cache, instrumentation)
         approvals = Approvals(steps, invoker, settings)
         self._pipeline = CallPipeline(steps, approvals, self._activator, invoker, settings)
@@ -208,6 +209,12 @@ class ToolRuntime:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     strict_output: Option[bool] = Option("strict_output")
     max_result_bytes: Option[int | None] = Option("max_result_bytes", check_result_limit)
@@ -241,17 +248,28 @@ class ToolRuntime:
         is closed after the plans end; an error it raises is logged. Idempotent: a
         second caller returns once the first caller's close is over, unless it runs
         in a tool call or on the runtime's loop thread, which that close may wait on.
+
+        In async code, ``await runtime.aclose()`` instead: this blocks the event loop
+        until it is over, and async tools whose ``deactivate`` needs that loop cannot
+        end their plans meanwhile.
+
+        Raises:
+            ToolRuntimeError: called on a running event loop where it would wait on
+                that loop: an `aclose` is under way there, or calls are in flight there.
         """
-        settings = self._settings
-        if not settings.close():
-            if _call_scope.get() is None and not self._invoker.portal.in_portal_thread():
-                settings.wait_closed()
-            return
-        with settings.closing():
-            self._plans.end_all()
-            self._tools.close_sources()
-            self._invoker.close()
-            self._release.detach()
+        self._closer.close()
+
+    async def aclose(self) -> None:
+        """Async twin of `close`: the same steps, with the event loop free throughout.
+
+        Open plans end as by `aend_plan`, on this loop; a source's ``async def
+        aclose()`` is awaited, else its ``close()`` runs in a worker thread, as does
+        the stop of the runtime's thread and pool. Idempotent: a second caller (of
+        ``close`` or ``aclose``) returns once the first close is over; an ``aclose``
+        awaits that without blocking its loop. Cancelled meanwhile, the close still
+        runs to its end, and the cancellation is raised then.
+        """
+        await self._closer.aclose()
 
     # -- tools ------------------------------------------------------------------------
 

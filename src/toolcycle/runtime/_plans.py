@@ -15,7 +15,7 @@ from toolcycle.context import ToolExecutionContext
 from toolcycle.execution._inflight import wait_for
 from toolcycle.protocols import PlanHost
 from toolcycle.runtime._limits import check_seconds
-from toolcycle.runtime._shared import here
+from toolcycle.runtime._shared import despite_cancellation, here
 from toolcycle.tracing import get_logger, lifecycle_event
 
 if TYPE_CHECKING:
@@ -189,9 +189,12 @@ class PlanRegistry:
                 )
                 # Cancelled meanwhile, the end must not deactivate tools under calls still
                 # running: it ends the plan after the drain all the same, then re-raises.
-                cancelled = await _despite_cancellation(drain, ctx.plan_id)
+                cancelled = await despite_cancellation(
+                    drain, "plan.end_cancelled", plan_id=ctx.plan_id
+                )
                 if cancelled is not None:
-                    await _despite_cancellation(asyncio.ensure_future(self._aend(ctx)), ctx.plan_id)
+                    ending = asyncio.ensure_future(self._aend(ctx))
+                    await despite_cancellation(ending, "plan.end_cancelled", plan_id=ctx.plan_id)
                     raise cancelled
             return await self._aend(ctx)
         finally:
@@ -214,6 +217,20 @@ class PlanRegistry:
             if others:
                 lifecycle_event("runtime.awaiting_plan_ends", count=len(others))
             self._ends.wait_for(lambda: all(end.thread == me for end in self._under_way.values()))
+
+    async def aend_all(self) -> None:
+        """Async twin of `end_all`: each open plan ends as by `aend_plan`, on this loop.
+
+        The ends other threads or tasks have under way are then awaited without
+        blocking the loop, those on this loop's other tasks included; not those
+        the code running here is part of (a ``deactivate`` that closes the runtime).
+        """
+        for ctx in self._cache.open_plans():
+            await self.aend_plan(ctx)
+        with self._ends:
+            ending = list(self._under_way)
+        for ctx in ending:
+            await self._await_other_end(ctx)
 
     def _start(self, ctx: ToolExecutionContext) -> _End | None:
         """Close the plan and count its end as under way; None if it had ended or is ending."""
@@ -366,25 +383,6 @@ def _leave(token: Token[tuple[ToolExecutionContext, ...]]) -> None:
 def _resolve(future: asyncio.Future[None]) -> None:
     with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
         future.set_result(None)
-
-
-async def _despite_cancellation(
-    task: asyncio.Future[Any], plan_id: str
-) -> asyncio.CancelledError | None:
-    """Wait for ``task`` to end, however often the awaiting task is cancelled meanwhile.
-
-    Returns:
-        The first cancellation, for the caller to raise once it is done; None if none came.
-    """
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError as exc:
-            lifecycle_event("plan.end_cancelled", plan_id=plan_id)
-            cancelled = cancelled or exc
-    task.result()  # raises if the work itself was cancelled (its loop is shutting down)
-    return cancelled
 
 
 def _abandon(ctx: ToolExecutionContext, flights: list[Flight], event: str) -> None:

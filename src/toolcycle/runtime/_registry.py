@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -225,17 +227,35 @@ class ToolRegistry:
 
     def close_sources(self) -> None:
         """Call ``close()`` on every source that has one, once; an error is logged."""
+        for source in self._take_sources():
+            close = getattr(source, "close", None)
+            if callable(close):
+                _close(source, close)
+
+    async def aclose_sources(self) -> None:
+        """Async twin of `close_sources`: a source's ``async def aclose()`` is awaited.
+
+        A source without one has its ``close()`` called in a worker thread, so that
+        a slow close does not hold up the event loop.
+        """
+        for source in self._take_sources():
+            aclose = getattr(source, "aclose", None)
+            close = getattr(source, "close", None)
+            if inspect.iscoroutinefunction(aclose):
+                try:
+                    await aclose()
+                except Exception as exc:
+                    _close_failed(source, exc)
+            elif callable(close):
+                await asyncio.to_thread(_close, source, close)
+
+    def _take_sources(self) -> list[ToolSource]:
+        """Forget every source, for closing; a refresh under way is dropped."""
         with self._lock:
             sources, self._sources = self._sources, []
             for entry in sources:
-                entry.version += 1  # a refresh under way is dropped
-        for entry in sources:
-            close = getattr(entry.source, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception as exc:
-                    _log.warning("source.close_failed", source=repr(entry.source), error=str(exc))
+                entry.version += 1
+        return [entry.source for entry in sources]
 
     def _refresh(self, entry: _SourceEntry, version: int) -> None:
         """List one source (without the lock) and apply its new list if still current."""
@@ -335,6 +355,17 @@ class ToolRegistry:
             for name, was in owned.items()
             if name not in fresh or fresh[name].instance is not was.instance
         ]
+
+
+def _close(source: ToolSource, close: Callable[[], object]) -> None:
+    try:
+        close()
+    except Exception as exc:
+        _close_failed(source, exc)
+
+
+def _close_failed(source: ToolSource, exc: Exception) -> None:
+    _log.warning("source.close_failed", source=repr(source), error=str(exc))
 
 
 def _due(entry: _SourceEntry) -> bool:

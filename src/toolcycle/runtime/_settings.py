@@ -8,6 +8,7 @@ the runtime's closed state and the wait for its first ``close()`` to finish;
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from contextvars import ContextVar
@@ -67,11 +68,13 @@ class Settings:
         "closed_down",
         "guardrails",
         "lock",
+        "loop",
         "max_result_bytes",
         "max_retries",
         "redaction",
         "retry",
         "strict_output",
+        "wakers",
     )
 
     def __init__(
@@ -93,6 +96,8 @@ class Settings:
         self.closed = False
         self.closed_down = threading.Event()  # set once the first close() is over
         self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None  # that of an aclose() under way
+        self.wakers: list[Callable[[], object]] = []  # of aclose() callers awaiting the first
         self.guardrails: Guards | None = None  # the runtime's own; set by the façade
 
     def check_open(self) -> None:
@@ -107,20 +112,63 @@ class Settings:
         return first
 
     @contextlib.contextmanager
-    def closing(self) -> Iterator[None]:
-        """The first caller's close: work started in it is known as part of it."""
+    def closing(self, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[None]:
+        """The first caller's close: work started in it is known as part of it.
+
+        Args:
+            loop: the event loop an ``aclose()`` runs on; None for ``close()``.
+        """
         token = _closing_here.set((*_closing_here.get(), self))
+        self.loop = loop
         try:
             yield
         finally:
             _closing_here.reset(token)
-            self.closed_down.set()
+            with self.lock:
+                self.loop = None
+                self.closed_down.set()
+                wakers, self.wakers = self.wakers, []
+            for wake in wakers:
+                wake()
+
+    def closing_on(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether an ``aclose()`` that the code running here is not part of runs on ``loop``."""
+        return self.loop is loop and self not in _closing_here.get()
 
     def wait_closed(self) -> None:
         """Wait until the first caller's close is over, unless this runs as part of it."""
         if self not in _closing_here.get() and not self.closed_down.is_set():
             lifecycle_event("runtime.awaiting_close")
             self.closed_down.wait()
+
+    async def await_closed(self) -> None:
+        """`wait_closed` for async code: the event loop stays free while it waits."""
+        if self in _closing_here.get():
+            return
+        loop = asyncio.get_running_loop()
+        over = loop.create_future()
+
+        def wake() -> None:
+            # Runs on the closing thread, which must not fail for a waiter gone with its loop.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, over)
+
+        with self.lock:
+            if self.closed_down.is_set():
+                return
+            self.wakers.append(wake)
+        lifecycle_event("runtime.awaiting_close")
+        try:
+            await over
+        finally:
+            with self.lock:  # a cancelled waiter leaves nothing behind
+                if wake in self.wakers:
+                    self.wakers.remove(wake)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
+        future.set_result(None)
 
 
 class Option(Generic[T]):

@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcycle.execution._portal import Deadline
+from toolcycle.tracing import lifecycle_event
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from toolcycle.runtime._record import CallRecord
     from toolcycle.validation import CompiledSchema
 
-__all__ = ["Call", "Entry", "deadlines", "here", "smaller"]
+__all__ = ["Call", "Entry", "deadlines", "despite_cancellation", "here", "smaller"]
 
 _NO_LIMITS: tuple[None, None] = (None, None)
 
@@ -215,6 +216,28 @@ def here() -> object:
     except RuntimeError:  # no event loop runs in this thread
         task = None
     return task if task is not None else threading.get_ident()
+
+
+async def despite_cancellation(
+    task: asyncio.Future[Any], event: str, **fields: Any
+) -> asyncio.CancelledError | None:
+    """Wait for ``task`` to end, however often the awaiting task is cancelled meanwhile.
+
+    Work that must not stop halfway (a plan's end, the runtime's close) runs as
+    ``task``; each cancellation of the waiter is logged as ``event`` with ``fields``.
+
+    Returns:
+        The first cancellation, for the caller to raise once it is done; None if none came.
+    """
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            lifecycle_event(event, **fields)
+            cancelled = cancelled or exc
+    task.result()  # raises if the work itself was cancelled (its loop is shutting down)
+    return cancelled
 
 
 def smaller(a: float | None, b: float | None) -> float | None:
