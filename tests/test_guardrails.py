@@ -823,6 +823,20 @@ def test_register_and_the_runtime_refuse_guardrails_that_are_not_callables(
     assert runtime.descriptors() == ()
 
 
+def test_the_decision_helpers_themselves_are_refused_as_guardrails(
+    runtime: ToolRuntime,
+) -> None:
+    """allow, reject or stop given in place of a guardrail fails where it is given."""
+    hint = r"pass a function of \(call, ctx\) that returns allow\(\)"
+    with pytest.raises(TypeError, match=rf"input_guardrails holds allow is .*{hint}"):
+        ToolRuntime(input_guardrails=[allow])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=rf"output_guardrails holds reject is .*{hint}"):
+        runtime.register(echo, output_guardrails=[reject])  # type: ignore[list-item]
+    with pytest.raises(ToolDefinitionError, match=rf"of tool 'echo' holds stop is .*{hint}"):
+        wrap(echo.fn, name="echo", input_guardrails=[stop])  # type: ignore[list-item]
+    assert runtime.descriptors() == ()
+
+
 def test_reject_and_stop_need_a_message_string() -> None:
     """The reject and stop helpers refuse a message that is not text."""
     with pytest.raises(TypeError, match="reject"):

@@ -130,7 +130,8 @@ ALLOWED = {
     "_warnings": set(),
     # _value is the base of its frozen dataclasses; the rest for annotations only.
     "guardrails": {"_value", "content", "context", "models"},
-    "runtime._guardset": {"guardrails"},  # for annotations only, under TYPE_CHECKING
+    # guardrails for annotations only; _tool_options imported where a helper is checked
+    "runtime._guardset": {"_tool_options", "guardrails"},
     "runtime._guards": {
         "content",
         "errors",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from toolcycle.guardrails import Guardrail
     from toolcycle.result_cache import CachePolicy
 
-__all__ = ["check_cache", "check_guardrails", "check_retries"]
+__all__ = ["check_cache", "check_guardrails", "check_retries", "misused_decision"]
 
 
 def check_retries(
@@ -56,6 +56,25 @@ def check_cache(name: str, writes: bool, cache: CachePolicy | None) -> CachePoli
     return cache
 
 
+def misused_decision(item: object) -> str | None:
+    """What to say when ``allow``, ``reject`` or ``stop`` itself is given as a guardrail.
+
+    Checked where guardrails are given, not at the first call, where the helper
+    would fail on (call, ctx). Matched by name, as ``toolcycle.guardrails`` loads
+    only when used.
+    """
+    name = getattr(item, "__name__", None)
+    if name not in _DECISIONS or getattr(item, "__module__", None) != "toolcycle.guardrails":
+        return None
+    return (
+        f"{name} is the decision a guardrail returns, not a guardrail; pass a function "
+        "of (call, ctx) that returns allow(), reject(message) or stop(message)"
+    )
+
+
+_DECISIONS = frozenset({"allow", "reject", "stop"})
+
+
 def check_guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...]:
     """The guardrails given as ``option``, checked where the tool is defined."""
     if callable(value) or isinstance(value, str | bytes):
@@ -65,6 +84,9 @@ def check_guardrails(value: Any, option: str, name: str) -> tuple[Guardrail, ...
         )
     items = tuple(value)
     for item in items:
+        misused = misused_decision(item)
+        if misused is not None:
+            raise ToolDefinitionError(f"{option} of tool {name!r} holds {misused}", tool_name=name)
         if not callable(item):
             raise ToolDefinitionError(
                 f"{option} of tool {name!r} holds {item!r}, which is not callable; a "

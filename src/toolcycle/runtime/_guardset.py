@@ -64,7 +64,8 @@ def guards_of(guardrails: Iterable[Guardrail] | None, where: str) -> tuple[Guard
 
     Raises:
         TypeError: ``guardrails`` is not an iterable of callables (a single
-            function, say, instead of a list of one).
+            function, say, instead of a list of one), or holds ``allow``,
+            ``reject`` or ``stop`` themselves.
     """
     if guardrails is None:
         return ()
@@ -77,12 +78,25 @@ def guards_of(guardrails: Iterable[Guardrail] | None, where: str) -> tuple[Guard
             f"{where} takes a list of guardrails, got {type(guardrails).__name__}"
         ) from None
     for item in items:
+        misused = _misused(item)
+        if misused is not None:
+            raise TypeError(f"{where} holds {misused}")
         if not callable(item):
             raise TypeError(
                 f"{where} holds {item!r}, which is not callable; a guardrail is a function "
                 "of (call, ctx) returning allow(), reject(message) or stop(message)"
             )
     return tuple(Guard(item) for item in items)
+
+
+def _misused(item: object) -> str | None:
+    if getattr(item, "__module__", None) != "toolcycle.guardrails":
+        return None
+    # Imported here: its module waits for the first tool definition, and only one of
+    # the decision helpers themselves gets this far.
+    from toolcycle._tool_options import misused_decision
+
+    return misused_decision(item)
 
 
 def chain(
