@@ -17,11 +17,13 @@ from toolcycle import (
     ToolCancelledError,
     ToolDescriptor,
     ToolExecutionContext,
+    ToolNotFoundError,
     ToolRuntime,
     ToolRuntimeError,
     tool,
     wrap,
 )
+from toolcycle.agent._deferred import SEARCH_TOOL
 from toolcycle.agent._search import SearchIndex, words
 from toolcycle.testing import FakeTool, capture_traces
 
@@ -357,6 +359,17 @@ def test_revealing_one_name_given_as_a_string_is_refused(
     with pytest.raises(TypeError, match=r"pass \['slack_post_message'\]"):
         ctx.reveal_tools("slack_post_message")
     assert ctx.revealed_tools == frozenset()
+
+
+def test_executing_search_tools_says_that_call_answers_it(
+    searchable: ToolRuntime, ctx: ToolExecutionContext
+) -> None:
+    """A host that executes the search meta-tool is told that call and acall answer it."""
+    with pytest.raises(ToolNotFoundError, match=r"'search_tools' is registered: .* runtime\.call"):
+        searchable.execute(SEARCH_TOOL, {"query": "issue"}, ctx)
+    with pytest.raises(ToolNotFoundError) as other:
+        searchable.execute("search_tool", {}, ctx)
+    assert "runtime.call" not in str(other.value)
 
 
 @pytest.mark.parametrize(

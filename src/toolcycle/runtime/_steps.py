@@ -48,6 +48,14 @@ if TYPE_CHECKING:
 
 __all__ = ["CallSteps"]
 
+# The name of agent._deferred.SEARCH_TOOL, not imported: that would load the models'
+# validators with the package. The dispatcher answers it, so execute never can.
+_SEARCH_TOOL = "search_tools"
+_SEARCH_HINT = (
+    f": {_SEARCH_TOOL} is the tool search offered to a model, answered by runtime.call "
+    "and runtime.acall (or call_many), not by execute"
+)
+
 
 class CallSteps:
     """Opens, checks, validates, finishes and traces calls.
@@ -155,7 +163,9 @@ class CallSteps:
         entry = self._entries.get(name)
         if entry is None:
             error: ToolRuntimeError = ToolNotFoundError(
-                f"no tool named {name!r} is registered; known tools: "
+                f"no tool named {name!r} is registered"
+                + (_SEARCH_HINT if name == _SEARCH_TOOL else "")
+                + "; known tools: "
                 + (", ".join(sorted(self._catalog.names())[:20]) or "none"),
                 tool_name=name,
                 plan_id=ctx.plan_id,
