@@ -169,6 +169,25 @@ def test_a_model_call_from_the_tools_own_loop_is_refused_with_the_advice_to_awai
     assert "await runtime.acall(...) instead" in (result.error or "")
 
 
+def test_closing_from_the_tools_own_loop_logs_the_advice_to_await_aclose(
+    loop_thread: LoopThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A close whose deactivation is refused on the tool's loop says to await aclose."""
+    runtime = ToolRuntime(tracer=NullTracer())
+    runtime.register(LoopTool(loop_thread.loop))
+    runtime.execute("looped", {}, runtime.new_context()).raise_for_error()
+
+    async def from_the_loop() -> None:
+        runtime.close()
+
+    caplog.set_level("WARNING", logger="toolcycle.runtime")
+    asyncio.run_coroutine_threadsafe(from_the_loop(), loop_thread.loop).result(WAIT)
+    logged = [r for r in caplog.records if r.getMessage() == "tool.deactivate_failed"]
+    assert logged, caplog.records
+    error = str(vars(logged[0]).get("error"))
+    assert "where it would wait on itself; await runtime.aclose() instead" in error
+
+
 def test_an_event_loop_attribute_that_is_not_a_loop_is_refused(runtime: ToolRuntime) -> None:
     """Registration names the tool and the wrong type."""
     with pytest.raises(ToolRegistrationError, match="'looped' is a str"):

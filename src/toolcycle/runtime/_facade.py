@@ -678,4 +678,5 @@ _ASYNC_TWINS = {
     ToolRuntime.plan.__wrapped__.__code__: "async with runtime.aplan()",  # type: ignore[attr-defined]
     ToolRuntime.call.__code__: "await runtime.acall(...)",
     ToolRuntime.resume.__code__: "await runtime.aresume(...)",
+    ToolRuntime.close.__code__: "await runtime.aclose()",
 }
