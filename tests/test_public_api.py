@@ -406,6 +406,7 @@ ALLOWED = {
         "cancellation",
         "durable",
         "errors",
+        "execution._portal",
         "models",
         "protocols",
         "redaction",
@@ -456,6 +457,7 @@ ALLOWED = {
         "protocols",
         "execution._inflight",
         "execution._lifecycle",  # for annotations only, under TYPE_CHECKING
+        "execution._portal",
         "cache",
         "cancellation",
         "context",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import sys
 import threading
@@ -36,6 +37,7 @@ __all__ = [
     "await_result",
     "run_blocking",
     "wait_result",
+    "waker",
 ]
 
 T = TypeVar("T")
@@ -112,6 +114,27 @@ def wait_result(future: concurrent.futures.Future[T], deadline: Deadline | None)
         except concurrent.futures.TimeoutError:
             if deadline is None or deadline.remaining() == 0:
                 raise
+
+
+def waker(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Future[None], Callable[[], None]]:
+    """A future on ``loop``, and a function any thread may call to resolve it.
+
+    The function does nothing once the future's waiter was cancelled or its loop has
+    closed: the thread that calls it (ending a plan, closing the runtime) must not fail
+    for a waiter gone.
+    """
+    over: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed
+            loop.call_soon_threadsafe(_resolve, over)
+
+    return over, wake
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # its waiter was cancelled meanwhile
+        future.set_result(None)
 
 
 async def await_result(future: asyncio.Future[T], deadline: Deadline) -> T:

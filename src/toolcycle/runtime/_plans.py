@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import threading
 from contextvars import ContextVar
@@ -13,6 +12,7 @@ from toolcycle._scope import _call_scope, _CallScope
 from toolcycle.cancellation import CancellationToken
 from toolcycle.context import ToolExecutionContext
 from toolcycle.execution._inflight import wait_for
+from toolcycle.execution._portal import waker
 from toolcycle.protocols import PlanHost
 from toolcycle.runtime._limits import check_seconds
 from toolcycle.runtime._shared import despite_cancellation, here
@@ -284,14 +284,7 @@ class PlanRegistry:
 
     async def _await_other_end(self, ctx: ToolExecutionContext) -> None:
         """Wait, without blocking the event loop, until another end of ``ctx`` is over."""
-        loop = asyncio.get_running_loop()
-        over = loop.create_future()
-
-        def wake() -> None:
-            # Runs in the ending thread, which must not fail for a waiter gone with its loop.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, over)
-
+        over, wake = waker(asyncio.get_running_loop())  # woken by the ending thread
         end = self._other_end(ctx, blocking=False, wake=wake)
         if end is None:
             return
@@ -378,11 +371,6 @@ def _leave(token: Token[tuple[ToolExecutionContext, ...]]) -> None:
         _ending_here.reset(token)
     except ValueError:  # pragma: no cover - a coroutine closed outside its task's context
         return
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
-        future.set_result(None)
 
 
 def _abandon(ctx: ToolExecutionContext, flights: list[Flight], event: str) -> None:

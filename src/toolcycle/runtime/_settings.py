@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Self, TypedDict, TypeVar, overload
 
 from toolcycle.errors import ToolRuntimeError
+from toolcycle.execution._portal import waker
 from toolcycle.tracing import lifecycle_event
 
 if TYPE_CHECKING:
@@ -145,14 +146,7 @@ class Settings:
         """`wait_closed` for async code: the event loop stays free while it waits."""
         if self in _closing_here.get():
             return
-        loop = asyncio.get_running_loop()
-        over = loop.create_future()
-
-        def wake() -> None:
-            # Runs on the closing thread, which must not fail for a waiter gone with its loop.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, over)
-
+        over, wake = waker(asyncio.get_running_loop())  # woken by the closing thread
         with self.lock:
             if self.closed_down.is_set():
                 return
@@ -164,11 +158,6 @@ class Settings:
             with self.lock:  # a cancelled waiter leaves nothing behind
                 if wake in self.wakers:
                     self.wakers.remove(wake)
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    with contextlib.suppress(asyncio.InvalidStateError):  # its waiter was cancelled meanwhile
-        future.set_result(None)
 
 
 class Option(Generic[T]):
